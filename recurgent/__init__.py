@@ -1,0 +1,1 @@
+"""recurgent: an embedded agent runtime."""

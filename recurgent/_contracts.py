@@ -1,0 +1,242 @@
+"""Delegation contracts: composing them from options, and validating deliverables (ADR 0009)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from recurgent.errors import UsageError
+
+__all__ = [
+    "CONTRACT_FIELDS",
+    "ContractCheck",
+    "compose_contract",
+    "infer_intent_signature",
+    "shape_name",
+    "validate_deliverable",
+]
+
+CONTRACT_FIELDS = ("purpose", "deliverable", "acceptance", "failure_policy", "intent_signature")
+ContractSource = Literal["none", "hash", "fields", "merged"]
+
+_JSON_TYPES = {
+    "object": Mapping,
+    "array": list | tuple,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+}
+
+
+def _normalize(contract: Mapping[str, Any]) -> dict[str, Any] | None:
+    kept = {key: contract[key] for key in CONTRACT_FIELDS if contract.get(key) is not None}
+    for key in ("purpose", "intent_signature"):
+        if key in kept and (not isinstance(kept[key], str) or not kept[key].strip()):
+            raise UsageError(
+                f"delegation_contract[{key!r}] must be a non-empty str when provided, "
+                f"got {kept[key]!r}"
+            )
+    return kept or None
+
+
+def compose_contract(
+    explicit: object, fields: Mapping[str, Any]
+) -> tuple[dict[str, Any] | None, ContractSource]:
+    """Compose the active contract from a ``delegation_contract`` mapping and field options.
+
+    Field options win over the mapping per key. Only the five contract fields are kept.
+
+    Returns:
+        ``(contract, source)`` where source is ``none``, ``hash``, ``fields`` or ``merged``.
+
+    Raises:
+        UsageError: the mapping is not a mapping, or purpose/intent_signature are blank.
+    """
+    if explicit is not None and not isinstance(explicit, Mapping):
+        raise UsageError(
+            f"delegation_contract must be a mapping or None, got {type(explicit).__name__}"
+        )
+    declared = {key: value for key, value in fields.items() if value is not None}
+    if explicit is None and not declared:
+        return None, "none"
+    if explicit is None:
+        source: ContractSource = "fields"
+        merged: dict[str, Any] = declared
+    elif not declared:
+        source, merged = "hash", {str(k): v for k, v in explicit.items()}
+    else:
+        source, merged = "merged", {**{str(k): v for k, v in explicit.items()}, **declared}
+    contract = _normalize(merged)
+    return contract, source if contract is not None else "none"
+
+
+def infer_intent_signature(method_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    """Describe the call that is delegating, e.g. ``ask: args=latest news: kwargs=url``."""
+    parts = [method_name]
+    shown = [str(arg).strip()[:120] for arg in list(args)[:2]]
+    shown = [text for text in shown if text]
+    if shown:
+        parts.append("args=" + " | ".join(shown))
+    if kwargs:
+        parts.append("kwargs=" + ",".join(list(kwargs)[:3]))
+    return ": ".join(parts)
+
+
+def shape_name(value: Any) -> str:
+    """JSON-style name of a value's shape: object, array, string, integer, number, boolean, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _canonical_key(key: str) -> str:
+    """Fold the spellings a model may use for one key: ``:pub_date``, ``pubDate``, ``pub-date``."""
+    key = key.strip().lstrip(":")
+    key = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key)
+    return re.sub(r"[-\s]+", "_", key).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class ContractCheck:
+    """Result of validating an ok value against a deliverable.
+
+    ``canonical_value`` is set when required keys were found under another spelling; it is the
+    value with the required spelling added, so the caller can read the key it asked for.
+    """
+
+    applied: bool
+    canonical_value: Any = None
+    passed: bool | None = None
+    mismatch: str | None = None
+    expected_keys: list[str] = field(default_factory=list)
+    actual_keys: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        """Metadata for a ``contract_violation`` outcome."""
+        return {
+            "mismatch": self.mismatch,
+            "expected_keys": self.expected_keys,
+            "actual_keys": self.actual_keys,
+            **self.details,
+        }
+
+
+def _min_items(raw: Any) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw if raw >= 0 else None
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return None
+
+
+def _type_matches(declared: str, value: Any) -> bool:
+    if declared == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if declared == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    expected = _JSON_TYPES.get(declared)
+    return True if expected is None else isinstance(value, expected)
+
+
+def _fail(mismatch: str, expected: list[str], value: Any, **details: Any) -> ContractCheck:
+    actual = [str(k) for k in value] if isinstance(value, Mapping) else []
+    return ContractCheck(
+        applied=True, passed=False, mismatch=mismatch, expected_keys=expected,
+        actual_keys=actual, details=details,
+    )
+
+
+def _check_properties(deliverable: Mapping[str, Any], value: Mapping[str, Any]) -> ContractCheck | None:
+    constraints = deliverable.get("constraints")
+    properties = constraints.get("properties") if isinstance(constraints, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return None
+    for key, rule in properties.items():
+        if key not in value or not isinstance(rule, Mapping):
+            continue
+        item = value[key]
+        declared = rule.get("type")
+        path = f"deliverable.constraints.properties.{key}"
+        if isinstance(declared, str) and not _type_matches(declared.strip().lower(), item):
+            return _fail(
+                "property_type_mismatch", [str(key)], value, constraint_path=f"{path}.type",
+                expected_shape=declared.strip().lower(), actual_shape=shape_name(item),
+            )
+        minimum = _min_items(rule.get("min_items"))
+        if minimum is not None and (not isinstance(item, list | tuple) or len(item) < minimum):
+            return _fail(
+                "min_items_violation", [str(key)], value, constraint_path=f"{path}.min_items",
+                expected_shape="array", actual_shape=shape_name(item),
+                expected_min_items=minimum,
+                actual_items=len(item) if isinstance(item, list | tuple) else None,
+            )
+    return None
+
+
+def validate_deliverable(
+    deliverable: Any, value: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> ContractCheck:
+    """Check an ok value against a contract's ``deliverable``.
+
+    Supports ``type`` (every JSON type), ``required`` keys of objects, ``min_items`` of arrays and
+    ``constraints.properties.<key>.{type,min_items}``. A deliverable that is not a mapping, or
+    has no recognised ``type``, is not enforced.
+    """
+    if not isinstance(deliverable, Mapping):
+        return ContractCheck(applied=False)
+    if args and args[0] is None and not kwargs and isinstance(value, Mapping | list) and not value:
+        return _fail("nil_required_input", [], value, expected_shape="non_null_input",
+                     actual_shape="null")
+    declared = deliverable.get("type")
+    kind = declared.strip().lower() if isinstance(declared, str) else None
+    required = [str(k) for k in deliverable.get("required") or [] if str(k).strip()]
+    if kind is None and required:
+        kind = "object"
+    if kind is None:
+        return ContractCheck(applied=True, passed=True)
+    if not _type_matches(kind, value):
+        return _fail("type_mismatch", required, value, expected_shape=kind,
+                     actual_shape=shape_name(value))
+    if kind == "object":
+        by_canonical = {_canonical_key(str(k)): k for k in value}
+        aliases = {key: by_canonical.get(_canonical_key(key)) for key in required if key not in value}
+        missing = [key for key, found in aliases.items() if found is None]
+        if missing:
+            return _fail("missing_required_key", required, value, expected_shape="object",
+                         actual_shape="object", missing_keys=missing)
+        canonical = {**value, **{key: value[found] for key, found in aliases.items()}}
+        problem = _check_properties(deliverable, canonical)
+        if problem is not None:
+            return problem
+        return ContractCheck(
+            applied=True, passed=True, expected_keys=required,
+            actual_keys=[str(k) for k in value],
+            canonical_value=canonical if aliases else None,
+        )
+    if kind == "array":
+        constraints = deliverable.get("constraints")
+        minimum = _min_items(deliverable.get("min_items"))
+        if minimum is None and isinstance(constraints, Mapping):
+            minimum = _min_items(constraints.get("min_items"))
+        if minimum is not None and len(value) < minimum:
+            return _fail("min_items_violation", [], value, constraint_path="deliverable.min_items",
+                         expected_shape="array", actual_shape="array",
+                         expected_min_items=minimum, actual_items=len(value))
+    return ContractCheck(applied=True, passed=True)

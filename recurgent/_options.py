@@ -1,0 +1,169 @@
+"""AgentOptions: every agent option, its default, its validation, and what delegates inherit.
+
+This and the OpenAI provider are the only places that read the environment (ADR 0005).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
+from recurgent.errors import UsageError
+from recurgent.providers import Provider, resolve_provider
+
+__all__ = ["DEFAULT_MODEL", "AgentOptions", "NetworkPolicy", "default_log_path", "parse_options"]
+
+DEFAULT_MODEL = "gpt-4.1-mini"
+NetworkPolicy = Literal["allow", "deny"] | tuple[str, ...]
+
+# Options a delegate takes over from its parent unless the delegate call overrides them.
+_INHERITED = (
+    "provider", "model", "log", "debug", "verbose", "max_generation_attempts",
+    "guardrail_recovery_budget", "fresh_outcome_repair_budget", "provider_timeout_seconds",
+    "execution_timeout_seconds", "trace_id", "network", "forwarded_call_budget",
+)
+_RUNTIME_OPTIONS = (*_INHERITED, "delegation_budget")
+KNOWN_OPTIONS = frozenset((*_RUNTIME_OPTIONS, *CONTRACT_FIELDS, "delegation_contract"))
+
+
+def default_log_path() -> Path:
+    """``$XDG_STATE_HOME/recurgent/recurgent.jsonl``, falling back to ``~/.local/state``."""
+    state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state_home) / "recurgent" / "recurgent.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOptions:
+    """Validated, immutable options of one agent (see the README's option table)."""
+
+    provider: Provider | None
+    model: str
+    log: Path | None
+    debug: bool
+    verbose: bool
+    max_generation_attempts: int
+    guardrail_recovery_budget: int
+    fresh_outcome_repair_budget: int
+    provider_timeout_seconds: float | None
+    execution_timeout_seconds: float
+    delegation_budget: int | None
+    trace_id: str
+    network: NetworkPolicy
+    forwarded_call_budget: int
+    contract: Mapping[str, Any] | None
+    contract_source: ContractSource
+
+    def for_delegate(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """Options for a child: inherited values, the budget minus one, then ``overrides``."""
+        inherited: dict[str, Any] = {name: getattr(self, name) for name in _INHERITED}
+        inherited["log"] = self.log if self.log is not None else False
+        if self.delegation_budget is None:
+            inherited["delegation_budget"] = None
+        else:
+            inherited["delegation_budget"] = self.delegation_budget - 1
+        inherited.update({k: v for k, v in overrides.items() if k in _RUNTIME_OPTIONS})
+        return inherited
+
+    def with_provider(self, provider: Provider) -> AgentOptions:
+        """The same options bound to a concrete provider."""
+        return replace(self, provider=provider)
+
+
+def _int_option(name: str, value: Any, minimum: int, *, nullable: bool = False) -> int | None:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        suffix = " or None" if nullable else ""
+        raise UsageError(f"{name} must be an int >= {minimum}{suffix}, got {value!r}")
+    return value
+
+
+def _seconds(name: str, value: Any, *, low: float, high: float | None, nullable: bool) -> float | None:
+    if value is None and nullable:
+        return None
+    valid = not isinstance(value, bool) and isinstance(value, int | float)
+    if valid and (value <= low if high is None else not low <= value <= high):
+        valid = False
+    if not valid:
+        bound = f"> {low:g}" if high is None else f"between {low:g} and {high:g}"
+        raise UsageError(f"{name} must be a number {bound}{' or None' if nullable else ''}, "
+                         f"got {value!r}")
+    return float(value)
+
+
+def _log_path(value: Any) -> Path | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return default_log_path()
+    if isinstance(value, str | os.PathLike):
+        return Path(value).expanduser()
+    raise UsageError(f"log must be a path, None or False, got {type(value).__name__}")
+
+
+def _network(value: Any) -> NetworkPolicy:
+    if value in ("allow", "deny"):
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, list | tuple | set | frozenset) and all(
+        isinstance(host, str) and host.strip() for host in value
+    ):
+        return tuple(sorted(host.strip().lower() for host in value))
+    raise UsageError(f"network must be 'allow', 'deny' or a list of host names, got {value!r}")
+
+
+def parse_options(options: Mapping[str, Any]) -> AgentOptions:
+    """Validate keyword options given to ``Agent``/``Agent.for_``.
+
+    Raises:
+        UsageError: an unknown option, or a value out of range (the message names both).
+    """
+    unknown = sorted(set(options) - KNOWN_OPTIONS)
+    if unknown:
+        raise UsageError(
+            f"Unknown option(s) for Agent: {', '.join(map(repr, unknown))}. "
+            f"Known options: {', '.join(sorted(KNOWN_OPTIONS))}"
+        )
+    get = options.get
+    model = get("model") or os.environ.get("RECURGENT_MODEL") or DEFAULT_MODEL
+    if not isinstance(model, str) or not model.strip():
+        raise UsageError(f"model must be a non-empty str, got {model!r}")
+    trace_id = get("trace_id")
+    if trace_id is None:
+        trace_id = secrets.token_hex(12)
+    elif not isinstance(trace_id, str) or not trace_id.strip():
+        raise UsageError(f"trace_id must be a non-empty str, got {trace_id!r}")
+    contract, source = compose_contract(
+        get("delegation_contract"), {name: get(name) for name in CONTRACT_FIELDS}
+    )
+    return AgentOptions(
+        provider=resolve_provider(get("provider")),
+        model=model.strip(),
+        log=_log_path(get("log", True)),
+        debug=bool(get("debug", False)),
+        verbose=bool(get("verbose", False)),
+        max_generation_attempts=_int_option(  # type: ignore[arg-type]
+            "max_generation_attempts", get("max_generation_attempts", 2), 1),
+        guardrail_recovery_budget=_int_option(  # type: ignore[arg-type]
+            "guardrail_recovery_budget", get("guardrail_recovery_budget", 1), 0),
+        fresh_outcome_repair_budget=_int_option(  # type: ignore[arg-type]
+            "fresh_outcome_repair_budget", get("fresh_outcome_repair_budget", 1), 0),
+        provider_timeout_seconds=_seconds(
+            "provider_timeout_seconds", get("provider_timeout_seconds", 120.0),
+            low=0, high=None, nullable=True),
+        execution_timeout_seconds=_seconds(  # type: ignore[arg-type]
+            "execution_timeout_seconds", get("execution_timeout_seconds", 30.0),
+            low=1, high=600, nullable=False),
+        delegation_budget=_int_option(
+            "delegation_budget", get("delegation_budget", 8), 0, nullable=True),
+        trace_id=trace_id.strip(),
+        network=_network(get("network", "allow")),
+        forwarded_call_budget=_int_option(  # type: ignore[arg-type]
+            "forwarded_call_budget", get("forwarded_call_budget", 200), 1),
+        contract=contract,
+        contract_source=source,
+    )

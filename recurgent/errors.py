@@ -1,0 +1,184 @@
+"""The one exception hierarchy of recurgent; every class knows its ``error_type`` and retriability.
+
+::
+
+    RecurgentError                          execution                  (base; never raised bare)
+    ├── UsageError (ValueError)             developer mistakes; never become an Outcome
+    ├── ProviderError                       provider                   retriable
+    │   ├── ProviderTimeoutError            timeout                    retriable
+    │   ├── InvalidCodeError                invalid_code               retriable
+    │   └── InvalidDependencyManifestError  invalid_dependency_manifest
+    ├── ExecutionError                      execution
+    │   ├── ResourceLimitError              resource_limit
+    │   └── NonSerializableResultError      non_serializable_result
+    ├── ExecutionTimeoutError               timeout                    retriable
+    ├── GuardrailViolationError             tool_registry_violation
+    ├── GuardrailRetryExhaustedError        guardrail_retry_exhausted
+    ├── OutcomeRepairRetryExhaustedError    outcome_repair_retry_exhausted
+    └── BudgetExceededError                 budget_exceeded
+
+Constructors store data and do nothing else. The lifecycle turns every class except
+``UsageError`` into an error ``Outcome`` by reading ``error_type`` and ``retriable``
+(ADR 0003).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+__all__ = [
+    "BudgetExceededError",
+    "ExecutionError",
+    "ExecutionTimeoutError",
+    "GuardrailRetryExhaustedError",
+    "GuardrailViolationError",
+    "InvalidCodeError",
+    "InvalidDependencyManifestError",
+    "NonSerializableResultError",
+    "OutcomeRepairRetryExhaustedError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "RecurgentError",
+    "ResourceLimitError",
+    "UsageError",
+]
+
+
+class RecurgentError(Exception):
+    """Base of every error the runtime raises.
+
+    Attributes:
+        metadata: Plain data that travels into the error ``Outcome``'s metadata.
+    """
+
+    error_type: ClassVar[str] = "execution"
+    retriable: ClassVar[bool] = False
+
+    def __init__(self, message: str, *, metadata: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata: dict[str, Any] = dict(metadata or {})
+
+
+class UsageError(RecurgentError, ValueError):
+    """A developer mistake: a bad option, an unknown tool, a misuse of the API."""
+
+    error_type = "usage"
+
+
+class ProviderError(RecurgentError):
+    """The provider failed to produce a program (transport, API or malformed reply)."""
+
+    error_type = "provider"
+    retriable = True
+
+
+class ProviderTimeoutError(ProviderError, TimeoutError):
+    """The provider did not answer within ``provider_timeout_seconds``."""
+
+    error_type = "timeout"
+
+
+class InvalidCodeError(ProviderError):
+    """The provider's reply is not a runnable program (no code, blank, syntax or policy error)."""
+
+    error_type = "invalid_code"
+
+
+class InvalidDependencyManifestError(ProviderError):
+    """The program's ``dependencies`` list is malformed."""
+
+    error_type = "invalid_dependency_manifest"
+    retriable = False
+
+
+class ExecutionError(RecurgentError):
+    """Generated code raised an exception while it ran.
+
+    Attributes:
+        root_class: Class name of the exception raised by the generated code.
+        root_message: Its message (redacted).
+        line: Line of the generated code where it was raised, when known.
+    """
+
+    error_type = "execution"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        root_class: str | None = None,
+        root_message: str | None = None,
+        line: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, metadata=metadata)
+        self.root_class = root_class
+        self.root_message = root_message
+        self.line = line
+
+
+class ResourceLimitError(ExecutionError):
+    """Generated code asked for more than a size or call cap allows."""
+
+    error_type = "resource_limit"
+
+
+class NonSerializableResultError(ExecutionError):
+    """Generated code returned or stored something that is not plain data (a function, a class)."""
+
+    error_type = "non_serializable_result"
+
+
+class ExecutionTimeoutError(RecurgentError, TimeoutError):
+    """Generated code ran past ``execution_timeout_seconds`` and was stopped."""
+
+    error_type = "timeout"
+    retriable = True
+
+
+class GuardrailViolationError(RecurgentError):
+    """A program broke a runtime policy (mutating agents, misusing the tool registry, ...).
+
+    Its ``error_type`` keeps the Ruby vocabulary, ``tool_registry_violation``.
+
+    Attributes:
+        subtype: Which policy, e.g. ``singleton_method_mutation``.
+        correction: What the next program must do differently.
+        line: Line of the generated code that violated it, when known.
+    """
+
+    error_type = "tool_registry_violation"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        subtype: str = "unknown_guardrail_violation",
+        correction: str | None = None,
+        line: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, metadata=metadata)
+        self.subtype = subtype
+        self.correction = correction
+        self.line = line
+
+
+class GuardrailRetryExhaustedError(RecurgentError):
+    """Every guardrail recovery attempt of a call was used up."""
+
+    error_type = "guardrail_retry_exhausted"
+
+
+class OutcomeRepairRetryExhaustedError(RecurgentError):
+    """Every outcome repair attempt of a call was used up."""
+
+    error_type = "outcome_repair_retry_exhausted"
+
+
+class BudgetExceededError(RecurgentError):
+    """``delegate``/``tool`` was called with no delegation budget left."""
+
+    error_type = "budget_exceeded"

@@ -1,0 +1,294 @@
+"""Outcome: the typed result of every dynamic call, its constructors, and coercion of raw values.
+
+``Outcome.ok(...)`` and ``Outcome.error(...)`` are constructors when read from the class and
+truthy predicates when read from an instance, so both ``Outcome.ok(5)`` and ``if out.ok:`` (or
+``out.ok()``) work, as LLM-written code uses all three (ADR 0002).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, Literal, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Outcome", "OutcomeFlag", "coerce_outcome", "outcome_context"]
+
+_UNKNOWN_ROLE = "unknown_tool"
+_UNKNOWN_METHOD = "unknown_method"
+_OUTCOME_FIELDS = frozenset(
+    {"status", "value", "error_type", "error_message", "retriable", "tool_role", "method_name",
+     "metadata", "message"}
+)
+
+# Role and method of the call whose generated code is running, so Outcome constructors called
+# from that code are attributed without the code naming itself.
+_current_call: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "recurgent_outcome_context", default=None
+)
+
+
+@contextlib.contextmanager
+def outcome_context(role: str, method_name: str) -> Iterator[None]:
+    """Attribute Outcomes built inside the block to ``role.method_name``."""
+    token = _current_call.set((role, method_name))
+    try:
+        yield
+    finally:
+        _current_call.reset(token)
+
+
+def _attribution(tool_role: str | None, method_name: str | None) -> tuple[str, str]:
+    current = _current_call.get()
+    role = tool_role or (current[0] if current else _UNKNOWN_ROLE)
+    method = method_name or (current[1] if current else _UNKNOWN_METHOD)
+    return role, method
+
+
+class OutcomeFlag:
+    """A boolean that can also be called: ``out.ok`` and ``out.ok()`` both read the status."""
+
+    __slots__ = ("_flag",)
+
+    def __init__(self, flag: bool) -> None:
+        self._flag = flag
+
+    def __bool__(self) -> bool:
+        return self._flag
+
+    def __call__(self) -> bool:
+        return self._flag
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OutcomeFlag):
+            return self._flag == other._flag
+        if isinstance(other, bool):
+            return self._flag == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._flag)
+
+    def __repr__(self) -> str:
+        return repr(self._flag)
+
+
+_F = TypeVar("_F", bound=Callable[..., "Outcome"])
+
+
+class _ConstructorOrFlag(Generic[_F]):
+    """Descriptor: the class attribute is a constructor, the instance attribute a flag."""
+
+    def __init__(self, constructor: _F, status: Literal["ok", "error"]) -> None:
+        self._constructor = constructor
+        self._status = status
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> _F: ...
+
+    @overload
+    def __get__(self, instance: Outcome, owner: type[Any]) -> OutcomeFlag: ...
+
+    def __get__(self, instance: Outcome | None, owner: type[Any]) -> _F | OutcomeFlag:
+        if instance is None:
+            return self._constructor
+        return OutcomeFlag(instance.status == self._status)
+
+
+def _build_ok(
+    *args: Any,
+    value: Any = None,
+    tool_role: str | None = None,
+    method_name: str | None = None,
+    **extra: Any,
+) -> Outcome:
+    """Build a success Outcome.
+
+    ``ok(5)`` and ``ok(value=5)`` carry 5. Extra keywords join a mapping value
+    (``ok({"items": x}, provenance=p)``) or become the value when none was given
+    (``ok(items=x, provenance=p)``); next to a non-mapping value they are ignored.
+    """
+    if len(args) > 1:
+        raise TypeError(f"Outcome.ok() takes at most one positional value, got {len(args)}")
+    if args and value is None:
+        value = args[0]
+    if extra:
+        if value is None:
+            value = dict(extra)
+        elif isinstance(value, Mapping):
+            value = {**value, **extra}
+    role, method = _attribution(tool_role, method_name)
+    return Outcome(status="ok", value=value, tool_role=role, method_name=method)
+
+
+def _build_error(
+    *args: Any,
+    error_type: str | None = None,
+    error_message: str | None = None,
+    retriable: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    tool_role: str | None = None,
+    method_name: str | None = None,
+    **extra: Any,
+) -> Outcome:
+    """Build an error Outcome.
+
+    Accepts keywords, positionals ``error(type, message, retriable)`` or one mapping with those
+    keys. Unknown keywords join ``metadata``. ``retriable`` is true only when it is exactly
+    ``True``. Missing type and message default to ``execution`` / ``Execution failed``.
+    """
+    positional: list[Any] = list(args)
+    if positional and isinstance(positional[0], Mapping):
+        spec = dict(positional.pop(0))
+        error_type = error_type or spec.pop("error_type", None)
+        error_message = error_message or spec.pop("error_message", None) or spec.pop("message", None)
+        if retriable is None:
+            retriable = spec.pop("retriable", None)
+        spec.pop("status", None)
+        metadata = {**dict(spec.pop("metadata", None) or {}), **spec, **dict(metadata or {})}
+    if len(positional) > 3:
+        raise TypeError("Outcome.error() takes at most (error_type, error_message, retriable)")
+    if positional:
+        error_type = error_type or positional[0]
+    if len(positional) > 1:
+        error_message = error_message or positional[1]
+    if len(positional) > 2 and retriable is None:
+        retriable = positional[2]
+    merged = {**dict(metadata or {}), **extra}
+    role, method = _attribution(tool_role, method_name)
+    return Outcome(
+        status="error",
+        error_type=str(error_type) if error_type else "execution",
+        error_message=str(error_message) if error_message else "Execution failed",
+        retriable=retriable is True,
+        tool_role=role,
+        method_name=method,
+        metadata=merged,
+    )
+
+
+class Outcome(BaseModel):
+    """The typed result of a dynamic call: ``ok`` with a value, or ``error`` with a type.
+
+    Attributes:
+        status: ``"ok"`` or ``"error"``.
+        value: The domain value of an ok outcome (``None`` for errors).
+        error_type: A string from the error taxonomy (``docs/outcomes.md``), ``None`` when ok.
+        error_message: Human-readable reason, ``None`` when ok.
+        retriable: Whether calling again may succeed.
+        tool_role: Role of the agent that produced it.
+        method_name: Method that produced it.
+        metadata: Extra plain data (guardrail details, contract mismatches, ...).
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True,
+        ignored_types=(_ConstructorOrFlag,),
+    )
+
+    status: Literal["ok", "error"]
+    value: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    retriable: bool = False
+    tool_role: str = _UNKNOWN_ROLE
+    method_name: str = _UNKNOWN_METHOD
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    ok = _ConstructorOrFlag(_build_ok, "ok")
+    error = _ConstructorOrFlag(_build_error, "error")
+
+    @classmethod
+    def call(cls, value: Any = None, **extra: Any) -> Outcome:
+        """Tolerant success alias: ``Outcome.call(x)`` is ``Outcome.ok(x)``."""
+        return _build_ok(value, **extra) if value is not None else _build_ok(**extra)
+
+    @property
+    def is_ok(self) -> bool:
+        """True for an ok outcome."""
+        return self.status == "ok"
+
+    @property
+    def is_error(self) -> bool:
+        """True for an error outcome."""
+        return self.status == "error"
+
+    def value_or(self, default: Any) -> Any:
+        """Return the value when ok, ``default`` otherwise."""
+        return self.value if self.status == "ok" else default
+
+    def __getitem__(self, key: Any) -> Any:
+        """Index into an ok outcome's value, so ``out["items"]`` works on a mapping value."""
+        if self.status != "ok":
+            raise TypeError(
+                f"cannot index an error Outcome ({self.error_type}: {self.error_message}); "
+                "check .ok before reading .value"
+            )
+        return self.value[key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """``dict.get`` on an ok outcome's mapping value; ``default`` for errors."""
+        if self.status != "ok" or not isinstance(self.value, Mapping):
+            return default
+        return self.value.get(key, default)
+
+    def __str__(self) -> str:
+        if self.status == "ok":
+            return str(self.value)
+        return f"[{self.error_type}] {self.error_message}"
+
+    def __repr__(self) -> str:
+        if self.status == "ok":
+            return f"Outcome(ok, value={self.value!r})"
+        return (
+            f"Outcome(error, error_type={self.error_type!r}, "
+            f"error_message={self.error_message!r}, retriable={self.retriable!r})"
+        )
+
+    def __rich_repr__(self) -> Iterator[Any]:  # pragma: no cover - notebook nicety
+        yield "status", self.status
+        if self.status == "ok":
+            yield "value", self.value
+        else:
+            yield "error_type", self.error_type
+            yield "error_message", self.error_message
+
+
+def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
+    """Turn whatever generated code produced into an Outcome.
+
+    Rules (ADR 0002):
+
+    1. An ``Outcome`` is returned unchanged (a child's outcome keeps its attribution).
+    2. A mapping whose ``status`` is the string ``"error"`` becomes an error outcome; its
+       ``error_type``/``error_message``/``retriable``/``metadata`` keys are read and any other
+       keys join the metadata.
+    3. A mapping whose ``status`` is ``"ok"`` and whose other keys are all outcome fields is
+       unwrapped to its ``value``; with any other key present the whole mapping is the value,
+       so no data is dropped.
+    4. Anything else is the value of an ok outcome.
+    """
+    if isinstance(value, Outcome):
+        return value
+    if isinstance(value, Mapping):
+        status = value.get("status")
+        if isinstance(status, str) and status.strip().lower() == "error":
+            return _build_error(
+                dict(value),
+                tool_role=value.get("tool_role") or tool_role,
+                method_name=value.get("method_name") or method_name,
+            )
+        if (
+            isinstance(status, str)
+            and status.strip().lower() == "ok"
+            and set(value).issubset(_OUTCOME_FIELDS)
+        ):
+            return Outcome(
+                status="ok",
+                value=value.get("value"),
+                tool_role=value.get("tool_role") or tool_role,
+                method_name=value.get("method_name") or method_name,
+            )
+    return Outcome(status="ok", value=value, tool_role=tool_role, method_name=method_name)
