@@ -1,1 +1,62 @@
-"""recurgent: an embedded agent runtime."""
+"""recurgent: an embedded agent runtime whose unknown methods are written by an LLM on first call.
+
+>>> from recurgent import Agent
+>>> calc = Agent.for_("calculator")
+>>> calc.value = 10          # a setter: writes memory, no LLM call
+>>> calc.add(5)              # LLM writes Python -> sandbox runs it -> Outcome(ok, value=15)
+
+Test doubles live in :mod:`recurgent.testing`; the OpenAI provider in
+:mod:`recurgent.providers.openai`.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from recurgent._agent import Agent
+from recurgent.errors import (
+    BudgetExceededError,
+    ExecutionError,
+    ExecutionTimeoutError,
+    GuardrailRetryExhaustedError,
+    GuardrailViolationError,
+    InvalidCodeError,
+    InvalidDependencyManifestError,
+    NonSerializableResultError,
+    OutcomeRepairRetryExhaustedError,
+    ProviderError,
+    ProviderTimeoutError,
+    RecurgentError,
+    ResourceLimitError,
+    UsageError,
+)
+from recurgent.outcome import Outcome
+from recurgent.program import Dependency, Program
+from recurgent.providers import Provider, ProviderRequest
+
+try:
+    __version__ = version("recurgent")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0"
+
+__all__ = [
+    "Agent",
+    "BudgetExceededError",
+    "Dependency",
+    "ExecutionError",
+    "ExecutionTimeoutError",
+    "GuardrailRetryExhaustedError",
+    "GuardrailViolationError",
+    "InvalidCodeError",
+    "InvalidDependencyManifestError",
+    "NonSerializableResultError",
+    "Outcome",
+    "OutcomeRepairRetryExhaustedError",
+    "Program",
+    "Provider",
+    "ProviderError",
+    "ProviderRequest",
+    "ProviderTimeoutError",
+    "RecurgentError",
+    "ResourceLimitError",
+    "UsageError",
+    "__version__",
+]

@@ -158,12 +158,18 @@ def _type_matches(declared: str, value: Any) -> bool:
 def _fail(mismatch: str, expected: list[str], value: Any, **details: Any) -> ContractCheck:
     actual = [str(k) for k in value] if isinstance(value, Mapping) else []
     return ContractCheck(
-        applied=True, passed=False, mismatch=mismatch, expected_keys=expected,
-        actual_keys=actual, details=details,
+        applied=True,
+        passed=False,
+        mismatch=mismatch,
+        expected_keys=expected,
+        actual_keys=actual,
+        details=details,
     )
 
 
-def _check_properties(deliverable: Mapping[str, Any], value: Mapping[str, Any]) -> ContractCheck | None:
+def _check_properties(
+    deliverable: Mapping[str, Any], value: Mapping[str, Any]
+) -> ContractCheck | None:
     constraints = deliverable.get("constraints")
     properties = constraints.get("properties") if isinstance(constraints, Mapping) else None
     if not isinstance(properties, Mapping):
@@ -176,14 +182,22 @@ def _check_properties(deliverable: Mapping[str, Any], value: Mapping[str, Any]) 
         path = f"deliverable.constraints.properties.{key}"
         if isinstance(declared, str) and not _type_matches(declared.strip().lower(), item):
             return _fail(
-                "property_type_mismatch", [str(key)], value, constraint_path=f"{path}.type",
-                expected_shape=declared.strip().lower(), actual_shape=shape_name(item),
+                "property_type_mismatch",
+                [str(key)],
+                value,
+                constraint_path=f"{path}.type",
+                expected_shape=declared.strip().lower(),
+                actual_shape=shape_name(item),
             )
         minimum = _min_items(rule.get("min_items"))
         if minimum is not None and (not isinstance(item, list | tuple) or len(item) < minimum):
             return _fail(
-                "min_items_violation", [str(key)], value, constraint_path=f"{path}.min_items",
-                expected_shape="array", actual_shape=shape_name(item),
+                "min_items_violation",
+                [str(key)],
+                value,
+                constraint_path=f"{path}.min_items",
+                expected_shape="array",
+                actual_shape=shape_name(item),
                 expected_min_items=minimum,
                 actual_items=len(item) if isinstance(item, list | tuple) else None,
             )
@@ -202,8 +216,9 @@ def validate_deliverable(
     if not isinstance(deliverable, Mapping):
         return ContractCheck(applied=False)
     if args and args[0] is None and not kwargs and isinstance(value, Mapping | list) and not value:
-        return _fail("nil_required_input", [], value, expected_shape="non_null_input",
-                     actual_shape="null")
+        return _fail(
+            "nil_required_input", [], value, expected_shape="non_null_input", actual_shape="null"
+        )
     declared = deliverable.get("type")
     kind = declared.strip().lower() if isinstance(declared, str) else None
     required = [str(k) for k in deliverable.get("required") or [] if str(k).strip()]
@@ -212,21 +227,32 @@ def validate_deliverable(
     if kind is None:
         return ContractCheck(applied=True, passed=True)
     if not _type_matches(kind, value):
-        return _fail("type_mismatch", required, value, expected_shape=kind,
-                     actual_shape=shape_name(value))
+        return _fail(
+            "type_mismatch", required, value, expected_shape=kind, actual_shape=shape_name(value)
+        )
     if kind == "object":
         by_canonical = {_canonical_key(str(k)): k for k in value}
-        aliases = {key: by_canonical.get(_canonical_key(key)) for key in required if key not in value}
+        aliases = {
+            key: by_canonical.get(_canonical_key(key)) for key in required if key not in value
+        }
         missing = [key for key, found in aliases.items() if found is None]
         if missing:
-            return _fail("missing_required_key", required, value, expected_shape="object",
-                         actual_shape="object", missing_keys=missing)
+            return _fail(
+                "missing_required_key",
+                required,
+                value,
+                expected_shape="object",
+                actual_shape="object",
+                missing_keys=missing,
+            )
         canonical = {**value, **{key: value[found] for key, found in aliases.items()}}
         problem = _check_properties(deliverable, canonical)
         if problem is not None:
             return problem
         return ContractCheck(
-            applied=True, passed=True, expected_keys=required,
+            applied=True,
+            passed=True,
+            expected_keys=required,
             actual_keys=[str(k) for k in value],
             canonical_value=canonical if aliases else None,
         )
@@ -236,7 +262,14 @@ def validate_deliverable(
         if minimum is None and isinstance(constraints, Mapping):
             minimum = _min_items(constraints.get("min_items"))
         if minimum is not None and len(value) < minimum:
-            return _fail("min_items_violation", [], value, constraint_path="deliverable.min_items",
-                         expected_shape="array", actual_shape="array",
-                         expected_min_items=minimum, actual_items=len(value))
+            return _fail(
+                "min_items_violation",
+                [],
+                value,
+                constraint_path="deliverable.min_items",
+                expected_shape="array",
+                actual_shape="array",
+                expected_min_items=minimum,
+                actual_items=len(value),
+            )
     return ContractCheck(applied=True, passed=True)

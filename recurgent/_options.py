@@ -23,9 +23,19 @@ NetworkPolicy = Literal["allow", "deny"] | tuple[str, ...]
 
 # Options a delegate takes over from its parent unless the delegate call overrides them.
 _INHERITED = (
-    "provider", "model", "log", "debug", "verbose", "max_generation_attempts",
-    "guardrail_recovery_budget", "fresh_outcome_repair_budget", "provider_timeout_seconds",
-    "execution_timeout_seconds", "trace_id", "network", "forwarded_call_budget",
+    "provider",
+    "model",
+    "log",
+    "debug",
+    "verbose",
+    "max_generation_attempts",
+    "guardrail_recovery_budget",
+    "fresh_outcome_repair_budget",
+    "provider_timeout_seconds",
+    "execution_timeout_seconds",
+    "trace_id",
+    "network",
+    "forwarded_call_budget",
 )
 _RUNTIME_OPTIONS = (*_INHERITED, "delegation_budget")
 KNOWN_OPTIONS = frozenset((*_RUNTIME_OPTIONS, *CONTRACT_FIELDS, "delegation_contract"))
@@ -83,7 +93,9 @@ def _int_option(name: str, value: Any, minimum: int, *, nullable: bool = False) 
     return value
 
 
-def _seconds(name: str, value: Any, *, low: float, high: float | None, nullable: bool) -> float | None:
+def _seconds(
+    name: str, value: Any, *, low: float, high: float | None, nullable: bool
+) -> float | None:
     if value is None and nullable:
         return None
     valid = not isinstance(value, bool) and isinstance(value, int | float)
@@ -91,8 +103,9 @@ def _seconds(name: str, value: Any, *, low: float, high: float | None, nullable:
         valid = False
     if not valid:
         bound = f"> {low:g}" if high is None else f"between {low:g} and {high:g}"
-        raise UsageError(f"{name} must be a number {bound}{' or None' if nullable else ''}, "
-                         f"got {value!r}")
+        raise UsageError(
+            f"{name} must be a number {bound}{' or None' if nullable else ''}, got {value!r}"
+        )
     return float(value)
 
 
@@ -147,23 +160,36 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         debug=bool(get("debug", False)),
         verbose=bool(get("verbose", False)),
         max_generation_attempts=_int_option(  # type: ignore[arg-type]
-            "max_generation_attempts", get("max_generation_attempts", 2), 1),
+            "max_generation_attempts", get("max_generation_attempts", 2), 1
+        ),
         guardrail_recovery_budget=_int_option(  # type: ignore[arg-type]
-            "guardrail_recovery_budget", get("guardrail_recovery_budget", 1), 0),
+            "guardrail_recovery_budget", get("guardrail_recovery_budget", 1), 0
+        ),
         fresh_outcome_repair_budget=_int_option(  # type: ignore[arg-type]
-            "fresh_outcome_repair_budget", get("fresh_outcome_repair_budget", 1), 0),
+            "fresh_outcome_repair_budget", get("fresh_outcome_repair_budget", 1), 0
+        ),
         provider_timeout_seconds=_seconds(
-            "provider_timeout_seconds", get("provider_timeout_seconds", 120.0),
-            low=0, high=None, nullable=True),
+            "provider_timeout_seconds",
+            get("provider_timeout_seconds", 120.0),
+            low=0,
+            high=None,
+            nullable=True,
+        ),
         execution_timeout_seconds=_seconds(  # type: ignore[arg-type]
-            "execution_timeout_seconds", get("execution_timeout_seconds", 30.0),
-            low=1, high=600, nullable=False),
+            "execution_timeout_seconds",
+            get("execution_timeout_seconds", 30.0),
+            low=1,
+            high=600,
+            nullable=False,
+        ),
         delegation_budget=_int_option(
-            "delegation_budget", get("delegation_budget", 8), 0, nullable=True),
+            "delegation_budget", get("delegation_budget", 8), 0, nullable=True
+        ),
         trace_id=trace_id.strip(),
         network=_network(get("network", "allow")),
         forwarded_call_budget=_int_option(  # type: ignore[arg-type]
-            "forwarded_call_budget", get("forwarded_call_budget", 200), 1),
+            "forwarded_call_budget", get("forwarded_call_budget", 200), 1
+        ),
         contract=contract,
         contract_source=source,
     )

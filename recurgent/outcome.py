@@ -19,8 +19,17 @@ __all__ = ["Outcome", "OutcomeFlag", "coerce_outcome", "outcome_context"]
 _UNKNOWN_ROLE = "unknown_tool"
 _UNKNOWN_METHOD = "unknown_method"
 _OUTCOME_FIELDS = frozenset(
-    {"status", "value", "error_type", "error_message", "retriable", "tool_role", "method_name",
-     "metadata", "message"}
+    {
+        "status",
+        "value",
+        "error_type",
+        "error_message",
+        "retriable",
+        "tool_role",
+        "method_name",
+        "metadata",
+        "message",
+    }
 )
 
 # Role and method of the call whose generated code is running, so Outcome constructors called
@@ -143,7 +152,9 @@ def _build_error(
     if positional and isinstance(positional[0], Mapping):
         spec = dict(positional.pop(0))
         error_type = error_type or spec.pop("error_type", None)
-        error_message = error_message or spec.pop("error_message", None) or spec.pop("message", None)
+        error_message = (
+            error_message or spec.pop("error_message", None) or spec.pop("message", None)
+        )
         if retriable is None:
             retriable = spec.pop("retriable", None)
         spec.pop("status", None)
@@ -184,7 +195,9 @@ class Outcome(BaseModel):
     """
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", arbitrary_types_allowed=True,
+        frozen=True,
+        extra="forbid",
+        arbitrary_types_allowed=True,
         ignored_types=(_ConstructorOrFlag,),
     )
 
@@ -197,8 +210,8 @@ class Outcome(BaseModel):
     method_name: str = _UNKNOWN_METHOD
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    ok = _ConstructorOrFlag(_build_ok, "ok")
-    error = _ConstructorOrFlag(_build_error, "error")
+    ok = _ConstructorOrFlag(_build_ok, "ok")  # type: ignore[pydantic-field]
+    error = _ConstructorOrFlag(_build_error, "error")  # type: ignore[pydantic-field]
 
     @classmethod
     def call(cls, value: Any = None, **extra: Any) -> Outcome:

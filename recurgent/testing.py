@@ -120,9 +120,7 @@ class ScriptedProvider:
                 return queue.pop(0)
             if key in self._replies:
                 return self._replies[key]
-        raise LookupError(
-            f"ScriptedProvider has no reply for {request.role}.{request.method_name}"
-        )
+        raise LookupError(f"ScriptedProvider has no reply for {request.role}.{request.method_name}")
 
 
 def read_log(path: str | PathLike[str]) -> list[dict[str, Any]]:

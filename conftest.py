@@ -1,0 +1,38 @@
+"""Isolation shared by every test: no provider requests, no writes outside tmp_path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recurgent import providers
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Redirect XDG state (the default log path) into tmp_path and forbid provider requests."""
+    state = tmp_path / "xdg-state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.delenv("RECURGENT_MODEL", raising=False)
+    monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", False)
+    yield
+
+
+@pytest.fixture
+def log_path(tmp_path: Path) -> Path:
+    """A JSONL log file inside tmp_path."""
+    return tmp_path / "calls.jsonl"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip live tests unless selected with -m live and OPENAI_API_KEY is set."""
+    import os
+
+    selected = config.getoption("-m") or ""
+    live_ok = "live" in selected and "not live" not in selected and os.environ.get("OPENAI_API_KEY")
+    skip = pytest.mark.skip(reason="live test: run with -m live and OPENAI_API_KEY set")
+    for item in items:
+        if "live" in item.keywords and not live_ok:
+            item.add_marker(skip)

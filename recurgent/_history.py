@@ -1,0 +1,129 @@
+"""Conversation history: one record per top-level logical call, kept in ``context["conversation_history"]``.
+
+Records are appended after a call's outcome is known, never per attempt (ADR 0015). Generated
+code may read the list; prompts show only its length.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from recurgent._values import json_safe, utc_timestamp
+from recurgent.outcome import Outcome
+
+__all__ = ["HISTORY_KEY", "append_record", "history_records", "outcome_summary"]
+
+HISTORY_KEY = "conversation_history"
+_PREVIEW = 500
+_RECORD_MARKERS = ("method_name", "outcome_summary", "call_id")
+_RECORD_KEYS = (
+    "call_id",
+    "timestamp",
+    "speaker",
+    "method_name",
+    "args",
+    "kwargs",
+    "outcome_summary",
+    "trace_id",
+    "parent_call_id",
+    "depth",
+    "duration_ms",
+)
+
+
+def history_records(memory: dict[str, Any]) -> list[dict[str, Any]]:
+    """The history list, created or repaired in place when missing or malformed.
+
+    Entries that are not mappings carrying a record marker are dropped; the rest keep only the
+    record keys.
+    """
+    raw = memory.get(HISTORY_KEY)
+    if not isinstance(raw, list):
+        raw = []
+        memory[HISTORY_KEY] = raw
+    cleaned = [
+        {key: entry.get(key) for key in _RECORD_KEYS}
+        for entry in raw
+        if isinstance(entry, Mapping) and any(marker in entry for marker in _RECORD_MARKERS)
+    ]
+    if cleaned != raw:
+        raw[:] = cleaned
+    return raw
+
+
+def outcome_summary(outcome: Outcome | None) -> dict[str, Any]:
+    """Compact description of an outcome for a history record."""
+    if outcome is None:
+        return {"status": "unknown", "ok": False, "error_type": "unknown", "retriable": False}
+    summary: dict[str, Any] = {
+        "status": outcome.status,
+        "ok": outcome.is_ok,
+        "error_type": outcome.error_type,
+        "retriable": outcome.retriable,
+    }
+    if outcome.is_ok and outcome.value is not None:
+        summary["value_class"] = type(outcome.value).__name__
+        preview = json.dumps(json_safe(outcome.value), ensure_ascii=False)
+        summary["value_preview"] = (
+            preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
+        )
+        sources = _provenance_sources(outcome.value)
+        if sources:
+            summary["source_count"] = len(sources)
+            summary["source_uris"] = [
+                s["uri"] for s in sources if isinstance(s.get("uri"), str) and s["uri"].strip()
+            ]
+            uri = sources[0].get("uri")
+            if isinstance(uri, str) and uri.strip():
+                summary["primary_uri"] = uri
+            mode = sources[0].get("retrieval_mode")
+            if isinstance(mode, str) and mode.strip():
+                summary["retrieval_mode"] = mode
+    elif outcome.is_error:
+        summary["error_message"] = (outcome.error_message or "")[:400]
+    return summary
+
+
+def _provenance_sources(value: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(value, Mapping):
+        return []
+    provenance = value.get("provenance")
+    sources = provenance.get("sources") if isinstance(provenance, Mapping) else None
+    if not isinstance(sources, list):
+        return []
+    return [source for source in sources if isinstance(source, Mapping)]
+
+
+def append_record(
+    memory: dict[str, Any],
+    *,
+    call_id: str,
+    method_name: str,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    outcome: Outcome | None,
+    trace_id: str,
+    parent_call_id: str | None,
+    depth: int,
+    duration_ms: float,
+) -> int:
+    """Append one record for a finished call; return the history length afterwards."""
+    records = history_records(memory)
+    records.append(
+        {
+            "call_id": call_id,
+            "timestamp": utc_timestamp(),
+            "speaker": "user" if depth == 0 else "tool",
+            "method_name": method_name,
+            "args": json_safe(list(args)),
+            "kwargs": json_safe(dict(kwargs)),
+            "outcome_summary": outcome_summary(outcome),
+            "trace_id": trace_id,
+            "parent_call_id": parent_call_id,
+            "depth": depth,
+            "duration_ms": round(duration_ms, 1),
+        }
+    )
+    return len(records)

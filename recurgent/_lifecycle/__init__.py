@@ -1,0 +1,428 @@
+"""The call lifecycle: one dynamic call from prompt to Outcome, history record and log line.
+
+This is the only module that decides retries and writes log events (ADR 0006). Data flows one
+way: the agent hands over an :class:`AgentRuntime`; prompting, providers, guardrails, the sandbox
+and the logger return values; the lifecycle returns an :class:`~recurgent.outcome.Outcome`.
+
+Worst case, one call makes ``M * (1 + G + E + O)`` provider requests, where ``M`` is
+``max_generation_attempts``, ``G`` the guardrail budget, ``E`` the execution repair budget (1)
+and ``O`` the outcome-repair budget: 8 with the defaults.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from recurgent._call import enter_frame
+from recurgent._contracts import validate_deliverable
+from recurgent._guardrails import is_terminal, provenance_violation
+from recurgent._history import append_record
+from recurgent._lifecycle._generation import Generated, generate_program
+from recurgent._lifecycle._lanes import (
+    EXECUTION_REPAIR_BUDGET,
+    Feedback,
+    execution_feedback,
+    failure_class,
+    guardrail_feedback,
+    outcome_feedback,
+)
+from recurgent._lifecycle._state import CallState
+from recurgent._observability import CallLogger
+from recurgent._options import AgentOptions
+from recurgent._prompting import build_prompts
+from recurgent._registry import integrity_violation
+from recurgent._sandbox import ExecutionSandbox, HandleOps, HostBridge, SandboxLimits
+from recurgent._sandbox._limits import Clock, monotonic_clock
+from recurgent._snapshot import MemorySnapshot
+from recurgent._values import json_safe
+from recurgent.errors import (
+    ExecutionError,
+    GuardrailRetryExhaustedError,
+    GuardrailViolationError,
+    OutcomeRepairRetryExhaustedError,
+    RecurgentError,
+    UsageError,
+)
+from recurgent.outcome import Outcome, coerce_outcome
+from recurgent.program import Program
+from recurgent.providers import Provider, ProviderRequest
+
+__all__ = ["USER_FACING_EXHAUSTION", "AgentRuntime", "run_call"]
+
+USER_FACING_EXHAUSTION = "This request couldn't be completed after multiple attempts."
+_NORMALIZATION_POLICY = "guardrail_exhaustion_boundary_v1"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRuntime:
+    """What an agent lends the lifecycle for its calls.
+
+    Attributes:
+        role: The agent's role.
+        options: Its validated options.
+        memory: Its live memory dict.
+        provider: Returns its provider (built on first use).
+        logger: Its call logger, or ``None`` when logging is off.
+        delegate: ``delegate(role, options, invocation)`` for generated code.
+        tool: ``tool(name, options, invocation)`` for generated code.
+        remember: Writes entries into memory and checks the tool registry.
+        handle_for_agent: Handle operations for an agent object, else ``None``.
+        clock: Monotonic clock for execution deadlines.
+    """
+
+    role: str
+    options: AgentOptions
+    memory: dict[str, Any]
+    provider: Callable[[], Provider]
+    logger: CallLogger | None
+    delegate: Callable[
+        [str, Mapping[str, Any], tuple[str, tuple[Any, ...], Mapping[str, Any]]], HandleOps
+    ]
+    tool: Callable[
+        [str, Mapping[str, Any], tuple[str, tuple[Any, ...], Mapping[str, Any]]], HandleOps
+    ]
+    remember: Callable[[Mapping[str, Any]], None]
+    handle_for_agent: Callable[[object], HandleOps | None]
+    clock: Clock = monotonic_clock
+
+
+class _Counters:
+    __slots__ = ("execution", "guardrail", "outcome")
+
+    def __init__(self) -> None:
+        self.guardrail = 0
+        self.execution = 0
+        self.outcome = 0
+
+    @property
+    def attempt_id(self) -> int:
+        return self.guardrail + self.execution + self.outcome + 1
+
+
+def run_call(
+    runtime: AgentRuntime, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Outcome:
+    """Perform one dynamic call and return its Outcome (never raises for runtime failures)."""
+    options = runtime.options
+    with enter_frame(options.trace_id) as frame:
+        state = CallState(
+            role=runtime.role,
+            model=options.model,
+            method=method,
+            args=args,
+            kwargs=kwargs,
+            frame=frame,
+            contract=dict(options.contract) if options.contract else None,
+            contract_source=options.contract_source,
+        )
+        started = time.monotonic()
+        try:
+            state.outcome = _run_attempts(runtime, state)
+        except UsageError:
+            raise
+        except RecurgentError as error:
+            state.error = error
+            state.outcome = _outcome_from_error(error, runtime.role, method, frame.depth)
+        finally:
+            state.duration_ms = (time.monotonic() - started) * 1000
+            _finish(runtime, state)
+        return state.outcome
+
+
+def _finish(runtime: AgentRuntime, state: CallState) -> None:
+    try:
+        state.conversation_history_size = append_record(
+            runtime.memory,
+            call_id=state.frame.call_id,
+            method_name=state.method,
+            args=state.args,
+            kwargs=state.kwargs,
+            outcome=state.outcome,
+            trace_id=state.frame.trace_id,
+            parent_call_id=state.frame.parent_call_id,
+            depth=state.frame.depth,
+            duration_ms=state.duration_ms,
+        )
+        state.history_record_appended = True
+    except Exception:  # noqa: BLE001 - a malformed history never breaks the call
+        state.history_record_appended = False
+    if runtime.logger is not None:
+        try:
+            entry = state.log_entry(debug=runtime.options.debug, memory=runtime.memory)
+        except Exception as error:  # noqa: BLE001 - logging must never break a call
+            if runtime.options.debug:
+                sys.stderr.write(f"[AGENT LOG ERROR {state.role}.{state.method}] {error!r}\n")
+            return
+        runtime.logger.emit(entry)
+
+
+def _outcome_from_error(error: RecurgentError, role: str, method: str, depth: int) -> Outcome:
+    metadata = json_safe(error.metadata)
+    message = error.message
+    if isinstance(error, GuardrailRetryExhaustedError) and depth == 0:
+        metadata = {
+            **metadata,
+            "normalized": True,
+            "normalization_policy": _NORMALIZATION_POLICY,
+            "guardrail_class": metadata.get("guardrail_class", "recoverable_guardrail"),
+            "guardrail_subtype": metadata.get("last_violation_subtype")
+            or "unknown_guardrail_violation",
+            "raw_error_message": message,
+        }
+        message = USER_FACING_EXHAUSTION
+    return Outcome(
+        status="error",
+        error_type=error.error_type,
+        error_message=message,
+        retriable=error.retriable,
+        tool_role=role,
+        method_name=method,
+        metadata=metadata,
+    )
+
+
+def _sandbox_limits(options: AgentOptions) -> SandboxLimits:
+    return SandboxLimits(
+        timeout_seconds=options.execution_timeout_seconds,
+        max_forwarded_calls=options.forwarded_call_budget,
+    )
+
+
+def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
+    options = runtime.options
+    limits = _sandbox_limits(options)
+    prompts = build_prompts(
+        role=runtime.role,
+        method_name=state.method,
+        args=state.args,
+        kwargs=state.kwargs,
+        depth=state.frame.depth,
+        memory=runtime.memory,
+        contract=options.contract,
+        network=options.network,
+        limits=limits,
+    )
+    state.system_prompt = prompts.system
+    counters = _Counters()
+    feedback: Feedback | None = None
+    while True:
+        state.attempt_id = counters.attempt_id
+        state.retry_feedback_injected = feedback is not None
+        state.rollback_applied = False
+        state.validation_failure_type = None
+        state.user_prompt = prompts.user + (feedback.text if feedback else "")
+        generated = _generate(runtime, state, prompts.system, state.user_prompt)
+        state.attempt_stage = "generated"
+        if options.verbose:
+            sys.stdout.write(
+                f"[AGENT {runtime.role}.{state.method}] Generated code:\n{'=' * 50}\n"
+                f"{generated.program.code}\n{'=' * 50}\n"
+            )
+        snapshot = MemorySnapshot.take(runtime.memory)
+        try:
+            outcome = _execute(runtime, state, generated, limits)
+        except GuardrailViolationError as violation:
+            snapshot.restore()
+            feedback = _guardrail_lane(runtime, state, counters, violation)
+            continue
+        except ExecutionError as error:
+            snapshot.restore()
+            feedback = _execution_lane(state, counters, error)
+            continue
+        except RecurgentError:
+            # Timeouts and exhausted budgets end the call, but never leave half an attempt.
+            snapshot.restore()
+            state.rollback_applied = True
+            raise
+        state.attempt_stage = "executed"
+        if outcome.is_ok or not outcome.retriable:
+            return outcome
+        state.failure_class = failure_class(outcome.error_type)
+        if state.failure_class == "extrinsic":
+            return outcome
+        snapshot.restore()
+        feedback = _outcome_lane(runtime, state, counters, outcome)
+
+
+def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -> Generated:
+    options = runtime.options
+
+    def on_attempt(attempt: int, program: Program | None) -> None:
+        state.generation_attempt = attempt
+        if program is not None:
+            state.code = program.code
+            state.program_dependencies = [d.model_dump() for d in program.dependencies]
+
+    request = ProviderRequest(
+        role=runtime.role,
+        method_name=state.method,
+        args=state.args,
+        kwargs=state.kwargs,
+        depth=state.frame.depth,
+        model=options.model,
+        system_prompt=system,
+        user_prompt=user,
+        attempt=1,
+        timeout_seconds=options.provider_timeout_seconds,
+    )
+    return generate_program(
+        provider=runtime.provider,
+        base_request=request,
+        max_attempts=options.max_generation_attempts,
+        on_attempt=on_attempt,
+    )
+
+
+def _execute(
+    runtime: AgentRuntime, state: CallState, generated: Generated, limits: SandboxLimits
+) -> Outcome:
+    """Run one validated program; raise the failures the lanes handle."""
+    if generated.violation is not None:
+        raise generated.violation
+    state.attempt_stage = "validated"
+    role, method = runtime.role, state.method
+    broken = integrity_violation(runtime.memory, phase="pre_execution", role=role, method=method)
+    if broken is not None:
+        raise broken
+    invocation = (method, state.args, state.kwargs)
+    bridge = HostBridge(
+        role=role,
+        method_name=method,
+        memory=runtime.memory,
+        args=state.args,
+        kwargs=state.kwargs,
+        delegate=lambda name, **opts: runtime.delegate(name, opts, invocation),
+        tool=lambda name, **opts: runtime.tool(name, opts, invocation),
+        remember=runtime.remember,
+        handle_for_agent=runtime.handle_for_agent,
+    )
+    sandbox = ExecutionSandbox(
+        bridge, limits=limits, network=runtime.options.network, clock=runtime.clock
+    )
+    assert generated.compiled is not None
+    result = sandbox.run(generated.compiled)
+    state.execution_receiver = "sandbox"
+    state.stdout = result.stdout
+    state.forwarded_calls = result.forwarded_calls
+    if result.violations:
+        raise result.violations[0]
+    if result.error is not None:
+        raise result.error
+    broken = integrity_violation(runtime.memory, phase="post_execution", role=role, method=method)
+    if broken is not None:
+        raise broken
+    outcome = coerce_outcome(result.value, tool_role=role, method_name=method)
+    if outcome.is_ok:
+        violation = provenance_violation(generated.tree, outcome.value)
+        if violation is not None:
+            raise violation
+        outcome = _check_contract(runtime, state, outcome)
+    return outcome
+
+
+def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -> Outcome:
+    contract = runtime.options.contract
+    deliverable = contract.get("deliverable") if contract else None
+    check = validate_deliverable(deliverable, outcome.value, state.args, state.kwargs)
+    state.contract_validation_applied = check.applied
+    state.contract_validation_passed = check.passed
+    state.contract_validation_mismatch = check.mismatch
+    state.contract_validation_expected_keys = check.expected_keys
+    state.contract_validation_actual_keys = check.actual_keys
+    if not check.applied or check.passed:
+        if check.canonical_value is not None:
+            return outcome.model_copy(update={"value": check.canonical_value})
+        return outcome
+    return Outcome(
+        status="error",
+        error_type="contract_violation",
+        error_message=f"Delegated outcome does not satisfy deliverable contract ({check.mismatch})",
+        retriable=False,
+        tool_role=runtime.role,
+        method_name=state.method,
+        metadata=check.metadata(),
+    )
+
+
+def _guardrail_lane(
+    runtime: AgentRuntime,
+    state: CallState,
+    counters: _Counters,
+    violation: GuardrailViolationError,
+) -> Feedback:
+    state.rollback_applied = True
+    state.attempt_stage = "rolled_back"
+    state.validation_failure_type = violation.error_type
+    state.guardrail_violation_subtype = violation.subtype
+    state.record_failure("validation", type(violation).__name__, violation.message)
+    terminal = is_terminal(violation.message)
+    if terminal:
+        raise violation
+    counters.guardrail += 1
+    state.guardrail_recovery_attempts = counters.guardrail
+    remaining = runtime.options.guardrail_recovery_budget - counters.guardrail
+    if remaining < 0:
+        state.guardrail_retry_exhausted = True
+        raise GuardrailRetryExhaustedError(
+            f"Recoverable guardrail retries exhausted for {runtime.role}.{state.method}",
+            metadata={
+                "guardrail_recovery_attempts": counters.guardrail,
+                "guardrail_class": "recoverable_guardrail",
+                "last_violation_type": violation.error_type,
+                "last_violation_subtype": violation.subtype,
+                "last_violation_message": violation.message,
+            },
+        )
+    return guardrail_feedback(
+        violation, terminal=False, attempt_number=counters.attempt_id, remaining=remaining
+    )
+
+
+def _execution_lane(state: CallState, counters: _Counters, error: ExecutionError) -> Feedback:
+    state.rollback_applied = True
+    state.attempt_stage = "execution_retry"
+    state.validation_failure_type = error.error_type
+    state.record_failure("execution", type(error).__name__, error.message)
+    if counters.execution >= EXECUTION_REPAIR_BUDGET:
+        raise error
+    counters.execution += 1
+    state.execution_repair_attempts = counters.execution
+    return execution_feedback(
+        error,
+        attempt_number=counters.attempt_id,
+        remaining=EXECUTION_REPAIR_BUDGET - counters.execution,
+    )
+
+
+def _outcome_lane(
+    runtime: AgentRuntime, state: CallState, counters: _Counters, outcome: Outcome
+) -> Feedback:
+    state.rollback_applied = True
+    state.attempt_stage = "outcome_retry"
+    state.validation_failure_type = outcome.error_type
+    state.outcome_repair_triggered = True
+    message = f"{outcome.error_type}: {outcome.error_message}"
+    state.record_failure("outcome_policy", "OutcomeError", message)
+    budget = runtime.options.fresh_outcome_repair_budget
+    if counters.outcome >= budget:
+        state.outcome_repair_retry_exhausted = True
+        raise OutcomeRepairRetryExhaustedError(
+            f"Retriable outcome-error repairs exhausted for {runtime.role}.{state.method}",
+            metadata={
+                "outcome_repair_attempts": counters.outcome,
+                "last_error_type": outcome.error_type,
+                "last_error_message": outcome.error_message,
+            },
+        )
+    counters.outcome += 1
+    state.outcome_repair_attempts = counters.outcome
+    return outcome_feedback(
+        outcome.error_type or "execution",
+        outcome.error_message or "",
+        attempt_number=counters.attempt_id,
+        remaining=budget - counters.outcome,
+    )

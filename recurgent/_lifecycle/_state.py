@@ -1,0 +1,188 @@
+"""CallState: everything one dynamic call records, and its rendering as a log entry (ADR 0007)."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from recurgent._call import CallFrame
+from recurgent._values import json_safe, utc_timestamp
+from recurgent.errors import RecurgentError
+from recurgent.outcome import Outcome
+
+__all__ = ["AttemptFailure", "CallState"]
+
+MAX_ATTEMPT_FAILURES = 8
+MAX_FAILURE_MESSAGE = 400
+
+
+def _clip(message: str) -> str:
+    if len(message) <= MAX_FAILURE_MESSAGE:
+        return message
+    return message[: MAX_FAILURE_MESSAGE - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFailure:
+    """One failed attempt, as logged in ``attempt_failures``."""
+
+    attempt_id: int
+    stage: str  # validation | execution | outcome_policy
+    error_class: str
+    error_message: str
+    timestamp: str
+    call_id: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "attempt_id": self.attempt_id,
+            "stage": self.stage,
+            "error_class": self.error_class,
+            "error_message": self.error_message,
+            "timestamp": self.timestamp,
+            "call_id": self.call_id,
+        }
+
+
+@dataclass(slots=True)
+class CallState:
+    """Mutable record of one dynamic call, owned by the lifecycle."""
+
+    role: str
+    model: str
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    frame: CallFrame
+    contract: dict[str, Any] | None
+    contract_source: str
+    duration_ms: float = 0.0
+    generation_attempt: int = 0
+    code: str | None = None
+    program_dependencies: list[dict[str, Any]] | None = None
+    program_source: str = "generated"
+    failure_class: str | None = None
+    attempt_id: int = 1
+    attempt_stage: str | None = None
+    validation_failure_type: str | None = None
+    rollback_applied: bool = False
+    retry_feedback_injected: bool = False
+    attempt_failures: list[AttemptFailure] = field(default_factory=list)
+    execution_receiver: str | None = None
+    guardrail_violation_subtype: str | None = None
+    guardrail_recovery_attempts: int = 0
+    execution_repair_attempts: int = 0
+    outcome_repair_attempts: int = 0
+    outcome_repair_triggered: bool = False
+    guardrail_retry_exhausted: bool = False
+    outcome_repair_retry_exhausted: bool = False
+    contract_validation_applied: bool = False
+    contract_validation_passed: bool | None = None
+    contract_validation_mismatch: str | None = None
+    contract_validation_expected_keys: list[str] = field(default_factory=list)
+    contract_validation_actual_keys: list[str] = field(default_factory=list)
+    history_record_appended: bool = False
+    conversation_history_size: int | None = None
+    stdout: str = ""
+    forwarded_calls: int = 0
+    system_prompt: str | None = None
+    user_prompt: str | None = None
+    outcome: Outcome | None = None
+    error: BaseException | None = None
+
+    def record_failure(self, stage: str, error_class: str, message: str) -> None:
+        """Remember a failed attempt (only the last eight are kept)."""
+        self.attempt_failures.append(
+            AttemptFailure(
+                attempt_id=self.attempt_id,
+                stage=stage,
+                error_class=error_class,
+                error_message=_clip(message),
+                timestamp=utc_timestamp(),
+                call_id=self.frame.call_id,
+            )
+        )
+        del self.attempt_failures[:-MAX_ATTEMPT_FAILURES]
+
+    def log_entry(self, *, debug: bool, memory: dict[str, Any]) -> dict[str, Any]:
+        """The JSONL entry of this call: every key present (null when unknown), stable order."""
+        latest = self.attempt_failures[-1] if self.attempt_failures else None
+        outcome = self.outcome
+        entry: dict[str, Any] = {
+            "timestamp": utc_timestamp(),
+            "runtime": "python",
+            "role": self.role,
+            "model": self.model,
+            "method": self.method,
+            "args": json_safe(list(self.args)),
+            "kwargs": json_safe(self.kwargs),
+            "contract_source": self.contract_source,
+            "duration_ms": round(self.duration_ms, 1),
+            "generation_attempt": self.generation_attempt,
+            "code": self.code,
+            "program_dependencies": self.program_dependencies,
+            "program_source": self.program_source,
+            "failure_class": self.failure_class,
+            "history_record_appended": self.history_record_appended,
+            "conversation_history_size": self.conversation_history_size,
+            "attempt_id": self.attempt_id,
+            "attempt_stage": self.attempt_stage,
+            "validation_failure_type": self.validation_failure_type,
+            "rollback_applied": self.rollback_applied,
+            "retry_feedback_injected": self.retry_feedback_injected,
+            "attempt_failures": [failure.as_dict() for failure in self.attempt_failures],
+            "latest_failure_stage": latest.stage if latest else None,
+            "latest_failure_class": latest.error_class if latest else None,
+            "latest_failure_message": latest.error_message if latest else None,
+            "execution_receiver": self.execution_receiver,
+            "guardrail_violation_subtype": self.guardrail_violation_subtype,
+            "guardrail_recovery_attempts": self.guardrail_recovery_attempts,
+            "execution_repair_attempts": self.execution_repair_attempts,
+            "outcome_repair_attempts": self.outcome_repair_attempts,
+            "outcome_repair_triggered": self.outcome_repair_triggered,
+            "guardrail_retry_exhausted": self.guardrail_retry_exhausted,
+            "outcome_repair_retry_exhausted": self.outcome_repair_retry_exhausted,
+            "contract_validation_applied": self.contract_validation_applied,
+            "contract_validation_passed": self.contract_validation_passed,
+            "contract_validation_mismatch": self.contract_validation_mismatch,
+            "contract_validation_expected_keys": self.contract_validation_expected_keys,
+            "contract_validation_actual_keys": self.contract_validation_actual_keys,
+            "stdout": self.stdout,
+            "forwarded_calls": self.forwarded_calls,
+            "trace_id": self.frame.trace_id,
+            "call_id": self.frame.call_id,
+            "parent_call_id": self.frame.parent_call_id,
+            "depth": self.frame.depth,
+            "outcome_status": outcome.status if outcome else None,
+            "outcome_retriable": outcome.retriable if outcome else None,
+            "outcome_tool_role": outcome.tool_role if outcome else None,
+            "outcome_method_name": outcome.method_name if outcome else None,
+            "outcome_value_class": (
+                type(outcome.value).__name__
+                if outcome and outcome.is_ok and outcome.value is not None
+                else None
+            ),
+            "outcome_error_type": outcome.error_type if outcome else None,
+            "outcome_error_message": outcome.error_message if outcome else None,
+            "outcome_error_metadata": (
+                json_safe(outcome.metadata) if outcome and outcome.metadata else None
+            ),
+            "error_class": type(self.error).__name__ if self.error else None,
+            "error_message": (
+                self.error.message
+                if isinstance(self.error, RecurgentError)
+                else (str(self.error) if self.error else None)
+            ),
+        }
+        if self.contract is not None:
+            for key in ("purpose", "deliverable", "acceptance", "failure_policy"):
+                entry[f"contract_{key}"] = json_safe(self.contract.get(key))
+        if debug:
+            entry["system_prompt"] = self.system_prompt
+            entry["user_prompt"] = self.user_prompt
+            entry["context"] = json_safe(memory)
+            entry["outcome_value"] = json_safe(outcome.value) if outcome and outcome.is_ok else None
+            if self.error is not None:
+                entry["error_backtrace"] = traceback.format_tb(self.error.__traceback__)[-10:]
+        return entry

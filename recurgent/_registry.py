@@ -1,0 +1,138 @@
+"""The tool registry in ``context["tools"]``: a mapping of tool name to plain metadata (ADR 0009).
+
+Entries are written by ``delegate``/``tool`` and updated after each call a tool serves. The
+registry must stay a mapping of plain data; :func:`integrity_violation` reports the two ways it
+can be broken (not a mapping, or an executable object stored inside).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from recurgent._values import utc_timestamp
+from recurgent.errors import GuardrailViolationError
+
+__all__ = [
+    "TOOLS_KEY",
+    "integrity_violation",
+    "ranked_tools",
+    "record_tool_use",
+    "register_tool",
+]
+
+TOOLS_KEY = "tools"
+_CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
+
+
+def _registry(memory: dict[str, Any]) -> dict[str, Any]:
+    tools = memory.get(TOOLS_KEY)
+    if not isinstance(tools, dict):
+        tools = {}
+        memory[TOOLS_KEY] = tools
+    return tools
+
+
+def register_tool(
+    memory: dict[str, Any], name: str, contract: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Record (or refresh) a delegated tool and return its entry."""
+    tools = _registry(memory)
+    contract = contract or {}
+    entry = tools.get(name)
+    if not isinstance(entry, dict):
+        entry = {
+            "purpose": contract.get("purpose") or "purpose unavailable",
+            "methods": [],
+            "usage_count": 0,
+            "success_count": 0,
+            "failure_count": 0,
+            "created_at": utc_timestamp(),
+        }
+        tools[name] = entry
+    elif contract.get("purpose"):
+        entry["purpose"] = contract["purpose"]
+    for key in _CONTRACT_SUMMARY_FIELDS:
+        if contract.get(key) is not None:
+            entry[key] = contract[key]
+    signature = contract.get("intent_signature")
+    if isinstance(signature, str) and signature.strip():
+        entry["intent_signature"] = signature
+        signatures = [s for s in entry.get("intent_signatures", []) if s != signature]
+        entry["intent_signatures"] = [*signatures, signature][-6:]
+    return entry
+
+
+def record_tool_use(memory: dict[str, Any], name: str, method: str, ok: bool) -> None:
+    """Count one call served by a registered tool (no-op for unregistered names)."""
+    tools = memory.get(TOOLS_KEY)
+    entry = tools.get(name) if isinstance(tools, dict) else None
+    if not isinstance(entry, dict):
+        return
+    methods = entry.setdefault("methods", [])
+    if isinstance(methods, list) and method not in methods:
+        methods.append(method)
+    entry["usage_count"] = int(entry.get("usage_count") or 0) + 1
+    counter = "success_count" if ok else "failure_count"
+    entry[counter] = int(entry.get(counter) or 0) + 1
+    entry["last_used_at"] = utc_timestamp()
+
+
+def _executable_paths(value: Any, path: str, depth: int = 0) -> list[str]:
+    if depth > 32 or value is None or isinstance(value, str | int | float | bool):
+        return []
+    # Agents and handles are not callable themselves; they carry a class-level marker.
+    if callable(value) or getattr(type(value), "__recurgent_agent__", False):
+        return [path]
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            found += _executable_paths(child, f"{path}[{key!r}]", depth + 1)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for index, child in enumerate(value):
+            found += _executable_paths(child, f"{path}[{index}]", depth + 1)
+    return found
+
+
+def integrity_violation(
+    memory: Mapping[str, Any], *, phase: str, role: str, method: str
+) -> GuardrailViolationError | None:
+    """Check ``context["tools"]`` is a mapping of plain metadata."""
+    if TOOLS_KEY not in memory or memory[TOOLS_KEY] is None:
+        return None
+    tools = memory[TOOLS_KEY]
+    if not isinstance(tools, Mapping):
+        return GuardrailViolationError(
+            f"context['tools'] must be a dict keyed by tool name, got {type(tools).__name__} "
+            f"({phase} {role}.{method})",
+            subtype="tool_registry_shape",
+            correction="keep context['tools'] a dict of tool name -> metadata dict; never "
+            "replace it with a list or another value",
+        )
+    paths = _executable_paths(tools, "context['tools']")
+    if paths:
+        return GuardrailViolationError(
+            "Tool registry metadata cannot store executable objects "
+            f"({phase} {role}.{method}): {', '.join(paths)}",
+            subtype="executable_registry_metadata",
+            correction="store only plain metadata in context['tools']; get a callable tool "
+            "with tool('name') or delegate('name', ...) when you need one",
+        )
+    return None
+
+
+def ranked_tools(memory: Mapping[str, Any], limit: int = 12) -> list[tuple[str, dict[str, Any]]]:
+    """Registered tools, most useful first: successes, then usage, then name."""
+    tools = memory.get(TOOLS_KEY)
+    if not isinstance(tools, Mapping):
+        return []
+    entries = [(str(name), entry) for name, entry in tools.items() if isinstance(entry, dict)]
+
+    def usefulness(item: tuple[str, dict[str, Any]]) -> tuple[float, int, str]:
+        entry = item[1]
+        successes = int(entry.get("success_count") or 0)
+        failures = int(entry.get("failure_count") or 0)
+        rate = successes / (successes + failures) if successes + failures else 0.5
+        return (-rate, -int(entry.get("usage_count") or 0), item[0])
+
+    return sorted(entries, key=usefulness)[:limit]

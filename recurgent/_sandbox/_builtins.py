@@ -1,0 +1,226 @@
+"""The vetted builtins of generated code: safe natives, capped constructors, guarded reflection."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from recurgent._sandbox._guards import AttributePolicy, _check_items, _pow_, checked_format
+from recurgent._sandbox._limits import TickingIterator
+
+__all__ = ["make_builtins"]
+
+_MISSING: Any = object()
+
+# Natives that are safe as they are: iteration over an endless C iterator is impossible because
+# every such iterator the sandbox hands out ticks (itertools facade, two-argument iter()).
+_NATIVE = (
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "callable",
+    "chr",
+    "classmethod",
+    "complex",
+    "dict",
+    "divmod",
+    "enumerate",
+    "filter",
+    "float",
+    "frozenset",
+    "hash",
+    "hex",
+    "int",
+    "isinstance",
+    "issubclass",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "object",
+    "oct",
+    "ord",
+    "property",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "slice",
+    "sorted",
+    "staticmethod",
+    "str",
+    "sum",
+    "super",
+    "tuple",
+    "zip",
+    "NotImplemented",
+    "Ellipsis",
+    "None",
+    "True",
+    "False",
+    "__build_class__",
+)
+
+_EXCEPTIONS = (
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "BaseException",
+    "BufferError",
+    "EOFError",
+    "Exception",
+    "FloatingPointError",
+    "GeneratorExit",
+    "ImportError",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "MemoryError",
+    "ModuleNotFoundError",
+    "NameError",
+    "NotImplementedError",
+    "OSError",
+    "OverflowError",
+    "PermissionError",
+    "RecursionError",
+    "ReferenceError",
+    "RuntimeError",
+    "StopIteration",
+    "SyntaxError",
+    "TimeoutError",
+    "TypeError",
+    "UnboundLocalError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "UnicodeError",
+    "ValueError",
+    "ZeroDivisionError",
+    "ConnectionError",
+    "Warning",
+    "UserWarning",
+    "DeprecationWarning",
+    "RuntimeWarning",
+    "FileNotFoundError",
+)
+
+# Names models reach for that the sandbox deliberately lacks: calling one explains why.
+_UNAVAILABLE = {
+    "open": "file system access is not available in the sandbox",
+    "input": "there is no interactive input in the sandbox; use args and kwargs",
+    "compile": "compiling code is not available in the sandbox",
+    "globals": "globals() is not available in the sandbox",
+    "locals": "locals() is not available in the sandbox",
+    "vars": "vars() is not available in the sandbox",
+    "dir": "dir() is not available in the sandbox",
+    "id": "id() is not available in the sandbox",
+    "memoryview": "memoryview is not available in the sandbox",
+    "breakpoint": "breakpoint() is not available in the sandbox",
+    "help": "help() is not available in the sandbox",
+    "exit": "exit() is not available in generated code; return a value or an Outcome",
+    "quit": "quit() is not available in generated code; return a value or an Outcome",
+}
+
+
+def _unavailable(name: str, reason: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(f"{name}(): {reason}")
+
+    refuse.__name__ = name
+    return refuse
+
+
+def _checked_range(*args: Any) -> range:
+    span = range(*args)
+    try:
+        count = len(span)
+    except OverflowError:
+        count = builtins.max(span.start, span.stop) - builtins.min(span.start, span.stop)
+    _check_items(count, "range()")
+    return span
+
+
+def _checked_pow(base: Any, exponent: Any, mod: Any = None) -> Any:
+    if mod is not None:
+        return builtins.pow(base, exponent, mod)
+    return _pow_(base, exponent)
+
+
+def _checked_bytes(source: Any = _MISSING, *args: Any) -> bytes:
+    if source is _MISSING:
+        return b""
+    if isinstance(source, int):
+        _check_items(source, "bytes()")
+    return builtins.bytes(source, *args)
+
+
+def _checked_bytearray(source: Any = _MISSING, *args: Any) -> bytearray:
+    if source is _MISSING:
+        return bytearray()
+    if isinstance(source, int):
+        _check_items(source, "bytearray()")
+    return builtins.bytearray(source, *args)
+
+
+def _single_type(obj: Any) -> type:
+    """``type(x)``: the one-argument form only; classes are made with ``class`` statements."""
+    return builtins.type(obj)
+
+
+def make_builtins(
+    *,
+    policy: AttributePolicy,
+    importer: Callable[..., Any],
+    tick: Callable[[], bool],
+) -> dict[str, Any]:
+    """Build the ``__builtins__`` mapping of one attempt."""
+    table: dict[str, Any] = {name: getattr(builtins, name) for name in _NATIVE}
+    table.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
+    table.update({name: _unavailable(name, reason) for name, reason in _UNAVAILABLE.items()})
+
+    def guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
+        try:
+            return policy.getattr(obj, name)
+        except AttributeError:
+            if default is _MISSING:
+                raise
+            return default
+
+    def guarded_hasattr(obj: Any, name: str) -> bool:
+        try:
+            policy.getattr(obj, name)
+        except AttributeError:
+            return False
+        return True
+
+    def ticking_iter(obj: Any, sentinel: Any = _MISSING) -> Any:
+        if sentinel is _MISSING:
+            return builtins.iter(obj)
+        return TickingIterator(builtins.iter(obj, sentinel), tick)
+
+    def guarded_setattr(obj: Any, name: str, value: Any) -> None:
+        policy.setattr(obj, name, value)
+
+    def guarded_delattr(obj: Any, name: str) -> None:
+        policy.delattr(obj, name)
+
+    table.update(
+        range=_checked_range,
+        pow=_checked_pow,
+        bytes=_checked_bytes,
+        bytearray=_checked_bytearray,
+        format=checked_format,
+        type=_single_type,
+        iter=ticking_iter,
+        getattr=guarded_getattr,
+        hasattr=guarded_hasattr,
+        setattr=guarded_setattr,
+        delattr=guarded_delattr,
+        __import__=importer,
+    )
+    return table

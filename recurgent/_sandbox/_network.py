@@ -1,0 +1,353 @@
+"""The network facade: ``urllib.request`` and ``urllib.error`` as generated code sees them (ADR 0013).
+
+Only GET/POST-style requests over http and https, to hosts the agent's ``network`` option
+allows (redirect targets are checked too), with a timeout that never outlives the attempt's
+deadline and a capped response body. Failures raise the facade's own ``HTTPError``/``URLError``,
+fresh objects that carry no reference to the host's sockets or request objects.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from recurgent._sandbox._limits import SandboxLimits, SizeLimitExceeded
+
+__all__ = ["HTTPError", "Headers", "Request", "Response", "URLError", "make_network_modules"]
+
+NetworkPolicy = Any  # "allow" | "deny" | tuple of host names (see recurgent._options)
+
+
+class URLError(OSError):
+    """A request could not be completed (bad URL, refused host, connection or timeout)."""
+
+    _sandbox_public_ = frozenset({"reason", "args"})
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"<urlopen error {self.reason}>"
+
+
+class Headers:
+    """Case-insensitive response headers (a copy; nothing leads back to the socket)."""
+
+    _sandbox_public_ = frozenset(
+        {"get", "items", "keys", "values", "get_all", "get_content_charset", "get_content_type"}
+    )
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self._pairs = pairs
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """First value of a header, or ``default``."""
+        wanted = name.lower()
+        return next((value for key, value in self._pairs if key.lower() == wanted), default)
+
+    def get_all(self, name: str, default: Any = None) -> Any:
+        """Every value of a header, or ``default``."""
+        wanted = name.lower()
+        found = [value for key, value in self._pairs if key.lower() == wanted]
+        return found or default
+
+    def items(self) -> list[tuple[str, str]]:
+        """All ``(name, value)`` pairs."""
+        return list(self._pairs)
+
+    def keys(self) -> list[str]:
+        """All header names."""
+        return [key for key, _ in self._pairs]
+
+    def values(self) -> list[str]:
+        """All header values."""
+        return [value for _, value in self._pairs]
+
+    def get_content_type(self) -> str:
+        """The media type, lower-cased, without parameters."""
+        return str(self.get("content-type", "text/plain")).split(";")[0].strip().lower()
+
+    def get_content_charset(self, failobj: Any = None) -> Any:
+        """The ``charset`` parameter of Content-Type, or ``failobj``."""
+        for part in str(self.get("content-type", "")).split(";")[1:]:
+            key, _, value = part.partition("=")
+            if key.strip().lower() == "charset" and value.strip():
+                return value.strip().strip('"').lower()
+        return failobj
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __repr__(self) -> str:
+        return f"Headers({self._pairs!r})"
+
+
+class HTTPError(URLError):
+    """The server answered with an HTTP error status (4xx/5xx)."""
+
+    _sandbox_public_ = frozenset(
+        {"code", "status", "reason", "headers", "url", "read", "getcode", "geturl", "args", "msg"}
+    )
+
+    def __init__(self, url: str, code: int, reason: str, headers: Headers, body: bytes) -> None:
+        super().__init__(reason)
+        self.url = url
+        self.code = code
+        self.status = code
+        self.msg = reason
+        self.headers = headers
+        self._body = body
+
+    def read(self, amount: int = -1) -> bytes:
+        """The error response body."""
+        return self._body if amount < 0 else self._body[:amount]
+
+    def getcode(self) -> int:
+        """The HTTP status."""
+        return self.code
+
+    def geturl(self) -> str:
+        """The URL that answered."""
+        return self.url
+
+    def __str__(self) -> str:
+        return f"HTTP Error {self.code}: {self.reason}"
+
+
+class Request:
+    """An HTTP request to pass to ``urlopen``."""
+
+    _sandbox_public_ = frozenset(
+        {"full_url", "data", "headers", "method", "add_header", "get_method", "get_full_url"}
+    )
+
+    def __init__(
+        self,
+        url: str,
+        data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        method: str | None = None,
+    ) -> None:
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str, got {type(url).__name__}")
+        self.full_url = url
+        self.data = data
+        self.headers = {str(k): str(v) for k, v in (headers or {}).items()}
+        self.method = method
+
+    def add_header(self, key: str, value: str) -> None:
+        """Add or replace a request header."""
+        self.headers[str(key)] = str(value)
+
+    def get_method(self) -> str:
+        """``GET``, or ``POST`` when there is a body, unless a method was given."""
+        return self.method or ("POST" if self.data is not None else "GET")
+
+    def get_full_url(self) -> str:
+        """The request URL."""
+        return self.full_url
+
+
+class Response:
+    """A completed HTTP response; the whole (capped) body is already read."""
+
+    _sandbox_public_ = frozenset(
+        {
+            "status",
+            "code",
+            "reason",
+            "headers",
+            "url",
+            "read",
+            "getcode",
+            "geturl",
+            "info",
+            "getheader",
+            "getheaders",
+            "close",
+            "readlines",
+        }
+    )
+
+    def __init__(self, url: str, status: int, reason: str, headers: Headers, body: bytes) -> None:
+        self.url = url
+        self.status = status
+        self.code = status
+        self.reason = reason
+        self.headers = headers
+        self._body = body
+        self._offset = 0
+
+    def read(self, amount: int = -1) -> bytes:
+        """Read the body (all of it, or ``amount`` more bytes)."""
+        end = len(self._body) if amount is None or amount < 0 else self._offset + amount
+        chunk = self._body[self._offset : end]
+        self._offset += len(chunk)
+        return chunk
+
+    def readlines(self) -> list[bytes]:
+        """The rest of the body split into lines."""
+        return self.read().splitlines(keepends=True)
+
+    def getcode(self) -> int:
+        """The HTTP status."""
+        return self.status
+
+    def geturl(self) -> str:
+        """The final URL, after redirects."""
+        return self.url
+
+    def info(self) -> Headers:
+        """The response headers."""
+        return self.headers
+
+    def getheader(self, name: str, default: Any = None) -> Any:
+        """One response header."""
+        return self.headers.get(name, default)
+
+    def getheaders(self) -> list[tuple[str, str]]:
+        """All response headers."""
+        return self.headers.items()
+
+    def close(self) -> None:
+        """Nothing to release: the body was read when the request completed."""
+
+    def __enter__(self) -> Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def host_allowed(policy: NetworkPolicy, host: str) -> bool:
+    """Whether ``policy`` lets generated code reach ``host``."""
+    if policy == "allow":
+        return True
+    if policy == "deny":
+        return False
+    host = host.lower().rstrip(".")
+    return any(host == allowed or host.endswith("." + allowed) for allowed in policy)
+
+
+def _refusal(policy: NetworkPolicy, url: str) -> str | None:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"only http and https URLs can be opened, got {url!r}"
+    if not parts.hostname:
+        return f"URL has no host: {url!r}"
+    if policy == "deny":
+        return "network access is disabled for this agent (network='deny')"
+    if not host_allowed(policy, parts.hostname):
+        return f"host {parts.hostname!r} is not in this agent's network allow-list"
+    return None
+
+
+class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
+    max_redirections = 5
+
+    def __init__(self, policy: NetworkPolicy) -> None:
+        self._policy = policy
+
+    def redirect_request(
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> Any:
+        refusal = _refusal(self._policy, newurl)
+        if refusal is not None:
+            raise urllib.error.URLError(f"redirect refused: {refusal}")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _read_capped(stream: Any, cap: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = stream.read(64 * 1024)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > cap:
+            raise SizeLimitExceeded(f"HTTP response body exceeds the sandbox limit of {cap} bytes")
+        chunks.append(chunk)
+
+
+def make_network_modules(
+    *,
+    policy: NetworkPolicy,
+    limits: SandboxLimits,
+    remaining: Callable[[], float],
+    spend: Callable[[str], None],
+) -> dict[str, SimpleNamespace]:
+    """The ``urllib.request`` and ``urllib.error`` facades of one attempt.
+
+    Args:
+        policy: ``"allow"``, ``"deny"`` or a tuple of host names.
+        limits: Response size cap and default timeout.
+        remaining: Seconds left before the attempt's deadline.
+        spend: Charges one forwarded call to the attempt's budget.
+    """
+    opener = urllib.request.build_opener(_CheckedRedirects(policy))
+
+    def urlopen(url: Any, data: bytes | None = None, timeout: float | None = None) -> Response:
+        spend("urllib.request.urlopen")
+        request = url if isinstance(url, Request) else Request(url, data=data)
+        if data is not None and request.data is None:
+            request.data = data
+        refusal = _refusal(policy, request.full_url)
+        if refusal is not None:
+            raise URLError(refusal)
+        budget = remaining()
+        wait = min(timeout if timeout else limits.default_http_timeout, budget)
+        if wait <= 0:
+            raise URLError("timed out: the attempt's deadline has passed")
+        outgoing = urllib.request.Request(
+            request.full_url,
+            data=request.data,
+            headers=request.headers,
+            method=request.get_method(),
+        )
+        failure: URLError | None = None
+        try:
+            with opener.open(outgoing, timeout=wait) as raw:
+                body = _read_capped(raw, limits.max_response_bytes)
+                return Response(
+                    url=raw.geturl(),
+                    status=raw.status,
+                    reason=str(raw.reason or ""),
+                    headers=Headers(list(raw.headers.items())),
+                    body=body,
+                )
+        except urllib.error.HTTPError as error:
+            try:
+                body = _read_capped(error, limits.max_response_bytes)
+            except (OSError, SizeLimitExceeded):
+                body = b""
+            failure = HTTPError(
+                request.full_url,
+                error.code,
+                str(error.reason or ""),
+                Headers(list((error.headers or {}).items())),
+                body,
+            )
+            error.close()
+        except urllib.error.URLError as error:
+            failure = URLError(str(error.reason))
+        except TimeoutError:
+            failure = URLError("timed out")
+        except OSError as error:
+            failure = URLError(str(error) or type(error).__name__)
+        # Raised outside the except blocks so no host exception rides along as __context__.
+        raise failure
+
+    request_module = SimpleNamespace(
+        urlopen=urlopen, Request=Request, HTTPError=HTTPError, URLError=URLError
+    )
+    error_module = SimpleNamespace(HTTPError=HTTPError, URLError=URLError)
+    return {"urllib.request": request_module, "urllib.error": error_module}

@@ -1,0 +1,454 @@
+"""SandboxPolicy: the RestrictedPython transformer recurgent compiles generated code with (ADR 0011).
+
+It keeps RestrictedPython's refusals (underscore names, ``exec``/``eval``, frame and code
+internals) and extends the policy in three directions:
+
+* **Python the model writes**: augmented assignment to items and attributes, ``match``,
+  annotated assignment, ``nonlocal``, ``type(e).__name__`` and the common dunder methods in
+  class bodies, all compiled to guarded forms instead of being refused.
+* **Hard limits**: deadline ticks at every loop body, function body and ``except`` handler; the
+  multiplicative operators and format specs go through size-checking hooks.
+* **Speed**: attribute reads and item writes on a plain name take an inline fast path when the
+  object is a plain value type, and loops unpack natively; only the slow path calls a guard.
+
+Every name this module emits starts with ``_`` so generated code can neither read nor rebind it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import Any
+
+from RestrictedPython.transformer import (
+    IOPERATOR_TO_STR,
+    RestrictingNodeTransformer,
+    copy_locations,
+)
+
+__all__ = ["MAIN_FUNCTION", "SPECIAL_ATTRIBUTES", "SandboxPolicy", "wrap_in_main"]
+
+MAIN_FUNCTION = "__recurgent_main__"
+
+# Dunder methods generated classes may define. Excluded on purpose: attribute hooks
+# (__getattr__, __getattribute__, __setattr__, __delattr__), descriptors (__get__, __set__),
+# class-creation hooks (__init_subclass__, __class_getitem__, __set_name__), __del__ (would run
+# outside the deadline) and pickling hooks.
+ALLOWED_DUNDER_METHODS = frozenset(
+    {
+        "__init__",
+        "__repr__",
+        "__str__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__len__",
+        "__bool__",
+        "__contains__",
+        "__iter__",
+        "__next__",
+        "__getitem__",
+        "__setitem__",
+        "__delitem__",
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__truediv__",
+        "__floordiv__",
+        "__mod__",
+        "__neg__",
+        "__abs__",
+        "__enter__",
+        "__exit__",
+        "__call__",
+        "__iadd__",
+    }
+)
+
+# Dunder attributes generated code may read (through the guard, never natively).
+READABLE_DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
+
+# Attribute names that never take the inline fast path because the guard answers them
+# differently on plain types: str.format* would walk attributes of its arguments, the rest can
+# build huge values in one C call.
+SPECIAL_ATTRIBUTES = frozenset(
+    {
+        "format",
+        "format_map",
+        "ljust",
+        "rjust",
+        "center",
+        "zfill",
+        "expandtabs",
+        "replace",
+        "join",
+        "translate",
+        "mro",
+        "fromkeys",
+    }
+)
+
+_SIZE_HOOKS: dict[type[ast.operator], str] = {
+    ast.Mult: "_mul_",
+    ast.Pow: "_pow_",
+    ast.LShift: "_lshift_",
+    ast.Mod: "_mod_",
+}
+
+
+def _name(identifier: str) -> ast.Name:
+    return ast.Name(identifier, ast.Load())
+
+
+def _call(function: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_name(function), args=list(args), keywords=[])
+
+
+def _tick_statement() -> ast.stmt:
+    # next(_ticker_, False) or _tick_()
+    check = ast.BoolOp(
+        op=ast.Or(),
+        values=[_call("next", _name("_ticker_"), ast.Constant(False)), _call("_tick_")],
+    )
+    return ast.Expr(check)
+
+
+def _with_tick(body: list[ast.stmt], anchor: ast.AST) -> list[ast.stmt]:
+    tick = _tick_statement()
+    copy_locations(tick, anchor)  # type: ignore[arg-type]
+    return [tick, *body]
+
+
+class SandboxPolicy(RestrictingNodeTransformer):
+    """RestrictedPython's transformer, extended for recurgent (see the module docstring)."""
+
+    def __init__(
+        self,
+        errors: list[str] | None = None,
+        warnings: list[str] | None = None,
+        used_names: dict[str, bool] | None = None,
+    ) -> None:
+        super().__init__(errors, warnings, used_names)
+        self._class_body_depth = 0
+        self._function_depth = 0
+
+    # ----------------------------------------------------------------- names and definitions
+
+    def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
+        if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and self._class_body_depth:
+            return
+        super().check_name(node, name)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        self._class_body_depth += 1
+        saved, self._function_depth = self._function_depth, 0
+        try:
+            return super().visit_ClassDef(node)
+        finally:
+            self._class_body_depth -= 1
+            self._function_depth = saved
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        in_class = self._class_body_depth > 0 and self._function_depth == 0
+        self.check_name(node, node.name, allow_magic_methods=in_class)
+        self.check_function_argument_names(node)
+        saved_class, self._class_body_depth = self._class_body_depth, 0
+        self._function_depth += 1
+        try:
+            with self.print_info.new_print_scope():
+                node = self.node_contents_visit(node)
+                self.inject_print_collector(node)
+        finally:
+            self._function_depth -= 1
+            self._class_body_depth = saved_class
+        node.body = _with_tick(node.body, node)
+        return node
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> Any:
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_Global(self, node: ast.Global) -> Any:
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_Yield(self, node: ast.Yield) -> Any:
+        if self._function_depth == 0:
+            self.error(node, "yield is only allowed inside a function; return or assign result")
+        return self.node_contents_visit(node)
+
+    def visit_YieldFrom(self, node: ast.YieldFrom) -> Any:
+        if self._function_depth == 0:
+            self.error(node, "yield is only allowed inside a function; return or assign result")
+        return self.node_contents_visit(node)
+
+    # ----------------------------------------------------------------- attribute access
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        if node.attr in READABLE_DUNDER_ATTRIBUTES and isinstance(node.ctx, ast.Load):
+            value = self.visit(node.value)
+            new_node = _call("_getattr_", value, ast.Constant(node.attr))
+            copy_locations(new_node, node)
+            return new_node
+        fast = (
+            isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and not node.attr.startswith("_")
+            and node.attr not in SPECIAL_ATTRIBUTES
+        )
+        guarded = super().visit_Attribute(node)
+        if not fast or not isinstance(guarded, ast.Call):
+            return guarded
+        receiver = guarded.args[0]
+        assert isinstance(receiver, ast.Name)
+        native = ast.Attribute(value=_name(receiver.id), attr=node.attr, ctx=ast.Load())
+        test = ast.Compare(
+            left=_call("_type_", _name(receiver.id)), ops=[ast.In()], comparators=[_name("_OPEN_")]
+        )
+        inline = ast.IfExp(test=test, body=native, orelse=guarded)
+        copy_locations(inline, node)
+        return inline
+
+    # ----------------------------------------------------------------- subscripts
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        if isinstance(node.ctx, ast.Load):
+            # Reading an item is native: every object reachable from generated code is either
+            # plain data or defines __getitem__ under the sandbox's own rules.
+            return self.node_contents_visit(node)
+        node = self.node_contents_visit(node)
+        node.value = self._writable(node.value, node)
+        return node
+
+    def _writable(self, target: ast.expr, anchor: ast.AST) -> ast.expr:
+        guarded = _call("_write_", target)
+        copy_locations(guarded, anchor)  # type: ignore[arg-type]
+        if not isinstance(target, ast.Name):
+            return guarded
+        test = ast.Compare(
+            left=_call("_type_", _name(target.id)),
+            ops=[ast.In()],
+            comparators=[_name("_MUTABLE_")],
+        )
+        inline = ast.IfExp(test=test, body=_name(target.id), orelse=guarded)
+        copy_locations(inline, anchor)  # type: ignore[arg-type]
+        return inline
+
+    # ----------------------------------------------------------------- iteration and unpacking
+
+    def guard_iter(self, node: Any) -> Any:
+        node = self.node_contents_visit(node)
+        new_iter = _call("_getiter_", node.iter)
+        copy_locations(new_iter, node.iter)
+        node.iter = new_iter
+        return node
+
+    def protect_unpack_sequence(self, target: ast.Tuple, value: ast.expr) -> Any:
+        # Unpacking plain values needs no guard here; iteration itself is ticked by _getiter_.
+        return value
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_For(self, node: ast.For) -> Any:
+        node = self.guard_iter(node)
+        node.body = _with_tick(node.body, node)
+        return node
+
+    def visit_While(self, node: ast.While) -> Any:
+        node = self.node_contents_visit(node)
+        node.body = _with_tick(node.body, node)
+        return node
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
+        handler = super().visit_ExceptHandler(node)
+        assert isinstance(handler, ast.ExceptHandler)
+        handler.body = _with_tick(handler.body, handler)
+        return handler
+
+    # ----------------------------------------------------------------- operators with size caps
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        node = self.node_contents_visit(node)
+        hook = _SIZE_HOOKS.get(type(node.op))
+        if hook is None:
+            return node
+        # Both sides literal and small, e.g. "=" * 60: the hook would only slow down a constant.
+        literals = isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant)
+        if literals and _constant_result_is_small(node):
+            return node
+        new_node = _call(hook, node.left, node.right)
+        copy_locations(new_node, node)
+        return new_node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        node = self.node_contents_visit(node)
+        operator = IOPERATOR_TO_STR[type(node.op)]
+        hook_needed = type(node.op) in _SIZE_HOOKS
+        if isinstance(node.target, ast.Name):
+            if not hook_needed:
+                return node
+            load = _name(node.target.id)
+            value = _call("_inplace_", ast.Constant(operator), load, node.value)
+            new_node = ast.Assign(targets=[ast.Name(node.target.id, ast.Store())], value=value)
+            copy_locations(new_node, node)
+            return new_node
+        statements = list(self._augassign_container(node, operator))
+        for statement in statements:
+            copy_locations(statement, node)
+        return statements
+
+    def _augassign_container(self, node: ast.AugAssign, operator: str) -> Iterator[ast.stmt]:
+        # obj[key] += v  ->  _t0 = obj; _t1 = key; _write_(_t0)[_t1] = _inplace_('+=', _t0[_t1], v)
+        # obj.attr += v  ->  _t0 = obj; _write_(_t0).attr = _inplace_('+=', _getattr_(_t0, 'attr'), v)
+        target = node.target
+        holder = self.gen_tmp_name()
+        yield ast.Assign(targets=[ast.Name(holder, ast.Store())], value=_strip_write(target))
+        if isinstance(target, ast.Subscript):
+            key = self.gen_tmp_name()
+            yield ast.Assign(targets=[ast.Name(key, ast.Store())], value=target.slice)
+            current: ast.expr = ast.Subscript(value=_name(holder), slice=_name(key), ctx=ast.Load())
+            store: ast.expr = ast.Subscript(
+                value=_call("_write_", _name(holder)), slice=_name(key), ctx=ast.Store()
+            )
+        else:
+            assert isinstance(target, ast.Attribute)
+            current = _call("_getattr_", _name(holder), ast.Constant(target.attr))
+            store = ast.Attribute(
+                value=_call("_write_", _name(holder)), attr=target.attr, ctx=ast.Store()
+            )
+        value = _call("_inplace_", ast.Constant(operator), current, node.value)
+        yield ast.Assign(targets=[store], value=value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        # `x: int = 1` is `x = 1`; a bare `x: int` declares nothing at runtime.
+        if node.value is None:
+            replacement: ast.stmt = ast.Pass()
+            copy_locations(replacement, node)
+            return replacement
+        assign = ast.Assign(targets=[node.target], value=node.value)
+        copy_locations(assign, node)
+        return self.visit(assign)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
+        node = self.node_contents_visit(node)
+        if node.format_spec is None:
+            return node
+        # f"{x:>{width}}" -> f"{_format_(x, conversion, f'>{width}')}" so widths are capped.
+        checked = _call("_format_", node.value, ast.Constant(node.conversion), node.format_spec)
+        copy_locations(checked, node)
+        return ast.FormattedValue(value=checked, conversion=-1, format_spec=None)
+
+    # ----------------------------------------------------------------- match statements
+
+    def visit_Match(self, node: ast.Match) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_match_case(self, node: ast.match_case) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchValue(self, node: ast.MatchValue) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchSingleton(self, node: ast.MatchSingleton) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchSequence(self, node: ast.MatchSequence) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> Any:
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> Any:
+        self.check_name(node, node.rest)
+        return self.node_contents_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> Any:
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchOr(self, node: ast.MatchOr) -> Any:
+        return self.node_contents_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> Any:
+        # Keyword sub-patterns read attributes in C, outside _getattr_; refuse them.
+        if node.kwd_attrs:
+            self.error(
+                node,
+                "class patterns with keyword attributes are not allowed; match a dict "
+                "pattern or use isinstance()",
+            )
+        return self.node_contents_visit(node)
+
+
+def _strip_write(target: ast.expr) -> ast.expr:
+    """The object part of an already-visited store target, without the _write_ wrapper."""
+    assert isinstance(target, ast.Subscript | ast.Attribute)
+    value = target.value
+    if isinstance(value, ast.IfExp):  # inline fast path of _writable
+        value = value.orelse
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "_write_"
+    ):
+        return value.args[0]
+    return value
+
+
+def _constant_result_is_small(node: ast.BinOp) -> bool:
+    left, right = node.left, node.right
+    assert isinstance(left, ast.Constant) and isinstance(right, ast.Constant)
+    if isinstance(node.op, ast.Mult):
+        for seq, count in ((left.value, right.value), (right.value, left.value)):
+            if isinstance(seq, str | bytes | tuple) and isinstance(count, int):
+                return len(seq) * count <= 100_000
+        return (
+            isinstance(left.value, int | float)
+            and isinstance(right.value, int | float)
+            and (not isinstance(left.value, int) or abs(left.value) < 2**64)
+            and (not isinstance(right.value, int) or abs(right.value) < 2**64)
+        )
+    if isinstance(node.op, ast.Pow):
+        return (
+            isinstance(left.value, int | float)
+            and isinstance(right.value, int | float)
+            and abs(right.value) <= 64
+        )
+    return False
+
+
+def wrap_in_main(module: ast.Module) -> ast.Module:
+    """Put the transformed module body inside ``def __recurgent_main__()``.
+
+    Inside the function, top-level ``return`` works, ``result`` starts as ``None`` and is
+    returned when the code does not return, and every ``def`` is a local of one call: it dies
+    with the attempt (ADR 0010).
+    """
+    init = ast.Assign(targets=[ast.Name("result", ast.Store())], value=ast.Constant(None))
+    final = ast.Return(value=_name("result"))
+    body: list[ast.stmt] = [_tick_statement(), init, *module.body, final]
+    function = ast.FunctionDef(
+        name=MAIN_FUNCTION,
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body,
+        decorator_list=[],
+        returns=None,
+    )
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        function.type_params = []  # type: ignore[attr-defined,unused-ignore]
+    for synthetic in (init, final, function, body[0]):
+        synthetic.lineno = synthetic.end_lineno = 1
+        synthetic.col_offset = synthetic.end_col_offset = 0
+    wrapped = ast.Module(body=[function], type_ignores=[])
+    return ast.fix_missing_locations(wrapped)
