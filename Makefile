@@ -27,7 +27,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/calculator.py
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet 'smolagents>=1.20'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/sandbox.py
 
 clean:
