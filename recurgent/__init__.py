@@ -9,7 +9,9 @@ Test doubles live in :mod:`recurgent.testing`; the OpenAI provider in
 :mod:`recurgent.providers.openai`.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError, version as _version
 
 from recurgent._agent import Agent
 from recurgent.errors import (
@@ -33,8 +35,8 @@ from recurgent.program import Dependency, Program
 from recurgent.providers import Provider, ProviderRequest
 
 try:
-    __version__ = version("recurgent")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = _version("recurgent")
+except _PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
 
 __all__ = [

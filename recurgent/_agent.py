@@ -7,6 +7,7 @@ Dispatch rules:
 * Any other public name is a callable; calling it performs a dynamic call returning an Outcome.
 * Names starting with ``_`` raise ``AttributeError`` at once, so ``copy``, ``pickle``, IPython
   and mocks never reach a provider.
+* ``str(agent)`` is ``repr(agent)``; copying or pickling an agent raises ``TypeError``.
 
 The instance keeps everything in one underscored slot, so the public namespace is only
 ``for_``, ``remember``, ``runtime_context``, ``delegate``, ``tool`` and ``responds_to``.
@@ -18,7 +19,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn, SupportsIndex
 
 from recurgent._contracts import CONTRACT_FIELDS, infer_intent_signature
 from recurgent._lifecycle import AgentRuntime, run_call
@@ -119,10 +120,17 @@ class Agent:
         self._agent.memory.update(entries)
         return self
 
-    def responds_to(self, name: str) -> bool:
-        """Introspection: True for a setter name (``"x="``), a memory key, or a public method."""
+    def responds_to(self, name: object) -> bool:
+        """Introspection: True for a setter name (``"x="``), a memory key, or a public method.
+
+        A dynamic name that is not in memory answers False: ``hasattr`` cannot tell, because
+        every public name returns a callable.
+        """
+        if not isinstance(name, str):
+            return False
         if name.endswith("="):
-            return not name.startswith("_")
+            base = name[:-1]
+            return bool(base) and not base.startswith("_")
         return name in self._agent.memory or name in _PUBLIC
 
     def delegate(self, role: str, **options: Any) -> Agent:
@@ -175,7 +183,18 @@ class Agent:
     def __repr__(self) -> str:
         return f"<Agent({self._agent.role}) context={list(map(str, self._agent.memory))!r}>"
 
+    # str() runs implicitly (f-strings, logging, exception text), so unlike Ruby's to_s it never
+    # makes a dynamic call.
     __str__ = __repr__
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        # copy, deepcopy and pickle all come here. An agent holds a live provider, a lock and a
+        # log writer, and a copy sharing them would be a second agent in disguise: refuse.
+        raise TypeError(
+            f"Agent({self._agent.role!r}) cannot be copied or pickled; build another with "
+            "Agent.for_(role, **options) and copy its memory with "
+            "remember(**agent.runtime_context)"
+        )
 
     def _dispatch(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
         internals = self._agent

@@ -67,7 +67,15 @@ class CallLogger:
     def __init__(self, path: Path, *, debug: bool = False) -> None:
         self.path = path
         self._debug = debug
-        self._logger = structlog.wrap_logger(_AppendWriter(path), processors=[_render])
+        # Every setting is explicit: a host's structlog.configure() (a level filter, its own
+        # context class) must neither silence nor reshape these lines.
+        self._logger = structlog.wrap_logger(
+            _AppendWriter(path),
+            processors=[_render],
+            wrapper_class=structlog.BoundLogger,
+            context_class=dict,
+            cache_logger_on_first_use=False,
+        )
 
     def emit(self, entry: Mapping[str, Any]) -> bool:
         """Write one entry; return False (and never raise) when it could not be written."""

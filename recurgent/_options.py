@@ -5,6 +5,7 @@ This and the OpenAI provider are the only places that read the environment (ADR 
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from collections.abc import Mapping
@@ -84,6 +85,12 @@ class AgentOptions:
         return replace(self, provider=provider)
 
 
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def _int_option(name: str, value: Any, minimum: int, *, nullable: bool = False) -> int | None:
     if value is None and nullable:
         return None
@@ -98,13 +105,13 @@ def _seconds(
 ) -> float | None:
     if value is None and nullable:
         return None
-    valid = not isinstance(value, bool) and isinstance(value, int | float)
+    valid = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
     if valid and (value <= low if high is None else not low <= value <= high):
         valid = False
     if not valid:
         bound = f"> {low:g}" if high is None else f"between {low:g} and {high:g}"
         raise UsageError(
-            f"{name} must be a number {bound}{' or None' if nullable else ''}, got {value!r}"
+            f"{name} must be a finite number {bound}{' or None' if nullable else ''}, got {value!r}"
         )
     return float(value)
 
@@ -114,9 +121,9 @@ def _log_path(value: Any) -> Path | None:
         return None
     if value is True:
         return default_log_path()
-    if isinstance(value, str | os.PathLike):
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
         return Path(value).expanduser()
-    raise UsageError(f"log must be a path, None or False, got {type(value).__name__}")
+    raise UsageError(f"log must be a path, None or False, got {value!r}")
 
 
 def _network(value: Any) -> NetworkPolicy:
@@ -142,8 +149,10 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
             f"Known options: {', '.join(sorted(KNOWN_OPTIONS))}"
         )
     get = options.get
-    model = get("model") or os.environ.get("RECURGENT_MODEL") or DEFAULT_MODEL
-    if not isinstance(model, str) or not model.strip():
+    model = get("model")
+    if model is None:
+        model = os.environ.get("RECURGENT_MODEL", "").strip() or DEFAULT_MODEL
+    elif not isinstance(model, str) or not model.strip():
         raise UsageError(f"model must be a non-empty str, got {model!r}")
     trace_id = get("trace_id")
     if trace_id is None:
@@ -157,8 +166,8 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         provider=resolve_provider(get("provider")),
         model=model.strip(),
         log=_log_path(get("log", True)),
-        debug=bool(get("debug", False)),
-        verbose=bool(get("verbose", False)),
+        debug=_flag("debug", get("debug", False)),
+        verbose=_flag("verbose", get("verbose", False)),
         max_generation_attempts=_int_option(  # type: ignore[arg-type]
             "max_generation_attempts", get("max_generation_attempts", 2), 1
         ),

@@ -2,35 +2,58 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections.abc import Sequence
 
-__all__ = ["redact"]
+__all__ = ["environment_secrets", "redact"]
 
-_PATTERNS = (
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}"),
-    re.compile(
-        r"(?i)(api[_-]?key|authorization|token|secret|password)(['\"]?\s*[:=]\s*['\"]?)"
-        r"[^\s'\",;}]{6,}"
-    ),
+_API_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+_BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}")
+# The scheme word of an Authorization value (Basic, Bearer, ...) stays readable; what follows goes.
+_AUTHORIZATION = re.compile(
+    r"(?i)\b(authorization['\"]?\s*[:=]\s*['\"]?)((?:basic|bearer|digest|token)\s+)?"
+    r"[^\s'\",;}]{6,}"
+)
+_ASSIGNED_SECRET = re.compile(
+    r"(?i)(api[_-]?key|token|secret|password)(['\"]?\s*[:=]\s*['\"]?)[^\s'\",;}]{6,}"
 )
 _SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)")
+_MIN_SECRET_LENGTH = 8
 _MASK = "[REDACTED]"
 
 
-def _environment_secrets() -> list[str]:
-    values = [
-        value for name, value in os.environ.items() if _SECRET_NAME.search(name) and len(value) >= 8
-    ]
-    return sorted(set(values), key=len, reverse=True)
+@functools.lru_cache(maxsize=1024)
+def _is_secret_name(name: str) -> bool:
+    return _SECRET_NAME.search(name) is not None
 
 
-def redact(text: str) -> str:
-    """Mask API keys, bearer tokens and values of secret-named environment variables."""
-    for secret in _environment_secrets():
+def environment_secrets() -> tuple[str, ...]:
+    """Values of secret-named environment variables (8+ characters), longest first.
+
+    Read afresh on each call, so a key set after import is still masked. Callers redacting
+    many strings at once read it once and pass it to :func:`redact`.
+    """
+    values = {
+        value
+        for name, value in os.environ.items()
+        if len(value) >= _MIN_SECRET_LENGTH and _is_secret_name(name)
+    }
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def redact(text: str, secrets: Sequence[str] | None = None) -> str:
+    """Mask API keys, bearer tokens and values of secret-named environment variables.
+
+    Args:
+        text: The text to clean.
+        secrets: Values to mask, from :func:`environment_secrets`; read now when omitted.
+    """
+    for secret in environment_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, _MASK)
-    text = _PATTERNS[0].sub(_MASK, text)
-    text = _PATTERNS[1].sub("Bearer " + _MASK, text)
-    return _PATTERNS[2].sub(lambda m: m.group(1) + m.group(2) + _MASK, text)
+    text = _API_KEY.sub(_MASK, text)
+    text = _BEARER.sub("Bearer " + _MASK, text)
+    text = _AUTHORIZATION.sub(lambda m: m.group(1) + (m.group(2) or "") + _MASK, text)
+    return _ASSIGNED_SECRET.sub(lambda m: m.group(1) + m.group(2) + _MASK, text)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any
 
-from recurgent._redact import redact
+from recurgent._redact import environment_secrets, redact
 
 __all__ = ["json_safe", "safe_repr", "utc_timestamp"]
 
@@ -22,47 +22,57 @@ def utc_timestamp(moment: datetime.datetime | None = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def safe_repr(value: Any) -> str:
-    """``repr`` that never raises and never triggers dynamic dispatch (agents define __repr__)."""
+def safe_repr(value: Any, secrets: Sequence[str] | None = None) -> str:
+    """``repr`` that never raises and never triggers dynamic dispatch (agents define __repr__).
+
+    Args:
+        value: Any object.
+        secrets: Passed to :func:`~recurgent._redact.redact`.
+    """
     try:
-        return redact(repr(value))
+        return redact(repr(value), secrets)
     except Exception as error:  # noqa: BLE001 - a broken __repr__ must not break logging
         return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
 
 
-def json_safe(value: Any, _depth: int = 0) -> Any:
+def json_safe(value: Any) -> Any:
     """A copy of ``value`` made of JSON types only.
 
     Mappings and sequences recurse; keys become strings; invalid UTF-8 in bytes is replaced;
     non-finite floats and every other object become their ``repr``. Strings are redacted.
     """
-    if _depth > _MAX_DEPTH:
-        return "<nested too deeply>"
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, str):
-        return redact(value.encode("utf-8", "replace").decode("utf-8"))
-    if isinstance(value, bytes | bytearray):
-        return redact(bytes(value).decode("utf-8", "replace"))
-    if isinstance(value, Enum):
-        return json_safe(value.value, _depth + 1)
-    if isinstance(value, Mapping):
-        return {
-            str(json_safe(k, _depth + 1)) if not isinstance(k, str) else redact(k): json_safe(
-                v, _depth + 1
-            )
-            for k, v in list(value.items())
-        }
-    if isinstance(value, list | tuple | set | frozenset):
-        return [json_safe(item, _depth + 1) for item in list(value)]
-    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        return value.isoformat()
-    model_dump = getattr(type(value), "model_dump", None)
-    if callable(model_dump):
-        try:
-            return json_safe(value.model_dump(), _depth + 1)
-        except Exception:  # noqa: BLE001 - fall back to repr
-            return safe_repr(value)
-    return safe_repr(value)
+    secrets = environment_secrets()
+
+    def text(raw: str) -> str:
+        return redact(raw.encode("utf-8", "replace").decode("utf-8"), secrets)
+
+    def convert(item: Any, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            return "<nested too deeply>"
+        if item is None or isinstance(item, bool | int):
+            return item
+        if isinstance(item, float):
+            return item if math.isfinite(item) else repr(item)
+        if isinstance(item, str):
+            return text(item)
+        if isinstance(item, bytes | bytearray):
+            return text(bytes(item).decode("utf-8", "replace"))
+        if isinstance(item, Enum):
+            return convert(item.value, depth + 1)
+        if isinstance(item, Mapping):
+            return {
+                str(convert(key, depth + 1)): convert(child, depth + 1)
+                for key, child in list(item.items())
+            }
+        if isinstance(item, list | tuple | set | frozenset):
+            return [convert(child, depth + 1) for child in list(item)]
+        if isinstance(item, datetime.datetime | datetime.date | datetime.time):
+            return item.isoformat()
+        if callable(getattr(type(item), "model_dump", None)):
+            try:
+                return convert(item.model_dump(), depth + 1)
+            except Exception:  # noqa: BLE001 - fall back to repr
+                return safe_repr(item, secrets)
+        return safe_repr(item, secrets)
+
+    return convert(value, 0)

@@ -12,7 +12,10 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, Literal, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
+from pydantic_core import PydanticSerializationError
+
+from recurgent._values import json_safe
 
 __all__ = ["Outcome", "OutcomeFlag", "coerce_outcome", "outcome_context"]
 
@@ -30,6 +33,15 @@ _OUTCOME_FIELDS = frozenset(
         "metadata",
         "message",
     }
+)
+# Keys of an error mapping that are fields, not metadata (``message`` is a common alias).
+_ERROR_SPEC_KEYS = (
+    "error_type",
+    "error_message",
+    "message",
+    "retriable",
+    "tool_role",
+    "method_name",
 )
 
 # Role and method of the call whose generated code is running, so Outcome constructors called
@@ -132,6 +144,15 @@ def _build_ok(
     return Outcome(status="ok", value=value, tool_role=role, method_name=method)
 
 
+def _as_metadata(value: Any) -> dict[str, Any]:
+    """Metadata as a dict: a mapping is copied, any other non-None value is kept as ``detail``."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(key): item for key, item in value.items()}
+    return {"detail": value}
+
+
 def _build_error(
     *args: Any,
     error_type: str | None = None,
@@ -151,14 +172,14 @@ def _build_error(
     positional: list[Any] = list(args)
     if positional and isinstance(positional[0], Mapping):
         spec = dict(positional.pop(0))
-        error_type = error_type or spec.pop("error_type", None)
-        error_message = (
-            error_message or spec.pop("error_message", None) or spec.pop("message", None)
-        )
-        if retriable is None:
-            retriable = spec.pop("retriable", None)
         spec.pop("status", None)
-        metadata = {**dict(spec.pop("metadata", None) or {}), **spec, **dict(metadata or {})}
+        named = {key: spec.pop(key, None) for key in _ERROR_SPEC_KEYS}
+        error_type = error_type or named["error_type"]
+        error_message = error_message or named["error_message"] or named["message"]
+        retriable = named["retriable"] if retriable is None else retriable
+        tool_role = tool_role or named["tool_role"]
+        method_name = method_name or named["method_name"]
+        metadata = {**_as_metadata(spec.pop("metadata", None)), **spec, **_as_metadata(metadata)}
     if len(positional) > 3:
         raise TypeError("Outcome.error() takes at most (error_type, error_message, retriable)")
     if positional:
@@ -167,7 +188,7 @@ def _build_error(
         error_message = error_message or positional[1]
     if len(positional) > 2 and retriable is None:
         retriable = positional[2]
-    merged = {**dict(metadata or {}), **extra}
+    merged = {**_as_metadata(metadata), **extra}
     role, method = _attribution(tool_role, method_name)
     return Outcome(
         status="error",
@@ -212,6 +233,19 @@ class Outcome(BaseModel):
 
     ok = _ConstructorOrFlag(_build_ok, "ok")  # type: ignore[pydantic-field]
     error = _ConstructorOrFlag(_build_error, "error")  # type: ignore[pydantic-field]
+
+    @field_serializer("value", "metadata", mode="wrap", when_used="json")
+    def _dump_json_safely(self, data: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # A value may be any object (an Agent, bytes that are not UTF-8); a JSON dump renders
+        # what pydantic cannot serialize the way the call log does instead of failing.
+        try:
+            return handler(data)
+        except (PydanticSerializationError, ValueError):
+            return json_safe(data)
+
+    def __hash__(self) -> int:
+        # Equal outcomes agree on these fields; the value and metadata may be unhashable.
+        return hash((self.status, self.error_type, self.tool_role, self.method_name))
 
     @classmethod
     def call(cls, value: Any = None, **extra: Any) -> Outcome:

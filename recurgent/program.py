@@ -110,12 +110,8 @@ def parse_program(reply: object, *, method_name: str) -> Program:
         InvalidDependencyManifestError: ``dependencies`` is malformed.
     """
     if isinstance(reply, Program):
-        if not reply.code.strip():
-            raise InvalidCodeError(
-                f"Provider returned invalid code for {method_name} "
-                "(provider returned blank `code`; expected non-empty str)"
-            )
-        return reply
+        # A provider may build a Program itself; its dependencies still get normalized.
+        reply = reply.model_dump()
     if not isinstance(reply, Mapping):
         raise InvalidCodeError(
             f"Provider returned invalid program for {method_name} "

@@ -21,12 +21,13 @@ __all__ = [
     "ALLOW_PROVIDER_REQUESTS",
     "Provider",
     "ProviderRequest",
+    "default_provider",
     "resolve_provider",
 ]
 
-#: Network providers refuse to send requests while this is False. ``specs/conftest.py`` turns it
-#: off so no test can reach a paid API by accident; tests of the OpenAI provider turn it back on
-#: for their loopback server.
+#: Network providers refuse to send requests while this is False. The test suite's root
+#: ``conftest.py`` turns it off so no test can reach a paid API by accident; tests of the OpenAI
+#: provider turn it back on for their loopback server.
 ALLOW_PROVIDER_REQUESTS = True
 
 
@@ -88,6 +89,8 @@ def resolve_provider(spec: object) -> Provider | None:
         if spec.strip().lower() == "openai":
             return None
         raise UsageError(f"Unknown provider {spec!r}; pass 'openai' or a provider object")
+    if isinstance(spec, type):
+        raise UsageError(f"provider must be an instance, got the class {spec.__name__}")
     if isinstance(spec, Provider):
         return spec
     raise UsageError(

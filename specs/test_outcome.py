@@ -1,0 +1,388 @@
+"""Outcome: constructors, predicates, rendering, immutability, attribution and coercion."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from recurgent import Agent, Outcome
+from recurgent.outcome import OutcomeFlag, coerce_outcome, outcome_context
+from recurgent.testing import ScriptedProvider
+
+
+class TestOk:
+    """Outcome.ok builds a success."""
+
+    def test_positional_value(self) -> None:
+        """Outcome.ok(5) carries 5."""
+        outcome = Outcome.ok(5)
+
+        assert (outcome.status, outcome.value) == ("ok", 5)
+        assert (outcome.error_type, outcome.error_message, outcome.retriable) == (None, None, False)
+        assert outcome.metadata == {}
+
+    def test_value_keyword(self) -> None:
+        """Outcome.ok(value=5) carries 5."""
+        assert Outcome.ok(value=5).value == 5
+
+    def test_no_value_is_none(self) -> None:
+        """Outcome.ok() carries None."""
+        assert Outcome.ok().value is None
+
+    def test_keywords_only_become_a_dict_value(self) -> None:
+        """Outcome.ok(status=200, content="ok") carries that dict."""
+        assert Outcome.ok(status=200, content="ok").value == {"status": 200, "content": "ok"}
+
+    def test_mapping_and_extra_keywords_merge(self) -> None:
+        """A mapping value merges with extra keywords, positional or value= alike."""
+        expected = {"data": [1], "provenance": "feed"}
+
+        assert Outcome.ok({"data": [1]}, provenance="feed").value == expected
+        assert Outcome.ok(value={"data": [1]}, provenance="feed").value == expected
+
+    def test_extra_keywords_next_to_a_scalar_are_dropped(self) -> None:
+        """Outcome.ok(5, note=1) carries 5."""
+        assert Outcome.ok(5, note=1).value == 5
+
+    def test_two_positionals_are_refused(self) -> None:
+        """Outcome.ok(1, 2) raises TypeError."""
+        with pytest.raises(TypeError, match="at most one positional value"):
+            Outcome.ok(1, 2)
+
+    def test_call_is_a_tolerant_alias(self) -> None:
+        """Outcome.call(42) is ok 42; Outcome.call(a=1) carries {"a": 1}."""
+        assert Outcome.call(42).value == 42
+        assert Outcome.call(a=1).value == {"a": 1}
+
+
+class TestError:
+    """Outcome.error builds a failure."""
+
+    def test_keyword_form(self) -> None:
+        """Keywords set type, message, retriable and metadata."""
+        outcome = Outcome.error(
+            error_type="fetch_failed",
+            error_message="503",
+            retriable=True,
+            metadata={"url": "x"},
+        )
+
+        assert outcome.status == "error"
+        assert outcome.value is None
+        assert (outcome.error_type, outcome.error_message) == ("fetch_failed", "503")
+        assert outcome.retriable is True
+        assert outcome.metadata == {"url": "x"}
+
+    def test_positional_form(self) -> None:
+        """Outcome.error(type, message, retriable) reads the positionals."""
+        outcome = Outcome.error("unsupported_capability", "Timers unavailable", True)
+
+        assert (outcome.error_type, outcome.error_message, outcome.retriable) == (
+            "unsupported_capability",
+            "Timers unavailable",
+            True,
+        )
+
+    def test_keywords_win_over_positionals(self) -> None:
+        """A keyword value beats the positional one."""
+        outcome = Outcome.error("a", "m", error_type="b")
+
+        assert (outcome.error_type, outcome.error_message) == ("b", "m")
+
+    def test_mapping_form_and_extra_keys_become_metadata(self) -> None:
+        """One mapping supplies the fields; its other keys and extra keywords become metadata."""
+        outcome = Outcome.error(
+            {"status": "error", "error_type": "parse_error", "message": "bad", "line": 3},
+            source="feed",
+        )
+
+        assert (outcome.error_type, outcome.error_message) == ("parse_error", "bad")
+        assert outcome.metadata == {"line": 3, "source": "feed"}
+
+    def test_mapping_form_never_leaks_field_keys_into_metadata(self) -> None:
+        """Field keys of the mapping stay out of metadata even when keywords override them."""
+        outcome = Outcome.error(
+            {"error_type": "a", "error_message": "m", "message": "n", "tool_role": "t", "x": 1},
+            error_type="b",
+            error_message="k",
+        )
+
+        assert (outcome.error_type, outcome.error_message, outcome.tool_role) == ("b", "k", "t")
+        assert outcome.metadata == {"x": 1}
+
+    def test_extra_keywords_become_metadata_and_win(self) -> None:
+        """Extra keywords join metadata and win over the metadata mapping."""
+        outcome = Outcome.error(error_type="x", metadata={"a": 1, "b": 1}, b=2)
+
+        assert outcome.metadata == {"a": 1, "b": 2}
+
+    def test_non_mapping_metadata_is_kept_as_detail(self) -> None:
+        """A metadata value that is not a mapping is kept under "detail"."""
+        assert Outcome.error(error_type="x", metadata="context").metadata == {"detail": "context"}
+
+    @pytest.mark.parametrize("value", ["true", 1, "yes", None, False])
+    def test_retriable_is_true_only_for_true(self, value: Any) -> None:
+        """retriable is True only when given exactly True."""
+        assert Outcome.error(error_type="x", retriable=value).retriable is False
+
+    def test_defaults(self) -> None:
+        """Outcome.error() is execution / "Execution failed", not retriable."""
+        outcome = Outcome.error()
+
+        assert (outcome.error_type, outcome.error_message, outcome.retriable) == (
+            "execution",
+            "Execution failed",
+            False,
+        )
+
+    def test_more_than_three_positionals_are_refused(self) -> None:
+        """Outcome.error(a, b, c, d) raises TypeError."""
+        with pytest.raises(TypeError):
+            Outcome.error("a", "b", True, "d")
+
+
+class TestPredicates:
+    """ok/error read as booleans and as calls; is_ok, is_error and value_or."""
+
+    def test_ok_outcome_predicates(self) -> None:
+        """An ok outcome: out.ok and out.ok() are true, out.error is false."""
+        outcome = Outcome.ok(0)
+
+        assert bool(outcome.ok) is True
+        assert outcome.ok() is True
+        assert bool(outcome.error) is False
+        assert outcome.error() is False
+        assert (outcome.is_ok, outcome.is_error) == (True, False)
+
+    def test_error_outcome_predicates(self) -> None:
+        """An error outcome: out.error is true, out.ok is false."""
+        outcome = Outcome.error(error_type="x")
+
+        assert bool(outcome.ok) is False
+        assert bool(outcome.error) is True
+        assert (outcome.is_ok, outcome.is_error) == (False, True)
+
+    def test_flags_compare_with_booleans(self) -> None:
+        """out.ok == True holds for an ok outcome, and the flag reprs as a bool."""
+        flag = Outcome.ok(1).ok
+
+        assert isinstance(flag, OutcomeFlag)
+        assert flag == True  # noqa: E712 - the comparison itself is the behaviour pinned
+        assert repr(flag) == "True"
+
+    def test_value_or(self) -> None:
+        """value_or gives the value when ok and the default otherwise."""
+        assert Outcome.ok(3).value_or(9) == 3
+        assert Outcome.error(error_type="x").value_or(9) == 9
+
+    def test_outcome_is_truthy_even_with_a_falsy_value(self) -> None:
+        """bool(Outcome.ok([])) is True: outcomes are never falsy."""
+        assert bool(Outcome.ok([])) is True
+        assert bool(Outcome.error()) is True
+
+
+class TestRendering:
+    """repr and str show the value or the error."""
+
+    def test_ok_repr(self) -> None:
+        """repr of ok shows the value."""
+        assert repr(Outcome.ok({"a": 1})) == "Outcome(ok, value={'a': 1})"
+
+    def test_error_repr(self) -> None:
+        """repr of error shows type, message and retriable."""
+        outcome = Outcome.error("fetch_failed", "503", True)
+
+        assert repr(outcome) == (
+            "Outcome(error, error_type='fetch_failed', error_message='503', retriable=True)"
+        )
+
+    def test_str(self) -> None:
+        """str of ok is the value's str; of error "[type] message"."""
+        assert str(Outcome.ok(5)) == "5"
+        assert str(Outcome.error("fetch_failed", "503")) == "[fetch_failed] 503"
+
+
+class TestImmutability:
+    """Outcomes are frozen and hashable."""
+
+    def test_assignment_raises(self) -> None:
+        """Assigning a field raises a pydantic ValidationError."""
+        outcome = Outcome.ok(1)
+
+        with pytest.raises(ValidationError, match="frozen"):
+            outcome.value = 2  # type: ignore[misc]
+
+    def test_unknown_field_is_refused(self) -> None:
+        """Constructing with an unknown field raises ValidationError."""
+        with pytest.raises(ValidationError):
+            Outcome(status="ok", colour="blue")  # type: ignore[call-arg]
+
+    def test_equal_outcomes_hash_equal_even_with_dict_values(self) -> None:
+        """Outcomes with dict values hash, and equal outcomes hash alike."""
+        first = Outcome.ok({"a": 1}, tool_role="r", method_name="m")
+        second = Outcome.ok({"a": 1}, tool_role="r", method_name="m")
+
+        assert first == second
+        assert hash(first) == hash(second)
+        assert len({first, second}) == 1
+
+
+class TestAttribution:
+    """tool_role and method_name come from the running call, else fallbacks."""
+
+    def test_outside_a_call_uses_fallbacks(self) -> None:
+        """Built outside any call, an outcome is unknown_tool.unknown_method."""
+        outcome = Outcome.ok(1)
+
+        assert (outcome.tool_role, outcome.method_name) == ("unknown_tool", "unknown_method")
+
+    def test_inside_outcome_context(self) -> None:
+        """Inside outcome_context(role, method) both constructors use them."""
+        with outcome_context("assistant", "set_timer"):
+            made = [Outcome.ok(1), Outcome.error(error_type="x")]
+
+        assert [(o.tool_role, o.method_name) for o in made] == [
+            ("assistant", "set_timer"),
+            ("assistant", "set_timer"),
+        ]
+        assert Outcome.ok(1).tool_role == "unknown_tool"
+
+    def test_explicit_attribution_wins(self) -> None:
+        """Explicit tool_role/method_name beat the context."""
+        with outcome_context("assistant", "set_timer"):
+            outcome = Outcome.ok(1, tool_role="clock", method_name="tick")
+
+        assert (outcome.tool_role, outcome.method_name) == ("clock", "tick")
+
+
+class TestCoerce:
+    """coerce_outcome turns whatever generated code produced into an Outcome."""
+
+    def _coerce(self, value: Any) -> Outcome:
+        return coerce_outcome(value, tool_role="r", method_name="m")
+
+    def test_outcome_is_returned_unchanged(self) -> None:
+        """An Outcome keeps its own attribution."""
+        child = Outcome.ok(5, tool_role="child", method_name="add")
+
+        assert self._coerce(child) is child
+
+    def test_error_shaped_mapping_becomes_an_error(self) -> None:
+        """{"status": "error", ...} becomes an error; other keys become metadata."""
+        outcome = self._coerce(
+            {
+                "status": "ERROR",
+                "error_type": "unsupported_capability",
+                "error_message": "no timers",
+                "retriable": True,
+                "hint": "use cron",
+            }
+        )
+
+        assert outcome == Outcome(
+            status="error",
+            error_type="unsupported_capability",
+            error_message="no timers",
+            retriable=True,
+            tool_role="r",
+            method_name="m",
+            metadata={"hint": "use cron"},
+        )
+
+    def test_error_mapping_without_type_defaults_to_execution(self) -> None:
+        """An error mapping with no type is execution / "Execution failed"."""
+        outcome = self._coerce({"status": "error"})
+
+        assert (outcome.error_type, outcome.error_message) == ("execution", "Execution failed")
+
+    def test_ok_envelope_is_unwrapped(self) -> None:
+        """{"status": "ok", "value": 3} becomes ok 3."""
+        assert self._coerce({"status": "ok", "value": 3}) == Outcome(
+            status="ok", value=3, tool_role="r", method_name="m"
+        )
+
+    def test_ok_mapping_with_data_keys_is_kept_whole(self) -> None:
+        """{"status": "ok", "items": [1]} keeps the whole mapping as the value."""
+        assert self._coerce({"status": "ok", "items": [1]}).value == {"status": "ok", "items": [1]}
+
+    def test_other_status_is_a_plain_value(self) -> None:
+        """{"status": "weird", "x": 1} is ok with the whole mapping."""
+        assert self._coerce({"status": "weird", "x": 1}).value == {"status": "weird", "x": 1}
+
+    @pytest.mark.parametrize("value", [None, False, 0, "", [1], "text"])
+    def test_anything_else_is_an_ok_value(self, value: Any) -> None:
+        """Any other value becomes an ok outcome carrying it."""
+        outcome = self._coerce(value)
+
+        assert (outcome.status, outcome.value, outcome.tool_role) == ("ok", value, "r")
+
+
+class TestItemAccess:
+    """__getitem__ and get read an ok outcome's mapping value."""
+
+    def test_getitem_on_ok(self) -> None:
+        """out["key"] reads the value."""
+        assert Outcome.ok({"items": [1]})["items"] == [1]
+
+    def test_getitem_on_error_raises_type_error(self) -> None:
+        """Indexing an error outcome raises TypeError naming the error."""
+        with pytest.raises(TypeError) as raised:
+            Outcome.error("fetch_failed", "503")["items"]
+
+        assert str(raised.value) == (
+            "cannot index an error Outcome (fetch_failed: 503); check .ok before reading .value"
+        )
+
+    def test_get(self) -> None:
+        """get reads a key with a default; errors and non-mappings give the default."""
+        assert Outcome.ok({"a": 1}).get("a") == 1
+        assert Outcome.ok({"a": 1}).get("b", 2) == 2
+        assert Outcome.ok([1]).get("a", 3) == 3
+        assert Outcome.error(error_type="x").get("a", 4) == 4
+
+
+class TestJson:
+    """Outcomes round-trip through JSON."""
+
+    def test_round_trip(self) -> None:
+        """model_dump(mode="json") -> json -> model_validate gives an equal outcome."""
+        outcome = Outcome.error("fetch_failed", "503", True, metadata={"tries": [1, 2]})
+
+        dumped = json.loads(json.dumps(outcome.model_dump(mode="json")))
+
+        assert dumped == {
+            "status": "error",
+            "value": None,
+            "error_type": "fetch_failed",
+            "error_message": "503",
+            "retriable": True,
+            "tool_role": "unknown_tool",
+            "method_name": "unknown_method",
+            "metadata": {"tries": [1, 2]},
+        }
+        assert Outcome.model_validate(dumped) == outcome
+
+    def test_values_pydantic_cannot_serialize_are_rendered(self) -> None:
+        """An Agent or invalid UTF-8 bytes dump as text instead of failing."""
+        agent = Agent("helper", log=False)
+
+        assert Outcome.ok(agent).model_dump(mode="json")["value"] == "<Agent(helper) context=[]>"
+        assert Outcome.ok(b"\xffok").model_dump(mode="json")["value"] == "\ufffdok"
+        assert json.loads(Outcome.ok(b"\xff").model_dump_json())["value"] == "\ufffd"
+
+
+class TestAttributionInGeneratedCode:
+    """Outcomes built by generated code name the executing agent and method."""
+
+    def test_error_built_in_code_names_the_running_call(self) -> None:
+        """Outcome.error without role or method inside assistant.set_timer names them."""
+        code = "return Outcome.error('unsupported_capability', 'Timers unavailable')"
+        agent = Agent("assistant", provider=ScriptedProvider({"set_timer": code}), log=False)
+
+        outcome = agent.set_timer()
+
+        assert (outcome.tool_role, outcome.method_name) == ("assistant", "set_timer")
+        assert (outcome.error_type, outcome.retriable) == ("unsupported_capability", False)

@@ -1,0 +1,90 @@
+"""Redaction: API keys, bearer tokens and secret-named environment values are masked."""
+
+from __future__ import annotations
+
+import pytest
+
+from recurgent._redact import environment_secrets, redact
+
+
+class TestPatterns:
+    """Secrets recognised by their shape."""
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("key sk-abcdefgh12345 used", "key [REDACTED] used"),
+            ("sk-proj-AbC_12-xyz9876", "[REDACTED]"),
+            ("Authorization: Bearer abc.def-123456", "Authorization: Bearer [REDACTED]"),
+            ("bearer ABCDEFGH", "Bearer [REDACTED]"),
+            ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED]"),
+            ("authorization=opaque-value", "authorization=[REDACTED]"),
+            ("api_key=abcdef123", "api_key=[REDACTED]"),
+            ('{"apiKey": "abcdef123"}', '{"apiKey": "[REDACTED]"}'),
+            ("password: hunter22", "password: [REDACTED]"),
+            ("token='abcdefgh'", "token='[REDACTED]'"),
+        ],
+    )
+    def test_masks_secret_shapes(self, text: str, expected: str) -> None:
+        """Keys, bearer tokens and key=value secrets are replaced by [REDACTED]."""
+        assert redact(text, ()) == expected
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "plain text",
+            "sk-short",
+            "max_tokens=2048",
+            "token=abc",
+            "the secret garden",
+            "ask-questions-now",
+            "a basic understanding of authorization",
+        ],
+    )
+    def test_leaves_ordinary_text_alone(self, text: str) -> None:
+        """Text without a secret shape is unchanged."""
+        assert redact(text, ()) == text
+
+
+class TestEnvironmentSecrets:
+    """Values of secret-named environment variables."""
+
+    def test_secret_named_values_are_collected(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Variables named like KEY/TOKEN/SECRET/PASSWORD with 8+ characters are secrets."""
+        monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-value-1")
+        monkeypatch.setenv("DB_PASSWORD", "pw-value-22")
+        monkeypatch.setenv("SHORT_SECRET", "short")
+        monkeypatch.setenv("GREETING", "hello-world-value")
+
+        secrets = environment_secrets()
+
+        assert "tok-value-1" in secrets
+        assert "pw-value-22" in secrets
+        assert "short" not in secrets
+        assert "hello-world-value" not in secrets
+
+    def test_longest_first(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Longer secrets come first, so one containing another is masked whole."""
+        monkeypatch.setenv("A_TOKEN", "abcdefgh")
+        monkeypatch.setenv("B_TOKEN", "abcdefgh-longer")
+
+        secrets = environment_secrets()
+
+        assert secrets.index("abcdefgh-longer") < secrets.index("abcdefgh")
+        assert redact("x abcdefgh-longer y") == "x [REDACTED] y"
+
+    def test_redact_reads_the_environment_when_not_given(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """redact(text) masks a secret set after import."""
+        monkeypatch.setenv("INTERNAL_AUTH", "opaque-credential")
+
+        assert redact("sent opaque-credential") == "sent [REDACTED]"
+
+    def test_given_secrets_are_used_instead(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """redact(text, secrets) masks exactly the given values."""
+        monkeypatch.setenv("INTERNAL_AUTH", "opaque-credential")
+
+        assert redact("opaque-credential and other-value", ("other-value",)) == (
+            "opaque-credential and [REDACTED]"
+        )
