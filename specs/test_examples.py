@@ -1,0 +1,187 @@
+"""Every example runs offline from a fresh environment: exit 0, says so first, prints its answers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recurgent.testing import read_log
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO_ROOT / "examples"
+OFFLINE = "offline: scripted programs (set OPENAI_API_KEY or OPENAI_BASE_URL to run live)"
+NEWS_SESSION = "What's the top news items in Google News, Yahoo! News, and NY Times\nquit\n"
+FIBONACCI_1000 = (
+    "43466557686937456435688527675040625802564660517371780402481729089536555417949051890403879840"
+    "07925516929592259308032263477520968962323987332247116164299644090653318793829896964992851600"
+    "3704476137795166849228875"
+)
+
+# example -> (title in the first line, lines its output must contain)
+EXPECTED = {
+    "calculator": (
+        "calculator",
+        [
+            "add(3)                               -> 8",
+            "multiply(4)                          -> 32",
+            "sqrt(32)                             -> 5.656854249492381",
+            "value (read from memory)             -> 32",
+            "sqrt(144)                            -> 12.0",
+            "factorial(10)                        -> 3628800",
+            "convert(100, from='celsius', to='fahrenheit') -> 212.0",
+            "solve('2x + 5 = 17')                 -> 6.0",
+            "history() -> 7 earlier calls",
+            "  7. solve('2x + 5 = 17') -> 6.0",
+        ],
+    ),
+    "assistant": (
+        "assistant",
+        [
+            "=== Personal Assistant ===",
+            "> Top headlines from 3 of 3 sources",
+            "- [Yahoo! News] Zoo\u2019s newborn red panda gets a name — and it\u2019s Pickle",
+            "- [NY Times] In a Quiet Alpine Town, a Café Becomes a Lifeline",
+        ],
+    ),
+    "philosophy_debate": (
+        "philosophy debate",
+        [
+            "Rounds completed: 3; contributions: 9; failed: 0",
+            "  9. Round 3: Simone de Beauvoir and Epicurus agree it must be examined and chosen.",
+        ],
+    ),
+    "csv_explorer": (
+        "CSV explorer",
+        [
+            "row_count()                          -> 29",
+            "total_revenue()                      -> 17404.8",
+            "revenue_by_quarter()                 -> "
+            "{'Q1': 2843.65, 'Q2': 3630.15, 'Q3': 3491.6, 'Q4': 7439.4}",
+            "  rows_excluded_from_revenue: 2",
+        ],
+    ),
+    "stats": (
+        "statistics",
+        [
+            "mean()                               -> 21.2",
+            "median()                             -> 18.0",
+            "mode()                               -> 15",
+            "standard_deviation()                 -> {'population': 8.6348, 'sample': 9.1019}",
+            "outliers()                           -> [42]",
+        ],
+    ),
+    "fib": ("fibonacci", [f"fibonacci(1000)                      -> {FIBONACCI_1000}"]),
+    "observability_demo": (
+        "observability demo",
+        ['  "ok_count": 2,', '  "error_count": 3,', "Outcome status: ok"],
+    ),
+    "http_client": (
+        "HTTP client",
+        [
+            "get('/get')                          -> 200",
+            "status('/status/418')                -> 418",
+            "headers(...X-Custom=hello)           -> hello",
+            "post('/post', body=...) echoes       -> {'key': 'value'}",
+        ],
+    ),
+}
+
+
+def run_example(name: str, state_home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env["XDG_STATE_HOME"] = str(state_home)
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")],
+        input=NEWS_SESSION if name == "assistant" else "",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=120,
+        check=False,
+    )
+
+
+class TestExamplesOffline:
+    @pytest.mark.parametrize("name", sorted(EXPECTED))
+    def test_runs_offline_and_prints_its_answers(self, name: str, tmp_path: Path) -> None:
+        """The example exits 0, names offline mode first and prints the expected answers."""
+        title, expected_lines = EXPECTED[name]
+        state_home = tmp_path / "state"
+
+        finished = run_example(name, state_home)
+
+        assert (finished.returncode, finished.stderr) == (0, "")
+        lines = finished.stdout.splitlines()
+        assert lines[0] == f"recurgent {title} — {OFFLINE}"
+        assert [line for line in expected_lines if line not in lines] == []
+        assert {path.name for path in (state_home / "recurgent").iterdir()} == {
+            "observability_demo.jsonl" if name == "observability_demo" else "recurgent.jsonl"
+        }
+
+    def test_the_calculator_logs_eight_top_level_calls(self, tmp_path: Path) -> None:
+        """make demo's calculator writes one depth-0 line per dynamic call, none for the setter."""
+        state_home = tmp_path / "state"
+
+        run_example("calculator", state_home)
+
+        entries = read_log(state_home / "recurgent" / "recurgent.jsonl")
+        assert [(e["depth"], e["method"], e["outcome_status"]) for e in entries] == [
+            (0, method, "ok")
+            for method in (
+                "add",
+                "multiply",
+                "sqrt",
+                "sqrt",
+                "factorial",
+                "convert",
+                "solve",
+                "history",
+            )
+        ]
+
+    def test_the_observability_demo_logs_six_lines(self, tmp_path: Path) -> None:
+        """Five depth-1 tool calls (three invalid_code), then the builder's run at depth 0."""
+        state_home = tmp_path / "state"
+
+        run_example("observability_demo", state_home)
+
+        entries = read_log(state_home / "recurgent" / "observability_demo.jsonl")
+        assert [(e["depth"], e["role"], e["outcome_error_type"]) for e in entries] == [
+            (1, "stable_finance_tool", None),
+            (1, "flaky_places_tool", "invalid_code"),
+            (1, "stable_reasoning_tool", None),
+            (1, "flaky_places_tool", "invalid_code"),
+            (1, "flaky_places_tool", "invalid_code"),
+            (0, "observability_demo_tool_builder", None),
+        ]
+
+    def test_the_assistant_stops_at_end_of_input(self, tmp_path: Path) -> None:
+        """Without `quit`, end of input ends the loop cleanly."""
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+        }
+        env["XDG_STATE_HOME"] = str(tmp_path / "state")
+
+        finished = subprocess.run(
+            [sys.executable, str(EXAMPLES / "assistant.py")],
+            input="",
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=REPO_ROOT,
+            timeout=120,
+            check=False,
+        )
+
+        assert finished.returncode == 0
+        assert finished.stdout.splitlines()[1:3] == [
+            "=== Personal Assistant ===",
+            "Type 'quit' or 'exit' to stop.",
+        ]
