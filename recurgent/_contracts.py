@@ -104,10 +104,34 @@ def shape_name(value: Any) -> str:
 
 
 def _canonical_key(key: str) -> str:
-    """Fold the spellings a model may use for one key: ``:pub_date``, ``pubDate``, ``pub-date``."""
+    """Fold the spellings a model may use for one key.
+
+    ``:pub_date``, ``pubDate``, ``PubDate``, ``pub-date`` and ``pub date`` all become
+    ``pub_date``; ``sourceURL`` and ``source_url`` both become ``source_url``.
+    """
     key = key.strip().lstrip(":")
-    key = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key)
-    return re.sub(r"[-\s]+", "_", key).lower()
+    key = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", key)
+    return re.sub(r"[-\s_]+", "_", key).lower()
+
+
+def _find_key(value: Mapping[Any, Any], key: str) -> Any:
+    """The key of ``value`` that spells ``key`` (exactly, else tolerantly), or ``None``."""
+    if key in value:
+        return key
+    wanted = _canonical_key(key)
+    for candidate in value:
+        if _canonical_key(str(candidate)) == wanted:
+            return candidate
+    return None
+
+
+def _key_list(raw: Any) -> list[str]:
+    """``required`` as a list of key names (a single string names one key)."""
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list | tuple):
+        return []
+    return list(dict.fromkeys(str(k).strip() for k in raw if str(k).strip()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +199,10 @@ def _check_properties(
     if not isinstance(properties, Mapping):
         return None
     for key, rule in properties.items():
-        if key not in value or not isinstance(rule, Mapping):
+        found = _find_key(value, str(key))
+        if found is None or not isinstance(rule, Mapping):
             continue
-        item = value[key]
+        item = value[found]
         declared = rule.get("type")
         path = f"deliverable.constraints.properties.{key}"
         if isinstance(declared, str) and not _type_matches(declared.strip().lower(), item):
@@ -221,7 +246,7 @@ def validate_deliverable(
         )
     declared = deliverable.get("type")
     kind = declared.strip().lower() if isinstance(declared, str) else None
-    required = [str(k) for k in deliverable.get("required") or [] if str(k).strip()]
+    required = _key_list(deliverable.get("required"))
     if kind is None and required:
         kind = "object"
     if kind is None:
@@ -231,10 +256,7 @@ def validate_deliverable(
             "type_mismatch", required, value, expected_shape=kind, actual_shape=shape_name(value)
         )
     if kind == "object":
-        by_canonical = {_canonical_key(str(k)): k for k in value}
-        aliases = {
-            key: by_canonical.get(_canonical_key(key)) for key in required if key not in value
-        }
+        aliases = {key: _find_key(value, key) for key in required if key not in value}
         missing = [key for key, found in aliases.items() if found is None]
         if missing:
             return _fail(

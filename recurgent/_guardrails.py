@@ -2,7 +2,20 @@
 
 Checks return :class:`~recurgent.errors.GuardrailViolationError` objects carrying a subtype and
 the correction the next attempt must make; they never raise. The lifecycle decides what happens
-(rollback and regeneration through the guardrail lane).
+(rollback and regeneration through the guardrail lane, or the end of the call for a terminal
+violation).
+
+Static rules, each with its subtype:
+
+* ``singleton_method_mutation``: attaching functions to objects the program did not create
+  (``handle.f = lambda: 1``, ``setattr(handle, "f", fn)``), assigning through ``type(x)``,
+  reaching ``__class__``/``__dict__``/``__setattr__`` and similar, or any ``MethodType``.
+* ``context_tools_shape_misuse``: treating ``context["tools"]`` (a dict of name -> metadata) as a
+  list of records (``for t in context["tools"]: t["name"]``, ``context["tools"][0]``).
+* ``hardcoded_external_fallback_success``: a fetch-style program returning a hard-coded list as
+  success (a ``fallback_*``-named list, or a list literal returned from an ``except`` block).
+
+Runtime rule: ``missing_external_provenance`` (:func:`provenance_violation`).
 """
 
 from __future__ import annotations
@@ -24,33 +37,43 @@ __all__ = [
 
 RETRIEVAL_MODES = frozenset({"live", "cached", "fixture"})
 _TERMINAL = re.compile(
-    r"missing credential|api key|unsupported runtime capability|external service unavailable",
+    r"missing credential|api[ _-]?key|unsupported runtime capability|"
+    r"external service unavailable",
     re.IGNORECASE,
 )
-_HTTP_MODULES = ("urllib", "http.client", "requests", "httpx", "aiohttp")
+# Modules that fetch over the network. ``urllib.parse`` only builds URLs, so ``urllib`` counts
+# through ``urllib.request`` or a call to ``urlopen``.
+_HTTP_MODULES = ("urllib.request", "http.client", "requests", "httpx", "aiohttp", "urllib3")
 _HOST_INTERNALS = frozenset(
     {
         "__class__",
         "__dict__",
         "__setattr__",
+        "__delattr__",
         "__getattribute__",
         "__bases__",
         "__mro__",
         "__subclasses__",
         "__globals__",
         "__code__",
+        "__func__",
+        "__self__",
     }
 )
 _FALLBACK_NAME = re.compile(
-    r"^(fallback|mock|fake|dummy|placeholder|sample|hardcoded|static|canned|default)",
+    r"(^|_)(fallback|mock|mocked|fake|dummy|placeholder|hardcoded|canned|stub|backup)(_|s?$)",
     re.IGNORECASE,
 )
-_TOOLS_RECORD_KEYS = frozenset({"name", "role", "tool_name", "purpose"})
+_SELF_NAMES = frozenset({"self", "cls"})
 
 MUTATION_CORRECTION = (
     "do not attach functions or attributes to agents, handles, modules or classes; keep helper "
     "functions local to the program and get capabilities with tool('name') or "
     "delegate('name', ...), then call their methods"
+)
+_MUTATION_SUFFIX = (
+    "; defining singleton methods on Agent instances or mutating host classes is not "
+    "supported; use tool/delegate invocation paths"
 )
 
 
@@ -77,89 +100,124 @@ def _first_string(node: ast.Call) -> str | None:
     return None
 
 
-def is_external_fetch(tree: ast.AST) -> bool:
-    """Whether a program fetches external data: HTTP imports, ``urlopen``, or a ``*fetch*`` tool."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(
-            alias.name == module or alias.name.startswith(module + ".")
-            for alias in node.names
-            for module in _HTTP_MODULES
-        ):
+def _is_http_module(name: str) -> bool:
+    return any(name == module or name.startswith(module + ".") for module in _HTTP_MODULES)
+
+
+def _fetches(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(_is_http_module(alias.name) for alias in node.names)
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return _is_http_module(node.module) or (
+            node.module == "urllib" and any(alias.name == "request" for alias in node.names)
+        )
+    if isinstance(node, ast.Name):
+        return node.id == "fetch_result"
+    if isinstance(node, ast.Call):
+        name = _called_name(node)
+        if name == "urlopen":
             return True
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.module
-            and any(
-                node.module == module or node.module.startswith(module + ".")
-                for module in _HTTP_MODULES
-            )
-        ):
-            return True
-        if isinstance(node, ast.Call):
-            name = _called_name(node)
-            if name == "urlopen":
-                return True
-            if name in ("tool", "delegate"):
-                target = _first_string(node)
-                if target and "fetch" in target.lower():
-                    return True
+        if name in ("tool", "delegate"):
+            target = _first_string(node)
+            return bool(target and "fetch" in target.lower())
     return False
 
 
-def _local_functions(tree: ast.AST) -> set[str]:
-    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+def is_external_fetch(tree: ast.AST) -> bool:
+    """Whether a program fetches external data: HTTP modules, ``urlopen``, or a ``*fetch*`` tool."""
+    return any(_fetches(node) for node in ast.walk(tree))
+
+
+def _own_names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """Local function names, and names of objects the program created (its classes, instances)."""
+    functions = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    owned = set(classes) | _SELF_NAMES
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in classes
+        ):
+            owned |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+    return functions, owned
 
 
 def _is_function_value(node: ast.AST, functions: set[str]) -> bool:
     return isinstance(node, ast.Lambda) or (isinstance(node, ast.Name) and node.id in functions)
 
 
+def _is_owned(node: ast.AST, owned: set[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in owned
+
+
+def _mutation_message(node: ast.AST, functions: set[str], owned: set[str]) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr in _HOST_INTERNALS:
+        return f"Generated code reaches host internals through {node.attr!r}"
+    if (isinstance(node, ast.Attribute) and node.attr == "MethodType") or (
+        isinstance(node, ast.Name) and node.id == "MethodType"
+    ):
+        return "Generated code binds functions onto objects with types.MethodType"
+    if isinstance(node, ast.ImportFrom) and any(a.name == "MethodType" for a in node.names):
+        return "Generated code binds functions onto objects with types.MethodType"
+    if (
+        isinstance(node, ast.Call)
+        and _called_name(node) == "setattr"
+        and len(node.args) >= 3
+        and _is_function_value(node.args[2], functions)
+        and not _is_owned(node.args[0], owned)
+    ):
+        return "Generated code attaches a function to an object with setattr()"
+    if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if not isinstance(target, ast.Attribute):
+                continue
+            through_type = isinstance(target.value, ast.Call) and (
+                _called_name(target.value) == "type"
+            )
+            if through_type or (
+                node.value is not None
+                and _is_function_value(node.value, functions)
+                and not _is_owned(target.value, owned)
+            ):
+                return "Generated code defines methods on an existing object or class"
+    return None
+
+
 def _mutations(tree: ast.AST) -> Iterator[GuardrailViolationError]:
-    functions = _local_functions(tree)
+    functions, owned = _own_names(tree)
     for node in ast.walk(tree):
-        message = None
-        if isinstance(node, ast.Attribute) and node.attr in _HOST_INTERNALS:
-            message = f"Generated code reaches host internals through {node.attr!r}"
-        elif isinstance(node, ast.Call) and _called_name(node) == "MethodType":
-            message = "Generated code binds functions onto objects with types.MethodType"
-        elif (
-            isinstance(node, ast.Call)
-            and _called_name(node) in ("setattr", "delattr")
-            and (len(node.args) >= 3 and _is_function_value(node.args[2], functions))
-        ):
-            message = "Generated code attaches a function to an object with setattr()"
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                attaches_function = (
-                    isinstance(target, ast.Attribute)
-                    and _is_function_value(node.value, functions)
-                    and not (isinstance(target.value, ast.Name) and target.value.id == "self")
-                )
-                on_class = (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Call)
-                    and _called_name(target.value) == "type"
-                )
-                if attaches_function or on_class:
-                    message = "Generated code defines methods on an existing object or class"
+        message = _mutation_message(node, functions, owned)
         if message:
             yield GuardrailViolationError(
-                f"{message}; defining singleton methods on agents or mutating host classes is "
-                "not supported; use tool/delegate invocation paths",
+                message + _MUTATION_SUFFIX,
                 subtype="singleton_method_mutation",
                 correction=MUTATION_CORRECTION,
                 line=_line(node),
             )
 
 
-def _is_tools_registry(node: ast.AST) -> bool:
-    """``context["tools"]``, ``memory["tools"]`` or ``context.get("tools", ...)``."""
-    if (
-        isinstance(node, ast.Call)
-        and _called_name(node) in ("list", "enumerate", "sorted")
-        and node.args
-    ):
-        return _is_tools_registry(node.args[0])
+def _registry_aliases(tree: ast.AST) -> set[str]:
+    """Names bound to the registry itself, e.g. ``tools = context["tools"]``."""
+    aliases: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _is_tools_registry(node.value, set()):
+            aliases |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+    return aliases
+
+
+def _is_tools_registry(node: ast.AST, aliases: set[str]) -> bool:
+    """``context["tools"]``, ``memory["tools"]``, ``context.get("tools", ...)`` or an alias."""
+    if isinstance(node, ast.Name):
+        return node.id in aliases
+    if isinstance(node, ast.Call) and _called_name(node) in ("list", "sorted") and node.args:
+        return _is_tools_registry(node.args[0], aliases)
     if isinstance(node, ast.Subscript):
         key = node.slice
         return (
@@ -168,21 +226,36 @@ def _is_tools_registry(node: ast.AST) -> bool:
             and isinstance(key, ast.Constant)
             and key.value == "tools"
         )
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "get"
-    ):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         owner = node.func.value
         return (
-            isinstance(owner, ast.Name)
+            node.func.attr == "get"
+            and isinstance(owner, ast.Name)
             and owner.id in ("context", "memory")
             and _first_string(node) == "tools"
         )
     return False
 
 
+def _loop_variable(iterable: ast.AST, target: ast.AST, aliases: set[str]) -> str | None:
+    """The variable that receives registry entries when iterating the registry like a list."""
+    if _is_tools_registry(iterable, aliases) and isinstance(target, ast.Name):
+        return target.id
+    if (
+        isinstance(iterable, ast.Call)
+        and _called_name(iterable) == "enumerate"
+        and iterable.args
+        and _is_tools_registry(iterable.args[0], aliases)
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[1], ast.Name)
+    ):
+        return target.elts[1].id
+    return None
+
+
 def _reads_record_key(scope: list[ast.AST], variable: str) -> ast.AST | None:
+    """Where a loop variable over the registry (a tool *name*) is used as a record."""
     for root in scope:
         for node in ast.walk(root):
             if (
@@ -190,7 +263,7 @@ def _reads_record_key(scope: list[ast.AST], variable: str) -> ast.AST | None:
                 and isinstance(node.value, ast.Name)
                 and node.value.id == variable
                 and isinstance(node.slice, ast.Constant)
-                and node.slice.value in _TOOLS_RECORD_KEYS
+                and isinstance(node.slice.value, str)
             ):
                 return node
             if (
@@ -198,8 +271,7 @@ def _reads_record_key(scope: list[ast.AST], variable: str) -> ast.AST | None:
                 and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name)
                 and node.func.value.id == variable
-                and node.func.attr == "get"
-                and _first_string(node) in _TOOLS_RECORD_KEYS
+                and node.func.attr in ("get", "items", "keys", "values")
             ):
                 return node
     return None
@@ -211,25 +283,25 @@ def _tools_shape_misuse(tree: ast.AST) -> Iterator[GuardrailViolationError]:
         "context['tools'].items()` or test `'name' in context['tools']`, not records with a "
         "'name' field"
     )
+    aliases = _registry_aliases(tree)
     for node in ast.walk(tree):
         offending: ast.AST | None = None
-        if (
-            isinstance(node, ast.For)
-            and _is_tools_registry(node.iter)
-            and isinstance(node.target, ast.Name)
-        ):
-            offending = _reads_record_key(list(node.body), node.target.id)
+        if isinstance(node, ast.For):
+            variable = _loop_variable(node.iter, node.target, aliases)
+            if variable is not None:
+                offending = _reads_record_key(list(node.body), variable)
         elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             for generator in node.generators:
-                if _is_tools_registry(generator.iter) and isinstance(generator.target, ast.Name):
+                variable = _loop_variable(generator.iter, generator.target, aliases)
+                if variable is not None:
                     parts: list[ast.AST] = [*generator.ifs]
                     parts += (
                         [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
                     )
-                    offending = _reads_record_key(parts, generator.target.id)
+                    offending = offending or _reads_record_key(parts, variable)
         elif (
             isinstance(node, ast.Subscript)
-            and _is_tools_registry(node.value)
+            and _is_tools_registry(node.value, aliases)
             and isinstance(node.slice, ast.Constant)
             and isinstance(node.slice.value, int)
         ):
@@ -238,62 +310,97 @@ def _tools_shape_misuse(tree: ast.AST) -> Iterator[GuardrailViolationError]:
             yield GuardrailViolationError(
                 message,
                 subtype="context_tools_shape_misuse",
-                correction="use key-existence checks or iterate (tool_name, metadata) pairs of "
-                "context['tools']",
+                correction="use key-existence checks ('name' in context['tools']) or iterate "
+                "(tool_name, metadata) pairs of context['tools'].items()",
                 line=_line(offending),
             )
 
 
-def _literal_payload(node: ast.AST) -> bool:
-    if isinstance(node, ast.List | ast.Tuple):
-        return bool(node.elts) and all(
-            _literal_payload(e) or isinstance(e, ast.Constant) for e in node.elts
+def _literal_list(node: ast.AST) -> bool:
+    """A non-empty list or tuple literal made only of literals (the shape of canned data)."""
+    if not isinstance(node, ast.List | ast.Tuple) or not node.elts:
+        return False
+    return all(
+        isinstance(element, ast.Constant)
+        or _literal_list(element)
+        or (
+            isinstance(element, ast.Dict)
+            and all(
+                isinstance(v, ast.Constant | ast.List | ast.Tuple | ast.Dict)
+                for v in element.values
+            )
         )
-    if isinstance(node, ast.Dict):
-        return all(
-            isinstance(v, ast.Constant | ast.List | ast.Dict | ast.Tuple) for v in node.values
-        )
-    return False
+        for element in node.elts
+    )
+
+
+def _returned_expressions(node: ast.AST) -> list[ast.AST]:
+    """Expressions a statement hands back as success: ``return``, ``result =``, ``Outcome.ok``."""
+    if isinstance(node, ast.Return) and node.value is not None:
+        return [node.value]
+    if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "result" for t in node.targets
+    ):
+        return [node.value]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and (node.func.attr in ("ok", "call"))
+    ):
+        return [*node.args, *(keyword.value for keyword in node.keywords)]
+    return []
+
+
+def _success_names(expression: ast.AST) -> set[str]:
+    """Names an expression hands back as data, skipping those inside ``Outcome.error(...)``."""
+    if (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Attribute)
+        and (expression.func.attr == "error")
+    ):
+        return set()
+    if isinstance(expression, ast.Name):
+        return {expression.id}
+    names: set[str] = set()
+    for child in ast.iter_child_nodes(expression):
+        names |= _success_names(child)
+    return names
+
+
+def _fallback_violation(name: str, node: ast.AST) -> GuardrailViolationError:
+    return GuardrailViolationError(
+        "Hardcoded fallback payloads for external-fetch flows must not be returned as success "
+        f"({name}); return Outcome.error(error_type='low_utility' or 'unsupported_capability') "
+        "instead",
+        subtype="hardcoded_external_fallback_success",
+        correction="do not return hard-coded fallback lists as ok; return a typed low_utility "
+        "or unsupported_capability error unless the data was really fetched",
+        line=_line(node),
+    )
 
 
 def _hardcoded_fallback(tree: ast.AST) -> Iterator[GuardrailViolationError]:
     if not is_external_fetch(tree):
         return
     fallbacks = {
-        target.id: node
+        target.id
         for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and _literal_payload(node.value)
+        if isinstance(node, ast.Assign) and _literal_list(node.value)
         for target in node.targets
-        if isinstance(target, ast.Name) and _FALLBACK_NAME.match(target.id)
+        if isinstance(target, ast.Name) and _FALLBACK_NAME.search(target.id)
     }
-    if not fallbacks:
-        return
     for node in ast.walk(tree):
-        carried: list[ast.AST] = []
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "ok"
-        ):
-            carried = [*node.args, *(k.value for k in node.keywords)]
-        elif (isinstance(node, ast.Return) and node.value is not None) or (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "result" for t in node.targets)
-        ):
-            carried = [node.value] if node.value is not None else []
-        for expression in carried:
-            names = {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)}
-            used = names & set(fallbacks)
+        for expression in _returned_expressions(node):
+            used = sorted(_success_names(expression) & fallbacks)
             if used:
-                yield GuardrailViolationError(
-                    "Hardcoded fallback payloads for external-fetch flows must not be returned as "
-                    f"success (variable {sorted(used)[0]!r}); return "
-                    "Outcome.error(error_type='low_utility' or 'unsupported_capability') instead",
-                    subtype="hardcoded_external_fallback_success",
-                    correction="do not return hard-coded fallback lists as ok; return a typed "
-                    "low_utility or unsupported_capability error unless the data was really fetched",
-                    line=_line(node),
-                )
+                yield _fallback_violation(f"variable {used[0]!r}", node)
+                return
+    for handler in ast.walk(tree):
+        if not isinstance(handler, ast.ExceptHandler):
+            continue
+        for node in (n for statement in handler.body for n in ast.walk(statement)):
+            if any(_literal_list(e) for e in _returned_expressions(node)):
+                yield _fallback_violation("a list literal returned from an except block", node)
                 return
 
 
@@ -314,16 +421,25 @@ def _valid_source(source: Any) -> bool:
 
 
 def provenance_violation(tree: ast.AST, value: Any) -> GuardrailViolationError | None:
-    """An ok value of an external-fetch program must carry ``provenance.sources[]``."""
+    """An ok value of an external-fetch program must carry ``provenance.sources[]``.
+
+    Every source needs non-blank ``uri``, ``fetched_at``, ``retrieval_tool`` and a
+    ``retrieval_mode`` of ``live``, ``cached`` or ``fixture``.
+    """
     if not is_external_fetch(tree):
         return None
     provenance = value.get("provenance") if isinstance(value, Mapping) else None
     sources = provenance.get("sources") if isinstance(provenance, Mapping) else None
-    if isinstance(sources, list) and sources and all(_valid_source(s) for s in sources):
+    if isinstance(sources, list | tuple) and sources and all(_valid_source(s) for s in sources):
         return None
+    if not isinstance(sources, list | tuple) or not sources:
+        problem = "no provenance.sources"
+    else:
+        problem = "a source lacks a non-blank uri, fetched_at or retrieval_tool, or has a "
+        problem += "retrieval_mode other than live, cached or fixture"
     return GuardrailViolationError(
         "External-data success must include `provenance.sources[]` with `uri`, `fetched_at`, "
-        "`retrieval_tool`, and `retrieval_mode` (`live|cached|fixture`)",
+        f"`retrieval_tool`, and `retrieval_mode` (`live|cached|fixture`); found {problem}",
         subtype="missing_external_provenance",
         correction="return a dict whose 'provenance' is {'sources': [{'uri': ..., 'fetched_at': "
         "<ISO-8601 time>, 'retrieval_tool': ..., 'retrieval_mode': 'live'|'cached'|'fixture'}]}",

@@ -16,20 +16,21 @@ from importlib import resources
 from typing import Any
 
 from recurgent._history import HISTORY_KEY
-from recurgent._registry import TOOLS_KEY, ranked_tools
+from recurgent._redact import redact
+from recurgent._registry import TOOLS_KEY, count, ranked_tools
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
 from recurgent._values import safe_repr
 
 __all__ = ["PROMPT_VERSION", "Prompts", "build_prompts", "render"]
 
-PROMPT_VERSION = "2026-11-29.python.v1"
+PROMPT_VERSION = "2026-11-29.python.v2"
 KNOWN_TOOLS_LIMIT = 12
 _MEMORY_CHARS = 6000
 _ARGUMENT_CHARS = 4000
 
 
-class PromptTemplateError(KeyError):
-    """A template referenced a variable the renderer did not supply."""
+class PromptTemplateError(LookupError):
+    """A template referenced a variable the renderer did not supply (a bug in the runtime)."""
 
 
 @functools.cache
@@ -76,29 +77,37 @@ def _memory_view(memory: Mapping[str, Any]) -> str:
     shortened.maxstring = 400
     shortened.maxother = 400
     shortened.maxlist = shortened.maxdict = 20
-    text = shortened.repr(view)
+    text = redact(shortened.repr(view))
     return text if len(text) <= _MEMORY_CHARS else text[: _MEMORY_CHARS - 3] + "..."
 
 
 def _known_tools(memory: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for name, entry in ranked_tools(memory, KNOWN_TOOLS_LIMIT):
-        lines.append(f"- {name}: {entry.get('purpose') or 'purpose unavailable'}\n")
-        methods = [m for m in entry.get("methods") or [] if isinstance(m, str) and m.strip()]
+        purpose = " ".join(str(entry.get("purpose") or "purpose unavailable").split())
+        if len(purpose) > 300:
+            purpose = purpose[:297] + "..."
+        lines.append(f"- {name}: {purpose}\n")
+        methods = entry.get("methods")
+        methods = (
+            [m for m in methods if isinstance(m, str) and m.strip()]
+            if isinstance(methods, list)
+            else []
+        )
         if methods:
             lines.append(f"  methods: [{', '.join(methods)}]\n")
-        calls = int(entry.get("success_count") or 0) + int(entry.get("failure_count") or 0)
-        if calls:
-            rate = int(entry.get("success_count") or 0) / calls
-            lines.append(f"  reliability: calls={calls}, success_rate={rate:.2f}\n")
         if entry.get("deliverable") is not None:
             lines.append(f"  deliverable: {_short(entry['deliverable'], 300)}\n")
-    return render("known_tools", limit=KNOWN_TOOLS_LIMIT, entries="".join(lines))
+        successes = count(entry, "success_count")
+        calls = successes + count(entry, "failure_count")
+        if calls:
+            lines.append(f"  reliability: calls={calls}, success_rate={successes / calls:.2f}\n")
+    return render("known_tools", entries=redact("".join(lines)) or "none registered yet\n")
 
 
 def _contract_blocks(contract: Mapping[str, Any] | None) -> tuple[str, str]:
     if not contract:
-        return render("contract_none"), ""
+        return render("contract_none"), render("active_contract_none")
     fields = {
         key: safe_repr(contract.get(key))
         for key in ("purpose", "deliverable", "acceptance", "failure_policy")
@@ -114,7 +123,7 @@ def _contract_blocks(contract: Mapping[str, Any] | None) -> tuple[str, str]:
         **fields,
         intent_tag=f"<intent_signature>{signature}</intent_signature>\n" if signature else "",
     )
-    return system, user + "\n"
+    return system, user
 
 
 def _network_text(network: Any) -> str:
@@ -149,7 +158,12 @@ def build_prompts(
     network: Any,
     limits: SandboxLimits,
 ) -> Prompts:
-    """Render both prompts of one dynamic call."""
+    """Render both prompts of one dynamic call.
+
+    The system prompt depends only on the agent (role, depth band, contract, network policy and
+    limits), so providers can cache it across calls; everything that changes from call to call
+    (invocation, memory, known tools, history count) is in the user prompt.
+    """
     band = min(depth, 2)
     identity = ("identity_builder", "identity_tool", "identity_worker")[band]
     contract_system, contract_user = _contract_blocks(contract)
@@ -166,7 +180,7 @@ def build_prompts(
                 max_forwarded_calls=limits.max_forwarded_calls,
             ),
             render("thinking", stance_guidance=_STANCE_GUIDANCE[band]),
-            _known_tools(memory),
+            render("known_tools_system", limit=KNOWN_TOOLS_LIMIT),
             contract_system,
             render("constraints"),
         ]
@@ -175,6 +189,7 @@ def build_prompts(
     tools = memory.get(TOOLS_KEY)
     user = render(
         "user",
+        role=role,
         method=method_name,
         args=_short(list(args), _ARGUMENT_CHARS),
         kwargs=_short(dict(kwargs), _ARGUMENT_CHARS),
@@ -182,6 +197,8 @@ def build_prompts(
         memory=_memory_view(memory),
         history_count=len(history) if isinstance(history, list) else 0,
         tool_count=len(tools) if isinstance(tools, Mapping) else 0,
+        tool_limit=KNOWN_TOOLS_LIMIT,
+        known_tools=_known_tools(memory),
         active_contract=contract_user,
         stance_check=_STANCE_CHECK[band],
     )

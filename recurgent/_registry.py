@@ -15,6 +15,7 @@ from recurgent.errors import GuardrailViolationError
 
 __all__ = [
     "TOOLS_KEY",
+    "count",
     "integrity_violation",
     "ranked_tools",
     "record_tool_use",
@@ -63,18 +64,29 @@ def register_tool(
     return entry
 
 
+def count(entry: Mapping[str, Any], key: str) -> int:
+    """A usage counter of an entry; a missing or malformed value (generated code may write
+    anything into the registry) counts as 0."""
+    value = entry.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(int(value), 0)
+
+
 def record_tool_use(memory: dict[str, Any], name: str, method: str, ok: bool) -> None:
     """Count one call served by a registered tool (no-op for unregistered names)."""
     tools = memory.get(TOOLS_KEY)
     entry = tools.get(name) if isinstance(tools, dict) else None
     if not isinstance(entry, dict):
         return
-    methods = entry.setdefault("methods", [])
-    if isinstance(methods, list) and method not in methods:
+    methods = entry.get("methods")
+    if not isinstance(methods, list):
+        methods = entry["methods"] = []
+    if method not in methods:
         methods.append(method)
-    entry["usage_count"] = int(entry.get("usage_count") or 0) + 1
+    entry["usage_count"] = count(entry, "usage_count") + 1
     counter = "success_count" if ok else "failure_count"
-    entry[counter] = int(entry.get(counter) or 0) + 1
+    entry[counter] = count(entry, counter) + 1
     entry["last_used_at"] = utc_timestamp()
 
 
@@ -130,9 +142,9 @@ def ranked_tools(memory: Mapping[str, Any], limit: int = 12) -> list[tuple[str, 
 
     def usefulness(item: tuple[str, dict[str, Any]]) -> tuple[float, int, str]:
         entry = item[1]
-        successes = int(entry.get("success_count") or 0)
-        failures = int(entry.get("failure_count") or 0)
+        successes = count(entry, "success_count")
+        failures = count(entry, "failure_count")
         rate = successes / (successes + failures) if successes + failures else 0.5
-        return (-rate, -int(entry.get("usage_count") or 0), item[0])
+        return (-rate, -count(entry, "usage_count"), item[0])
 
     return sorted(entries, key=usefulness)[:limit]

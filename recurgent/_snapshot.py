@@ -16,8 +16,6 @@ from recurgent.outcome import Outcome
 
 __all__ = ["MemorySnapshot"]
 
-_MAX_DEPTH = 256
-
 
 @dataclass(frozen=True, slots=True)
 class _Saved:
@@ -38,10 +36,12 @@ class MemorySnapshot:
         """Record ``memory`` and everything mutable inside it."""
         saved: list[_Saved] = []
         seen: set[int] = set()
-        stack: list[tuple[Any, int]] = [(memory, 0)]
+        # Iterative, so any nesting depth is recorded; ``seen`` handles cycles and shared
+        # containers (each is recorded once and restored once).
+        stack: list[Any] = [memory]
         while stack:
-            item, depth = stack.pop()
-            if id(item) in seen or depth > _MAX_DEPTH:
+            item = stack.pop()
+            if id(item) in seen:
                 continue
             seen.add(id(item))
             children: Any = ()
@@ -60,7 +60,7 @@ class MemorySnapshot:
                 children = list(item)
             elif isinstance(item, Outcome):
                 children = [item.value, item.metadata]
-            stack.extend((child, depth + 1) for child in children)
+            stack.extend(children)
         return cls(saved)
 
     def restore(self) -> None:

@@ -6,7 +6,10 @@ and the logger return values; the lifecycle returns an :class:`~recurgent.outcom
 
 Worst case, one call makes ``M * (1 + G + E + O)`` provider requests, where ``M`` is
 ``max_generation_attempts``, ``G`` the guardrail budget, ``E`` the execution repair budget (1)
-and ``O`` the outcome-repair budget: 8 with the defaults.
+and ``O`` the outcome-repair budget: 8 with the defaults. Each lane regenerates at most its
+budget's number of times, so a call runs at most ``1 + G + E + O`` generation rounds, and each
+round asks the provider at most ``M`` times. Calls made by delegated tools are their own calls
+and are not counted here.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from recurgent._call import enter_frame
 from recurgent._contracts import validate_deliverable
 from recurgent._guardrails import is_terminal, provenance_violation
-from recurgent._history import append_record
+from recurgent._history import append_record, history_records
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lanes import (
     EXECUTION_REPAIR_BUDGET,
@@ -43,6 +46,7 @@ from recurgent.errors import (
     ExecutionError,
     GuardrailRetryExhaustedError,
     GuardrailViolationError,
+    NonSerializableResultError,
     OutcomeRepairRetryExhaustedError,
     RecurgentError,
     UsageError,
@@ -129,6 +133,8 @@ def run_call(
             state.outcome = _outcome_from_error(error, runtime.role, method, frame.depth)
         finally:
             state.duration_ms = (time.monotonic() - started) * 1000
+            if state.outcome is not None and state.outcome.is_error:
+                state.failure_class = failure_class(state.outcome.error_type)
             _finish(runtime, state)
         return state.outcome
 
@@ -195,6 +201,9 @@ def _sandbox_limits(options: AgentOptions) -> SandboxLimits:
 def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     options = runtime.options
     limits = _sandbox_limits(options)
+    # The prompts promise generated code a history list, so it exists (repaired if malformed)
+    # before the first attempt, not only after the first record.
+    history_records(runtime.memory)
     prompts = build_prompts(
         role=runtime.role,
         method_name=state.method,
@@ -210,10 +219,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     counters = _Counters()
     feedback: Feedback | None = None
     while True:
-        state.attempt_id = counters.attempt_id
-        state.retry_feedback_injected = feedback is not None
-        state.rollback_applied = False
-        state.validation_failure_type = None
+        state.begin_attempt(counters.attempt_id, feedback_injected=feedback is not None)
         state.user_prompt = prompts.user + (feedback.text if feedback else "")
         generated = _generate(runtime, state, prompts.system, state.user_prompt)
         state.attempt_stage = "generated"
@@ -287,6 +293,9 @@ def _execute(
     role, method = runtime.role, state.method
     broken = integrity_violation(runtime.memory, phase="pre_execution", role=role, method=method)
     if broken is not None:
+        # The caller broke the registry before the program ran, and rollback restores exactly
+        # that state: no regenerated program can fix it, so retrying would only spend calls.
+        broken.metadata["guardrail_class"] = "terminal_guardrail"
         raise broken
     invocation = (method, state.args, state.kwargs)
     bridge = HostBridge(
@@ -310,11 +319,16 @@ def _execute(
     state.forwarded_calls = result.forwarded_calls
     if result.violations:
         raise result.violations[0]
+    if result.error is None or isinstance(result.error, NonSerializableResultError):
+        # An executable object in the registry is a registry violation before it is a
+        # non-plain memory value: the guardrail lane's feedback names the registry.
+        broken = integrity_violation(
+            runtime.memory, phase="post_execution", role=role, method=method
+        )
+        if broken is not None:
+            raise broken
     if result.error is not None:
         raise result.error
-    broken = integrity_violation(runtime.memory, phase="post_execution", role=role, method=method)
-    if broken is not None:
-        raise broken
     outcome = coerce_outcome(result.value, tool_role=role, method_name=method)
     if outcome.is_ok:
         violation = provenance_violation(generated.tree, outcome.value)
@@ -359,8 +373,15 @@ def _guardrail_lane(
     state.validation_failure_type = violation.error_type
     state.guardrail_violation_subtype = violation.subtype
     state.record_failure("validation", type(violation).__name__, violation.message)
-    terminal = is_terminal(violation.message)
+    terminal = is_terminal(violation.message) or (
+        violation.metadata.get("guardrail_class") == "terminal_guardrail"
+    )
     if terminal:
+        violation.metadata.update(
+            guardrail_class="terminal_guardrail",
+            guardrail_subtype=violation.subtype,
+            guardrail_correction=violation.correction,
+        )
         raise violation
     counters.guardrail += 1
     state.guardrail_recovery_attempts = counters.guardrail
@@ -377,9 +398,7 @@ def _guardrail_lane(
                 "last_violation_message": violation.message,
             },
         )
-    return guardrail_feedback(
-        violation, terminal=False, attempt_number=counters.attempt_id, remaining=remaining
-    )
+    return guardrail_feedback(violation, attempt_number=counters.attempt_id, remaining=remaining)
 
 
 def _execution_lane(state: CallState, counters: _Counters, error: ExecutionError) -> Feedback:

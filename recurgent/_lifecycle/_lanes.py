@@ -16,11 +16,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from recurgent._guardrails import MUTATION_CORRECTION
 from recurgent._prompting import render
-from recurgent.errors import ExecutionError, GuardrailViolationError, RecurgentError
+from recurgent.errors import ExecutionError, GuardrailViolationError
 
 __all__ = [
     "EXECUTION_REPAIR_BUDGET",
+    "TAXONOMY",
+    "ErrorKind",
     "FailureClass",
     "Feedback",
     "execution_feedback",
@@ -35,48 +38,68 @@ FailureClass = Literal["extrinsic", "intrinsic", "adaptive"]
 #: and a second rarely does.
 EXECUTION_REPAIR_BUDGET = 1
 
-#: The failure-class table of the error taxonomy (docs/outcomes.md mirrors it). Extrinsic
-#: failures come from outside the program and are never regenerated; adaptive ones mean the
-#: program's approach did not fit; everything else is intrinsic.
-EXTRINSIC = frozenset(
-    {
-        "timeout",
-        "provider",
-        "network_error",
-        "http_error",
-        "rate_limit",
-        "rate_limited",
-        "environment_preparing",
-        "worker_crash",
-        "dependency_resolution_failed",
-        "dependency_install_failed",
-        "dependency_activation_failed",
-        "capability_unavailable",
-    }
-)
-ADAPTIVE = frozenset(
-    {
-        "parse_error",
-        "parse_failed",
-        "low_utility",
-        "wrong_tool_boundary",
-        "missing_input",
-        "invalid_format",
-        "schema_mismatch",
-        "contract_violation",
-        "guardrail_retry_exhausted",
-        "outcome_repair_retry_exhausted",
-    }
-)
+
+@dataclass(frozen=True, slots=True)
+class ErrorKind:
+    """What one ``error_type`` means to the lanes.
+
+    Attributes:
+        failure_class: ``extrinsic`` (caused outside the program: never regenerated),
+            ``adaptive`` (the program's approach did not fit the request) or ``intrinsic``
+            (the program is wrong).
+        retriable: Whether the runtime marks its own errors of this type retriable; ``None``
+            for the tool-authored vocabulary, where the program decides.
+    """
+
+    failure_class: FailureClass
+    retriable: bool | None
+
+
+#: The error taxonomy: every ``error_type`` the runtime produces or recognises. An
+#: ``error_type`` not listed here is intrinsic. Runtime errors take ``retriable`` from their
+#: class in :mod:`recurgent.errors`; specs pin that the two agree.
+TAXONOMY: dict[str, ErrorKind] = {
+    # Produced by the runtime.
+    "provider": ErrorKind("extrinsic", True),
+    "timeout": ErrorKind("extrinsic", True),
+    "invalid_code": ErrorKind("intrinsic", True),
+    "invalid_dependency_manifest": ErrorKind("intrinsic", False),
+    "execution": ErrorKind("intrinsic", False),
+    "resource_limit": ErrorKind("intrinsic", False),
+    "non_serializable_result": ErrorKind("intrinsic", False),
+    "budget_exceeded": ErrorKind("intrinsic", False),
+    "tool_registry_violation": ErrorKind("intrinsic", False),
+    "guardrail_retry_exhausted": ErrorKind("adaptive", False),
+    "outcome_repair_retry_exhausted": ErrorKind("adaptive", False),
+    "contract_violation": ErrorKind("adaptive", False),
+    # Written by tools (the prompts teach this vocabulary).
+    "low_utility": ErrorKind("adaptive", None),
+    "wrong_tool_boundary": ErrorKind("adaptive", None),
+    "parse_error": ErrorKind("adaptive", None),
+    "parse_failed": ErrorKind("adaptive", None),
+    "missing_input": ErrorKind("adaptive", None),
+    "invalid_format": ErrorKind("adaptive", None),
+    "schema_mismatch": ErrorKind("adaptive", None),
+    "network_error": ErrorKind("extrinsic", None),
+    "http_error": ErrorKind("extrinsic", None),
+    "rate_limit": ErrorKind("extrinsic", None),
+    "rate_limited": ErrorKind("extrinsic", None),
+    "capability_unavailable": ErrorKind("extrinsic", None),
+    "unsupported_capability": ErrorKind("intrinsic", None),
+    "missing_capability": ErrorKind("intrinsic", None),
+    # Recognised from the Ruby runtime's dependency workers (not produced by this port).
+    "environment_preparing": ErrorKind("extrinsic", True),
+    "worker_crash": ErrorKind("extrinsic", True),
+    "dependency_resolution_failed": ErrorKind("extrinsic", False),
+    "dependency_install_failed": ErrorKind("extrinsic", True),
+    "dependency_activation_failed": ErrorKind("extrinsic", True),
+}
 
 
 def failure_class(error_type: str | None) -> FailureClass:
-    """Classify an ``error_type`` string."""
-    if error_type in EXTRINSIC:
-        return "extrinsic"
-    if error_type in ADAPTIVE:
-        return "adaptive"
-    return "intrinsic"
+    """Classify an ``error_type`` string (unknown and empty types are intrinsic)."""
+    kind = TAXONOMY.get(error_type or "")
+    return kind.failure_class if kind else "intrinsic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +145,7 @@ _CORRECTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "booleans and None; convert objects to dicts and do not store functions",
         ),
         (
-            r"limit",
+            r"SizeLimitExceeded|sandbox limit|resource limit",
             "work on smaller sizes: the sandbox caps ranges, repetitions, powers and output; "
             "iterate in chunks or return a typed error",
         ),
@@ -131,6 +154,16 @@ _CORRECTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 _DEFAULT_CORRECTION = (
     "fix the failing code path and regenerate with explicit None, type and shape checks"
 )
+
+
+# Corrections for violations raised without one (the sandbox's runtime mutation guard).
+_GUARDRAIL_CORRECTIONS = {"singleton_method_mutation": MUTATION_CORRECTION}
+_DEFAULT_GUARDRAIL_CORRECTION = (
+    "use policy-compliant tool/delegate paths and keep registry metadata plain"
+)
+
+
+_EXCEPTION_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception)\b")
 
 
 def required_correction(message: str) -> str:
@@ -142,29 +175,29 @@ def required_correction(message: str) -> str:
 
 
 def guardrail_feedback(
-    violation: GuardrailViolationError, *, terminal: bool, attempt_number: int, remaining: int
+    violation: GuardrailViolationError, *, attempt_number: int, remaining: int
 ) -> Feedback:
-    """Feedback after a guardrail violation."""
+    """Feedback after a recoverable guardrail violation (terminal ones end the call instead)."""
     text = render(
         "feedback_guardrail",
-        guardrail_class="terminal_guardrail" if terminal else "recoverable_guardrail",
+        guardrail_class="recoverable_guardrail",
         violation_type=violation.error_type,
         violation_subtype=violation.subtype,
         violation_message=violation.message,
         violation_location=f"line {violation.line}" if violation.line else "unknown",
         required_correction=violation.correction
-        or ("use policy-compliant tool/delegate paths and keep registry metadata plain"),
+        or _GUARDRAIL_CORRECTIONS.get(violation.subtype, _DEFAULT_GUARDRAIL_CORRECTION),
         attempt_number=attempt_number,
         remaining_budget=remaining,
     )
     return Feedback("guardrail", text)
 
 
-def execution_feedback(error: RecurgentError, *, attempt_number: int, remaining: int) -> Feedback:
+def execution_feedback(error: ExecutionError, *, attempt_number: int, remaining: int) -> Feedback:
     """Feedback after generated code raised."""
-    root_class = getattr(error, "root_class", None) or type(error).__name__
-    root_message = getattr(error, "root_message", None) or error.message
-    line = getattr(error, "line", None)
+    root_class = error.root_class or type(error).__name__
+    root_message = error.root_message or error.message
+    line = error.line
     text = render(
         "feedback_execution",
         failure_type=error.error_type,
@@ -182,13 +215,13 @@ def execution_feedback(error: RecurgentError, *, attempt_number: int, remaining:
 def outcome_feedback(
     error_type: str, message: str, *, attempt_number: int, remaining: int
 ) -> Feedback:
-    """Feedback after a retriable error outcome."""
-    if "AttributeError" in message:
-        root_class = "AttributeError"
-    elif "TypeError" in message:
-        root_class = "TypeError"
-    else:
-        root_class = "OutcomeError"
+    """Feedback after a retriable error outcome.
+
+    The root class is the first Python exception name the message mentions (a child's
+    ``execution`` error quotes it), else ``OutcomeError``.
+    """
+    named = _EXCEPTION_NAME.search(message)
+    root_class = named.group(0) if named else "OutcomeError"
     text = render(
         "feedback_outcome",
         failure_type=error_type or "execution",
@@ -200,8 +233,3 @@ def outcome_feedback(
         remaining_budget=remaining,
     )
     return Feedback("outcome", text)
-
-
-def is_execution_failure(error: RecurgentError) -> bool:
-    """Errors the execution lane repairs (exceptions, resource limits, non-plain results)."""
-    return isinstance(error, ExecutionError)

@@ -47,7 +47,14 @@ class AttemptFailure:
 
 @dataclass(slots=True)
 class CallState:
-    """Mutable record of one dynamic call, owned by the lifecycle."""
+    """Mutable record of one dynamic call, owned by the lifecycle.
+
+    Attempt fields (``attempt_stage``, ``rollback_applied``, ``validation_failure_type``,
+    ``guardrail_violation_subtype``, ``contract_validation_*``) describe the latest attempt;
+    the lane counters and ``attempt_failures`` (the last eight) cover the whole call.
+    ``failure_class`` is the class of the final error outcome, or of the retriable error outcome
+    the outcome-repair lane last handled when a later attempt succeeded.
+    """
 
     role: str
     model: str
@@ -90,6 +97,21 @@ class CallState:
     user_prompt: str | None = None
     outcome: Outcome | None = None
     error: BaseException | None = None
+
+    def begin_attempt(self, attempt_id: int, *, feedback_injected: bool) -> None:
+        """Reset the fields that describe one attempt; counters and failures carry over."""
+        self.attempt_id = attempt_id
+        self.retry_feedback_injected = feedback_injected
+        self.attempt_stage = None
+        self.rollback_applied = False
+        self.validation_failure_type = None
+        self.guardrail_violation_subtype = None
+        self.outcome_repair_triggered = False
+        self.contract_validation_applied = False
+        self.contract_validation_passed = None
+        self.contract_validation_mismatch = None
+        self.contract_validation_expected_keys = []
+        self.contract_validation_actual_keys = []
 
     def record_failure(self, stage: str, error_class: str, message: str) -> None:
         """Remember a failed attempt (only the last eight are kept)."""

@@ -1,0 +1,268 @@
+"""Conversation history: one record per logical call, readable by code, counted in prompts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from recurgent import Agent
+from recurgent._history import append_record, history_records, outcome_summary
+from recurgent.outcome import Outcome
+from recurgent.testing import ScriptedProvider, read_log
+
+VIOLATING = "context['x'] = 1\nh = delegate('helper')\nh.helper = lambda: 1"
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def _agent(
+    replies: object, *, method: str = "echo", **options: object
+) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider({method: replies})
+    options.setdefault("log", False)
+    return Agent("assistant", provider=provider, **options), provider
+
+
+class TestOneRecordPerCall:
+    """Records are appended once per logical call, after its outcome is known."""
+
+    def test_guardrail_retry_then_success_appends_one_record(self) -> None:
+        """Two attempts, one record, with the final (ok) status."""
+        agent, provider = _agent([VIOLATING, "return args[0].upper()"])
+
+        agent.echo("hello", loud=True)
+
+        records = agent.runtime_context["conversation_history"]
+        assert provider.calls == 2
+        assert len(records) == 1
+        record = records[0]
+        assert TIMESTAMP.match(record["timestamp"])
+        assert re.fullmatch(r"[0-9a-f]{16}", record["call_id"])
+        assert {key: record[key] for key in record if key not in ("timestamp", "call_id")} == {
+            "speaker": "user",
+            "method_name": "echo",
+            "args": ["hello"],
+            "kwargs": {"loud": True},
+            "outcome_summary": {
+                "status": "ok",
+                "ok": True,
+                "error_type": None,
+                "retriable": False,
+                "value_class": "str",
+                "value_preview": '"HELLO"',
+            },
+            "trace_id": record["trace_id"],
+            "parent_call_id": None,
+            "depth": 0,
+            "duration_ms": record["duration_ms"],
+        }
+
+    def test_record_call_id_matches_the_log_line(self, log_path: Path) -> None:
+        """The record and the log line share the call id; the log says the record was appended."""
+        agent, _ = _agent("return 1", log=log_path)
+
+        agent.echo()
+
+        [entry] = read_log(log_path)
+        record = agent.runtime_context["conversation_history"][0]
+        assert (record["call_id"], record["trace_id"]) == (entry["call_id"], entry["trace_id"])
+        assert (entry["history_record_appended"], entry["conversation_history_size"]) == (True, 1)
+
+    def test_failed_call_records_an_error_summary(self) -> None:
+        """An exhausted call appends one record with the error type and message."""
+        agent, _ = _agent(VIOLATING)
+
+        agent.echo()
+
+        [record] = agent.runtime_context["conversation_history"]
+        assert record["outcome_summary"] == {
+            "status": "error",
+            "ok": False,
+            "error_type": "guardrail_retry_exhausted",
+            "retriable": False,
+            "error_message": "This request couldn't be completed after multiple attempts.",
+        }
+        assert "x" not in agent.runtime_context
+
+    def test_record_is_appended_after_the_attempts(self) -> None:
+        """Code running in the call sees the earlier records only, not its own."""
+        agent, _ = _agent("return len(context['conversation_history'])")
+
+        first = agent.echo()
+        second = agent.echo()
+
+        assert (first.value, second.value) == (0, 1)
+        assert len(agent.runtime_context["conversation_history"]) == 2
+
+    def test_delegated_calls_record_in_the_child_only(self) -> None:
+        """The child's call is recorded by the child (speaker tool), not by the parent."""
+        provider = ScriptedProvider(
+            {
+                ("builder", "run"): "h = delegate('child_tool')\nh.work()\n"
+                "return [len(context['conversation_history']), h.conversation_history]",
+                ("child_tool", "work"): "return 'done'",
+            }
+        )
+        builder = Agent("builder", provider=provider, log=False)
+
+        outcome = builder.run()
+
+        child_count, child_records = outcome.value
+        assert child_count == 0
+        assert [(r["speaker"], r["method_name"], r["depth"]) for r in child_records] == [
+            ("tool", "work", 1)
+        ]
+        assert len(builder.runtime_context["conversation_history"]) == 1
+
+
+class TestHistoryInCodeAndPrompts:
+    """Generated code can read the records; prompts show only their count."""
+
+    def test_generated_code_reads_earlier_records(self) -> None:
+        """A follow-up call can answer from the previous record."""
+        provider = ScriptedProvider(
+            {
+                "echo": "return args[0]",
+                "previous": "return context['conversation_history'][-1]['args'][0]",
+            }
+        )
+        agent = Agent("assistant", provider=provider, log=False)
+
+        agent.echo("SECRET-VALUE-42")
+        outcome = agent.previous()
+
+        assert outcome.value == "SECRET-VALUE-42"
+
+    def test_prompt_shows_the_count_and_no_record_content(self) -> None:
+        """The user prompt has the record count and none of the records' data."""
+        provider = ScriptedProvider({"echo": "return args[0]", "previous": "return 1"})
+        agent = Agent("assistant", provider=provider, log=False)
+        agent.echo("SECRET-VALUE-42")
+        call_id = agent.runtime_context["conversation_history"][0]["call_id"]
+
+        agent.previous()
+
+        prompt = provider.requests_for("previous")[0].user_prompt
+        assert "<record_count>1</record_count>" in prompt
+        assert "'conversation_history': {'count': 1}" in prompt
+        assert "SECRET-VALUE-42" not in prompt
+        assert call_id not in prompt
+
+
+class TestMalformedHistory:
+    """A malformed history is repaired, never fatal."""
+
+    def test_string_history_becomes_a_list_with_the_new_record(self) -> None:
+        """remember(conversation_history='malformed') then a call leaves one canonical record."""
+        agent, _ = _agent("return 'hi'")
+        agent.remember(conversation_history="malformed")
+
+        outcome = agent.echo("hello")
+
+        records = agent.runtime_context["conversation_history"]
+        assert outcome.value == "hi"
+        assert [(r["method_name"], r["outcome_summary"]["status"]) for r in records] == [
+            ("echo", "ok")
+        ]
+
+    def test_entries_without_a_record_marker_are_dropped(self) -> None:
+        """Junk appended by generated code is dropped at the next append; sizes are 1 then 2."""
+        agent, _ = _agent(
+            "context['conversation_history'].append('junk')\n"
+            "context['conversation_history'].append({'note': 1})\n"
+            "return 1"
+        )
+
+        agent.echo()
+        agent.echo()
+
+        records = agent.runtime_context["conversation_history"]
+        assert [r["method_name"] for r in records] == ["echo", "echo"]
+
+
+class TestHistoryHelpers:
+    """The record-building helpers."""
+
+    def test_history_records_repairs_in_place(self) -> None:
+        """A kept entry is rebuilt with the record keys and the list object is kept."""
+        history: list[object] = [{"call_id": "a", "extra": 1}, 3]
+        memory: dict[str, object] = {"conversation_history": history}
+
+        records = history_records(memory)
+
+        assert records is history
+        assert records == [
+            {
+                "call_id": "a",
+                "timestamp": None,
+                "speaker": None,
+                "method_name": None,
+                "args": None,
+                "kwargs": None,
+                "outcome_summary": None,
+                "trace_id": None,
+                "parent_call_id": None,
+                "depth": None,
+                "duration_ms": None,
+            }
+        ]
+
+    def test_summary_of_a_sourced_value_names_its_sources(self) -> None:
+        """An ok value with provenance gets source count, uris and retrieval mode."""
+        value = {
+            "items": [1],
+            "provenance": {
+                "sources": [
+                    {"uri": "https://a.test", "retrieval_mode": "live"},
+                    {"uri": "https://b.test", "retrieval_mode": "cached"},
+                ]
+            },
+        }
+
+        summary = outcome_summary(Outcome.ok(value))
+
+        assert (
+            summary["source_count"],
+            summary["source_uris"],
+            summary["primary_uri"],
+            summary["retrieval_mode"],
+        ) == (2, ["https://a.test", "https://b.test"], "https://a.test", "live")
+
+    def test_summary_without_an_outcome_is_unknown(self) -> None:
+        """A call that ended without an Outcome is summarized as unknown."""
+        assert outcome_summary(None) == {
+            "status": "unknown",
+            "ok": False,
+            "error_type": "unknown",
+            "retriable": False,
+        }
+
+    def test_long_values_are_previewed_and_capped(self) -> None:
+        """The value preview is JSON, capped at 500 characters plus '...'."""
+        summary = outcome_summary(Outcome.ok("x" * 1000))
+
+        assert (len(summary["value_preview"]), summary["value_preview"][-3:]) == (503, "...")
+
+    def test_append_record_returns_the_new_length(self) -> None:
+        """append_record answers the history length after appending."""
+        memory: dict[str, object] = {}
+
+        size = append_record(
+            memory,
+            call_id="c",
+            method_name="m",
+            args=(object,),
+            kwargs={},
+            outcome=Outcome.ok(1),
+            trace_id="t",
+            parent_call_id=None,
+            depth=2,
+            duration_ms=1.26,
+        )
+
+        [record] = memory["conversation_history"]  # type: ignore[misc]
+        assert (size, record["speaker"], record["duration_ms"], record["args"]) == (
+            1,
+            "tool",
+            1.3,
+            ["<class 'object'>"],
+        )
