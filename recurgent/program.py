@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -15,32 +17,12 @@ __all__ = ["PROGRAM_SCHEMA", "Dependency", "Program", "parse_program"]
 # PEP 508 distribution names, compared in their PEP 503 normal form.
 _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
-#: JSON schema of the reply every provider must fill (the ``execute_code`` tool of the Ruby
-#: runtime). Providers send it; the runtime validates replies with :func:`parse_program`.
-PROGRAM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["code"],
-    "properties": {
-        "code": {
-            "type": "string",
-            "description": "Python source run in the sandbox; assign `result` or `return` a value.",
-        },
-        "dependencies": {
-            "type": "array",
-            "description": "Optional pip packages the code imports.",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["name"],
-                "properties": {
-                    "name": {"type": "string"},
-                    "version": {"type": "string", "description": "Optional specifier, e.g. >=2.0"},
-                },
-            },
-        },
-    },
-}
+#: JSON schema of the reply every provider must fill (the Ruby runtime's ``execute_code`` tool).
+#: It lives with the prompts, in ``recurgent/prompts/program_schema.json``; providers send it and
+#: the runtime validates replies with :func:`parse_program`.
+PROGRAM_SCHEMA: dict[str, Any] = json.loads(
+    resources.files("recurgent").joinpath("prompts", "program_schema.json").read_text("utf-8")
+)
 
 
 class Dependency(BaseModel):
