@@ -309,12 +309,14 @@ def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
     Rules (ADR 0002):
 
     1. An ``Outcome`` is returned unchanged (a child's outcome keeps its attribution).
-    2. A mapping whose ``status`` is the string ``"error"`` becomes an error outcome; its
-       ``error_type``/``error_message``/``retriable``/``metadata`` keys are read and any other
-       keys join the metadata.
+    2. A mapping whose ``status`` is the string ``"error"`` (compared after stripping, in any
+       case) becomes an error outcome: ``error_type`` (default ``execution``), ``error_message``
+       or ``message`` (default ``Execution failed``), ``retriable`` (true only when exactly
+       ``True``), ``metadata``, ``tool_role`` and ``method_name`` are read; any other keys join
+       the metadata.
     3. A mapping whose ``status`` is ``"ok"`` and whose other keys are all outcome fields is
        unwrapped to its ``value``; with any other key present the whole mapping is the value,
-       so no data is dropped.
+       so no data is dropped. A non-string status (``{"status": 200}``) is plain data.
     4. Anything else is the value of an ok outcome.
     """
     if isinstance(value, Outcome):
