@@ -372,7 +372,9 @@ def _guardrail_lane(
     state.attempt_stage = "rolled_back"
     state.validation_failure_type = violation.error_type
     state.guardrail_violation_subtype = violation.subtype
-    state.record_failure("validation", type(violation).__name__, violation.message)
+    state.record_failure(
+        "validation", type(violation).__name__, violation.message, violation.subtype
+    )
     terminal = is_terminal(violation.message) or (
         violation.metadata.get("guardrail_class") == "terminal_guardrail"
     )

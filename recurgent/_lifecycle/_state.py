@@ -33,6 +33,7 @@ class AttemptFailure:
     error_message: str
     timestamp: str
     call_id: str
+    subtype: str | None = None  # the guardrail subtype of a validation failure
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +41,7 @@ class AttemptFailure:
             "stage": self.stage,
             "error_class": self.error_class,
             "error_message": self.error_message,
+            "subtype": self.subtype,
             "timestamp": self.timestamp,
             "call_id": self.call_id,
         }
@@ -113,7 +115,9 @@ class CallState:
         self.contract_validation_expected_keys = []
         self.contract_validation_actual_keys = []
 
-    def record_failure(self, stage: str, error_class: str, message: str) -> None:
+    def record_failure(
+        self, stage: str, error_class: str, message: str, subtype: str | None = None
+    ) -> None:
         """Remember a failed attempt (only the last eight are kept)."""
         self.attempt_failures.append(
             AttemptFailure(
@@ -123,6 +127,7 @@ class CallState:
                 error_message=_clip(message),
                 timestamp=utc_timestamp(),
                 call_id=self.frame.call_id,
+                subtype=subtype,
             )
         )
         del self.attempt_failures[:-MAX_ATTEMPT_FAILURES]

@@ -82,9 +82,9 @@ class TestGuardrailFeedback:
 
         entry = last_entry(log_path)
         failures = entry["attempt_failures"]
-        assert [(f["attempt_id"], f["stage"], f["error_class"]) for f in failures] == [
-            (1, "validation", "GuardrailViolationError")
-        ]
+        assert [
+            (f["attempt_id"], f["stage"], f["error_class"], f["subtype"]) for f in failures
+        ] == [(1, "validation", "GuardrailViolationError", "singleton_method_mutation")]
         assert failures[0]["call_id"] == entry["call_id"]
         assert {
             key: entry[key]

@@ -68,7 +68,7 @@ class TestLogFields:
         ) == (True, True, None, ["body"], ["body", "extra"])
 
     def test_attempt_failure_entries_have_their_fields(self, log_path: Path) -> None:
-        """Each attempt failure records attempt, stage, class, message, time and call id."""
+        """Each attempt failure records attempt, stage, class, message, subtype, time and call id."""
         agent, _ = scripted(["items = None\nitems.append(1)", "return 1"], log=log_path)
 
         agent.run()
@@ -80,8 +80,10 @@ class TestLogFields:
             "error_class",
             "error_message",
             "stage",
+            "subtype",
             "timestamp",
         ]
+        assert failure["subtype"] is None
 
 
 class TestFailuresOutsideTheLanes:
