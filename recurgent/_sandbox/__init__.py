@@ -9,46 +9,45 @@ generated code, it reports it in :class:`ExecutionResult` (ADR 0011, 0012).
 
 from __future__ import annotations
 
-import ast
-import functools
+import contextvars
 import traceback
-import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._redact import redact
 from recurgent._sandbox._builtins import make_builtins
+from recurgent._sandbox._compile import CompiledProgram, compile_program
 from recurgent._sandbox._guards import (
     GENERATED_FILENAME,
     MUTABLE_TYPES,
     NOT_HANDLED,
     OPEN_TYPES,
     AttributePolicy,
-    OutputCollector,
     SandboxType,
-    is_sandbox_made,
-    size_hooks,
 )
 from recurgent._sandbox._handles import AgentHandle, HandleOps, HandleWriter
 from recurgent._sandbox._limits import (
     Clock,
     DeadlineExceeded,
+    MemoryLimitExceeded,
+    OutputCollector,
     SandboxLimits,
     SizeLimitExceeded,
     Ticker,
-    TickingIterator,
+    Watchdog,
     monotonic_clock,
 )
-from recurgent._sandbox._modules import ALLOWED_MODULES, ModuleFacade, _Spec, make_importer
+from recurgent._sandbox._marshal import find_unplain, inbound, preexisting_unplain
+from recurgent._sandbox._modules import ALLOWED_MODULES, _Spec, make_importer
 from recurgent._sandbox._network import make_network_modules
-from recurgent._sandbox._policy import MAIN_FUNCTION, SandboxPolicy, wrap_in_main
+from recurgent._sandbox._policy import MAIN_FUNCTION
+from recurgent._sandbox._sizes import size_hooks
 from recurgent.errors import (
     BudgetExceededError,
     ExecutionError,
     ExecutionTimeoutError,
     GuardrailViolationError,
-    InvalidCodeError,
     NonSerializableResultError,
     RecurgentError,
     ResourceLimitError,
@@ -68,6 +67,7 @@ __all__ = [
     "SandboxLimits",
     "compile_program",
     "find_unplain",
+    "generated_code_running",
 ]
 
 #: The names generated code sees besides builtins and imports (pinned by specs/sandbox).
@@ -82,50 +82,22 @@ VISIBLE_NAMES = (
     "remember",
     "Outcome",
 )
-_MAX_DEPTH = 64
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledProgram:
-    """Generated code after the sandbox policy, ready to run in any number of attempts."""
-
-    source: str
-    code: types.CodeType
-    tree: ast.Module
+_RUNNING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "recurgent_generated_code_running", default=False
+)
 
 
-@functools.lru_cache(maxsize=256)
-def compile_program(source: str) -> CompiledProgram:
-    """Compile generated code under the sandbox policy (cached by source text).
+def generated_code_running() -> bool:
+    """True while generated code runs, outside the forwarded calls it makes.
 
-    Raises:
-        InvalidCodeError: a syntax error, or a construct the policy refuses (with RestrictedPython's
-            ``Line N: ...`` messages, which models repair well).
+    Host objects that act on their own when called (an agent's dynamic methods) check this:
+    generated code must reach them through ``tool``/``delegate`` handles, which are budgeted
+    and marshalled, never by handing them to library code that calls them directly (for
+    example ``json.dump(data, agent)`` calling ``agent.write``).
     """
-    try:
-        tree = ast.parse(source, GENERATED_FILENAME, "exec")
-    except SyntaxError as error:
-        raise InvalidCodeError(
-            f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
-        ) from None
-    original = ast.parse(source, GENERATED_FILENAME, "exec")
-    tree.body = [
-        node
-        for node in tree.body
-        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
-    ]
-    errors: list[str] = []
-    transformed = SandboxPolicy(errors, [], {}).visit(tree)
-    if errors:
-        raise InvalidCodeError("Generated code breaks the sandbox policy: " + "; ".join(errors))
-    wrapped = wrap_in_main(transformed)
-    try:
-        code = compile(wrapped, GENERATED_FILENAME, "exec")
-    except SyntaxError as error:
-        raise InvalidCodeError(
-            f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
-        ) from None
-    return CompiledProgram(source=source, code=code, tree=original)
+    return _RUNNING.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,87 +150,6 @@ class ExecutionResult:
     forwarded_calls: int = 0
 
 
-def _unplain_reason(value: Any) -> str | None:
-    if isinstance(value, AgentHandle):
-        return "an agent handle"
-    if isinstance(value, ModuleFacade):
-        return "a module"
-    if isinstance(value, type):
-        return f"the class {value.__name__}"
-    if isinstance(value, TickingIterator | types.GeneratorType):
-        return "an iterator"
-    if is_sandbox_made(value):
-        kind = "a function" if callable(value) else f"an instance of {type(value).__name__}"
-        return kind
-    if isinstance(
-        value,
-        types.FunctionType
-        | types.BuiltinFunctionType
-        | types.MethodType
-        | functools.partial
-        | types.BuiltinMethodType,
-    ):
-        return "a function"
-    return None
-
-
-def find_unplain(value: Any, path: str, *, exempt: frozenset[int] = frozenset()) -> str | None:
-    """Describe the first function, class, handle or iterator inside ``value``, or ``None``.
-
-    ``exempt`` holds ids of objects that were already there before the attempt (a host value
-    the user stored is not the attempt's doing).
-    """
-    seen: set[int] = set()
-
-    def walk(item: Any, where: str, depth: int) -> str | None:
-        if id(item) in exempt or id(item) in seen or depth > _MAX_DEPTH:
-            return None
-        kind = type(item)
-        if kind in (str, int, float, bool, bytes) or item is None:
-            return None
-        reason = _unplain_reason(item)
-        if reason is not None:
-            return f"{where} holds {reason}"
-        seen.add(id(item))
-        if isinstance(item, Mapping):
-            for key, child in item.items():
-                found = walk(child, f"{where}[{key!r}]", depth + 1)
-                if found:
-                    return found
-        elif isinstance(item, list | tuple | set | frozenset):
-            for index, child in enumerate(item):
-                found = walk(child, f"{where}[{index}]", depth + 1)
-                if found:
-                    return found
-        elif isinstance(item, Outcome):
-            return walk(item.value, f"{where}.value", depth + 1)
-        return None
-
-    return walk(value, path, 0)
-
-
-def _preexisting_unplain(value: Any) -> frozenset[int]:
-    """Ids of functions, classes and the like the host had stored before the attempt ran."""
-    ids: set[int] = set()
-    seen: set[int] = set()
-
-    def walk(item: Any, depth: int) -> None:
-        if id(item) in seen or depth > _MAX_DEPTH:
-            return
-        seen.add(id(item))
-        if _unplain_reason(item) is not None:
-            ids.add(id(item))
-        elif isinstance(item, Mapping):
-            for child in item.values():
-                walk(child, depth + 1)
-        elif isinstance(item, list | tuple | set | frozenset):
-            for child in item:
-                walk(child, depth + 1)
-
-    walk(value, 0)
-    return frozenset(ids)
-
-
 def _error_line(error: BaseException) -> int | None:
     line = None
     for frame, lineno in traceback.walk_tb(error.__traceback__):
@@ -301,8 +192,18 @@ class ExecutionSandbox:
         self._forwarded = 0
         self._output = OutputCollector(limits.max_output_bytes)
         self._namespace: dict[str, Any] = {}
-        self._ticker = Ticker(self._namespace, timeout_seconds=limits.timeout_seconds, clock=clock)
+        self._ticker = Ticker(
+            self._namespace,
+            timeout_seconds=limits.timeout_seconds,
+            clock=clock,
+            max_memory_bytes=limits.max_memory_bytes,
+        )
         self._build_namespace()
+
+    @property
+    def visible_names(self) -> list[str]:
+        """The names generated code can read besides builtins and imports, sorted."""
+        return sorted(name for name in self._namespace if not name.startswith("_"))
 
     # ----------------------------------------------------------------- namespace
 
@@ -317,7 +218,7 @@ class ExecutionSandbox:
             remaining=self._ticker.remaining,
             spend=self._spend,
         )
-        importer, is_facade = make_importer(
+        importer = make_importer(
             tick=self._cheap_tick,
             extra_modules={
                 "modules": {name: (module, _Spec()) for name, module in network.items()},
@@ -327,12 +228,21 @@ class ExecutionSandbox:
         policy = AttributePolicy(
             handle_attribute=self._handle_attribute,
             handle_writer=self._handle_writer,
-            is_facade=is_facade,
             on_violation=self._violation,
+            tick=self._cheap_tick,
         )
         ns["__builtins__"] = make_builtins(policy=policy, importer=importer, tick=self._cheap_tick)
         ns.update(size_hooks())
         cheap_tick = self._cheap_tick
+        # The inline fast path reads attributes natively for the types in _OPEN_. Classes the
+        # code defines join them: the guard would return the same getattr() for them.
+        open_types = set(OPEN_TYPES)
+
+        def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
+            cls = SandboxType(name, bases, body, **kw)
+            open_types.add(cls)
+            return cls
+
         ns.update(
             _getattr_=policy.getattr,
             _write_=policy.write,
@@ -340,25 +250,41 @@ class ExecutionSandbox:
             _apply_=lambda function, *a, **k: function(*a, **k),
             _print_=lambda _getattr: self._output,
             _tick_=self._ticker.tick,
+            _next_=next,
             _type_=type,
-            _OPEN_=OPEN_TYPES,
+            _OPEN_=open_types,
             _MUTABLE_=MUTABLE_TYPES,
-            __metaclass__=SandboxType,
+            __metaclass__=make_class,
             __name__="sandbox",
         )
         bridge = self._bridge
-        sandbox_args = [self._to_sandbox(arg) for arg in bridge.args]
-        sandbox_kwargs = {key: self._to_sandbox(value) for key, value in bridge.kwargs.items()}
         ns.update(
             context=bridge.memory,
             memory=bridge.memory,
-            args=sandbox_args,
-            kwargs=sandbox_kwargs,
-            tool=self._forward_tool,
-            delegate=self._forward_delegate,
-            remember=self._forward_remember,
+            args=[self._to_sandbox(arg) for arg in bridge.args],
+            kwargs={key: self._to_sandbox(value) for key, value in bridge.kwargs.items()},
+            result=None,
             Outcome=Outcome,
+            **self._forwarders(),
         )
+
+    def _forwarders(self) -> dict[str, Callable[..., Any]]:
+        """``delegate``, ``tool`` and ``remember``: plain closures, never bound methods."""
+        host_call, to_host, bridge = self._host_call, self._to_host, self._bridge
+
+        def delegate(role: Any, **options: Any) -> AgentHandle:
+            plain = to_host(options, "delegate options")
+            return AgentHandle(host_call("delegate", lambda: bridge.delegate(role, **plain)))
+
+        def tool(name: Any, **options: Any) -> AgentHandle:
+            plain = to_host(options, "tool options")
+            return AgentHandle(host_call("tool", lambda: bridge.tool(name, **plain)))
+
+        def remember(**entries: Any) -> None:
+            plain = to_host(entries, "remember()")
+            host_call("remember", lambda: bridge.remember(plain))
+
+        return {"delegate": delegate, "tool": tool, "remember": remember}
 
     def _sleep(self, seconds: float) -> None:
         import time
@@ -386,6 +312,7 @@ class ExecutionSandbox:
         return GuardrailViolationError(message, subtype="singleton_method_mutation")
 
     def _to_sandbox(self, value: Any) -> Any:
+        """An argument of the call: agents (also inside an ok Outcome) become handles."""
         ops = self._bridge.handle_for_agent(value)
         if ops is not None:
             return AgentHandle(ops)
@@ -416,6 +343,7 @@ class ExecutionSandbox:
         """Run a host operation for generated code; host exceptions come back fresh and redacted."""
         self._spend(what)
         failure: BaseException | None = None
+        forwarded = _RUNNING.set(False)
         try:
             return operation()
         except (BudgetExceededError, UsageError) as error:
@@ -432,22 +360,10 @@ class ExecutionSandbox:
             failure = TypeError(redact(error.message))
         except Exception as error:  # noqa: BLE001 - any host failure is re-raised as a fresh error
             failure = RuntimeError(f"{what} failed: {_safe_text(error)}")
+        finally:
+            _RUNNING.reset(forwarded)
         # Raised outside the except blocks so the host exception is not chained as __context__.
         raise failure
-
-    def _forward_delegate(self, role: Any, **options: Any) -> AgentHandle:
-        plain = self._to_host(options, "delegate options")
-        return AgentHandle(
-            self._host_call("delegate", lambda: self._bridge.delegate(role, **plain))
-        )
-
-    def _forward_tool(self, name: Any, **options: Any) -> AgentHandle:
-        plain = self._to_host(options, "tool options")
-        return AgentHandle(self._host_call("tool", lambda: self._bridge.tool(name, **plain)))
-
-    def _forward_remember(self, **entries: Any) -> None:
-        plain = self._to_host(entries, "remember()")
-        self._host_call("remember", lambda: self._bridge.remember(plain))
 
     def _handle_attribute(self, obj: Any, name: str) -> Any:
         if isinstance(obj, AgentHandle):
@@ -469,7 +385,7 @@ class ExecutionSandbox:
             return ops.role
         found, value = ops.read(name)
         if found:
-            return self._to_sandbox(value)
+            return inbound(value, self._bridge.handle_for_agent)
 
         def dynamic_call(*args: Any, **kwargs: Any) -> Any:
             plain_args = self._to_host(list(args), f"{ops.role}.{name}() arguments")
@@ -477,7 +393,7 @@ class ExecutionSandbox:
             outcome = self._host_call(
                 f"{ops.role}.{name}", lambda: ops.call(name, tuple(plain_args), plain_kwargs)
             )
-            return self._to_sandbox(outcome)
+            return inbound(outcome, self._bridge.handle_for_agent)
 
         return dynamic_call
 
@@ -503,15 +419,23 @@ class ExecutionSandbox:
     def run(self, program: CompiledProgram) -> ExecutionResult:
         """Run a compiled program once and report what happened."""
         bridge = self._bridge
-        exempt = _preexisting_unplain(bridge.memory)
+        where = f"{bridge.role}.{bridge.method_name}"
+        preexisting = preexisting_unplain(bridge.memory)
         result = ExecutionResult()
+        watchdog = Watchdog(self._ticker)
+        self._ticker.start()
+        watchdog.start()
         try:
             exec(program.code, self._namespace)
             main = self._namespace.pop(MAIN_FUNCTION)
-            with outcome_context(bridge.role, bridge.method_name):
-                value = main()
+            running = _RUNNING.set(True)
+            try:
+                with outcome_context(bridge.role, bridge.method_name):
+                    value = main()
+            finally:
+                _RUNNING.reset(running)
             result.value = self._to_host(value, "the result")
-            problem = find_unplain(bridge.memory, "context", exempt=exempt)
+            problem = find_unplain(bridge.memory, "context", exempt=frozenset(preexisting))
             if problem is not None:
                 result.error = NonSerializableResultError(
                     f"{problem}; memory may hold only plain data, so a function, class or "
@@ -520,13 +444,11 @@ class ExecutionSandbox:
         except KeyboardInterrupt:
             raise
         except DeadlineExceeded as stop:
-            result.error = ExecutionTimeoutError(
-                f"Execution timeout in {bridge.role}.{bridge.method_name}: {stop}"
-            )
-        except SizeLimitExceeded as breach:
+            result.error = ExecutionTimeoutError(f"Execution timeout in {where}: {stop}")
+        except (SizeLimitExceeded, MemoryLimitExceeded) as breach:
             result.error = ResourceLimitError(
-                f"Resource limit in {bridge.role}.{bridge.method_name}: {_safe_text(breach)}",
-                root_class="SizeLimitExceeded",
+                f"Resource limit in {where}: {_safe_text(breach)}",
+                root_class=type(breach).__name__,
                 root_message=_safe_text(breach),
                 line=_error_line(breach),
             )
@@ -539,16 +461,16 @@ class ExecutionSandbox:
         except BaseException as error:  # noqa: BLE001 - generated code may raise anything
             message = _safe_text(error)
             result.error = ExecutionError(
-                f"Execution error in {bridge.role}.{bridge.method_name}: "
-                f"{type(error).__name__}: {message}",
+                f"Execution error in {where}: {type(error).__name__}: {message}",
                 root_class=type(error).__name__,
                 root_message=message,
                 line=_error_line(error),
             )
         finally:
-            # Anything the attempt leaked (a generator, an object with a __del__-free method)
-            # stops at its first tick from now on.
+            # Anything the attempt leaked (a generator, a method of an object it made) stops
+            # at its first tick from now on.
             self._ticker.expire()
+            watchdog.stop()
         result.stdout = self._output.text()
         result.violations = list(self._violations)
         result.forwarded_calls = self._forwarded

@@ -6,8 +6,9 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from recurgent._sandbox._guards import AttributePolicy, _check_items, _pow_, checked_format
+from recurgent._sandbox._guards import AttributePolicy, type_of
 from recurgent._sandbox._limits import TickingIterator
+from recurgent._sandbox._sizes import check_items, checked_format, checked_modular_pow, pow_
 
 __all__ = ["make_builtins"]
 
@@ -55,7 +56,6 @@ _NATIVE = (
     "sorted",
     "staticmethod",
     "str",
-    "sum",
     "super",
     "tuple",
     "zip",
@@ -141,21 +141,21 @@ def _checked_range(*args: Any) -> range:
         count = len(span)
     except OverflowError:
         count = builtins.max(span.start, span.stop) - builtins.min(span.start, span.stop)
-    _check_items(count, "range()")
+    check_items(count, "range()")
     return span
 
 
 def _checked_pow(base: Any, exponent: Any, mod: Any = None) -> Any:
     if mod is not None:
-        return builtins.pow(base, exponent, mod)
-    return _pow_(base, exponent)
+        return checked_modular_pow(base, exponent, mod)
+    return pow_(base, exponent)
 
 
 def _checked_bytes(source: Any = _MISSING, *args: Any) -> bytes:
     if source is _MISSING:
         return b""
     if isinstance(source, int):
-        _check_items(source, "bytes()")
+        check_items(source, "bytes()")
     return builtins.bytes(source, *args)
 
 
@@ -163,13 +163,24 @@ def _checked_bytearray(source: Any = _MISSING, *args: Any) -> bytearray:
     if source is _MISSING:
         return bytearray()
     if isinstance(source, int):
-        _check_items(source, "bytearray()")
+        check_items(source, "bytearray()")
     return builtins.bytearray(source, *args)
 
 
-def _single_type(obj: Any) -> type:
-    """``type(x)``: the one-argument form only; classes are made with ``class`` statements."""
-    return builtins.type(obj)
+def _checked_sum(tick: Callable[[], bool]) -> Callable[..., Any]:
+    def sum(iterable: Any, /, start: Any = 0) -> Any:
+        if isinstance(start, int | float | complex) or not hasattr(start, "__len__"):
+            return builtins.sum(iterable, start)
+        # sum(list_of_lists, []) copies the running total at every step: grow it in sight.
+        total = start
+        for item in iterable:
+            tick()
+            if hasattr(item, "__len__"):
+                check_items(len(total) + len(item), "sum()")
+            total = total + item
+        return total
+
+    return sum
 
 
 def make_builtins(
@@ -215,7 +226,8 @@ def make_builtins(
         bytes=_checked_bytes,
         bytearray=_checked_bytearray,
         format=checked_format,
-        type=_single_type,
+        type=type_of,
+        sum=_checked_sum(tick),
         iter=ticking_iter,
         getattr=guarded_getattr,
         hasattr=guarded_hasattr,

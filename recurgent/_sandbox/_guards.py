@@ -1,49 +1,55 @@
-"""Runtime guards compiled code calls: attribute policy, writes, size caps, print capture (ADR 0011).
+"""Runtime guards compiled code calls: the attribute policy, the write guard and ``type()``.
 
-Attribute access is default-deny. It is allowed on plain value types, on objects generated code
-made itself (classes with the :class:`SandboxType` metaclass, their instances, its functions),
-on module facades, on ``Outcome`` and agent handles through explicit tables, and on instances of
-vetted standard-library types. Everything else raises ``AttributeError`` with a message the
-model can act on.
+Attribute access is default-deny (ADR 0011). It is allowed on plain value types, on objects
+generated code made itself (classes with the :class:`SandboxType` metaclass, their instances,
+its functions, namedtuples), on module facades, on ``Outcome`` and agent handles through
+explicit tables, and on instances of vetted standard-library types. Everything else raises
+``AttributeError`` with a message the model can act on. ``type(x)`` never hands out a
+metaclass or the constructor of a host class: those come back as :class:`SealedType`.
 """
 
 from __future__ import annotations
 
-import _string  # type: ignore[import-not-found]  # the helper string.Formatter uses
+import abc
 import collections
+import copy
 import datetime
 import decimal
 import fractions
+import functools
 import html.parser
 import io
-import operator
 import re
-import string
 import types
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from recurgent._sandbox._limits import SandboxLimits, SizeLimitExceeded
-from recurgent._sandbox._policy import READABLE_DUNDER_ATTRIBUTES
+from recurgent._sandbox._modules import ModuleFacade
+from recurgent._sandbox._policy import (
+    ALLOWED_DUNDER_METHODS,
+    NAMEDTUPLE_ATTRIBUTES,
+    READABLE_DUNDER_ATTRIBUTES,
+)
+from recurgent._sandbox._sizes import SafeFormatter, special_methods
 from recurgent.outcome import Outcome
 
 __all__ = [
     "GENERATED_FILENAME",
     "MUTABLE_TYPES",
+    "NOT_HANDLED",
     "OPEN_TYPES",
-    "OutputCollector",
+    "AttributePolicy",
     "SandboxType",
+    "SealedType",
+    "is_namedtuple_class",
     "is_sandbox_made",
-    "size_hooks",
+    "type_of",
 ]
 
 GENERATED_FILENAME = "<generated>"
-_LIMITS = SandboxLimits()
-MAX_ITEMS = _LIMITS.max_sequence_items
-MAX_INT_BITS = _LIMITS.max_int_bits
 
 _ITERABLE_SAMPLES: tuple[object, ...] = (
     [],
@@ -61,7 +67,7 @@ _ITERABLE_SAMPLES: tuple[object, ...] = (
 _ITERATOR_TYPES: set[type] = {type(iter(sample)) for sample in _ITERABLE_SAMPLES}  # type: ignore[call-overload]
 _VIEW_TYPES = {type({}.keys()), type({}.values()), type({}.items())}
 
-#: Types whose every public attribute is safe, except the names in ``_SPECIAL``.
+#: Types whose every public attribute is safe (checked methods aside, see ``_sizes``).
 OPEN_TYPES: frozenset[type] = frozenset(
     {
         type(None),
@@ -85,6 +91,7 @@ OPEN_TYPES: frozenset[type] = frozenset(
         enumerate,
         reversed,
         types.GeneratorType,
+        types.MappingProxyType,
         collections.deque,
         collections.Counter,
         collections.OrderedDict,
@@ -120,7 +127,6 @@ MUTABLE_TYPES: frozenset[type] = frozenset(
     }
 )
 
-_SEQUENCES = (str, bytes, bytearray, list, tuple)
 _ALLOWED_BASES = frozenset(
     {object, dict, list, set, str, int, float, tuple, html.parser.HTMLParser}
 )
@@ -160,10 +166,13 @@ _TRUSTED_TYPE_MODULES = frozenset(
 )
 _DENIED_BY_TYPE: dict[type, frozenset[str]] = {
     ElementTree.ElementTree: frozenset({"write", "parse", "write_c14n"}),
+    # A partial the host stored in memory may wrap anything; calling it is its purpose,
+    # unwrapping it is not.
+    functools.partial: frozenset({"func", "args", "keywords"}),
 }
-
-_WIDTH = re.compile(r"(\d+)")
-_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
+# Exceptions raised by host code may point at host objects (AttributeError.obj is the object
+# whose attribute was missing: a real module, when a facade looked it up).
+_DENIED_EXCEPTION_ATTRIBUTES = frozenset({"obj"})
 
 
 class SandboxType(type):
@@ -176,13 +185,14 @@ class SandboxType(type):
             allowed = (
                 isinstance(base, SandboxType)
                 or base in _ALLOWED_BASES
+                or is_namedtuple_class(base)
                 or (issubclass(base, BaseException) and base.__module__ == "builtins")
             )
             if not allowed:
                 raise TypeError(
                     f"class {name} may not derive from {base.__name__}; generated classes may "
-                    "derive from object, builtin containers, builtin exceptions or classes "
-                    "defined by the same code"
+                    "derive from object, builtin containers, builtin exceptions, namedtuples "
+                    "or classes defined by the same code"
                 )
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
@@ -195,292 +205,73 @@ def is_sandbox_made(value: object) -> bool:
     return isinstance(code, types.CodeType) and code.co_filename == GENERATED_FILENAME
 
 
-def _check_items(count: int, what: str) -> None:
-    if count > MAX_ITEMS:
-        raise SizeLimitExceeded(
-            f"{what} would create {count} items; the sandbox limit is {MAX_ITEMS}"
-        )
+def is_namedtuple_class(value: object) -> bool:
+    """True for a class ``collections.namedtuple`` made."""
+    return (
+        isinstance(value, type)
+        and issubclass(value, tuple)
+        and isinstance(getattr(value, "_fields", None), tuple)
+        and callable(getattr(value, "_make", None))
+    )
 
 
-def _int_bits(value: Any) -> int:
-    if isinstance(value, int):
-        return value.bit_length()
-    if isinstance(value, fractions.Fraction):
-        return max(value.numerator.bit_length(), value.denominator.bit_length())
-    return 0
+class SealedType:
+    """What ``type(x)`` returns for a host class: its name, and nothing that constructs one."""
+
+    __slots__ = ("__name__", "__qualname__", "_sealed")
+
+    def __init__(self, sealed: type) -> None:
+        self.__name__ = sealed.__name__
+        self.__qualname__ = sealed.__qualname__
+        self._sealed = sealed
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{self.__name__} objects cannot be created by generated code")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SealedType):
+            return self._sealed is other._sealed
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._sealed)
+
+    def __repr__(self) -> str:
+        return f"<class {self.__qualname__!r}>"
 
 
-def _check_bits(bits: int, what: str) -> None:
-    if bits > MAX_INT_BITS:
-        raise SizeLimitExceeded(
-            f"{what} would create a number of about {bits} bits; the sandbox limit is "
-            f"{MAX_INT_BITS} bits"
-        )
+def _exposable_class(cls: type) -> bool:
+    if cls in OPEN_TYPES or isinstance(cls, SandboxType) or is_namedtuple_class(cls):
+        return True
+    if cls is Outcome or (issubclass(cls, BaseException) and cls.__module__ == "builtins"):
+        return True
+    if hasattr(cls, "_sandbox_public_"):
+        return True
+    return cls.__module__ in _TRUSTED_TYPE_MODULES and cls.__module__ != "builtins"
 
 
-def _mul_(a: Any, b: Any) -> Any:
-    ta = type(a)
-    tb = type(b)
-    if ta is float or tb is float:
-        return a * b
-    if ta is int and tb is int:
-        if a.bit_length() + b.bit_length() > MAX_INT_BITS:
-            _check_bits(a.bit_length() + b.bit_length(), "multiplication")
-        return a * b
-    if isinstance(a, _SEQUENCES) and isinstance(b, int):
-        _check_items(len(a) * b, "sequence repetition")
-    elif isinstance(b, _SEQUENCES) and isinstance(a, int):
-        _check_items(len(b) * a, "sequence repetition")
-    elif isinstance(a, int | fractions.Fraction) and isinstance(b, int | fractions.Fraction):
-        _check_bits(_int_bits(a) + _int_bits(b), "multiplication")
-    return a * b
+def type_of(obj: Any) -> Any:
+    """The sandbox's ``type()``: the one-argument form, with host classes sealed.
+
+    Classes are made with ``class`` statements; a metaclass (the type of a class) would make
+    them without the sandbox's checks, so ``type(SomeClass)`` is this function itself.
+    """
+    cls = type(obj)
+    if issubclass(cls, type):
+        return type_of
+    if cls is object or _exposable_class(cls):
+        return cls
+    return SealedType(cls)
 
 
-def _pow_(a: Any, b: Any) -> Any:
-    if (
-        type(b) is int
-        and b > 1
-        and isinstance(a, int | fractions.Fraction)
-        and not (isinstance(a, int) and -1 <= a <= 1)
-    ):
-        _check_bits(_int_bits(a) * b, "exponentiation")
-    return a**b
+type_of.__name__ = type_of.__qualname__ = "type"
 
 
-def _lshift_(a: Any, b: Any) -> Any:
-    if isinstance(a, int) and isinstance(b, int) and b > 0:
-        _check_bits(a.bit_length() + b, "left shift")
-    return a << b
-
-
-def _check_spec(spec: str) -> None:
-    for digits in _WIDTH.findall(spec):
-        if len(digits) > 7 or int(digits) > MAX_ITEMS:
-            raise SizeLimitExceeded(
-                f"format width {digits} exceeds the sandbox limit of {MAX_ITEMS}"
-            )
-
-
-def _mod_(a: Any, b: Any) -> Any:
-    if type(a) is int or type(a) is float:
-        return a % b
-    if isinstance(a, str | bytes):
-        template = a if isinstance(a, str) else a.decode("latin-1")
-        stars = 0
-        for width, precision in _PERCENT_FIELD.findall(template):
-            for part in (width, precision):
-                if part == "*":
-                    stars += 1
-                elif part:
-                    _check_spec(part)
-        if stars:
-            values = b if isinstance(b, tuple) else (b,)
-            for value in values[: stars * 2]:
-                if isinstance(value, int) and value > MAX_ITEMS:
-                    _check_spec(str(value))
-    return a % b
-
-
-_INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-    "+=": operator.iadd,
-    "-=": operator.isub,
-    "*=": operator.imul,
-    "/=": operator.itruediv,
-    "//=": operator.ifloordiv,
-    "%=": operator.imod,
-    "**=": operator.ipow,
-    "<<=": operator.ilshift,
-    ">>=": operator.irshift,
-    "|=": operator.ior,
-    "^=": operator.ixor,
-    "&=": operator.iand,
-    "@=": operator.imatmul,
-}
-_CHECKED_INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-    "*=": _mul_,
-    "**=": _pow_,
-    "<<=": _lshift_,
-    "%=": _mod_,
-}
-
-
-def _inplace_(op: str, a: Any, b: Any) -> Any:
-    check = _CHECKED_INPLACE.get(op)
-    if check is not None and not isinstance(a, list | bytearray):
-        return check(a, b)
-    if op == "*=" and isinstance(b, int):
-        _check_items(len(a) * b, "sequence repetition")
-    return _INPLACE[op](a, b)
-
-
-def _format_(value: Any, conversion: int, spec: str) -> str:
-    if conversion == ord("s"):
-        value = str(value)
-    elif conversion == ord("r"):
-        value = repr(value)
-    elif conversion == ord("a"):
-        value = ascii(value)
-    _check_spec(spec)
-    return format(value, spec)
-
-
-def checked_format(value: Any, spec: str = "") -> str:
-    """The sandbox's ``format()`` builtin: widths are capped."""
-    _check_spec(spec)
-    return format(value, spec)
-
-
-def size_hooks() -> dict[str, Any]:
-    """The operator hooks compiled code calls, by the names the policy emits."""
-    return {
-        "_mul_": _mul_,
-        "_pow_": _pow_,
-        "_lshift_": _lshift_,
-        "_mod_": _mod_,
-        "_inplace_": _inplace_,
-        "_format_": _format_,
-    }
-
-
-class _SafeFormatter(string.Formatter):
-    """``str.format`` that resolves ``{0.attr}`` through the sandbox attribute policy."""
-
-    def __init__(self, getattr_guard: Callable[[Any, str], Any]) -> None:
-        self._getattr_guard = getattr_guard
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
-        first, rest = _string.formatter_field_name_split(field_name)
-        obj = self.get_value(first, args, kwargs)
-        for is_attribute, key in rest:
-            obj = self._getattr_guard(obj, key) if is_attribute else obj[key]
-        return obj, first
-
-    def format_field(self, value: Any, format_spec: str) -> Any:
-        _check_spec(format_spec)
-        return format(value, format_spec)
-
-
-def _padding(method: str) -> Callable[[Any], Callable[..., Any]]:
-    def bind(obj: Any) -> Callable[..., Any]:
-        def padded(width: int, *args: Any) -> Any:
-            _check_items(int(width), f"str.{method}")
-            return getattr(obj, method)(width, *args)
-
-        return padded
-
-    return bind
-
-
-def _bind_expandtabs(obj: Any) -> Callable[..., Any]:
-    def expandtabs(tabsize: int = 8) -> Any:
-        _check_items(len(obj) * max(int(tabsize), 1), "str.expandtabs")
-        return obj.expandtabs(tabsize)
-
-    return expandtabs
-
-
-def _bind_replace(obj: Any) -> Callable[..., Any]:
-    def replace(old: Any, new: Any, count: int = -1) -> Any:
-        if len(new) > len(old):
-            occurrences = len(obj) + 1 if not old else obj.count(old)
-            if count >= 0:
-                occurrences = min(occurrences, count)
-            _check_items(len(obj) + occurrences * (len(new) - len(old)), "str.replace")
-        return obj.replace(old, new, count)
-
-    return replace
-
-
-def _bind_join(obj: Any) -> Callable[..., Any]:
-    def join(iterable: Iterable[Any]) -> Any:
-        items = list(iterable)
-        if obj and items:
-            total = len(obj) * (len(items) - 1)
-            total += sum(len(item) for item in items if isinstance(item, _SEQUENCES))
-            _check_items(total, "str.join")
-        return obj.join(items)
-
-    return join
-
-
-def _bind_translate(obj: Any) -> Callable[..., Any]:
-    def translate(table: Any) -> Any:
-        if isinstance(obj, str) and isinstance(table, dict):
-            longest = max((len(v) for v in table.values() if isinstance(v, str)), default=1)
-            _check_items(len(obj) * longest, "str.translate")
-        return obj.translate(table)
-
-    return translate
-
-
-def _special_binders(formatter: _SafeFormatter) -> dict[str, Callable[[Any], Any]]:
-    def bind_format(obj: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: formatter.vformat(obj, args, kwargs)
-
-    def bind_format_map(obj: Any) -> Callable[..., Any]:
-        return lambda mapping: formatter.vformat(obj, (), mapping)
-
-    return {
-        "format": bind_format,
-        "format_map": bind_format_map,
-        "ljust": _padding("ljust"),
-        "rjust": _padding("rjust"),
-        "center": _padding("center"),
-        "zfill": _padding("zfill"),
-        "expandtabs": _bind_expandtabs,
-        "replace": _bind_replace,
-        "join": _bind_join,
-        "translate": _bind_translate,
-    }
-
-
-def _unbound(binder: Callable[[Any], Callable[..., Any]]) -> Callable[..., Any]:
-    """``str.join(sep, items)``: the unbound form of a bound special method."""
-    return lambda obj, *args, **kwargs: binder(obj)(*args, **kwargs)
-
-
-class OutputCollector:
-    """Captures ``print`` output of one attempt, capped with a truncation marker."""
-
-    def __init__(self, limit_bytes: int) -> None:
-        self._limit = limit_bytes
-        self._parts: list[str] = []
-        self._size = 0
-        self.truncated = False
-
-    def _call_print(
-        self,
-        *objects: Any,
-        sep: str | None = " ",
-        end: str | None = "\n",
-        file: Any = None,
-        flush: bool = False,
-    ) -> None:
-        if file is not None:
-            raise TypeError("print(file=...) is not available in the sandbox; print to stdout")
-        text = (" " if sep is None else sep).join(str(o) for o in objects)
-        self.write(text + ("\n" if end is None else end))
-
-    def write(self, text: str) -> None:
-        """Append text, truncating once the cap is reached."""
-        if self.truncated:
-            return
-        size = len(text.encode("utf-8", "replace"))
-        if self._size + size > self._limit:
-            room = max(0, self._limit - self._size)
-            self._parts.append(text.encode("utf-8", "replace")[:room].decode("utf-8", "ignore"))
-            self._parts.append(f"\n[output truncated at {self._limit // 1024} KiB]\n")
-            self.truncated = True
-            return
-        self._parts.append(text)
-        self._size += size
-
-    def __call__(self) -> str:
-        return "".join(self._parts)
-
-    def text(self) -> str:
-        """Everything printed so far."""
-        return "".join(self._parts)
+def _unshared(value: Any) -> Any:
+    """A copy of a mutable container a host class shares with the whole process."""
+    if isinstance(value, dict | list | set | bytearray):
+        return copy.deepcopy(value)
+    return value
 
 
 class AttributePolicy:
@@ -488,11 +279,11 @@ class AttributePolicy:
 
     Args:
         handle_attribute: Resolves ``handle.name`` for agent handles (and agents, which are
-            turned into handles first); returns ``_NOT_HANDLED`` for other objects.
+            turned into handles first); returns ``NOT_HANDLED`` for other objects.
         handle_writer: Returns a write proxy for a handle or agent, or ``None``.
-        is_facade: True for module facades, whose ``__getattr__`` applies their own policy.
         on_violation: Records a guardrail violation (host mutation) and returns the error
             to raise.
+        tick: The attempt's tick, for checked methods that return endless iterators.
     """
 
     def __init__(
@@ -500,46 +291,33 @@ class AttributePolicy:
         *,
         handle_attribute: Callable[[Any, str], Any],
         handle_writer: Callable[[Any], Any],
-        is_facade: Callable[[Any], bool],
         on_violation: Callable[[str], BaseException],
+        tick: Callable[[], bool],
     ) -> None:
         self._handle_attribute = handle_attribute
         self._handle_writer = handle_writer
-        self._is_facade = is_facade
         self._on_violation = on_violation
-        self._binders = _special_binders(_SafeFormatter(self.getattr))
-        self._unbound = {name: _unbound(binder) for name, binder in self._binders.items()}
+        self._special = special_methods(SafeFormatter(self.getattr), tick)
 
     def getattr(self, obj: Any, name: str) -> Any:
         """``obj.name`` under the sandbox policy (also the ``_getattr_`` hook)."""
         if not isinstance(name, str):
             raise TypeError(f"attribute name must be a str, not {type(name).__name__}")
         if name.startswith("_"):
-            if name in READABLE_DUNDER_ATTRIBUTES and (
-                isinstance(obj, type | types.FunctionType | types.BuiltinFunctionType)
-            ):
-                return getattr(obj, name)
-            raise AttributeError(
-                f"{name!r} is not accessible: names starting with '_' are private in the sandbox"
-            )
+            return self._private(obj, name)
         if name in INSPECT_ATTRIBUTES:
             raise AttributeError(f"{name!r} is not accessible in the sandbox")
+        special = self._special.get(name)
+        if special is not None and isinstance(obj, special[0]):
+            return special[1](obj)
         kind = type(obj)
-        if kind in OPEN_TYPES:
-            binder = self._binders.get(name)
-            if binder is not None and isinstance(obj, str | bytes | bytearray):
-                return binder(obj)
+        if kind in OPEN_TYPES or isinstance(kind, SandboxType):
             return getattr(obj, name)
-        if isinstance(kind, SandboxType):
-            binder = self._binders.get(name)
-            if binder is not None and isinstance(obj, str):
-                return binder(obj)
-            return getattr(obj, name)
+        if kind is ModuleFacade:
+            return obj._facade_lookup(name)
         handled = self._handle_attribute(obj, name)
-        if handled is not _NOT_HANDLED:
+        if handled is not NOT_HANDLED:
             return handled
-        if self._is_facade(obj):
-            return getattr(obj, name)
         if isinstance(obj, Outcome):
             if name in _OUTCOME_INSTANCE_ATTRIBUTES:
                 return getattr(obj, name)
@@ -549,17 +327,39 @@ class AttributePolicy:
             )
         if isinstance(obj, type):
             return self._class_attribute(obj, name)
-        if is_sandbox_made(obj):
+        if is_sandbox_made(obj) or is_namedtuple_class(kind):
             return getattr(obj, name)
         if isinstance(obj, super):
             if is_sandbox_made(obj.__self__):  # type: ignore[attr-defined]
                 return getattr(obj, name)
+        elif isinstance(obj, BaseException) and name in _DENIED_EXCEPTION_ATTRIBUTES:
+            raise AttributeError(f"{kind.__name__}.{name} is not accessible in the sandbox")
         elif self._trusted_instance(kind, name):
-            return getattr(obj, name)
+            return self._instance_attribute(obj, name)
         raise AttributeError(
             f"attribute {name!r} of {kind.__name__} objects is not accessible in the sandbox; "
             "attributes are readable on plain values (str, list, dict, numbers, ...), on "
             "objects your code created, on imported modules, on Outcomes and on agent handles"
+        )
+
+    def _private(self, obj: Any, name: str) -> Any:
+        """The few underscore names generated code may read: see ``_policy``."""
+        if name in READABLE_DUNDER_ATTRIBUTES and isinstance(
+            obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType
+        ):
+            return getattr(obj, name)
+        if name in NAMEDTUPLE_ATTRIBUTES and (
+            is_namedtuple_class(obj) or is_namedtuple_class(type(obj))
+        ):
+            return getattr(obj, name)
+        if (
+            name in ALLOWED_DUNDER_METHODS
+            and isinstance(obj, super)
+            and is_sandbox_made(obj.__self__)  # type: ignore[attr-defined]
+        ):
+            return getattr(obj, name)
+        raise AttributeError(
+            f"{name!r} is not accessible: names starting with '_' are private in the sandbox"
         )
 
     def _class_attribute(self, cls: type, name: str) -> Any:
@@ -570,20 +370,26 @@ class AttributePolicy:
                 f"Outcome has no accessible attribute {name!r}; use Outcome.ok(...) or "
                 "Outcome.error(...)"
             )
-        trusted = (
-            cls in OPEN_TYPES
-            or isinstance(cls, SandboxType)
-            or cls.__module__ in _TRUSTED_TYPE_MODULES
-        )
+        if isinstance(cls, SandboxType) or is_namedtuple_class(cls):
+            return getattr(cls, name)
+        trusted = cls in OPEN_TYPES or cls.__module__ in _TRUSTED_TYPE_MODULES
         if not trusted:
+            public: frozenset[str] = getattr(cls, "_sandbox_public_", frozenset())
+            if name not in public:
+                raise AttributeError(
+                    f"attributes of the class {cls.__name__} are not accessible in the sandbox"
+                )
+        if name == "register" and isinstance(cls, abc.ABCMeta):
             raise AttributeError(
-                f"attributes of the class {cls.__name__} are not accessible in the sandbox"
+                f"{cls.__name__}.register() would change a host class; it is not available"
             )
-        if name in self._unbound and issubclass(cls, str | bytes | bytearray):
-            return self._unbound[name]
+        special = self._special.get(name)
+        if special is not None and issubclass(cls, special[0]):
+            binder = special[1]
+            return lambda obj, *args, **kwargs: binder(obj)(*args, **kwargs)
         if name in _DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
-        return getattr(cls, name)
+        return _unshared(getattr(cls, name))
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in _DENIED_BY_TYPE.get(kind, frozenset()):
@@ -593,10 +399,21 @@ class AttributePolicy:
             return name in public
         return True
 
+    @staticmethod
+    def _instance_attribute(obj: Any, name: str) -> Any:
+        value = getattr(obj, name)
+        for klass in type(obj).__mro__:
+            raw = vars(klass).get(name, _ABSENT)
+            if raw is not _ABSENT:
+                # A container stored on the class is shared by the whole process.
+                return _unshared(value) if raw is value else value
+        return value
+
     def write(self, obj: Any) -> Any:
         """The ``_write_`` hook: what a store through ``obj.x = v`` or ``obj[k] = v`` targets."""
         kind = type(obj)
-        if kind in MUTABLE_TYPES or kind in OPEN_TYPES or is_sandbox_made(obj):
+        writable = kind in MUTABLE_TYPES or kind in OPEN_TYPES or is_sandbox_made(obj)
+        if writable and kind is not types.MappingProxyType:
             return obj
         writer = self._handle_writer(obj)
         if writer is not None:
@@ -625,12 +442,14 @@ class AttributePolicy:
         delattr(self.write(obj), name)
 
 
+_ABSENT: Any = object()
+
+
 class _NotHandled:
     __slots__ = ()
 
 
-_NOT_HANDLED: Any = _NotHandled()
-NOT_HANDLED = _NOT_HANDLED
+NOT_HANDLED: Any = _NotHandled()
 
 _OUTCOME_INSTANCE_ATTRIBUTES = frozenset(
     {

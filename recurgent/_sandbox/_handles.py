@@ -36,6 +36,8 @@ class AgentHandle:
     _handle_ops: HandleOps
 
     def __init__(self, ops: HandleOps) -> None:
+        if not isinstance(ops, HandleOps):
+            raise TypeError("agent handles are made by delegate() and tool()")
         object.__setattr__(self, "_handle_ops", ops)
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -1,26 +1,42 @@
-"""Hard limits of one attempt: the deadline tick, size caps and the forwarded-call budget (ADR 0012).
+"""Hard limits of one attempt: the deadline and its watchdog, the memory and output caps (ADR 0012).
 
-The deadline is cooperative. Compiled code calls ``next(_ticker_, False) or _tick_()`` at the
-head of every loop body, every function body and every ``except`` handler. ``_ticker_`` is a
-C-level ``itertools.repeat`` iterator, so a tick costs one C call; only when it runs dry does
-``_tick_`` read the clock. Once the deadline has passed the ticker stays empty and every later
-tick raises again, so ``except BaseException: pass`` cannot swallow the stop.
+The deadline is cooperative. Compiled code calls ``_next_(_ticker_, False) or _tick_()`` at the
+head of every loop body, every function body, every ``except`` handler and every comprehension
+step. ``_ticker_`` is a C-level ``itertools.repeat`` iterator, so a tick costs one C call; only
+when it runs dry does ``_tick_`` read the clock. Once the attempt is stopped the ticker stays
+empty and every later tick raises again, so ``except BaseException: pass`` cannot swallow the
+stop.
+
+A batch of cheap ticks alone is not enough: code that runs a thousand fast iterations and then
+slow ones (each a long C call) would go a thousand slow iterations between clock reads. A
+:class:`Watchdog` thread, alive only while the attempt runs, therefore empties the ticker every
+few milliseconds so the next tick reads the clock; it never raises into the running code
+itself. Every clock read also reads the process's resident memory (a :class:`MemoryMeter`), so
+a loop that keeps growing memory stops once the process has grown by more than the cap.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "AttemptStopped",
     "Clock",
     "DeadlineExceeded",
+    "MemoryLimitExceeded",
+    "MemoryMeter",
+    "OutputCollector",
     "SandboxLimits",
     "SizeLimitExceeded",
     "Ticker",
+    "TickingIterator",
+    "Watchdog",
     "monotonic_clock",
 ]
 
@@ -38,12 +54,20 @@ def monotonic_clock() -> float:
     return _RealClock.read()
 
 
-class DeadlineExceeded(BaseException):
-    """Raised inside generated code when the attempt's deadline has passed.
+class AttemptStopped(BaseException):
+    """Raised inside generated code when the host stops the attempt.
 
     It derives from ``BaseException`` so that ``except Exception`` in generated code cannot
-    catch it.
+    catch it, and every later tick raises it again.
     """
+
+
+class DeadlineExceeded(AttemptStopped):
+    """The attempt's deadline has passed."""
+
+
+class MemoryLimitExceeded(AttemptStopped):
+    """The process grew by more than ``max_memory_bytes`` while the attempt ran."""
 
 
 class SizeLimitExceeded(Exception):
@@ -62,6 +86,9 @@ class SandboxLimits:
         max_forwarded_calls: ``tool``/``delegate``/``remember``, handle and network calls.
         max_response_bytes: Largest HTTP response body the network facade reads.
         default_http_timeout: Timeout of an HTTP request that names none.
+        max_memory_bytes: Growth of the process's resident memory at which the attempt is
+            stopped (checked by the watchdog where the platform reports it; ``None`` turns the
+            check off).
     """
 
     timeout_seconds: float = 30.0
@@ -71,16 +98,63 @@ class SandboxLimits:
     max_forwarded_calls: int = 200
     max_response_bytes: int = 5 * 1024 * 1024
     default_http_timeout: float = 10.0
+    max_memory_bytes: int | None = 1024 * 1024 * 1024
+
+
+class MemoryMeter:
+    """Growth of this process's resident memory since the meter was made.
+
+    It keeps ``/proc/self/statm`` open and re-reads it, so a reading is one ``pread``. Where the
+    platform has no such file the meter reports no growth. Call :meth:`close` when done.
+    """
+
+    def __init__(self) -> None:
+        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        try:
+            self._fd: int | None = os.open("/proc/self/statm", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+        self._baseline = self._resident()
+
+    def _resident(self) -> int:
+        if self._fd is None:
+            return 0
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1]) * self._page
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def growth(self) -> int:
+        """Bytes of resident memory gained since the meter was made (0 when unknown)."""
+        return self._resident() - self._baseline if self._fd is not None else 0
+
+    def close(self) -> None:
+        """Release the file descriptor."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class Ticker:
-    """The deadline of one attempt, shared by every tick site of its compiled code."""
+    """The deadline (and memory cap) of one attempt, shared by every tick site of its code.
+
+    Args:
+        namespace: The attempt's globals, where ``_ticker_`` lives.
+        timeout_seconds: The attempt's wall-clock budget.
+        clock: Monotonic clock the deadline is measured with.
+        max_memory_bytes: Resident-memory growth at which the attempt stops (``None``: no cap).
+    """
 
     _INITIAL_BATCH = 1024
     _CHECK_INTERVAL = 0.005  # aim to read the clock about every 5 ms
 
     def __init__(
-        self, namespace: MutableMapping[str, Any], *, timeout_seconds: float, clock: Clock
+        self,
+        namespace: MutableMapping[str, Any],
+        *,
+        timeout_seconds: float,
+        clock: Clock,
+        max_memory_bytes: int | None = None,
     ) -> None:
         self._namespace = namespace
         self._clock = clock
@@ -89,21 +163,43 @@ class Ticker:
         self._timeout = timeout_seconds
         self._batch = self._INITIAL_BATCH
         self._last_check = self._started
-        self.expired = False
+        self._stop: AttemptStopped | None = None
+        self._max_memory = max_memory_bytes
+        self._meter: MemoryMeter | None = None
         namespace["_ticker_"] = itertools.repeat(True, self._batch)
+
+    def start(self) -> None:
+        """Take the memory baseline; call right before the attempt's code runs."""
+        if self._max_memory is not None and self._stop is None:
+            self._meter = MemoryMeter()
+
+    @property
+    def expired(self) -> bool:
+        """True once the attempt has been stopped (deadline, memory, or the end of the run)."""
+        return self._stop is not None
 
     def remaining(self) -> float:
         """Seconds left before the deadline (never negative)."""
         return max(0.0, self._deadline - self._clock())
 
     def tick(self) -> bool:
-        """Check the clock; raise :class:`DeadlineExceeded` once the deadline has passed."""
-        if self.expired:
-            raise DeadlineExceeded(self._message())
+        """Check clock and memory; raise once the attempt has been stopped."""
+        stop = self._stop
+        if stop is not None:
+            raise type(stop)(*stop.args)
         now = self._clock()
         if now >= self._deadline:
             self.expire()
             raise DeadlineExceeded(self._message())
+        meter = self._meter
+        if meter is not None and meter.growth() > self._max_memory:  # type: ignore[operator]
+            self.expire(
+                MemoryLimitExceeded(
+                    f"generated code grew the process by more than "
+                    f"{self._max_memory // (1024 * 1024)} MiB"  # type: ignore[operator]
+                )
+            )
+            self.tick()
         elapsed = now - self._last_check
         if elapsed > 0:
             scaled = int(self._batch * self._CHECK_INTERVAL / elapsed)
@@ -112,13 +208,51 @@ class Ticker:
         self._namespace["_ticker_"] = itertools.repeat(True, self._batch)
         return True
 
-    def expire(self) -> None:
-        """Make every later tick raise, as if the deadline had passed."""
-        self.expired = True
+    def force_check(self) -> None:
+        """Make the next tick read the clock (called by the watchdog)."""
         self._namespace["_ticker_"] = iter(())
+
+    def expire(self, stop: AttemptStopped | None = None) -> None:
+        """Make every later tick raise ``stop`` (by default: the deadline has passed)."""
+        if self._stop is None:
+            self._stop = stop or DeadlineExceeded(self._message())
+        self._namespace["_ticker_"] = iter(())
+        if self._meter is not None:
+            self._meter.close()
 
     def _message(self) -> str:
         return f"generated code exceeded execution_timeout_seconds={self._timeout:g}"
+
+
+class Watchdog:
+    """A thread that makes the attempt's next tick read the clock every ``period`` seconds.
+
+    It runs only between :meth:`start` and :meth:`stop`; :meth:`stop` joins it, so no thread
+    outlives the attempt.
+    """
+
+    def __init__(self, ticker: Ticker, *, period: float = 0.02) -> None:
+        self._ticker = ticker
+        self._period = period
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="recurgent-watchdog", daemon=True)
+
+    def start(self) -> None:
+        """Start watching (a process that cannot start threads runs on without a watchdog)."""
+        try:
+            self._thread.start()
+        except RuntimeError:
+            self._stopped.set()
+
+    def stop(self) -> None:
+        """Stop watching and wait for the thread to end."""
+        self._stopped.set()
+        if self._thread.ident is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self._period):
+            self._ticker.force_check()
 
 
 class TickingIterator:
@@ -136,3 +270,47 @@ class TickingIterator:
     def __next__(self) -> Any:
         self._tick()
         return next(self._inner)
+
+
+class OutputCollector:
+    """Captures ``print`` output of one attempt, capped with a truncation marker."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        self._limit = limit_bytes
+        self._parts: list[str] = []
+        self._size = 0
+        self.truncated = False
+
+    def _call_print(
+        self,
+        *objects: Any,
+        sep: str | None = " ",
+        end: str | None = "\n",
+        file: Any = None,
+        flush: bool = False,
+    ) -> None:
+        if file is not None:
+            raise TypeError("print(file=...) is not available in the sandbox; print to stdout")
+        text = (" " if sep is None else str(sep)).join(str(o) for o in objects)
+        self.write(text + ("\n" if end is None else str(end)))
+
+    def write(self, text: str) -> None:
+        """Append text, truncating once the cap is reached."""
+        if self.truncated:
+            return
+        encoded = text.encode("utf-8", "replace")
+        if self._size + len(encoded) > self._limit:
+            room = max(0, self._limit - self._size)
+            self._parts.append(encoded[:room].decode("utf-8", "ignore"))
+            self._parts.append(f"\n[output truncated at {self._limit // 1024} KiB]\n")
+            self.truncated = True
+            return
+        self._parts.append(text)
+        self._size += len(encoded)
+
+    def __call__(self) -> str:
+        return "".join(self._parts)
+
+    def text(self) -> str:
+        """Everything printed so far."""
+        return "".join(self._parts)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import importlib
 import itertools
-import math
 import random
 import types
 import xml.etree.ElementTree as ElementTree
@@ -20,12 +19,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from recurgent._sandbox._limits import SizeLimitExceeded, TickingIterator
+from recurgent._sandbox._limits import TickingIterator
+from recurgent._sandbox._sizes import CheckedDecimal, CheckedFraction
+from recurgent._sandbox._stdlib import (
+    DIFFLIB_NAMES,
+    HASHLIB_NAMES,
+    CheckedTemplate,
+    SandboxRandom,
+    difflib_overrides,
+    hashlib_overrides,
+    itertools_tee,
+    json_overrides,
+    math_overrides,
+    operator_overrides,
+    pprint_overrides,
+    re_overrides,
+    secrets_overrides,
+    textwrap_overrides,
+    unicodedata_overrides,
+)
 
 __all__ = ["ModuleFacade", "make_importer"]
-
-_MAX_FACTORIAL = 20_000
-_MAX_RANDOM_BITS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -35,30 +49,6 @@ class _Spec:
     denied: frozenset[str] = frozenset()
     only: frozenset[str] | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
-
-
-def _checked_factorial(n: Any) -> Any:
-    if isinstance(n, int) and n > _MAX_FACTORIAL:
-        raise SizeLimitExceeded(
-            f"math.factorial({n}) exceeds the sandbox limit of {_MAX_FACTORIAL}"
-        )
-    return math.factorial(n)
-
-
-def _checked_comb(n: Any, k: Any) -> Any:
-    if isinstance(n, int) and n > _MAX_FACTORIAL:
-        raise SizeLimitExceeded(
-            f"math.comb({n}, ...) exceeds the sandbox limit of {_MAX_FACTORIAL}"
-        )
-    return math.comb(n, k)
-
-
-def _checked_perm(n: Any, k: Any = None) -> Any:
-    if isinstance(n, int) and n > _MAX_FACTORIAL:
-        raise SizeLimitExceeded(
-            f"math.perm({n}, ...) exceeds the sandbox limit of {_MAX_FACTORIAL}"
-        )
-    return math.perm(n, k)
 
 
 def _ticking(function: Callable[..., Any], tick: Callable[[], bool]) -> Callable[..., Any]:
@@ -158,12 +148,10 @@ _RANDOM_FUNCTIONS = (
 # Module name -> spec. Parent packages (xml, xml.etree, urllib, collections, html) are
 # importable so dotted imports work, but expose only their allowed submodules.
 _STATIC_SPECS: dict[str, _Spec] = {
-    "math": _Spec(
-        overrides={"factorial": _checked_factorial, "comb": _checked_comb, "perm": _checked_perm}
-    ),
+    "math": _Spec(overrides=math_overrides()),
     "cmath": _Spec(),
-    "json": _Spec(),
-    "re": _Spec(),
+    "json": _Spec(denied=frozenset({"JSONEncoder"}), overrides=json_overrides()),
+    "re": _Spec(overrides=re_overrides()),
     "datetime": _Spec(),
     "statistics": _Spec(),
     "collections": _Spec(),
@@ -173,12 +161,16 @@ _STATIC_SPECS: dict[str, _Spec] = {
             {"reduce", "partial", "lru_cache", "cache", "cmp_to_key", "wraps", "total_ordering"}
         )
     ),
-    "operator": _Spec(denied=_OPERATOR_DENIED),
-    "string": _Spec(denied=frozenset({"Formatter"})),
-    "textwrap": _Spec(),
+    "operator": _Spec(denied=_OPERATOR_DENIED, overrides=operator_overrides()),
+    "string": _Spec(denied=frozenset({"Formatter"}), overrides={"Template": CheckedTemplate}),
+    "textwrap": _Spec(
+        only=frozenset({"dedent", "indent", "wrap", "fill", "shorten"}),
+        overrides=textwrap_overrides(),
+    ),
     "decimal": _Spec(
         denied=frozenset(
             {
+                "Context",
                 "getcontext",
                 "setcontext",
                 "localcontext",
@@ -186,9 +178,10 @@ _STATIC_SPECS: dict[str, _Spec] = {
                 "BasicContext",
                 "ExtendedContext",
             }
-        )
+        ),
+        overrides={"Decimal": CheckedDecimal},
     ),
-    "fractions": _Spec(),
+    "fractions": _Spec(overrides={"Fraction": CheckedFraction}),
     "html": _Spec(only=frozenset({"escape", "unescape", "parser"})),
     "html.parser": _Spec(only=frozenset({"HTMLParser"})),
     "csv": _Spec(denied=frozenset({"field_size_limit", "register_dialect", "unregister_dialect"})),
@@ -204,17 +197,23 @@ _STATIC_SPECS: dict[str, _Spec] = {
     "urllib": _Spec(only=frozenset({"parse", "request", "error"})),
     "urllib.parse": _Spec(),
     "base64": _Spec(),
-    "hashlib": _Spec(),
+    "hashlib": _Spec(only=HASHLIB_NAMES, overrides=hashlib_overrides()),
     "uuid": _Spec(denied=frozenset({"uuid1", "getnode"})),
-    "unicodedata": _Spec(),
+    "unicodedata": _Spec(overrides=unicodedata_overrides()),
     "heapq": _Spec(),
     "bisect": _Spec(),
     "copy": _Spec(),
     "typing": _Spec(only=_TYPING_NAMES),
-    "difflib": _Spec(),
-    "secrets": _Spec(),
+    "difflib": _Spec(only=DIFFLIB_NAMES, overrides=difflib_overrides()),
+    "secrets": _Spec(
+        only=frozenset(
+            {"token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits"}
+            | {"compare_digest"}
+        ),
+        overrides=secrets_overrides(),
+    ),
     "numbers": _Spec(),
-    "pprint": _Spec(only=frozenset({"pformat", "saferepr"})),
+    "pprint": _Spec(only=frozenset({"pformat", "saferepr"}), overrides=pprint_overrides()),
 }
 
 #: Names generated code may import (the prompt lists them; ADR 0011).
@@ -223,10 +222,19 @@ ALLOWED_MODULES: tuple[str, ...] = tuple(
 )
 
 
+_MISSING: Any = object()
+
+
 class ModuleFacade:
     """What ``import name`` binds in generated code: a filtered view of one module."""
 
-    __slots__ = ("_facade_module", "_facade_name", "_facade_resolve", "_facade_spec")
+    __slots__ = (
+        "_facade_cache",
+        "_facade_module",
+        "_facade_name",
+        "_facade_resolve",
+        "_facade_spec",
+    )
 
     def __init__(
         self, name: str, module: Any, spec: _Spec, resolve: Callable[[str], ModuleFacade]
@@ -235,23 +243,36 @@ class ModuleFacade:
         object.__setattr__(self, "_facade_module", module)
         object.__setattr__(self, "_facade_spec", spec)
         object.__setattr__(self, "_facade_resolve", resolve)
+        object.__setattr__(self, "_facade_cache", {})
 
-    def __getattr__(self, name: str) -> Any:
+    def _facade_lookup(self, name: str) -> Any:
+        """``module.name`` under the module's spec (the attribute policy calls this directly)."""
+        cached = self._facade_cache.get(name, _MISSING)
+        if cached is not _MISSING:
+            return cached
         label = f"{self._facade_name}.{name}"
         if name.startswith("_"):
             raise AttributeError(f"{label} is private")
         spec = self._facade_spec
         if name in spec.overrides:
-            return spec.overrides[name]
-        if name in spec.denied or (spec.only is not None and name not in spec.only):
+            value = spec.overrides[name]
+        elif name in spec.denied or (spec.only is not None and name not in spec.only):
             raise AttributeError(f"{label} is not available in the sandbox")
-        value = getattr(self._facade_module, name)
+        else:
+            value = getattr(self._facade_module, name, _MISSING)
+        if value is _MISSING:
+            # A fresh error: the one getattr raises carries the real module as its .obj.
+            raise AttributeError(f"module {self._facade_name!r} has no attribute {name!r}")
         if isinstance(value, types.ModuleType):
             return self._facade_resolve(label)
         if isinstance(value, dict | list | set | bytearray):
-            # Module-level containers are shared with the host; hand out a copy.
+            # Module-level containers are shared with the host; hand out a copy each time.
             return copy.deepcopy(value)
+        self._facade_cache[name] = value
         return value
+
+    def __getattr__(self, name: str) -> Any:
+        return self._facade_lookup(name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{self._facade_name} is read-only in the sandbox")
@@ -264,7 +285,7 @@ def make_importer(
     *,
     tick: Callable[[], bool],
     extra_modules: Mapping[str, Any],
-) -> tuple[Callable[..., Any], Callable[[Any], bool]]:
+) -> Callable[..., Any]:
     """Build the ``__import__`` of one attempt.
 
     Args:
@@ -273,9 +294,9 @@ def make_importer(
             ``name -> (module-like object, spec)`` pairs.
 
     Returns:
-        ``(importer, is_facade)``.
+        The ``__import__`` generated code's import statements call.
     """
-    rng = random.Random()
+    rng = SandboxRandom()
     specs: dict[str, tuple[Any, _Spec]] = {}
     for name, spec in _STATIC_SPECS.items():
         specs[name] = (None, spec)
@@ -283,7 +304,11 @@ def make_importer(
         random,
         _Spec(
             denied=frozenset({"setstate", "getstate", "SystemRandom"}),
-            overrides={name: getattr(rng, name) for name in _RANDOM_FUNCTIONS},
+            overrides={
+                "Random": SandboxRandom,
+                "getrandbits": rng.getrandbits,
+                **{name: getattr(rng, name) for name in _RANDOM_FUNCTIONS},
+            },
         ),
     )
     specs["time"] = (
@@ -295,6 +320,7 @@ def make_importer(
         for name in dir(itertools)
         if not name.startswith("_") and callable(getattr(itertools, name))
     }
+    iterator_overrides["tee"] = itertools_tee
     specs["itertools"] = (itertools, _Spec(overrides=iterator_overrides))
     for name, (module, spec) in extra_modules.get("modules", {}).items():
         specs[name] = (module, spec)
@@ -318,6 +344,13 @@ def make_importer(
     ) -> Any:
         if level != 0:
             raise ImportError("relative imports are not available in the sandbox")
+        if type(fromlist) is list:
+            # C code of an allowed module importing its helper lazily (datetime.strptime
+            # imports _strptime) through PyImport_Import, which passes a list, looks the
+            # module up in sys.modules itself and drops what this returns. Import statements
+            # in generated code pass None or a tuple.
+            importlib.import_module(name)
+            return None
         facade = resolve(name)
         if fromlist:
             return facade
@@ -325,7 +358,7 @@ def make_importer(
         top = name.split(".")[0]
         return resolve(top)
 
-    return importer, lambda value: isinstance(value, ModuleFacade)
+    return importer
 
 
 def _refusal(name: str) -> str:
@@ -333,9 +366,3 @@ def _refusal(name: str) -> str:
         f"import of {name!r} is not allowed in the sandbox; allowed modules: "
         f"{', '.join(ALLOWED_MODULES)}"
     )
-
-
-def random_bits_guard(k: int) -> None:
-    """Cap ``random.getrandbits``."""
-    if k > _MAX_RANDOM_BITS:
-        raise SizeLimitExceeded(f"getrandbits({k}) exceeds the sandbox limit of {_MAX_RANDOM_BITS}")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from recurgent._sandbox._limits import SandboxLimits, SizeLimitExceeded
+from recurgent._sandbox._limits import DeadlineExceeded, SandboxLimits, SizeLimitExceeded
 
 __all__ = ["HTTPError", "Headers", "Request", "Response", "URLError", "make_network_modules"]
 
@@ -261,6 +261,7 @@ class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
     ) -> Any:
         refusal = _refusal(self._policy, newurl)
         if refusal is not None:
+            fp.close()
             raise urllib.error.URLError(f"redirect refused: {refusal}")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
@@ -306,7 +307,7 @@ def make_network_modules(
         budget = remaining()
         wait = min(timeout if timeout else limits.default_http_timeout, budget)
         if wait <= 0:
-            raise URLError("timed out: the attempt's deadline has passed")
+            raise DeadlineExceeded("the attempt's deadline passed before an HTTP request")
         outgoing = urllib.request.Request(
             request.full_url,
             data=request.data,
@@ -343,6 +344,9 @@ def make_network_modules(
             failure = URLError("timed out")
         except OSError as error:
             failure = URLError(str(error) or type(error).__name__)
+        if wait >= budget and remaining() <= 0:
+            # The wait was cut short by the attempt's deadline, not by the request's timeout.
+            raise DeadlineExceeded("the attempt's deadline passed during an HTTP request")
         # Raised outside the except blocks so no host exception rides along as __context__.
         raise failure
 

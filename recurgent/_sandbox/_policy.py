@@ -6,8 +6,9 @@ internals) and extends the policy in three directions:
 * **Python the model writes**: augmented assignment to items and attributes, ``match``,
   annotated assignment, ``nonlocal``, ``type(e).__name__`` and the common dunder methods in
   class bodies, all compiled to guarded forms instead of being refused.
-* **Hard limits**: deadline ticks at every loop body, function body and ``except`` handler; the
-  multiplicative operators and format specs go through size-checking hooks.
+* **Hard limits**: deadline ticks at every loop body, function and lambda body, comprehension
+  step and ``except`` handler; the multiplicative operators and format specs go through
+  size-checking hooks.
 * **Speed**: attribute reads and item writes on a plain name take an inline fast path when the
   object is a plain value type, and loops unpack natively; only the slow path calls a guard.
 
@@ -26,7 +27,15 @@ from RestrictedPython.transformer import (
     copy_locations,
 )
 
-__all__ = ["MAIN_FUNCTION", "SPECIAL_ATTRIBUTES", "SandboxPolicy", "wrap_in_main"]
+__all__ = [
+    "ALLOWED_DUNDER_METHODS",
+    "MAIN_FUNCTION",
+    "NAMEDTUPLE_ATTRIBUTES",
+    "READABLE_DUNDER_ATTRIBUTES",
+    "SPECIAL_ATTRIBUTES",
+    "SandboxPolicy",
+    "wrap_in_main",
+]
 
 MAIN_FUNCTION = "__recurgent_main__"
 
@@ -75,6 +84,9 @@ ALLOWED_DUNDER_METHODS = frozenset(
 # Dunder attributes generated code may read (through the guard, never natively).
 READABLE_DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
 
+# The underscore API of namedtuples; the guard allows these on namedtuples only.
+NAMEDTUPLE_ATTRIBUTES = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
+
 # Attribute names that never take the inline fast path because the guard answers them
 # differently on plain types: str.format* would walk attributes of its arguments, the rest can
 # build huge values in one C call.
@@ -92,6 +104,11 @@ SPECIAL_ATTRIBUTES = frozenset(
         "translate",
         "mro",
         "fromkeys",
+        "to_bytes",
+        "sub",
+        "subn",
+        "expand",
+        "elements",
     }
 )
 
@@ -112,12 +129,23 @@ def _call(function: str, *args: ast.expr) -> ast.Call:
 
 
 def _tick_statement() -> ast.stmt:
-    # next(_ticker_, False) or _tick_()
-    check = ast.BoolOp(
+    return ast.Expr(_tick_expression())
+
+
+def _tick_expression() -> ast.expr:
+    # _next_(_ticker_, False) or _tick_(): True, or raises once the attempt is stopped. The
+    # builtin is reached as _next_ because generated code may bind the name `next` itself
+    # (a parameter called next would otherwise switch every tick in its function off).
+    return ast.BoolOp(
         op=ast.Or(),
-        values=[_call("next", _name("_ticker_"), ast.Constant(False)), _call("_tick_")],
+        values=[_call("_next_", _name("_ticker_"), ast.Constant(False)), _call("_tick_")],
     )
-    return ast.Expr(check)
+
+
+def _is_super_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
 
 
 def _with_tick(body: list[ast.stmt], anchor: ast.AST) -> list[ast.stmt]:
@@ -171,6 +199,19 @@ class SandboxPolicy(RestrictingNodeTransformer):
         node.body = _with_tick(node.body, node)
         return node
 
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        # A lambda ticks when called, like a def: lambdas alone can recurse exponentially
+        # without ever reaching the recursion limit.
+        visited = super().visit_Lambda(node)
+        assert isinstance(visited, ast.Lambda)
+        node = visited
+        tick = _tick_expression()
+        copy_locations(tick, node.body)
+        guarded = ast.BoolOp(op=ast.And(), values=[tick, node.body])
+        copy_locations(guarded, node.body)
+        node.body = guarded
+        return node
+
     def visit_Nonlocal(self, node: ast.Nonlocal) -> Any:
         for name in node.names:
             self.check_name(node, name)
@@ -194,7 +235,13 @@ class SandboxPolicy(RestrictingNodeTransformer):
     # ----------------------------------------------------------------- attribute access
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
-        if node.attr in READABLE_DUNDER_ATTRIBUTES and isinstance(node.ctx, ast.Load):
+        through_guard = isinstance(node.ctx, ast.Load) and (
+            node.attr in READABLE_DUNDER_ATTRIBUTES
+            or node.attr in NAMEDTUPLE_ATTRIBUTES
+            # super().__init__(...) and friends in generated classes.
+            or (node.attr in ALLOWED_DUNDER_METHODS and _is_super_call(node.value))
+        )
+        if through_guard:
             value = self.visit(node.value)
             new_node = _call("_getattr_", value, ast.Constant(node.attr))
             copy_locations(new_node, node)
@@ -258,6 +305,15 @@ class SandboxPolicy(RestrictingNodeTransformer):
 
     def visit_Assign(self, node: ast.Assign) -> Any:
         return self.node_contents_visit(node)
+
+    def visit_comprehension(self, node: ast.comprehension) -> Any:
+        # Every step of a comprehension ticks, so one over a long iterable doing slow C work
+        # per item still stops at the deadline.
+        node = self.guard_iter(node)
+        tick = _tick_expression()
+        copy_locations(tick, node.iter)
+        node.ifs = [tick, *node.ifs]
+        return node
 
     def visit_For(self, node: ast.For) -> Any:
         node = self.guard_iter(node)

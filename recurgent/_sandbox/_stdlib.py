@@ -1,0 +1,416 @@
+"""Checked stand-ins for standard-library functions that can run away in one call (ADR 0012).
+
+Each replaces a function the import allow-list exposes and that, given small arguments, would
+build a huge value or run for a long time inside C or inside library code that never ticks
+(``math.prod(range(...))``, ``random.randbytes(10**10)``, ``hashlib.pbkdf2_hmac(..., 10**12)``,
+``json.dumps(x, indent=10**7)``, ``operator.mul('a', 10**10)``, ...). They check sizes first
+and raise :class:`SizeLimitExceeded`; within the caps they behave exactly like the originals.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import pprint
+import random
+import re
+import secrets
+import string
+import textwrap
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from recurgent._sandbox._limits import SizeLimitExceeded
+from recurgent._sandbox._sizes import (
+    check_bits,
+    check_items,
+    checked_sub,
+    int_bits,
+    size_hooks,
+)
+
+__all__ = [
+    "CheckedTemplate",
+    "SandboxRandom",
+    "difflib_overrides",
+    "hashlib_overrides",
+    "itertools_tee",
+    "json_overrides",
+    "math_overrides",
+    "operator_overrides",
+    "pprint_overrides",
+    "re_overrides",
+    "secrets_overrides",
+    "textwrap_overrides",
+    "unicodedata_overrides",
+]
+
+_MAX_FACTORIAL = 20_000
+_MAX_PBKDF2_ITERATIONS = 1_000_000
+_MAX_DERIVED_KEY = 1024
+_MAX_INDENT = 100
+_MAX_TEE = 1000
+_MAX_DIFF_WORK = 10_000_000
+_NFKD_EXPANSION = 18  # the longest decomposition of one code point
+
+
+# ----------------------------------------------------------------------------- math
+
+
+def _checked_factorial(n: Any) -> Any:
+    if isinstance(n, int) and n > _MAX_FACTORIAL:
+        raise SizeLimitExceeded(
+            f"math.factorial({n}) exceeds the sandbox limit of {_MAX_FACTORIAL}"
+        )
+    return math.factorial(n)
+
+
+def _checked_comb(n: Any, k: Any) -> Any:
+    if isinstance(n, int) and n > _MAX_FACTORIAL:
+        raise SizeLimitExceeded(
+            f"math.comb({n}, ...) exceeds the sandbox limit of {_MAX_FACTORIAL}"
+        )
+    return math.comb(n, k)
+
+
+def _checked_perm(n: Any, k: Any = None) -> Any:
+    if isinstance(n, int) and n > _MAX_FACTORIAL:
+        raise SizeLimitExceeded(
+            f"math.perm({n}, ...) exceeds the sandbox limit of {_MAX_FACTORIAL}"
+        )
+    return math.perm(n, k)
+
+
+def _checked_prod(iterable: Iterable[Any], /, *, start: Any = 1) -> Any:
+    items = list(iterable)
+    # The product of integers has at most the sum of their bit lengths.
+    check_bits(int_bits(start) + sum(int_bits(item) for item in items), "math.prod()")
+    return math.prod(items, start=start)
+
+
+def _checked_lcm(*integers: Any) -> Any:
+    check_bits(sum(int_bits(item) for item in integers), "math.lcm()")
+    return math.lcm(*integers)
+
+
+def math_overrides() -> dict[str, Any]:
+    """Checked ``math`` functions."""
+    return {
+        "factorial": _checked_factorial,
+        "comb": _checked_comb,
+        "perm": _checked_perm,
+        "prod": _checked_prod,
+        "lcm": _checked_lcm,
+    }
+
+
+# ----------------------------------------------------------------------------- random, secrets
+
+
+class SandboxRandom(random.Random):
+    """``random.Random`` with the sizes of generated values capped."""
+
+    _sandbox_public_ = frozenset(name for name in dir(random.Random) if not name.startswith("_"))
+
+    def getrandbits(self, k: int, /) -> int:
+        """``Random.getrandbits`` with ``k`` capped."""
+        check_bits(k, "getrandbits()")
+        return super().getrandbits(k)
+
+    def randbytes(self, n: int) -> bytes:
+        """``Random.randbytes`` with ``n`` capped."""
+        check_items(n, "randbytes()")
+        return super().randbytes(n)
+
+    def choices(
+        self,
+        population: Any,
+        weights: Any = None,
+        *,
+        cum_weights: Any = None,
+        k: int = 1,
+    ) -> list[Any]:
+        """``Random.choices`` with ``k`` capped."""
+        check_items(k, "choices()")
+        return super().choices(population, weights, cum_weights=cum_weights, k=k)
+
+
+def _bytes_capped(function: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def capped(nbytes: int | None = None) -> Any:
+        if nbytes is not None:
+            check_items(nbytes, what)
+        return function(nbytes)
+
+    capped.__name__ = function.__name__
+    return capped
+
+
+def _checked_randbits(k: int) -> int:
+    check_bits(k, "secrets.randbits()")
+    return secrets.randbits(k)
+
+
+def secrets_overrides() -> dict[str, Any]:
+    """Checked ``secrets`` functions."""
+    return {
+        "token_bytes": _bytes_capped(secrets.token_bytes, "secrets.token_bytes()"),
+        "token_hex": _bytes_capped(secrets.token_hex, "secrets.token_hex()"),
+        "token_urlsafe": _bytes_capped(secrets.token_urlsafe, "secrets.token_urlsafe()"),
+        "randbits": _checked_randbits,
+    }
+
+
+# ----------------------------------------------------------------------------- hashlib
+
+#: Hash constructors exposed; the SHAKE functions are left out because their digest length is
+#: a caller-chosen size, and scrypt because its cost parameters are.
+HASHLIB_NAMES = frozenset(
+    {
+        "md5",
+        "sha1",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "sha3_224",
+        "sha3_256",
+        "sha3_384",
+        "sha3_512",
+        "blake2b",
+        "blake2s",
+        "new",
+        "pbkdf2_hmac",
+        "algorithms_guaranteed",
+        "algorithms_available",
+        "file_digest",
+    }
+)
+
+
+def _checked_new(name: str, data: bytes = b"", **kwargs: Any) -> Any:
+    if str(name).lower().startswith("shake"):
+        raise ValueError("SHAKE hashes are not available in the sandbox; use sha256 or blake2b")
+    return hashlib.new(name, data, **kwargs)
+
+
+def _checked_pbkdf2(
+    hash_name: str, password: bytes, salt: bytes, iterations: int, dklen: int | None = None
+) -> bytes:
+    if iterations > _MAX_PBKDF2_ITERATIONS or (dklen is not None and dklen > _MAX_DERIVED_KEY):
+        raise SizeLimitExceeded(
+            f"pbkdf2_hmac is limited to {_MAX_PBKDF2_ITERATIONS} iterations and "
+            f"{_MAX_DERIVED_KEY}-byte keys in the sandbox"
+        )
+    return hashlib.pbkdf2_hmac(hash_name, password, salt, iterations, dklen)
+
+
+def hashlib_overrides() -> dict[str, Any]:
+    """Checked ``hashlib`` functions."""
+    return {"new": _checked_new, "pbkdf2_hmac": _checked_pbkdf2}
+
+
+# ----------------------------------------------------------------------------- text output
+
+
+def _check_indent(indent: Any, what: str) -> None:
+    width = len(indent) if isinstance(indent, str) else indent
+    if isinstance(width, int) and width > _MAX_INDENT:
+        raise SizeLimitExceeded(f"{what} indent {width} exceeds the sandbox limit of {_MAX_INDENT}")
+
+
+def _checked_dumps(obj: Any, *args: Any, indent: Any = None, **kwargs: Any) -> str:
+    _check_indent(indent, "json.dumps()")
+    return json.dumps(obj, *args, indent=indent, **kwargs)
+
+
+def _checked_dump(obj: Any, fp: Any, *args: Any, indent: Any = None, **kwargs: Any) -> None:
+    _check_indent(indent, "json.dump()")
+    json.dump(obj, fp, *args, indent=indent, **kwargs)
+
+
+def json_overrides() -> dict[str, Any]:
+    """Checked ``json`` functions."""
+    return {"dumps": _checked_dumps, "dump": _checked_dump}
+
+
+def _checked_pformat(obj: Any, indent: int = 1, width: int = 80, **kwargs: Any) -> str:
+    _check_indent(indent, "pprint.pformat()")
+    return pprint.pformat(obj, indent=indent, width=width, **kwargs)
+
+
+def pprint_overrides() -> dict[str, Any]:
+    """Checked ``pprint`` functions."""
+    return {"pformat": _checked_pformat}
+
+
+def _checked_indent(text: str, prefix: str, predicate: Any = None) -> str:
+    check_items(len(text) + (text.count("\n") + 1) * len(prefix), "textwrap.indent()")
+    return textwrap.indent(text, prefix, predicate)
+
+
+def _wrapping(function: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(text: str, width: int = 70, **kwargs: Any) -> Any:
+        indents = sum(
+            len(str(kwargs.get(name, "")))
+            for name in ("initial_indent", "subsequent_indent", "placeholder")
+        )
+        check_items(len(text) * (1 + indents), f"textwrap.{function.__name__}()")
+        return function(text, width, **kwargs)
+
+    checked.__name__ = function.__name__
+    return checked
+
+
+def textwrap_overrides() -> dict[str, Any]:
+    """Checked ``textwrap`` functions."""
+    return {
+        "indent": _checked_indent,
+        "wrap": _wrapping(textwrap.wrap),
+        "fill": _wrapping(textwrap.fill),
+    }
+
+
+class CheckedTemplate(string.Template):
+    """``string.Template`` whose substitution checks the result's size first."""
+
+    def _check(self, mapping: Any, kwargs: Mapping[str, Any]) -> None:
+        values = {**(mapping or {}), **kwargs} if isinstance(mapping, Mapping) else dict(kwargs)
+        fields = len(self.pattern.findall(self.template))
+        longest = max((len(str(value)) for value in values.values()), default=0)
+        check_items(len(self.template) + fields * longest, "Template.substitute()")
+
+    def substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
+        """``Template.substitute`` with the result's size checked."""
+        self._check(mapping, kwargs)
+        return super().substitute(mapping or {}, **kwargs)
+
+    def safe_substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
+        """``Template.safe_substitute`` with the result's size checked."""
+        self._check(mapping, kwargs)
+        return super().safe_substitute(mapping or {}, **kwargs)
+
+
+CheckedTemplate.__module__ = "string"
+CheckedTemplate.__qualname__ = CheckedTemplate.__name__ = "Template"
+
+
+def _checked_normalize(form: Any, text: str) -> str:
+    check_items(len(text) * _NFKD_EXPANSION // 4, "unicodedata.normalize()")
+    return unicodedata.normalize(form, text)
+
+
+def unicodedata_overrides() -> dict[str, Any]:
+    """Checked ``unicodedata`` functions."""
+    return {"normalize": _checked_normalize}
+
+
+def _module_sub(pattern: Any, repl: Any, string: Any, count: int = 0, flags: int = 0) -> Any:
+    return checked_sub(re.compile(pattern, flags), repl, string, count)
+
+
+def _module_subn(pattern: Any, repl: Any, string: Any, count: int = 0, flags: int = 0) -> Any:
+    return checked_sub(re.compile(pattern, flags), repl, string, count, with_count=True)
+
+
+def re_overrides() -> dict[str, Any]:
+    """Checked ``re`` functions."""
+    return {"sub": _module_sub, "subn": _module_subn}
+
+
+# ----------------------------------------------------------------------------- operator, misc
+
+
+def operator_overrides() -> dict[str, Any]:
+    """``operator`` functions that bypass the size hooks, replaced by the hooks."""
+    hooks = size_hooks()
+    inplace = hooks["_inplace_"]
+    return {
+        "mul": hooks["_mul_"],
+        "pow": hooks["_pow_"],
+        "lshift": hooks["_lshift_"],
+        "mod": hooks["_mod_"],
+        "imul": lambda a, b: inplace("*=", a, b),
+        "ipow": lambda a, b: inplace("**=", a, b),
+        "ilshift": lambda a, b: inplace("<<=", a, b),
+        "imod": lambda a, b: inplace("%=", a, b),
+    }
+
+
+def itertools_tee(iterable: Any, n: int = 2) -> tuple[Any, ...]:
+    """``itertools.tee`` with ``n`` capped."""
+    if n > _MAX_TEE:
+        raise SizeLimitExceeded(
+            f"itertools.tee() with n={n} exceeds the sandbox limit of {_MAX_TEE}"
+        )
+    return itertools.tee(iterable, n)
+
+
+def _check_diff(a: Any, b: Any, what: str) -> None:
+    work = max(len(a), 1) * max(len(b), 1)
+    if work > _MAX_DIFF_WORK:
+        raise SizeLimitExceeded(
+            f"{what} on inputs of {len(a)} and {len(b)} items exceeds the sandbox limit "
+            f"({_MAX_DIFF_WORK} item pairs)"
+        )
+
+
+class _CheckedSequenceMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]
+    """``difflib.SequenceMatcher`` refusing inputs whose comparison would take too long."""
+
+    def set_seq1(self, a: Any) -> None:
+        _check_diff(a, getattr(self, "b", None) or (), "SequenceMatcher")
+        super().set_seq1(a)
+
+    def set_seq2(self, b: Any) -> None:
+        _check_diff(getattr(self, "a", None) or (), b, "SequenceMatcher")
+        super().set_seq2(b)
+
+
+_CheckedSequenceMatcher.__module__ = "difflib"
+_CheckedSequenceMatcher.__qualname__ = _CheckedSequenceMatcher.__name__ = "SequenceMatcher"
+
+
+def _diffing(function: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_diff(a, b, f"difflib.{function.__name__}()")
+        return function(a, b, *args, **kwargs)
+
+    checked.__name__ = function.__name__
+    return checked
+
+
+def _checked_close_matches(word: Any, possibilities: Any, *args: Any, **kwargs: Any) -> Any:
+    possibilities = list(possibilities)
+    longest = max((len(p) for p in possibilities), default=0)
+    _check_diff(possibilities, range(max(len(word), 1) * max(longest, 1)), "get_close_matches()")
+    return difflib.get_close_matches(word, possibilities, *args, **kwargs)
+
+
+#: The ``difflib`` names exposed (Differ and HtmlDiff are left out: their cost is quadratic in
+#: both lines and characters).
+DIFFLIB_NAMES = frozenset(
+    {
+        "SequenceMatcher",
+        "unified_diff",
+        "context_diff",
+        "ndiff",
+        "get_close_matches",
+        "IS_LINE_JUNK",
+        "IS_CHARACTER_JUNK",
+    }
+)
+
+
+def difflib_overrides() -> dict[str, Any]:
+    """Checked ``difflib`` functions."""
+    return {
+        "SequenceMatcher": _CheckedSequenceMatcher,
+        "unified_diff": _diffing(difflib.unified_diff),
+        "context_diff": _diffing(difflib.context_diff),
+        "ndiff": _diffing(difflib.ndiff),
+        "get_close_matches": _checked_close_matches,
+    }

@@ -1,0 +1,157 @@
+"""Helpers shared by the sandbox specs: a fake clock, a host bridge with fake agents, a runner."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from recurgent._sandbox import (
+    ExecutionResult,
+    ExecutionSandbox,
+    HandleOps,
+    HostBridge,
+    SandboxLimits,
+    compile_program,
+)
+from recurgent.outcome import Outcome
+
+SECRET_KEY = "sk-live-secret-123456"
+"""An API key the fake child agents carry; generated code must never see it."""
+
+
+class FakeClock:
+    """A monotonic clock that advances by ``step`` seconds every time it is read."""
+
+    def __init__(self, step: float = 0.05) -> None:
+        self.now = 1000.0
+        self.step = step
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += self.step
+        return self.now
+
+
+@dataclass
+class FakeProvider:
+    """Stands in for a provider client: holds an API key generated code must not reach."""
+
+    api_key: str = SECRET_KEY
+
+
+@dataclass
+class FakeAgent:
+    """A child agent for direct sandbox specs: memory, a provider, and a scripted call."""
+
+    role: str
+    memory: dict[str, Any] = field(default_factory=dict)
+    provider: FakeProvider = field(default_factory=FakeProvider)
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = field(default_factory=list)
+    reply: Callable[[str, tuple[Any, ...], dict[str, Any]], Outcome] | None = None
+
+    def ops(self) -> HandleOps:
+        """The handle operations the host lends generated code for this agent."""
+
+        def call(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+            self.calls.append((method, args, kwargs))
+            if self.reply is not None:
+                return self.reply(method, args, kwargs)
+            return Outcome.ok(f"{self.role}.{method}{args}", tool_role=self.role)
+
+        def read(name: str) -> tuple[bool, Any]:
+            return (name in self.memory, self.memory.get(name))
+
+        return HandleOps(
+            role=self.role,
+            call=call,
+            set=self.memory.__setitem__,
+            read=read,
+            remember=self.memory.update,
+            agent=lambda: self,
+        )
+
+
+@dataclass
+class Host:
+    """The host side of a sandbox: memory, fake child agents and a record of forwarded calls."""
+
+    memory: dict[str, Any] = field(default_factory=dict)
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    children: dict[str, FakeAgent] = field(default_factory=dict)
+    delegations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    delegate_errors: dict[str, BaseException] = field(default_factory=dict)
+
+    def child(self, role: str) -> FakeAgent:
+        """The fake agent of a role, created on first use."""
+        return self.children.setdefault(role, FakeAgent(role))
+
+    def bridge(self) -> HostBridge:
+        """A HostBridge whose forwarded operations act on this host."""
+
+        def delegate(role: str, **options: Any) -> HandleOps:
+            self.delegations.append((role, options))
+            if role in self.delegate_errors:
+                raise self.delegate_errors[role]
+            return self.child(role).ops()
+
+        def tool(name: str, **options: Any) -> HandleOps:
+            if name not in self.children:
+                raise LookupError(f"unknown tool {name!r}")
+            return self.children[name].ops()
+
+        def handle_for_agent(obj: object) -> HandleOps | None:
+            return obj.ops() if isinstance(obj, FakeAgent) else None
+
+        return HostBridge(
+            role="tester",
+            method_name="run",
+            memory=self.memory,
+            args=self.args,
+            kwargs=self.kwargs,
+            delegate=delegate,
+            tool=tool,
+            remember=self.memory.update,
+            handle_for_agent=handle_for_agent,
+        )
+
+
+def execute(
+    source: str,
+    *,
+    host: Host | None = None,
+    limits: SandboxLimits | None = None,
+    clock: Callable[[], float] | None = None,
+    network: Any = "allow",
+) -> ExecutionResult:
+    """Compile ``source`` (dedented) and run it once in a fresh sandbox.
+
+    Raises:
+        InvalidCodeError: the policy refuses the code at compile time.
+    """
+    program = compile_program(textwrap.dedent(source))
+    options: dict[str, Any] = {"network": network}
+    if clock is not None:
+        options["clock"] = clock
+    sandbox = ExecutionSandbox(
+        (host or Host()).bridge(), limits=limits or SandboxLimits(timeout_seconds=5.0), **options
+    )
+    return sandbox.run(program)
+
+
+def value_of(source: str, **options: Any) -> Any:
+    """The value of a program that must succeed."""
+    result = execute(source, **options)
+    assert result.error is None, f"{type(result.error).__name__}: {result.error}"
+    assert result.violations == []
+    return result.value
+
+
+def error_of(source: str, **options: Any) -> tuple[str, str]:
+    """``(error_type, message)`` of a program that must fail."""
+    result = execute(source, **options)
+    assert result.error is not None, f"expected a failure, got value {result.value!r}"
+    return result.error.error_type, str(result.error)
