@@ -26,7 +26,7 @@ from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._observability import CallLogger
 from recurgent._options import KNOWN_OPTIONS, AgentOptions, parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
-from recurgent._sandbox import HandleOps
+from recurgent._sandbox import HandleOps, generated_code_running
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
 from recurgent.providers import Provider, default_provider
@@ -198,6 +198,16 @@ class Agent:
 
     def _dispatch(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
         internals = self._agent
+        if generated_code_running():
+            # Library code handed a raw agent (json.dump(data, agent) calls agent.write) would
+            # make LLM calls outside the forwarded-call budget and the handle boundary.
+            raise GuardrailViolationError(
+                f"Generated code called {internals.role}.{name} directly; agents are reachable "
+                "only through tool()/delegate() handles",
+                subtype="unforwarded_agent_call",
+                correction="call other agents only through handles returned by tool('name') or "
+                "delegate('name', ...); never pass an agent to library functions",
+            )
         with internals.lock:
             return run_call(self._runtime(), name, tuple(args), dict(kwargs))
 

@@ -739,3 +739,22 @@ class TestDelegateFromGeneratedCode:
         child = parent.make().value
 
         assert child.runtime_context == {"unit": "cm"}
+
+
+class TestAgentsReachedOutsideHandles:
+    """Generated code reaches agents only through handles, never through library code."""
+
+    def test_library_code_calling_a_stored_agent_is_a_guardrail_violation(self) -> None:
+        """json.dump(data, agent) makes json call agent.write; the call is refused, not dispatched."""
+        helper = Agent("scribe", provider=ScriptedProvider({"write": "return 1"}), log=False)
+        provider = ScriptedProvider(
+            {"save": "import json\njson.dump({'a': 1}, context['scribe'])\nreturn 'saved'"}
+        )
+        agent = Agent("archivist", provider=provider, log=False, guardrail_recovery_budget=0)
+        agent.scribe = helper
+
+        outcome = agent.save()
+
+        assert (outcome.status, outcome.error_type) == ("error", "guardrail_retry_exhausted")
+        assert outcome.metadata["guardrail_subtype"] == "unforwarded_agent_call"
+        assert helper.runtime_context == {}
