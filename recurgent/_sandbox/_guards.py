@@ -451,21 +451,12 @@ class _NotHandled:
 
 NOT_HANDLED: Any = _NotHandled()
 
-_OUTCOME_INSTANCE_ATTRIBUTES = frozenset(
-    {
-        "status",
-        "value",
-        "error_type",
-        "error_message",
-        "retriable",
-        "tool_role",
-        "method_name",
-        "metadata",
-        "ok",
-        "error",
-        "is_ok",
-        "is_error",
-        "value_or",
-        "get",
-    }
-)
+# Every field, plus the flags and readers generated code uses; never pydantic's model_* API.
+_OUTCOME_INSTANCE_ATTRIBUTES = frozenset(Outcome.model_fields) | {
+    "ok",
+    "error",
+    "is_ok",
+    "is_error",
+    "value_or",
+    "get",
+}
