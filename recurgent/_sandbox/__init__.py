@@ -39,7 +39,7 @@ from recurgent._sandbox._limits import (
     monotonic_clock,
 )
 from recurgent._sandbox._marshal import find_unplain, inbound, preexisting_unplain
-from recurgent._sandbox._modules import ALLOWED_MODULES, _Spec, make_importer
+from recurgent._sandbox._modules import ALLOWED_MODULES, ModuleFacade, _Spec, make_importer
 from recurgent._sandbox._network import make_network_modules
 from recurgent._sandbox._policy import MAIN_FUNCTION
 from recurgent._sandbox._sizes import size_hooks
@@ -69,6 +69,8 @@ __all__ = [
     "find_unplain",
     "generated_code_running",
 ]
+
+_NUMERIC_TYPES = frozenset({int, float})
 
 #: The names generated code sees besides builtins and imports (pinned by specs/sandbox).
 VISIBLE_NAMES = (
@@ -235,8 +237,9 @@ class ExecutionSandbox:
         ns.update(size_hooks())
         cheap_tick = self._cheap_tick
         # The inline fast path reads attributes natively for the types in _OPEN_. Classes the
-        # code defines join them: the guard would return the same getattr() for them.
-        open_types = set(OPEN_TYPES)
+        # code defines join them, and so do module facades: the guard would return the same
+        # getattr() for them (a facade's own __getattr__ applies its module's spec).
+        open_types = set(OPEN_TYPES) | {ModuleFacade}
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
             cls = SandboxType(name, bases, body, **kw)
@@ -254,6 +257,12 @@ class ExecutionSandbox:
             _type_=type,
             _OPEN_=open_types,
             _MUTABLE_=MUTABLE_TYPES,
+            # Tests of the policy's other fast paths (_fastpaths): generated code cannot rebind
+            # these, unlike int, float or type.
+            _INT_=int,
+            _FLOAT_=float,
+            _NUMERIC_=_NUMERIC_TYPES,
+            _SANDBOX_TYPE_=SandboxType,
             __metaclass__=make_class,
             __name__="sandbox",
         )

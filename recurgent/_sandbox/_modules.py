@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._sandbox._limits import TickingIterator
-from recurgent._sandbox._sizes import CheckedDecimal, CheckedFraction
+from recurgent._sandbox._numbers import CheckedDecimal, CheckedFraction
 from recurgent._sandbox._stdlib import (
     DIFFLIB_NAMES,
     HASHLIB_NAMES,
@@ -226,10 +226,16 @@ _MISSING: Any = object()
 
 
 class ModuleFacade:
-    """What ``import name`` binds in generated code: a filtered view of one module."""
+    """What ``import name`` binds in generated code: a filtered view of one module.
+
+    A name that resolves to a value other than a module or a container is cached in the
+    instance ``__dict__``: later reads of it, native or through the attribute policy, return
+    the same object without running the lookup again. Nothing else is ever stored there
+    (``__setattr__`` refuses every write), and generated code cannot reach ``__dict__``.
+    """
 
     __slots__ = (
-        "_facade_cache",
+        "__dict__",
         "_facade_module",
         "_facade_name",
         "_facade_resolve",
@@ -243,11 +249,11 @@ class ModuleFacade:
         object.__setattr__(self, "_facade_module", module)
         object.__setattr__(self, "_facade_spec", spec)
         object.__setattr__(self, "_facade_resolve", resolve)
-        object.__setattr__(self, "_facade_cache", {})
 
     def _facade_lookup(self, name: str) -> Any:
         """``module.name`` under the module's spec (the attribute policy calls this directly)."""
-        cached = self._facade_cache.get(name, _MISSING)
+        cache = self.__dict__
+        cached = cache.get(name, _MISSING)
         if cached is not _MISSING:
             return cached
         label = f"{self._facade_name}.{name}"
@@ -268,7 +274,7 @@ class ModuleFacade:
         if isinstance(value, dict | list | set | bytearray):
             # Module-level containers are shared with the host; hand out a copy each time.
             return copy.deepcopy(value)
-        self._facade_cache[name] = value
+        cache[name] = value
         return value
 
     def __getattr__(self, name: str) -> Any:

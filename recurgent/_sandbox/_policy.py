@@ -9,8 +9,10 @@ internals) and extends the policy in three directions:
 * **Hard limits**: deadline ticks at every loop body, function and lambda body, comprehension
   step and ``except`` handler; the multiplicative operators and format specs go through
   size-checking hooks.
-* **Speed**: attribute reads and item writes on a plain name take an inline fast path when the
-  object is a plain value type, and loops unpack natively; only the slow path calls a guard.
+* **Speed**: attribute reads and method calls on a name, item and attribute writes and
+  ``op=``, and arithmetic on names holding plain numbers take inline fast paths
+  (``_fastpaths``) whose run-time test selects native code only where the guard would do the
+  same; loops unpack natively. Only the slow path calls a guard.
 
 Every name this module emits starts with ``_`` so generated code can neither read nor rebind it.
 """
@@ -27,12 +29,25 @@ from RestrictedPython.transformer import (
     copy_locations,
 )
 
+from recurgent._sandbox._fastpaths import (
+    attribute_read,
+    attribute_store,
+    call as _call,
+    choose,
+    has_method_call,
+    item_store,
+    method_call,
+    name as _name,
+    native_augassign,
+    numeric_tree,
+    unhook,
+)
+
 __all__ = [
     "ALLOWED_DUNDER_METHODS",
     "MAIN_FUNCTION",
     "NAMEDTUPLE_ATTRIBUTES",
     "READABLE_DUNDER_ATTRIBUTES",
-    "SPECIAL_ATTRIBUTES",
     "SandboxPolicy",
     "wrap_in_main",
 ]
@@ -87,45 +102,12 @@ READABLE_DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
 # The underscore API of namedtuples; the guard allows these on namedtuples only.
 NAMEDTUPLE_ATTRIBUTES = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
 
-# Attribute names that never take the inline fast path because the guard answers them
-# differently on plain types: str.format* would walk attributes of its arguments, the rest can
-# build huge values in one C call.
-SPECIAL_ATTRIBUTES = frozenset(
-    {
-        "format",
-        "format_map",
-        "ljust",
-        "rjust",
-        "center",
-        "zfill",
-        "expandtabs",
-        "replace",
-        "join",
-        "translate",
-        "mro",
-        "fromkeys",
-        "to_bytes",
-        "sub",
-        "subn",
-        "expand",
-        "elements",
-    }
-)
-
 _SIZE_HOOKS: dict[type[ast.operator], str] = {
     ast.Mult: "_mul_",
     ast.Pow: "_pow_",
     ast.LShift: "_lshift_",
     ast.Mod: "_mod_",
 }
-
-
-def _name(identifier: str) -> ast.Name:
-    return ast.Name(identifier, ast.Load())
-
-
-def _call(function: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(func=_name(function), args=list(args), keywords=[])
 
 
 def _tick_statement() -> ast.stmt:
@@ -166,6 +148,7 @@ class SandboxPolicy(RestrictingNodeTransformer):
         super().__init__(errors, warnings, used_names)
         self._class_body_depth = 0
         self._function_depth = 0
+        self._in_numeric_tree = False
 
     # ----------------------------------------------------------------- names and definitions
 
@@ -246,24 +229,19 @@ class SandboxPolicy(RestrictingNodeTransformer):
             new_node = _call("_getattr_", value, ast.Constant(node.attr))
             copy_locations(new_node, node)
             return new_node
-        fast = (
-            isinstance(node.ctx, ast.Load)
-            and isinstance(node.value, ast.Name)
-            and not node.attr.startswith("_")
-            and node.attr not in SPECIAL_ATTRIBUTES
-        )
         guarded = super().visit_Attribute(node)
-        if not fast or not isinstance(guarded, ast.Call):
-            return guarded
-        receiver = guarded.args[0]
-        assert isinstance(receiver, ast.Name)
-        native = ast.Attribute(value=_name(receiver.id), attr=node.attr, ctx=ast.Load())
-        test = ast.Compare(
-            left=_call("_type_", _name(receiver.id)), ops=[ast.In()], comparators=[_name("_OPEN_")]
-        )
-        inline = ast.IfExp(test=test, body=native, orelse=guarded)
-        copy_locations(inline, node)
-        return inline
+        if isinstance(node.ctx, ast.Store) and isinstance(guarded, ast.Attribute):
+            return attribute_store(guarded)
+        if isinstance(node.ctx, ast.Load) and isinstance(guarded, ast.expr):
+            return attribute_read(guarded, node)
+        return guarded
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        duplicable = not has_method_call(node)
+        visited = super().visit_Call(node)
+        if duplicable and isinstance(visited, ast.expr):
+            return method_call(visited, node)
+        return visited
 
     # ----------------------------------------------------------------- subscripts
 
@@ -273,22 +251,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
             # plain data or defines __getitem__ under the sandbox's own rules.
             return self.node_contents_visit(node)
         node = self.node_contents_visit(node)
-        node.value = self._writable(node.value, node)
+        node.value = item_store(node.value, node)
         return node
-
-    def _writable(self, target: ast.expr, anchor: ast.AST) -> ast.expr:
-        guarded = _call("_write_", target)
-        copy_locations(guarded, anchor)  # type: ignore[arg-type]
-        if not isinstance(target, ast.Name):
-            return guarded
-        test = ast.Compare(
-            left=_call("_type_", _name(target.id)),
-            ops=[ast.In()],
-            comparators=[_name("_MUTABLE_")],
-        )
-        inline = ast.IfExp(test=test, body=_name(target.id), orelse=guarded)
-        copy_locations(inline, anchor)  # type: ignore[arg-type]
-        return inline
 
     # ----------------------------------------------------------------- iteration and unpacking
 
@@ -334,6 +298,23 @@ class SandboxPolicy(RestrictingNodeTransformer):
     # ----------------------------------------------------------------- operators with size caps
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
+        # An arithmetic tree of names and small numbers runs natively when its names hold
+        # plain numbers at run time (see _fastpaths.numeric_tree); its sub-trees are hooked
+        # only in the guarded branch.
+        tree = None if self._in_numeric_tree else numeric_tree(node)
+        if tree is None:
+            return self._hooked_binop(node)
+        self._in_numeric_tree = True
+        try:
+            guarded = self._hooked_binop(node)
+        finally:
+            self._in_numeric_tree = False
+        native = unhook(guarded)
+        if native is None:
+            return guarded
+        return choose(tree.test(), native, guarded, node)
+
+    def _hooked_binop(self, node: ast.BinOp) -> Any:
         node = self.node_contents_visit(node)
         hook = _SIZE_HOOKS.get(type(node.op))
         if hook is None:
@@ -366,24 +347,35 @@ class SandboxPolicy(RestrictingNodeTransformer):
     def _augassign_container(self, node: ast.AugAssign, operator: str) -> Iterator[ast.stmt]:
         # obj[key] += v  ->  _t0 = obj; _t1 = key; _write_(_t0)[_t1] = _inplace_('+=', _t0[_t1], v)
         # obj.attr += v  ->  _t0 = obj; _write_(_t0).attr = _inplace_('+=', _getattr_(_t0, 'attr'), v)
+        # An operator without a size hook keeps a native form, taken when the write guard
+        # would hand _t0 back and the read is native anyway (see _fastpaths.native_augassign).
         target = node.target
         holder = self.gen_tmp_name()
         yield ast.Assign(targets=[ast.Name(holder, ast.Store())], value=_strip_write(target))
+        native = None if type(node.op) in _SIZE_HOOKS else native_augassign(node, holder)
         if isinstance(target, ast.Subscript):
             key = self.gen_tmp_name()
-            yield ast.Assign(targets=[ast.Name(key, ast.Store())], value=target.slice)
+            guarded: list[ast.stmt] = [
+                ast.Assign(targets=[ast.Name(key, ast.Store())], value=target.slice)
+            ]
             current: ast.expr = ast.Subscript(value=_name(holder), slice=_name(key), ctx=ast.Load())
             store: ast.expr = ast.Subscript(
                 value=_call("_write_", _name(holder)), slice=_name(key), ctx=ast.Store()
             )
         else:
             assert isinstance(target, ast.Attribute)
+            guarded = []
             current = _call("_getattr_", _name(holder), ast.Constant(target.attr))
             store = ast.Attribute(
                 value=_call("_write_", _name(holder)), attr=target.attr, ctx=ast.Store()
             )
         value = _call("_inplace_", ast.Constant(operator), current, node.value)
-        yield ast.Assign(targets=[store], value=value)
+        guarded.append(ast.Assign(targets=[store], value=value))
+        if native is None:
+            yield from guarded
+        else:
+            test, statement = native
+            yield ast.If(test=test, body=[statement], orelse=guarded)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         # `x: int = 1` is `x = 1`; a bare `x: int` declares nothing at runtime.

@@ -5,13 +5,17 @@ the hooks here, and the attribute policy hands out checked versions of the few m
 types that can build a huge value from small arguments (``str.ljust``, ``int.to_bytes``,
 ``re.Pattern.sub``, ...). A breach raises :class:`SizeLimitExceeded`, reported as
 ``resource_limit`` (ADR 0012).
+
+Checks never trust what generated code can override: sizes come from ``_measure`` (read
+through the builtin base classes), an int operand is compared as ``int(x)``, and a str is
+counted with ``str.count``, so a subclass lying in ``__len__``, ``count`` or ``__gt__`` gains
+nothing.
 """
 
 from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # the helper string.Formatter uses
 import collections
-import decimal
 import fractions
 import operator
 import re
@@ -19,13 +23,20 @@ import string
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from recurgent._sandbox._limits import SandboxLimits, SizeLimitExceeded, TickingIterator
+from recurgent._sandbox._limits import SizeLimitExceeded, TickingIterator
+from recurgent._sandbox._measure import (
+    MAX_INT_BITS,
+    MAX_ITEMS,
+    check_bits,
+    check_items,
+    int_bits,
+    true_length,
+)
 
 __all__ = [
     "MAX_INT_BITS",
     "MAX_ITEMS",
-    "CheckedDecimal",
-    "CheckedFraction",
+    "SIZED_DUNDERS",
     "SafeFormatter",
     "check_bits",
     "check_items",
@@ -33,57 +44,36 @@ __all__ = [
     "int_bits",
     "pow_",
     "size_hooks",
+    "sized_dunder",
     "special_methods",
+    "true_length",
 ]
 
-_LIMITS = SandboxLimits()
-MAX_ITEMS = _LIMITS.max_sequence_items
-MAX_INT_BITS = _LIMITS.max_int_bits
 # Three-argument pow costs about (exponent bits) x (modulus bits)^1.6; this bound keeps it short.
 _MAX_MODPOW_WORK = 2**26
 
 _SEQUENCES = (str, bytes, bytearray, list, tuple)
+_EXACT_STR = frozenset({str})
 _WIDTH = re.compile(r"(\d+)")
 _PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
-# Decimal and Fraction accept exponents in text ("1e999999999") and expand them to huge
-# integers on conversion; constructors refuse exponents beyond this.
-_MAX_EXPONENT = 100_000
-_EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)")
 _GROUP_REFERENCE = re.compile(r"\\(?:[1-9]|g<)")
 _GROUP_REFERENCE_BYTES = re.compile(rb"\\(?:[1-9]|g<)")
 
 Binder = Callable[[Any], Callable[..., Any]]
 
 
-def check_items(count: int, what: str) -> None:
-    """Refuse an operation that would create more than ``max_sequence_items`` items."""
-    if count > MAX_ITEMS:
-        raise SizeLimitExceeded(
-            f"{what} would create {count} items; the sandbox limit is {MAX_ITEMS}"
-        )
-
-
-def int_bits(value: Any) -> int:
-    """Bits of an int, or of the larger part of a Fraction; 0 for anything else."""
-    if isinstance(value, int):
-        return value.bit_length()
-    if isinstance(value, fractions.Fraction):
-        return max(value.numerator.bit_length(), value.denominator.bit_length())
-    return 0
-
-
-def check_bits(bits: int, what: str) -> None:
-    """Refuse an operation that would create a number of more than ``max_int_bits`` bits."""
-    if bits > MAX_INT_BITS:
-        raise SizeLimitExceeded(
-            f"{what} would create a number of about {bits} bits; the sandbox limit is "
-            f"{MAX_INT_BITS} bits"
-        )
-
-
 def _repeat_count(sequence: Any, count: Any) -> None:
     if isinstance(count, int) and hasattr(sequence, "__len__") and not isinstance(sequence, int):
-        check_items(len(sequence) * count, "sequence repetition")
+        check_items(true_length(sequence) * int(count), "sequence repetition")
+
+
+def _check_product(a: Any, b: Any) -> None:
+    if isinstance(a, int | fractions.Fraction) and isinstance(b, int | fractions.Fraction):
+        check_bits(int_bits(a) + int_bits(b), "multiplication")
+    elif isinstance(b, int):
+        _repeat_count(a, b)
+    elif isinstance(a, int):
+        _repeat_count(b, a)
 
 
 def _mul_(a: Any, b: Any) -> Any:
@@ -95,42 +85,37 @@ def _mul_(a: Any, b: Any) -> Any:
         if a.bit_length() + b.bit_length() > MAX_INT_BITS:
             check_bits(a.bit_length() + b.bit_length(), "multiplication")
         return a * b
-    if isinstance(a, int | fractions.Fraction) and isinstance(b, int | fractions.Fraction):
-        check_bits(int_bits(a) + int_bits(b), "multiplication")
-    elif isinstance(b, int):
-        _repeat_count(a, b)
-    elif isinstance(a, int):
-        _repeat_count(b, a)
+    _check_product(a, b)
     return a * b
 
 
 def pow_(a: Any, b: Any) -> Any:
     """``a ** b`` with the result's size checked first."""
     if (
-        type(b) is int
-        and b > 1
+        isinstance(b, int)
+        and int(b) > 1
         and isinstance(a, int | fractions.Fraction)
-        and not (isinstance(a, int) and -1 <= a <= 1)
+        and not (isinstance(a, int) and -1 <= int(a) <= 1)
     ):
-        check_bits(int_bits(a) * b, "exponentiation")
+        check_bits(int_bits(a) * int(b), "exponentiation")
     return a**b
 
 
 def checked_modular_pow(base: Any, exponent: Any, modulus: Any) -> Any:
     """Three-argument ``pow`` with its running time bounded."""
     if isinstance(exponent, int) and isinstance(modulus, int):
-        work = abs(exponent).bit_length() * max(abs(modulus).bit_length(), 64)
-        if work > _MAX_MODPOW_WORK:
+        exponent_bits, modulus_bits = int_bits(int(exponent)), int_bits(int(modulus))
+        if exponent_bits * max(modulus_bits, 64) > _MAX_MODPOW_WORK:
             raise SizeLimitExceeded(
-                f"pow() with a {abs(exponent).bit_length()}-bit exponent and a "
-                f"{abs(modulus).bit_length()}-bit modulus exceeds the sandbox limit"
+                f"pow() with a {exponent_bits}-bit exponent and a {modulus_bits}-bit modulus "
+                "exceeds the sandbox limit"
             )
     return pow(base, exponent, modulus)
 
 
 def _lshift_(a: Any, b: Any) -> Any:
-    if isinstance(a, int) and isinstance(b, int) and b > 0:
-        check_bits(a.bit_length() + b, "left shift")
+    if isinstance(a, int) and isinstance(b, int) and int(b) > 0:
+        check_bits(int_bits(a) + int(b), "left shift")
     return a << b
 
 
@@ -143,34 +128,68 @@ def _check_spec(spec: str) -> None:
 
 
 def _sized(value: Any) -> int:
-    return len(value) if isinstance(value, str | bytes | bytearray) else 0
+    return true_length(value) if isinstance(value, str | bytes | bytearray) else 0
+
+
+def _check_percent(a: Any, b: Any) -> None:
+    if not isinstance(a, str | bytes):
+        return
+    template = str.__str__(a) if isinstance(a, str) else bytes.decode(a, "latin-1")
+    stars = 0
+    for width, precision in _PERCENT_FIELD.findall(template):
+        for part in (width, precision):
+            if part == "*":
+                stars += 1
+            elif part:
+                _check_spec(part)
+    # A tuple subclass may hide items from iteration; % reads its real items.
+    values = tuple.__getitem__(b, slice(None)) if isinstance(b, tuple) else (b,)
+    if stars:
+        for value in values[: stars * 2]:
+            if isinstance(value, int):  # a negative * width pads to the left
+                _check_spec(str(abs(int(value))))
+    fields = template.count("%")
+    if isinstance(b, dict):
+        # Named fields may repeat one large value any number of times.
+        values, repeats = tuple(dict.values(b)), fields
+    else:
+        repeats = min(fields, len(values))
+    check_items(len(template) + repeats * max(map(_sized, values), default=0), "%-formatting")
 
 
 def _mod_(a: Any, b: Any) -> Any:
     if type(a) is int or type(a) is float:
         return a % b
-    if isinstance(a, str | bytes):
-        template = a if isinstance(a, str) else a.decode("latin-1")
-        stars = 0
-        for width, precision in _PERCENT_FIELD.findall(template):
-            for part in (width, precision):
-                if part == "*":
-                    stars += 1
-                elif part:
-                    _check_spec(part)
-        values = b if isinstance(b, tuple) else (b,)
-        if stars:
-            for value in values[: stars * 2]:
-                if isinstance(value, int) and value > MAX_ITEMS:
-                    _check_spec(str(value))
-        fields = template.count("%")
-        if isinstance(b, dict):
-            # Named fields may repeat one large value any number of times.
-            values, repeats = tuple(b.values()), fields
-        else:
-            repeats = min(fields, len(values))
-        check_items(len(template) + repeats * max(map(_sized, values), default=0), "%-formatting")
+    _check_percent(a, b)
     return a % b
+
+
+_DUNDER_CHECKS: dict[str, Callable[[Any, Any], None]] = {
+    "__mul__": _check_product,
+    "__rmul__": lambda receiver, other: _check_product(other, receiver),
+    "__mod__": _check_percent,
+}
+
+#: Dunder methods that build a value as large as ``*`` or ``%`` does; see :func:`sized_dunder`.
+SIZED_DUNDERS = frozenset(_DUNDER_CHECKS)
+
+
+def sized_dunder(method: Any, name: str) -> Callable[..., Any]:
+    """``method`` (``super().__mul__`` and the like) with the check of its operator first.
+
+    ``method`` is bound (its receiver is ``__self__``) or, read through a class, unbound.
+    """
+    check = _DUNDER_CHECKS[name]
+    bound = hasattr(method, "__self__")
+    receiver = getattr(method, "__self__", None)
+
+    def checked(*args: Any) -> Any:
+        operands = (receiver, *args) if bound else args
+        if len(operands) == 2:
+            check(*operands)
+        return method(*args)
+
+    return checked
 
 
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
@@ -281,41 +300,81 @@ def _padding(method: str) -> Binder:
 
 def _bind_expandtabs(obj: Any) -> Callable[..., Any]:
     def expandtabs(tabsize: int = 8) -> Any:
-        check_items(len(obj) * max(int(tabsize), 1), "str.expandtabs")
+        check_items(true_length(obj) * max(int(tabsize), 1), "str.expandtabs")
         return obj.expandtabs(tabsize)
 
     return expandtabs
 
 
+def _text_base(obj: Any) -> Any:
+    return next(base for base in _TEXT if isinstance(obj, base))
+
+
 def _bind_replace(obj: Any) -> Callable[..., Any]:
     def replace(old: Any, new: Any, count: int = -1) -> Any:
-        if len(new) > len(old):
-            occurrences = len(obj) + 1 if not old else obj.count(old)
-            if count >= 0:
-                occurrences = min(occurrences, count)
-            check_items(len(obj) + occurrences * (len(new) - len(old)), "str.replace")
+        old_length, new_length = true_length(old), true_length(new)
+        if new_length > old_length:
+            length = true_length(obj)
+            occurrences = length + 1 if not old_length else _text_base(obj).count(obj, old)
+            if int(count) >= 0:
+                occurrences = min(occurrences, int(count))
+            check_items(length + occurrences * (new_length - old_length), "str.replace")
         return obj.replace(old, new, count)
 
     return replace
 
 
+def _joined_length(separator: Any, items: list[Any]) -> int:
+    total = true_length(separator) * (len(items) - 1)
+    if isinstance(separator, str) and {*map(type, items)} <= _EXACT_STR:
+        # The common case at C speed: len() of an exact str is its real length.
+        return total + sum(map(len, items))
+    if isinstance(separator, str):
+        return total + sum(true_length(item) for item in items if isinstance(item, str))
+    # bytes.join takes any buffer; nbytes is its real size (len() of a cast memoryview is not).
+    return total + sum(memoryview(item).nbytes for item in items if _is_buffer(item))
+
+
+def _is_buffer(item: Any) -> bool:
+    try:
+        memoryview(item).release()
+    except TypeError:  # join refuses it
+        return False
+    return True
+
+
 def _bind_join(obj: Any) -> Callable[..., Any]:
     def join(iterable: Iterable[Any]) -> Any:
-        items = list(iterable)
-        if obj and items:
-            total = len(obj) * (len(items) - 1)
-            total += sum(len(item) for item in items if isinstance(item, _SEQUENCES))
-            check_items(total, "str.join")
+        # A list is joined as it is: no generated code runs between the check and the join
+        # (lengths are read through the builtin types), so it cannot change in between.
+        items = iterable if type(iterable) is list else list(iterable)
+        if items:
+            check_items(_joined_length(obj, items), "str.join")
         return obj.join(items)
 
     return join
 
 
+def _resolved_table(text: str, table: Any) -> dict[int, Any]:
+    """The entries of a translation table ``text`` uses, read once into a plain dict."""
+    resolved: dict[int, Any] = {}
+    for char in set(str.__str__(text)):
+        try:
+            resolved[ord(char)] = table[ord(char)]
+        except LookupError:  # str.translate leaves such a character as it is
+            pass
+    return resolved
+
+
 def _bind_translate(obj: Any) -> Callable[..., Any]:
     def translate(table: Any) -> Any:
-        if isinstance(obj, str) and isinstance(table, dict):
-            longest = max((len(v) for v in table.values() if isinstance(v, str)), default=1)
-            check_items(len(obj) * longest, "str.translate")
+        if isinstance(obj, str):
+            # A mapping that is not a plain dict could answer the check and translate()
+            # differently; translate() gets the entries the check measured.
+            if type(table) is not dict:
+                table = _resolved_table(obj, table)
+            longest = max((true_length(v) for v in table.values() if isinstance(v, str)), default=1)
+            check_items(true_length(obj) * longest, "str.translate")
         return obj.translate(table)
 
     return translate
@@ -422,69 +481,3 @@ def special_methods(
         "expand": ((re.Match,), _bind_expand),
         "elements": ((collections.Counter,), bind_elements),
     }
-
-
-# ----------------------------------------------------------------------------- checked numbers
-
-
-def _check_exponent(value: Any) -> None:
-    if isinstance(value, decimal.Decimal):
-        digits = str(abs(value.adjusted())) if value.is_finite() else "0"
-    elif isinstance(value, str):
-        found = _EXPONENT.search(value)
-        digits = found.group(1).lstrip("+-") if found else "0"
-    else:
-        return
-    if len(digits) > 6 or int(digits) > _MAX_EXPONENT:
-        shown = digits if len(digits) <= 12 else digits[:12] + "..."
-        raise SizeLimitExceeded(
-            f"a number with exponent {shown} exceeds the sandbox limit of {_MAX_EXPONENT}"
-        )
-
-
-class _CheckedNumberMeta(type):
-    """A stand-in class: construction is checked, everything else is the wrapped class's.
-
-    ``isinstance(x, stand_in)`` is true for every instance of the wrapped class, and reading
-    an attribute of the stand-in reads the wrapped class's.
-    """
-
-    _wrapped: type
-
-    def __instancecheck__(cls, instance: Any) -> bool:
-        return isinstance(instance, cls._wrapped)
-
-    def __subclasscheck__(cls, subclass: type) -> bool:
-        return issubclass(subclass, cls._wrapped)
-
-    def __call__(cls, value: Any = 0, *args: Any, **kwargs: Any) -> Any:
-        _check_exponent(value)
-        result = cls._wrapped(value, *args, **kwargs)
-        _check_exponent(result)
-        return result
-
-    def __getattr__(cls, name: str) -> Any:
-        return getattr(cls._wrapped, name)
-
-
-class CheckedDecimal(metaclass=_CheckedNumberMeta):
-    """``decimal.Decimal`` as generated code constructs it: huge exponents are refused."""
-
-    _wrapped = decimal.Decimal
-
-
-class CheckedFraction(metaclass=_CheckedNumberMeta):
-    """``fractions.Fraction`` as generated code constructs it: huge exponents are refused."""
-
-    _wrapped = fractions.Fraction
-
-    @staticmethod
-    def from_decimal(dec: Any) -> Any:
-        """``Fraction.from_decimal`` with the exponent checked first."""
-        _check_exponent(dec)
-        return fractions.Fraction.from_decimal(dec)
-
-
-for _checked in (CheckedDecimal, CheckedFraction):
-    _checked.__module__ = _checked._wrapped.__module__
-    _checked.__name__ = _checked.__qualname__ = _checked._wrapped.__name__
