@@ -33,7 +33,7 @@ from recurgent._sandbox._policy import (
     NAMEDTUPLE_ATTRIBUTES,
     READABLE_DUNDER_ATTRIBUTES,
 )
-from recurgent._sandbox._sizes import SafeFormatter, special_methods
+from recurgent._sandbox._sizes import SIZED_DUNDERS, SafeFormatter, sized_dunder, special_methods
 from recurgent.outcome import Outcome
 
 __all__ = [
@@ -357,7 +357,9 @@ class AttributePolicy:
             and isinstance(obj, super)
             and is_sandbox_made(obj.__self__)  # type: ignore[attr-defined]
         ):
-            return getattr(obj, name)
+            # super().__mul__ of a str or list subclass is the builtin operator: cap it too.
+            method = getattr(obj, name)
+            return sized_dunder(method, name) if name in SIZED_DUNDERS else method
         raise AttributeError(
             f"{name!r} is not accessible: names starting with '_' are private in the sandbox"
         )

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from recurgent._sandbox._limits import SizeLimitExceeded
+from recurgent._sandbox._measure import true_length
 from recurgent._sandbox._sizes import (
     check_bits,
     check_items,
@@ -61,8 +62,13 @@ _NFKD_EXPANSION = 18  # the longest decomposition of one code point
 # ----------------------------------------------------------------------------- math
 
 
+def _real_int(n: Any) -> Any:
+    """The value math functions will use: an int subclass cannot lie through its operators."""
+    return int.__index__(n) if isinstance(n, int) else n
+
+
 def _checked_factorial(n: Any) -> Any:
-    if isinstance(n, int) and n > _MAX_FACTORIAL:
+    if isinstance(n, int) and _real_int(n) > _MAX_FACTORIAL:
         raise SizeLimitExceeded(
             f"math.factorial({n}) exceeds the sandbox limit of {_MAX_FACTORIAL}"
         )
@@ -70,7 +76,7 @@ def _checked_factorial(n: Any) -> Any:
 
 
 def _checked_comb(n: Any, k: Any) -> Any:
-    if isinstance(n, int) and n > _MAX_FACTORIAL:
+    if isinstance(n, int) and _real_int(n) > _MAX_FACTORIAL:
         raise SizeLimitExceeded(
             f"math.comb({n}, ...) exceeds the sandbox limit of {_MAX_FACTORIAL}"
         )
@@ -78,7 +84,7 @@ def _checked_comb(n: Any, k: Any) -> Any:
 
 
 def _checked_perm(n: Any, k: Any = None) -> Any:
-    if isinstance(n, int) and n > _MAX_FACTORIAL:
+    if isinstance(n, int) and _real_int(n) > _MAX_FACTORIAL:
         raise SizeLimitExceeded(
             f"math.perm({n}, ...) exceeds the sandbox limit of {_MAX_FACTORIAL}"
         )
@@ -248,17 +254,18 @@ def pprint_overrides() -> dict[str, Any]:
 
 
 def _checked_indent(text: str, prefix: str, predicate: Any = None) -> str:
-    check_items(len(text) + (text.count("\n") + 1) * len(prefix), "textwrap.indent()")
+    lines = str.count(text, "\n") + 1 if isinstance(text, str) else 1
+    check_items(true_length(text) + lines * true_length(prefix), "textwrap.indent()")
     return textwrap.indent(text, prefix, predicate)
 
 
 def _wrapping(function: Callable[..., Any]) -> Callable[..., Any]:
     def checked(text: str, width: int = 70, **kwargs: Any) -> Any:
-        indents = sum(
-            len(str(kwargs.get(name, "")))
-            for name in ("initial_indent", "subsequent_indent", "placeholder")
-        )
-        check_items(len(text) * (1 + indents), f"textwrap.{function.__name__}()")
+        parts = [
+            kwargs.get(name, "") for name in ("initial_indent", "subsequent_indent", "placeholder")
+        ]
+        indents = sum(true_length(p) if isinstance(p, str) else len(str(p)) for p in parts)
+        check_items(true_length(text) * (1 + indents), f"textwrap.{function.__name__}()")
         return function(text, width, **kwargs)
 
     checked.__name__ = function.__name__

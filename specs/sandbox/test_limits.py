@@ -190,6 +190,37 @@ class TestSizeCaps:
 
         assert (type(result.error), message in str(result.error)) == (ResourceLimitError, True)
 
+    @pytest.mark.parametrize(
+        ("source", "message"),
+        [
+            (
+                "class S(str):\n    def twice(self, n):\n        return super().__mul__(n)\n"
+                "result = S('ab').twice(10**8)",
+                "would create 200000000 items",
+            ),
+            (
+                "class L(list):\n    def times(self, n):\n        return super().__mul__(n)\n"
+                "result = L([0]).times(10**9)",
+                "would create 1000000000 items",
+            ),
+            (
+                "import math\nclass N(int):\n    def __gt__(self, other):\n        return False\n"
+                "result = math.factorial(N(30000))",
+                "math.factorial(30000) exceeds the sandbox limit of 20000",
+            ),
+            (
+                "import textwrap\nclass S(str):\n    def __len__(self):\n        return 1\n"
+                "result = textwrap.indent('a\\n' * 3000, S('x' * 5000))",
+                "textwrap.indent() would create",
+            ),
+        ],
+    )
+    def test_subclasses_cannot_slip_past_a_cap(self, source: str, message: str) -> None:
+        """super() dunders and int/str subclasses that lie about their size still hit the cap."""
+        result = execute(source)
+
+        assert (type(result.error), message in str(result.error)) == (ResourceLimitError, True)
+
     def test_memory_growth_stops_the_attempt(self) -> None:
         """A loop that keeps doubling a string stops once the process has grown past the cap."""
         result = execute(
