@@ -118,8 +118,9 @@ result = fib(27)
     ),
 )
 
-# Common shapes whose attribute reads take the guarded slow path today. They are reported
-# against plain exec only and are not part of the targets.
+# Common shapes outside the five target programs: module function calls and methods of a
+# class the program defines. They used to take the guarded slow path and now have their own
+# fast paths; they are reported against plain exec only and are not part of the targets.
 SLOW_PATH_PROGRAMS = (
     Program(
         "module function calls",
