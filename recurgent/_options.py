@@ -9,7 +9,7 @@ import math
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,10 +79,6 @@ class AgentOptions:
             inherited["delegation_budget"] = self.delegation_budget - 1
         inherited.update({k: v for k, v in overrides.items() if k in _RUNTIME_OPTIONS})
         return inherited
-
-    def with_provider(self, provider: Provider) -> AgentOptions:
-        """The same options bound to a concrete provider."""
-        return replace(self, provider=provider)
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -52,7 +52,6 @@ __all__ = [
 # Three-argument pow costs about (exponent bits) x (modulus bits)^1.6; this bound keeps it short.
 _MAX_MODPOW_WORK = 2**26
 
-_SEQUENCES = (str, bytes, bytearray, list, tuple)
 _EXACT_STR = frozenset({str})
 _WIDTH = re.compile(r"(\d+)")
 _PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
