@@ -266,12 +266,21 @@ class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
+class _IncompleteBody(Exception):
+    """The connection closed before the body announced by Content-Length arrived."""
+
+
 def _read_capped(stream: Any, cap: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
         chunk = stream.read(64 * 1024)
         if not chunk:
+            # http.client returns a short body silently when the peer closes early; a truncated
+            # feed must be an error generated code can see, not a valid-looking 200.
+            announced = getattr(stream, "length", None)
+            if isinstance(announced, int) and announced > 0:
+                raise _IncompleteBody(f"{size} of {size + announced} bytes")
             return b"".join(chunks)
         size += len(chunk)
         if size > cap:
@@ -325,10 +334,12 @@ def make_network_modules(
                     headers=Headers(list(raw.headers.items())),
                     body=body,
                 )
+        except _IncompleteBody as short:
+            failure = URLError(f"incomplete response body: received {short}")
         except urllib.error.HTTPError as error:
             try:
                 body = _read_capped(error, limits.max_response_bytes)
-            except (OSError, SizeLimitExceeded):
+            except (OSError, SizeLimitExceeded, _IncompleteBody):
                 body = b""
             failure = HTTPError(
                 request.full_url,

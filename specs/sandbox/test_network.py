@@ -43,6 +43,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(302, b"", {"Location": f"http://localhost:{port}/text"})
         elif self.path == "/big":
             self._send(200, b"x" * 5000)
+        elif self.path == "/truncated":
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"x" * 40)
+            self.close_connection = True
         elif self.path == "/slow":
             self.release.wait(timeout=10)
             self._send(200, b"late")
@@ -157,6 +163,18 @@ class TestCapsAndTimeouts:
             "Resource limit in tester.run: HTTP response body exceeds the sandbox limit of "
             "1000 bytes",
         )
+
+    def test_truncated_body_is_a_url_error(self, base_url: str) -> None:
+        """A body shorter than its Content-Length is a URLError, not a short 200 response."""
+        code = (
+            "import urllib.request, urllib.error\n"
+            "try:\n"
+            f"    result = urllib.request.urlopen({base_url + '/truncated'!r}).read()\n"
+            "except urllib.error.URLError as error:\n"
+            "    result = str(error.reason)"
+        )
+
+        assert value_of(code) == "incomplete response body: received 40 of 100 bytes"
 
     def test_missing_timeout_defaults(self, base_url: str) -> None:
         """Without ``timeout`` the request waits ``default_http_timeout`` and raises URLError."""
