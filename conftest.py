@@ -12,10 +12,20 @@ from recurgent import providers
 
 @pytest.fixture(autouse=True)
 def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Redirect XDG state (the default log path) into tmp_path and forbid provider requests."""
+    """Redirect XDG state into tmp_path, drop proxies and forbid provider requests."""
     state = tmp_path / "xdg-state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     monkeypatch.delenv("RECURGENT_MODEL", raising=False)
+    # Loopback servers only: a proxy from the environment would carry test requests off the host.
+    for name in (
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+    ):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", False)
     yield
 
