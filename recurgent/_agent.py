@@ -252,14 +252,6 @@ class Agent:
             return outcome
 
         def set_value(name: str, value: Any) -> None:
-            if callable(value):
-                raise GuardrailViolationError(
-                    f"Defining singleton methods on Agent instances is not supported "
-                    f"({child._agent.role}.{name}); use tool/delegate invocation paths",
-                    subtype="singleton_method_mutation",
-                    correction="keep helper functions local to the program; store only plain "
-                    "data on agents",
-                )
             setattr(child, name, value)
 
         def read(name: str) -> tuple[bool, Any]:
