@@ -39,7 +39,7 @@ from recurgent._options import AgentOptions
 from recurgent._prompting import build_prompts
 from recurgent._registry import integrity_violation
 from recurgent._sandbox import ExecutionSandbox, HandleOps, HostBridge, SandboxLimits
-from recurgent._sandbox._limits import Clock, monotonic_clock
+from recurgent._sandbox._limits import Clock, enclosing_remaining, monotonic_clock
 from recurgent._snapshot import MemorySnapshot
 from recurgent._values import json_safe
 from recurgent.errors import (
@@ -191,9 +191,19 @@ def _outcome_from_error(error: RecurgentError, role: str, method: str, depth: in
     )
 
 
+def _capped_by_enclosing(seconds: float | None) -> float | None:
+    """A child's time limit never outlasts the attempt of the parent code that called it."""
+    remaining = enclosing_remaining()
+    if remaining is None:
+        return seconds
+    return remaining if seconds is None else min(seconds, remaining)
+
+
 def _sandbox_limits(options: AgentOptions) -> SandboxLimits:
+    timeout = _capped_by_enclosing(options.execution_timeout_seconds)
+    assert timeout is not None
     return SandboxLimits(
-        timeout_seconds=options.execution_timeout_seconds,
+        timeout_seconds=timeout,
         max_forwarded_calls=options.forwarded_call_budget,
     )
 
@@ -273,7 +283,7 @@ def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -
         system_prompt=system,
         user_prompt=user,
         attempt=1,
-        timeout_seconds=options.provider_timeout_seconds,
+        timeout_seconds=_capped_by_enclosing(options.provider_timeout_seconds),
     )
     return generate_program(
         provider=runtime.provider,

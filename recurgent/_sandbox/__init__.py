@@ -36,6 +36,7 @@ from recurgent._sandbox._limits import (
     SizeLimitExceeded,
     Ticker,
     Watchdog,
+    attempt_deadline,
     monotonic_clock,
 )
 from recurgent._sandbox._marshal import find_unplain, inbound, preexisting_unplain
@@ -439,7 +440,10 @@ class ExecutionSandbox:
             main = self._namespace.pop(MAIN_FUNCTION)
             running = _RUNNING.set(True)
             try:
-                with outcome_context(bridge.role, bridge.method_name):
+                with (
+                    outcome_context(bridge.role, bridge.method_name),
+                    attempt_deadline(self._ticker.remaining),
+                ):
                     value = main()
             finally:
                 _RUNNING.reset(running)

@@ -17,6 +17,7 @@ a loop that keeps growing memory stops once the process has grown by more than t
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import os
 import threading
@@ -37,6 +38,8 @@ __all__ = [
     "Ticker",
     "TickingIterator",
     "Watchdog",
+    "attempt_deadline",
+    "enclosing_remaining",
     "monotonic_clock",
 ]
 
@@ -52,6 +55,37 @@ class _RealClock:
 def monotonic_clock() -> float:
     """The real monotonic clock, immune to freezegun."""
     return _RealClock.read()
+
+
+# The remaining time of the attempt whose code is running in this context, if any. Work done on
+# that code's behalf outside the ticks (a child agent's call, a regex match, an HTTP read) is
+# bounded by it, so no forwarded operation outlives the attempt that asked for it.
+_ENCLOSING: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar(
+    "recurgent_enclosing_deadline", default=None
+)
+
+
+def enclosing_remaining() -> float | None:
+    """Seconds left to the innermost running attempt's deadline, or ``None`` outside any attempt."""
+    remaining = _ENCLOSING.get()
+    return None if remaining is None else remaining()
+
+
+class attempt_deadline:
+    """Make ``remaining`` the enclosing deadline for the code run inside the ``with`` block."""
+
+    __slots__ = ("_remaining", "_token")
+
+    def __init__(self, remaining: Callable[[], float]) -> None:
+        self._remaining = remaining
+        self._token: contextvars.Token[Callable[[], float] | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _ENCLOSING.set(self._remaining)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _ENCLOSING.reset(self._token)
 
 
 class AttemptStopped(BaseException):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -346,3 +347,23 @@ class TestTolerantDelegation:
         assert outcome.value == [error_type, retriable, "fine"]
         assert sorted(builder.runtime_context["tools"]) == ["flaky_tool", "stable_tool"]
         assert builder.runtime_context["tools"]["flaky_tool"]["failure_count"] == 1
+
+
+class TestEnclosingDeadline:
+    """A delegated call never outlives the attempt of the parent code that made it."""
+
+    def test_child_timeout_is_capped_by_the_parent_attempt(self) -> None:
+        """A child with its own 30 s limit, called from a 1 s parent attempt, gets < 1 s."""
+        provider = ScriptedProvider(
+            {
+                ("builder", "run"): "return delegate('looper').spin()",
+                ("looper", "spin"): "while True:\n    pass",
+            }
+        )
+        parent = Agent("builder", provider=provider, log=False, execution_timeout_seconds=1)
+        outcome = parent.run()
+        assert outcome.error_type == "timeout"
+        assert [r.method_name for r in provider.requests] == ["run", "spin"]
+        limit = re.search(r"execution_timeout_seconds=([0-9.]+)", outcome.error_message or "")
+        assert limit is not None
+        assert float(limit.group(1)) < 1.0
