@@ -1,0 +1,350 @@
+"""The worker process: reads run requests on stdin and runs each program in a restricted sandbox.
+
+Started as ``python -I -m recurgent._worker`` (ADR 0040). Generated code is compiled by the same
+policy as in the parent (``compile_program``) and runs in an ``ExecutionSandbox`` whose
+``tool``/``delegate``/``remember`` and handle operations are forwarded to the parent over the
+pipe, so the parent runs them with its budgets and logs them. The protocol writes go to a
+private duplicate of the original stdout; file descriptor 1 and ``sys.stdout`` point at stderr,
+so nothing a package prints can corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import resource
+import sys
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from recurgent._sandbox import (
+    ExecutionResult,
+    ExecutionSandbox,
+    HandleOps,
+    HostBridge,
+    SandboxLimits,
+    compile_program,
+)
+from recurgent._worker._imports import DependencyAccess, installed_top_level_names
+from recurgent._worker._protocol import (
+    ForwardReply,
+    ForwardRequest,
+    RawExecRequest,
+    RunRequest,
+    RunResult,
+    Unencodable,
+    WireError,
+    dump_line,
+    error_to_wire,
+    from_wire,
+    parse_line,
+    to_wire,
+)
+from recurgent.errors import (
+    BudgetExceededError,
+    GuardrailViolationError,
+    InvalidCodeError,
+    NonSerializableResultError,
+    UsageError,
+)
+from recurgent.outcome import Outcome
+
+__all__ = ["RemoteAgent", "main"]
+
+#: Set by the parent only when a test asks for it: enables ``raw_exec`` requests.
+TEST_HOOKS_VARIABLE = "RECURGENT_WORKER_TEST_HOOKS"
+
+
+class RemoteAgent:
+    """The worker's stand-in for an agent the parent holds (valid for one run)."""
+
+    __slots__ = ("number", "role")
+
+    def __init__(self, number: int, role: str) -> None:
+        self.number = number
+        self.role = role
+
+    def __repr__(self) -> str:
+        return f"<agent {self.role!r}>"
+
+
+class ProtocolBroken(Exception):
+    """The parent sent something this worker cannot follow; the worker exits."""
+
+
+class _Channel:
+    def __init__(self, reader: IO[bytes], writer: IO[bytes]) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    def send(self, message: Any) -> None:
+        self._writer.write(dump_line(message))
+        self._writer.flush()
+
+    def receive(self) -> Any:
+        line = self._reader.readline()
+        if not line:
+            return None
+        try:
+            return parse_line(line)
+        except ValueError as error:
+            raise ProtocolBroken(f"unreadable message: {error}") from None
+
+
+_FORWARDED_ERRORS: dict[str, type[Exception]] = {
+    "BudgetExceededError": BudgetExceededError,
+    "UsageError": UsageError,
+}
+
+
+class _Forwarder:
+    """The bridge operations of one run, each a round trip to the parent."""
+
+    def __init__(self, channel: _Channel, call_id: str) -> None:
+        self._channel = channel
+        self._call_id = call_id
+        self._next = 0
+        self._agents: dict[int, RemoteAgent] = {}
+
+    def agent(self, number: int, role: str) -> RemoteAgent:
+        found = self._agents.get(number)
+        if found is None:
+            found = self._agents[number] = RemoteAgent(number, role)
+        return found
+
+    def reference(self, value: object) -> tuple[int, str] | None:
+        if isinstance(value, RemoteAgent):
+            return value.number, value.role
+        return None
+
+    def _encode(self, value: Any, where: str) -> Any:
+        try:
+            return to_wire(value, where, self.reference)
+        except Unencodable as error:
+            raise NonSerializableResultError(str(error)) from None
+
+    def forward(
+        self,
+        op: Any,
+        *,
+        handle: int | None = None,
+        name: str | None = None,
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> ForwardReply:
+        self._next += 1
+        request = ForwardRequest(
+            call_id=self._call_id,
+            forward_id=self._next,
+            op=op,
+            handle=handle,
+            name=name,
+            args=self._encode(list(args), f"{op} arguments"),
+            kwargs=self._encode(dict(kwargs or {}), f"{op} options"),
+        )
+        self._channel.send(request)
+        reply = self._channel.receive()
+        if not isinstance(reply, ForwardReply) or reply.forward_id != self._next:
+            raise ProtocolBroken("expected the reply to a forwarded call")
+        if reply.ok:
+            return reply
+        wire = reply.error or WireError(error_type="execution", message="forwarded call failed")
+        if reply.error_class == "GuardrailViolationError":
+            raise GuardrailViolationError(
+                wire.message, subtype=wire.subtype or "unknown", correction=wire.correction
+            )
+        if reply.error_class == "NonSerializableResultError":
+            raise NonSerializableResultError(wire.message)
+        raise _FORWARDED_ERRORS.get(reply.error_class or "", RuntimeError)(wire.message)
+
+    def ops(self, number: int, role: str) -> HandleOps:
+        forward, decode = self.forward, self.decode
+
+        def call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+            reply = forward("handle_call", handle=number, name=name, args=args, kwargs=kwargs)
+            value = decode(reply.value)
+            return value if isinstance(value, Outcome) else Outcome.ok(value)
+
+        def set_value(name: str, value: Any) -> None:
+            forward("handle_set", handle=number, name=name, args=[value])
+
+        def read(name: str) -> tuple[bool, Any]:
+            reply = forward("handle_read", handle=number, name=name)
+            found, value = decode(reply.value)
+            return bool(found), value
+
+        def remember(entries: Mapping[str, Any]) -> None:
+            forward("handle_remember", handle=number, kwargs=entries)
+
+        return HandleOps(
+            role=role,
+            call=call,
+            set=set_value,
+            read=read,
+            remember=remember,
+            agent=lambda: self.agent(number, role),
+        )
+
+    def remember(self, entries: Mapping[str, Any]) -> None:
+        self.forward("remember", kwargs=entries)
+
+    def decode(self, value: Any) -> Any:
+        return from_wire(value, self.agent)
+
+    def opener(self, op: Any) -> Any:
+        def open_handle(name: Any, **options: Any) -> HandleOps:
+            reply = self.forward(op, name=str(name), kwargs=options)
+            if reply.handle is None:
+                raise ProtocolBroken(f"{op} reply without a handle")
+            return self.ops(reply.handle, str(reply.value))
+
+        return open_handle
+
+    def handle_for(self, value: object) -> HandleOps | None:
+        if isinstance(value, RemoteAgent):
+            return self.ops(value.number, value.role)
+        return None
+
+
+def _limit_cpu(seconds: int | None) -> None:
+    """Let this run use ``seconds`` more CPU seconds (the hard limit is the parent's)."""
+    if seconds is None:
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime) + 1
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    wanted = used + seconds
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (wanted, hard))
+
+
+def _memory_writes(
+    before: Mapping[str, Any], after: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    written = {
+        key: value
+        for key, value in after.items()
+        if key not in before or json.dumps(before[key]) != json.dumps(value)
+    }
+    deleted = [key for key in before if key not in after]
+    return written, deleted
+
+
+def _finish(
+    request: RunRequest, forwarder: _Forwarder, memory: Any, done: ExecutionResult
+) -> RunResult:
+    error = done.error
+    value: Any = None
+    written: dict[str, Any] = {}
+    deleted: list[str] = []
+    try:
+        if error is None:
+            value = to_wire(done.value, "the result", forwarder.reference)
+        encoded_memory = to_wire(memory, "context", forwarder.reference)
+        written, deleted = _memory_writes(request.memory, encoded_memory)
+    except Unencodable as problem:
+        if error is None:
+            error = NonSerializableResultError(
+                f"{problem}; only plain data (dicts, lists, strings, numbers, booleans, None, "
+                "Outcomes) can cross the worker boundary"
+            )
+        value = None
+    return RunResult(
+        call_id=request.call_id,
+        status="ok" if error is None else "error",
+        value=value,
+        memory_set=written,
+        memory_deleted=deleted,
+        stdout=done.stdout,
+        error=None if error is None else error_to_wire(error),
+        violations=[error_to_wire(violation) for violation in done.violations],
+        forwarded_calls=done.forwarded_calls,
+    )
+
+
+def run_request(request: RunRequest, channel: _Channel, access: DependencyAccess) -> RunResult:
+    """Run one program; every failure of the program is reported, never raised."""
+    forwarder = _Forwarder(channel, request.call_id)
+    memory = forwarder.decode(request.memory)
+    bridge = HostBridge(
+        role=request.role,
+        method_name=request.method_name,
+        memory=memory,
+        args=tuple(forwarder.decode(request.args)),
+        kwargs=forwarder.decode(request.kwargs),
+        delegate=forwarder.opener("delegate"),
+        tool=forwarder.opener("tool"),
+        remember=forwarder.remember,
+        handle_for_agent=forwarder.handle_for,
+    )
+    try:
+        program = compile_program(request.code)
+    except InvalidCodeError as error:
+        return RunResult(call_id=request.call_id, status="error", error=error_to_wire(error))
+    sandbox = ExecutionSandbox(
+        bridge, limits=SandboxLimits(**request.limits.model_dump()), network=request.network
+    )
+    # The sandbox owns its namespace; the worker widens exactly two entries of it (ADR 0042).
+    namespace = sandbox._namespace
+    namespace["__builtins__"]["__import__"] = access.wrap_importer(
+        namespace["__builtins__"]["__import__"]
+    )
+    namespace["_getattr_"] = access.wrap_getattr(namespace["_getattr_"])
+    _limit_cpu(request.cpu_seconds)
+    return _finish(request, forwarder, memory, sandbox.run(program))
+
+
+def _raw_exec(request: RawExecRequest) -> RunResult:
+    """Test hook: what a program that escaped the policy could do (plain ``exec``)."""
+    namespace: dict[str, Any] = {"__builtins__": builtins, "result": None}
+    try:
+        exec(request.code, namespace)
+        value = to_wire(namespace.get("result"), "the result", lambda _: None)
+    except BaseException as error:
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        wire = WireError(
+            error_type="execution",
+            message=f"{type(error).__name__}: {error}",
+            root_class=type(error).__name__,
+            root_message=str(error),
+        )
+        return RunResult(call_id=request.call_id, status="error", error=wire)
+    return RunResult(call_id=request.call_id, status="ok", value=value)
+
+
+def _serve(channel: _Channel, access: DependencyAccess, test_hooks: bool) -> int:
+    while True:
+        request = channel.receive()
+        if request is None:
+            return 0
+        if isinstance(request, RunRequest):
+            channel.send(run_request(request, channel, access))
+        elif isinstance(request, RawExecRequest) and test_hooks:
+            channel.send(_raw_exec(request))
+        else:
+            raise ProtocolBroken(f"unexpected {type(request).__name__}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve requests until stdin closes. ``argv``: ``[--site-packages DIR]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    site = Path(argv[argv.index("--site-packages") + 1]) if "--site-packages" in argv else None
+    access = DependencyAccess(installed_top_level_names(site) if site else frozenset())
+    test_hooks = os.environ.pop(TEST_HOOKS_VARIABLE, "") == "1"
+    protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    channel = _Channel(sys.stdin.buffer, protocol_out)
+    try:
+        return _serve(channel, access, test_hooks)
+    except ProtocolBroken as broken:
+        sys.stderr.write(f"recurgent worker: {broken}\n")
+        return 2
+    except BaseException:  # noqa: BLE001 - the tail of stderr is what the parent reports
+        traceback.print_exc(file=sys.stderr)
+        return 3

@@ -1,0 +1,275 @@
+"""``ProcessExecutor``: the execution port over a worker process, and the parent's forwarding.
+
+It encodes the call's memory and arguments for the pipe (agents become numbered references
+valid for one run), answers the worker's forwarded calls with the host bridge under the
+attempt's deadline, applies the worker's memory writes to the live memory, and turns the
+worker's answer back into an ``ExecutionResult`` carrying the worker's log fields.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from recurgent._execution import Capabilities, ExecutionInputs
+from recurgent._redact import redact
+from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
+from recurgent._sandbox._limits import attempt_deadline
+from recurgent._worker._env import Environment
+from recurgent._worker._protocol import (
+    ForwardReply,
+    ForwardRequest,
+    RawExecRequest,
+    RunRequest,
+    RunResult,
+    Unencodable,
+    WireError,
+    WireLimits,
+    error_from_wire,
+    error_to_wire,
+    from_wire,
+    to_wire,
+)
+from recurgent._worker._supervisor import WorkerSupervisor
+from recurgent.errors import (
+    BudgetExceededError,
+    GuardrailViolationError,
+    NonSerializableResultError,
+    RecurgentError,
+    UsageError,
+    WorkerCrashError,
+)
+from recurgent.program import Program
+
+__all__ = ["ProcessExecutor", "WorkerExecutionResult"]
+
+_PASSED_ERRORS = (
+    BudgetExceededError,
+    UsageError,
+    GuardrailViolationError,
+    NonSerializableResultError,
+)
+
+
+@dataclass(slots=True)
+class WorkerExecutionResult(ExecutionResult):
+    """An ``ExecutionResult`` plus the worker's log fields (``execution_receiver`` etc.)."""
+
+    log_fields: dict[str, Any] = field(default_factory=dict)
+
+
+class _Run:
+    """The agent references and forwarded-call answers of one run."""
+
+    def __init__(self, bridge: HostBridge, deadline: float) -> None:
+        self._bridge = bridge
+        self._deadline = deadline
+        self._ops: dict[int, HandleOps] = {}
+        self._numbers: dict[int, int] = {}
+
+    def _register(self, ops: HandleOps, key: int) -> int:
+        number = self._numbers.get(key)
+        if number is None:
+            number = len(self._ops) + 1
+            self._ops[number] = ops
+            self._numbers[key] = number
+        return number
+
+    def reference(self, value: object) -> tuple[int, str] | None:
+        ops = self._bridge.handle_for_agent(value)
+        if ops is None:
+            return None
+        return self._register(ops, id(ops.agent())), ops.role
+
+    def agent(self, number: int, role: str) -> object:
+        ops = self._ops.get(number)
+        if ops is None:
+            raise WorkerCrashError(f"worker referred to unknown agent #{number} ({role})")
+        return ops.agent()
+
+    def encode(self, value: Any, where: str) -> Any:
+        return to_wire(value, where, self.reference)
+
+    def decode(self, value: Any) -> Any:
+        return from_wire(value, self.agent)
+
+    def _handle(self, number: int | None) -> HandleOps:
+        ops = self._ops.get(number or 0)
+        if ops is None:
+            raise WorkerCrashError(f"worker used unknown handle #{number}")
+        return ops
+
+    def _perform(self, request: ForwardRequest) -> tuple[Any, int | None]:
+        bridge = self._bridge
+        args = self.decode(request.args)
+        kwargs = self.decode(request.kwargs)
+        name = request.name or ""
+        if request.op in ("delegate", "tool"):
+            opener = bridge.delegate if request.op == "delegate" else bridge.tool
+            ops = opener(name, **kwargs)
+            return ops.role, self._register(ops, id(ops.agent()))
+        if request.op == "remember":
+            bridge.remember(kwargs)
+            return None, None
+        ops = self._handle(request.handle)
+        if request.op == "handle_call":
+            return self.encode(ops.call(name, tuple(args), kwargs), f"{ops.role}.{name}()"), None
+        if request.op == "handle_set":
+            ops.set(name, args[0] if args else None)
+            return None, None
+        if request.op == "handle_read":
+            found, value = ops.read(name)
+            return self.encode([found, value], f"{ops.role}.{name}"), None
+        ops.remember(kwargs)
+        return None, None
+
+    def answer(self, request: ForwardRequest) -> ForwardReply:
+        """Run a forwarded operation for the worker; its failure goes back as data."""
+        reply = {"call_id": request.call_id, "forward_id": request.forward_id}
+        try:
+            with attempt_deadline(lambda: self._deadline - time.monotonic()):
+                value, handle = self._perform(request)
+        except WorkerCrashError:
+            raise
+        except _PASSED_ERRORS as error:
+            wire = error_to_wire(error).model_copy(update={"message": redact(error.message)})
+            return ForwardReply(**reply, ok=False, error_class=type(error).__name__, error=wire)
+        except Unencodable as error:
+            wire = WireError(error_type="non_serializable_result", message=str(error))
+            return ForwardReply(
+                **reply, ok=False, error_class="NonSerializableResultError", error=wire
+            )
+        except Exception as error:  # noqa: BLE001 - a host failure goes back as a fresh message
+            wire = WireError(
+                error_type="execution", message=redact(f"{type(error).__name__}: {error}")
+            )
+            return ForwardReply(**reply, ok=False, error_class="RuntimeError", error=wire)
+        return ForwardReply(**reply, ok=True, value=value, handle=handle)
+
+
+class ProcessExecutor:
+    """Runs programs in a worker process bound to one environment (or none).
+
+    Args:
+        supervisor: The worker of this environment and isolation.
+        environment: The dependency environment, or ``None`` for isolation without packages.
+    """
+
+    def __init__(
+        self, supervisor: WorkerSupervisor, environment: Environment | None = None
+    ) -> None:
+        self._supervisor = supervisor
+        self._environment = environment
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Dependencies, process isolation, and C calls stopped by killing the process."""
+        return Capabilities(dependencies=True, isolation="process", interrupts_c_calls=True)
+
+    @property
+    def supervisor(self) -> WorkerSupervisor:
+        """The worker this executor runs on."""
+        return self._supervisor
+
+    def _fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "execution_receiver": "worker",
+            "isolation_backend": self._supervisor.backend,
+            "worker_pid": self._supervisor.pid,
+            "worker_restarts": self._supervisor.restarts,
+        }
+        if self._environment is not None:
+            fields.update(self._environment.log_fields())
+        return fields
+
+    def run(
+        self,
+        program: Program,
+        inputs: ExecutionInputs,
+        limits: SandboxLimits,
+        bridge: HostBridge,
+    ) -> WorkerExecutionResult:
+        """Run ``program`` in the worker; every failure is reported in the result."""
+        deadline = time.monotonic() + limits.timeout_seconds
+        run = _Run(bridge, deadline)
+        try:
+            request = RunRequest(
+                call_id=secrets.token_hex(8),
+                role=bridge.role,
+                method_name=bridge.method_name,
+                code=program.code,
+                memory=run.encode(inputs.memory, "context"),
+                args=run.encode(list(inputs.args), "args"),
+                kwargs=run.encode(dict(inputs.kwargs), "kwargs"),
+                limits=WireLimits(
+                    **{name: getattr(limits, name) for name in WireLimits.model_fields}
+                ),
+                network=inputs.network,
+                cpu_seconds=int(limits.timeout_seconds) + 2
+                if self._supervisor.backend != "none"
+                else None,
+            )
+        except Unencodable as problem:
+            return self._failed(
+                NonSerializableResultError(f"{problem}; it cannot cross to the worker process")
+            )
+        return self._finish(self._call(request, run, limits.timeout_seconds), run, inputs.memory)
+
+    def _call(
+        self, request: RunRequest | RawExecRequest, run: _Run, timeout: float
+    ) -> RunResult | RecurgentError:
+        try:
+            return self._supervisor.run(request, run.answer, timeout_seconds=timeout)
+        except RecurgentError as error:
+            return error
+
+    def _failed(self, error: RecurgentError) -> WorkerExecutionResult:
+        return WorkerExecutionResult(error=error, log_fields=self._fields())
+
+    def _finish(
+        self, answer: RunResult | RecurgentError, run: _Run, memory: dict[str, Any]
+    ) -> WorkerExecutionResult:
+        if isinstance(answer, RecurgentError):
+            return self._failed(answer)
+        try:
+            for key, value in answer.memory_set.items():
+                memory[key] = run.decode(value)
+            for key in answer.memory_deleted:
+                memory.pop(key, None)
+            value = run.decode(answer.value)
+        except WorkerCrashError as error:
+            return self._failed(error)
+        violations = [error_from_wire(item) for item in answer.violations]
+        return WorkerExecutionResult(
+            value=value,
+            error=None if answer.error is None else error_from_wire(answer.error),
+            stdout=answer.stdout,
+            violations=[v for v in violations if isinstance(v, GuardrailViolationError)],
+            forwarded_calls=answer.forwarded_calls,
+            log_fields=self._fields(),
+        )
+
+    def run_raw(self, code: str, *, timeout_seconds: float = 10.0) -> WorkerExecutionResult:
+        """Test hook: run raw Python in the worker, as a program that escaped the policy would."""
+        bridge_free = _Run(_NO_BRIDGE, time.monotonic() + timeout_seconds)
+        request = RawExecRequest(call_id=secrets.token_hex(8), code=code)
+        return self._finish(self._call(request, bridge_free, timeout_seconds), bridge_free, {})
+
+
+def _refuse(*_: Any, **__: Any) -> Any:
+    raise UsageError("no host bridge in a raw run")
+
+
+_NO_BRIDGE = HostBridge(
+    role="raw",
+    method_name="raw",
+    memory={},
+    args=(),
+    kwargs={},
+    delegate=_refuse,
+    tool=_refuse,
+    remember=_refuse,
+    handle_for_agent=lambda _: None,
+)
