@@ -45,6 +45,8 @@ from recurgent._worker._protocol import (
 )
 from recurgent.errors import (
     BudgetExceededError,
+    ExecutionError,
+    ResourceLimitError,
     GuardrailViolationError,
     InvalidCodeError,
     NonSerializableResultError,
@@ -238,6 +240,14 @@ def _finish(
     request: RunRequest, forwarder: _Forwarder, memory: Any, done: ExecutionResult
 ) -> RunResult:
     error = done.error
+    if isinstance(error, ExecutionError) and error.root_class == "MemoryError":
+        # In a confined worker this is RLIMIT_AS refusing an allocation: a resource limit.
+        error = ResourceLimitError(
+            error.message.replace("Execution error", "Resource limit", 1),
+            root_class="MemoryError",
+            root_message=error.root_message,
+            line=error.line,
+        )
     value: Any = None
     written: dict[str, Any] = {}
     deleted: list[str] = []

@@ -58,6 +58,10 @@ class DependencyFacade:
         object.__setattr__(self, "_dep_module", module)
         object.__setattr__(self, "_dep_access", access)
 
+    def __getattr__(self, name: str) -> Any:
+        # ``from pkg import name`` reads the attribute natively (IMPORT_FROM), not via _getattr_.
+        return self.lookup(name)
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("modules are read-only in the sandbox")
 

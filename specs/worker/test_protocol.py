@@ -1,0 +1,113 @@
+"""The worker protocol: strict message models, plain-data values and the two envelopes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from recurgent._worker._protocol import (
+    ForwardRequest,
+    RunResult,
+    Unencodable,
+    WireError,
+    dump_line,
+    error_from_wire,
+    error_to_wire,
+    from_wire,
+    parse_line,
+    to_wire,
+)
+from recurgent.errors import GuardrailViolationError, ResourceLimitError
+from recurgent.outcome import Outcome
+
+
+def _no_agents(_: object) -> None:
+    return None
+
+
+def test_a_message_round_trips_as_one_json_line() -> None:
+    """A forward request is one line with ipc_version 1 and parses back equal."""
+    message = ForwardRequest(call_id="c1", forward_id=3, op="tool", name="search", kwargs={"q": 1})
+    line = dump_line(message)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert b'"ipc_version":1' in line
+    assert parse_line(line) == message
+
+
+def test_unknown_fields_versions_and_kinds_are_refused() -> None:
+    """Models forbid extra keys; another ipc_version or kind is not a message."""
+    with pytest.raises(ValueError, match="extra"):
+        parse_line(b'{"kind":"result","call_id":"c","status":"ok","pickle":"x"}')
+    with pytest.raises(ValueError, match="ipc_version"):
+        parse_line(b'{"kind":"result","ipc_version":2,"call_id":"c","status":"ok"}')
+    with pytest.raises(ValueError):
+        parse_line(b'{"kind":"exec","call_id":"c"}')
+    with pytest.raises(ValueError):
+        parse_line(b"not json")
+
+
+def test_plain_values_cross_unchanged_and_tuples_become_lists() -> None:
+    """JSON types cross as they are; a tuple arrives as a list."""
+    value = {"a": [1, 2.5, "x", None, True], "t": (1, 2)}
+    assert to_wire(value, "v", _no_agents) == {"a": [1, 2.5, "x", None, True], "t": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({1, 2}, "v holds a set"),
+        (b"x", "v holds a bytes"),
+        (math.nan, "v is nan"),
+        ({1: "a"}, "v has the non-string key 1"),
+        (object(), "v holds a object"),
+        ({"__recurgent_agent__": {"id": 1, "role": "x"}}, "imitates a runtime envelope"),
+    ],
+)
+def test_non_plain_values_are_refused(value: Any, problem: str) -> None:
+    """Sets, bytes, NaN, non-string keys, objects and forged envelopes do not cross."""
+    with pytest.raises(Unencodable, match=problem):
+        to_wire(value, "v", _no_agents)
+
+
+def test_outcomes_and_agents_cross_in_envelopes() -> None:
+    """An Outcome and an agent reference decode back to an Outcome and the mapped agent."""
+    agent = object()
+    outcome = Outcome.ok({"who": agent}, tool_role="t", method_name="m")
+    wire = to_wire([outcome], "v", lambda item: (7, "helper") if item is agent else None)
+    assert wire[0]["__recurgent_outcome__"]["value"] == {
+        "who": {"__recurgent_agent__": {"id": 7, "role": "helper"}}
+    }
+    seen: list[tuple[int, str]] = []
+    decoded = from_wire(wire, lambda number, role: seen.append((number, role)) or agent)
+    assert decoded[0].is_ok and decoded[0].value["who"] is agent
+    assert decoded[0].tool_role == "t"
+    assert seen == [(7, "helper")]
+
+
+def test_errors_keep_their_taxonomy_across_the_pipe() -> None:
+    """error_type, root fields and guardrail subtype survive a round trip."""
+    error = ResourceLimitError("too big", root_class="MemoryError", root_message="", line=3)
+    back = error_from_wire(error_to_wire(error))
+    assert (type(back), back.message, back.root_class, back.line) == (
+        ResourceLimitError,
+        "too big",
+        "MemoryError",
+        3,
+    )
+    guard = error_from_wire(
+        error_to_wire(GuardrailViolationError("no", subtype="s", correction="c"))
+    )
+    assert isinstance(guard, GuardrailViolationError) and (guard.subtype, guard.correction) == (
+        "s",
+        "c",
+    )
+    unknown = error_from_wire(WireError(error_type="martian", message="?"))
+    assert unknown.error_type == "execution"
+
+
+def test_a_result_defaults_to_no_writes() -> None:
+    """A bare ok result carries no memory writes and no stdout."""
+    result = RunResult(call_id="c", status="ok")
+    assert (result.memory_set, result.memory_deleted, result.stdout) == ({}, [], "")
