@@ -46,10 +46,10 @@ from recurgent._worker._protocol import (
 from recurgent.errors import (
     BudgetExceededError,
     ExecutionError,
-    ResourceLimitError,
     GuardrailViolationError,
     InvalidCodeError,
     NonSerializableResultError,
+    ResourceLimitError,
     UsageError,
 )
 from recurgent.outcome import Outcome

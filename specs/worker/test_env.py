@@ -161,7 +161,7 @@ def test_install_failure_is_typed_and_falls_back_to_stdout(tmp_path: Path) -> No
         _manager(tmp_path, runner).ensure(MANIFEST)
     assert raised.value.retriable is True
     silent = FakeRunner(fail="venv --without-pip", result=CommandResult(1, "", ""))
-    with pytest.raises(DependencyInstallError, match="venv create failed in .*: unknown failure"):
+    with pytest.raises(DependencyInstallError, match=r"venv create failed in .*: unknown failure"):
         _manager(tmp_path / "other", silent).ensure(MANIFEST)
 
 

@@ -196,7 +196,7 @@ def test_internal_only_requires_an_internal_source() -> None:
     ):
         DependencyPolicy.build(source_mode="internal_only").check([])
     with pytest.raises(
-        DependencyPolicyViolationError, match="forbids public source https://pypi.org/simple"
+        DependencyPolicyViolationError, match=r"forbids public source https://pypi\.org/simple"
     ):
         DependencyPolicy.build(
             source_mode="internal_only", index_urls=["https://pypi.org/simple"]
@@ -208,7 +208,7 @@ def test_public_only_refuses_private_sources() -> None:
     """public_only admits PyPI only."""
     with pytest.raises(
         DependencyPolicyViolationError,
-        match="forbids non-public source https://corp.example/simple",
+        match=r"forbids non-public source https://corp\.example/simple",
     ):
         DependencyPolicy.build(
             source_mode="public_only", index_urls=["https://corp.example/simple"]
