@@ -326,7 +326,7 @@ class WorkerSupervisor:
         handler: ForwardHandler,
         *,
         timeout_seconds: float,
-        grace_seconds: float = 1.0,
+        grace_seconds: float = 0.5,
     ) -> RunResult:
         """Run one request and return the worker's result.
 
