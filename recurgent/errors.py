@@ -12,14 +12,13 @@
     │   ├── ResourceLimitError              resource_limit
     │   └── NonSerializableResultError      non_serializable_result
     ├── ExecutionTimeoutError               timeout                    retriable
-    ├── DependencyError (worker lane, ADR 0039-0042)
-    │   ├── DependencyManifestIncompatibleError dependency_manifest_incompatible
-    │   ├── DependencyPolicyViolationError  dependency_policy_violation
-    │   ├── DependencyResolutionError       dependency_resolution_failed
-    │   ├── DependencyInstallError          dependency_install_failed  retriable
-    │   ├── DependencyActivationError       dependency_activation_failed retriable
-    │   └── EnvironmentPreparingError       environment_preparing      retriable
-    ├── WorkerCrashError                    worker_crash               retriable
+    ├── DependencyManifestIncompatibleError dependency_manifest_incompatible   (worker lane,
+    ├── DependencyPolicyViolationError      dependency_policy_violation         ADR 0039-0042)
+    ├── DependencyResolutionError           dependency_resolution_failed
+    ├── DependencyInstallError              dependency_install_failed   retriable
+    ├── DependencyActivationError           dependency_activation_failed retriable
+    ├── EnvironmentPreparingError           environment_preparing       retriable
+    ├── WorkerCrashError                    worker_crash                retriable
     ├── GuardrailViolationError             tool_registry_violation
     ├── GuardrailRetryExhaustedError        guardrail_retry_exhausted
     ├── OutcomeRepairRetryExhaustedError    outcome_repair_retry_exhausted
@@ -38,7 +37,6 @@ from typing import Any, ClassVar
 __all__ = [
     "BudgetExceededError",
     "DependencyActivationError",
-    "DependencyError",
     "DependencyInstallError",
     "DependencyManifestIncompatibleError",
     "DependencyPolicyViolationError",
@@ -200,45 +198,39 @@ class BudgetExceededError(RecurgentError):
     error_type = "budget_exceeded"
 
 
-class DependencyError(RecurgentError):
-    """The dependency environment of a program could not be admitted, built or started."""
-
-    error_type = "dependency_error"
-
-
-class DependencyManifestIncompatibleError(DependencyError):
+class DependencyManifestIncompatibleError(RecurgentError):
     """A program's dependencies change the version of a package the agent already uses."""
 
     error_type = "dependency_manifest_incompatible"
 
 
-class DependencyPolicyViolationError(DependencyError):
+class DependencyPolicyViolationError(RecurgentError):
     """A dependency or package index is refused by the runtime dependency policy."""
 
     error_type = "dependency_policy_violation"
 
 
-class DependencyResolutionError(DependencyError):
+class DependencyResolutionError(RecurgentError):
     """The installer could not resolve the manifest (unknown package, impossible versions)."""
 
     error_type = "dependency_resolution_failed"
 
 
-class DependencyInstallError(DependencyError):
+class DependencyInstallError(RecurgentError):
     """Creating the environment or installing the resolved packages failed."""
 
     error_type = "dependency_install_failed"
     retriable = True
 
 
-class DependencyActivationError(DependencyError):
+class DependencyActivationError(RecurgentError):
     """The environment exists but its worker could not be started."""
 
     error_type = "dependency_activation_failed"
     retriable = True
 
 
-class EnvironmentPreparingError(DependencyError):
+class EnvironmentPreparingError(RecurgentError):
     """The environment of a prepared agent is not ready (still building, or its build failed)."""
 
     error_type = "environment_preparing"

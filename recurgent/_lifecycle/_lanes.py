@@ -64,6 +64,8 @@ TAXONOMY: dict[str, ErrorKind] = {
     "timeout": ErrorKind("extrinsic", True),
     "invalid_code": ErrorKind("intrinsic", True),
     "invalid_dependency_manifest": ErrorKind("intrinsic", False),
+    "dependency_manifest_incompatible": ErrorKind("intrinsic", False),
+    "dependency_policy_violation": ErrorKind("intrinsic", False),
     "execution": ErrorKind("intrinsic", False),
     "resource_limit": ErrorKind("intrinsic", False),
     "non_serializable_result": ErrorKind("intrinsic", False),

@@ -14,6 +14,8 @@ EXPECTED = {
     "timeout": ("extrinsic", True),
     "invalid_code": ("intrinsic", True),
     "invalid_dependency_manifest": ("intrinsic", False),
+    "dependency_manifest_incompatible": ("intrinsic", False),
+    "dependency_policy_violation": ("intrinsic", False),
     "execution": ("intrinsic", False),
     "resource_limit": ("intrinsic", False),
     "non_serializable_result": ("intrinsic", False),

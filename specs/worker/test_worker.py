@@ -197,7 +197,9 @@ def test_a_hung_c_call_is_killed_at_the_deadline_and_the_worker_restarts() -> No
     executor = ProcessExecutor(worker)
     try:
         first_pid = worker.start()
-        result = run(executor, "import re\nreturn re.match(r'(a+)+$', 'a' * 40 + 'b')", timeout=1.0)
+        result = executor.run_raw(
+            "import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')", timeout_seconds=1.0
+        )
         assert isinstance(result.error, ExecutionTimeoutError)
         assert result.error.message == "Execution timeout: the worker ran past 1s and was killed"
         with pytest.raises(ProcessLookupError):

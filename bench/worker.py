@@ -1,0 +1,133 @@
+"""Times the worker lane: warm round trip, environment cache hit, in-process vs process isolation.
+
+Run it with ``.venv/bin/python bench/worker.py``. It needs no network: the environment it times is
+built from a wheel written into a temporary directory. Reported, never asserted: the targets
+(warm round trip of a trivial program at most 5 ms) are printed next to the measurements, and the
+exit status is 1 only when a program fails or the two executors disagree on a result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(_ROOT), str(_ROOT / "bench")]
+
+from sandbox import PROGRAMS  # noqa: E402 - bench/sandbox.py, found through the path above
+
+from recurgent._execution import ExecutionInputs, InProcessExecutor  # noqa: E402
+from recurgent._sandbox import HostBridge, SandboxLimits  # noqa: E402
+from recurgent._worker._env import EnvironmentManager  # noqa: E402
+from recurgent._worker._executor import ProcessExecutor  # noqa: E402
+from recurgent._worker._isolation import IsolationSettings  # noqa: E402
+from recurgent._worker._manifest import DependencyPolicy, normalize_manifest  # noqa: E402
+from recurgent._worker._supervisor import WorkerSupervisor  # noqa: E402
+from recurgent.program import Program  # noqa: E402
+from specs.worker.support import DEMO_DISTRIBUTION, build_wheel  # noqa: E402
+
+ROUND_TRIP_TARGET_MS = 5.0
+
+
+def _refuse(*_: Any, **__: Any) -> Any:
+    raise RuntimeError("the benchmark forwards nothing")
+
+
+BRIDGE = HostBridge(
+    role="bench",
+    method_name="run",
+    memory={},
+    args=(),
+    kwargs={},
+    delegate=_refuse,
+    tool=_refuse,
+    remember=_refuse,
+    handle_for_agent=lambda _: None,
+)
+LIMITS = SandboxLimits(timeout_seconds=60.0)
+
+
+def best_ms(action: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Best wall time of ``repeats`` runs in milliseconds, and the last result."""
+    best, value = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        value = action()
+        best = min(best, (time.perf_counter() - start) * 1000.0)
+    return best, value
+
+
+def run_on(executor: Any, source: str) -> Any:
+    """One run of ``source``; raises when the program fails."""
+    result = executor.run(Program(code=source), ExecutionInputs(memory={}), LIMITS, BRIDGE)
+    if result.error is not None:
+        raise RuntimeError(f"{type(result.error).__name__}: {result.error}")
+    return result.value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the three measurements; exit 1 when a program fails or results disagree."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    options = parser.parse_args(argv)
+    failed = False
+
+    plain = WorkerSupervisor(python=sys.executable)
+    confined = WorkerSupervisor(python=sys.executable, isolation=IsolationSettings(mode="process"))
+    try:
+        start = time.perf_counter()
+        plain.start()
+        cold_ms = (time.perf_counter() - start) * 1000.0
+        worker = ProcessExecutor(plain)
+        run_on(worker, "return 1")
+        trip_ms, _ = best_ms(lambda: run_on(worker, "return 1"), max(options.repeats, 50))
+        verdict = "ok" if trip_ms <= ROUND_TRIP_TARGET_MS else "MISSED"
+        print(f"worker cold start:            {cold_ms:8.1f} ms")
+        print(
+            f"warm round trip (return 1):   {trip_ms:8.2f} ms   target <= {ROUND_TRIP_TARGET_MS} ms: {verdict}"
+        )
+
+        with tempfile.TemporaryDirectory() as scratch:
+            wheels = build_wheel(Path(scratch) / "wheels").parent
+            policy = DependencyPolicy.build(index_urls=[str(wheels)], source_mode="internal_only")
+            manager = EnvironmentManager(policy, cache_root=Path(scratch) / "envs")
+            manifest = normalize_manifest([{"name": DEMO_DISTRIBUTION}])
+            build = manager.ensure(manifest)
+            hit_ms, hit = best_ms(lambda: manager.ensure(manifest), options.repeats)
+            print(f"environment build ({manager.installer}):     {build.prepare_ms:8.1f} ms")
+            print(f"environment cache hit:        {hit_ms:8.2f} ms   (cache_hit={hit.cache_hit})")
+
+        in_process = InProcessExecutor()
+        isolated = ProcessExecutor(confined)
+        run_on(isolated, "return 1")
+        print(f"\nisolation backend: {confined.backend}")
+        print(f"{'program':<24}{'in-process ms':>15}{'process ms':>13}{'ratio':>8}")
+        for program in PROGRAMS:
+            local_ms, local = best_ms(
+                lambda p=program: run_on(in_process, p.source), options.repeats
+            )
+            remote_ms, remote = best_ms(
+                lambda p=program: run_on(isolated, p.source), options.repeats
+            )
+            same = local == remote
+            failed |= not same
+            note = "" if same else "   RESULTS DIFFER"
+            print(
+                f"{program.name:<24}{local_ms:>15.2f}{remote_ms:>13.2f}{remote_ms / local_ms:>8.2f}{note}"
+            )
+    except RuntimeError as error:
+        print(f"FAILURE: {error}")
+        failed = True
+    finally:
+        plain.shutdown()
+        confined.shutdown()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
