@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from recurgent._worker._env import Environment
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._isolation import (
     IsolationSettings,
@@ -90,7 +91,7 @@ def test_without_process_isolation_there_is_no_confinement() -> None:
 @pytest.fixture(scope="module")
 def rlimited() -> Iterator[ProcessExecutor]:
     """A confined worker without bubblewrap: rlimits, scrubbed env, scratch directory."""
-    worker = supervisor(isolation=confined(max_address_space_bytes=3 * 1024**3, max_open_files=64))
+    worker = supervisor(isolation=confined(max_address_space_bytes=1024**3, max_open_files=64))
     yield ProcessExecutor(worker)
     worker.shutdown()
 
@@ -109,7 +110,7 @@ def test_confined_worker_has_rlimits_scratch_cwd_and_no_secrets(
     )
     assert raw.error is None, raw.error
     address_space, files, core, cwd, names, home = raw.value
-    assert (address_space, files, core) == (3 * 1024**3, 64, 0)
+    assert (address_space, files, core) == (1024**3, 64, 0)
     assert Path(cwd).name.startswith("recurgent-worker-") and cwd == home
     assert "OPENAI_API_KEY" not in names
     assert raw.log_fields["isolation_backend"] == "rlimits"
@@ -224,3 +225,24 @@ def test_inside_bwrap_programs_still_run_under_the_policy(in_bwrap: ProcessExecu
     assert run(in_bwrap, "import json\nreturn json.dumps({'a': 1})").value == '{"a": 1}'
     refused = run(in_bwrap, "import os\nreturn 1")
     assert refused.error is not None and "import of 'os' is not allowed" in refused.error.message
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_dependency_environment_runs_inside_bwrap(demo_env: Environment) -> None:
+    """A confined worker on a built environment imports its package inside bubblewrap."""
+    worker = supervisor(
+        python=str(demo_env.python),
+        site_packages=demo_env.site_packages,
+        env_dir=demo_env.env_dir,
+        isolation=confined(use_bwrap=True, network="deny"),
+    )
+    try:
+        result = run(
+            ProcessExecutor(worker, demo_env), "import recurgent_demo_dep as d\nreturn d.double(5)"
+        )
+        assert (result.error, result.value) == (None, 10)
+        assert result.log_fields["isolation_backend"] == "bwrap"
+        assert result.log_fields["env_id"] == demo_env.env_id
+    finally:
+        worker.shutdown()
