@@ -63,9 +63,11 @@ class WorkerExecutionResult(ExecutionResult):
 class _Run:
     """The agent references and forwarded-call answers of one run."""
 
-    def __init__(self, bridge: HostBridge, deadline: float) -> None:
+    def __init__(self, bridge: HostBridge, deadline: float, max_forwarded_calls: int) -> None:
         self._bridge = bridge
         self._deadline = deadline
+        self._max_calls = max_forwarded_calls
+        self._calls = 0
         self._ops: dict[int, HandleOps] = {}
         self._numbers: dict[int, int] = {}
 
@@ -128,6 +130,14 @@ class _Run:
     def answer(self, request: ForwardRequest) -> ForwardReply:
         """Run a forwarded operation for the worker; its failure goes back as data."""
         reply = {"call_id": request.call_id, "forward_id": request.forward_id}
+        self._calls += 1
+        if self._calls > self._max_calls:
+            # The worker's sandbox counts too; this count holds even if the worker is subverted.
+            wire = WireError(
+                error_type="budget_exceeded",
+                message=f"the attempt made more than {self._max_calls} forwarded calls",
+            )
+            return ForwardReply(**reply, ok=False, error_class="BudgetExceededError", error=wire)
         try:
             with attempt_deadline(lambda: self._deadline - time.monotonic()):
                 value, handle = self._perform(request)
@@ -193,7 +203,7 @@ class ProcessExecutor:
     ) -> WorkerExecutionResult:
         """Run ``program`` in the worker; every failure is reported in the result."""
         deadline = time.monotonic() + limits.timeout_seconds
-        run = _Run(bridge, deadline)
+        run = _Run(bridge, deadline, limits.max_forwarded_calls)
         try:
             request = RunRequest(
                 call_id=secrets.token_hex(8),
@@ -253,7 +263,7 @@ class ProcessExecutor:
 
     def run_raw(self, code: str, *, timeout_seconds: float = 10.0) -> WorkerExecutionResult:
         """Test hook: run raw Python in the worker, as a program that escaped the policy would."""
-        bridge_free = _Run(_NO_BRIDGE, time.monotonic() + timeout_seconds)
+        bridge_free = _Run(_NO_BRIDGE, time.monotonic() + timeout_seconds, 0)
         request = RawExecRequest(call_id=secrets.token_hex(8), code=code)
         return self._finish(self._call(request, bridge_free, timeout_seconds), bridge_free, {})
 

@@ -53,7 +53,10 @@ from recurgent.errors import DependencyActivationError, ExecutionTimeoutError, W
 __all__ = ["WorkerExited", "WorkerProcess", "WorkerSupervisor", "WorkerTimedOut"]
 
 _STDERR_TAIL_BYTES = 64 * 1024
+#: Largest protocol line accepted from a worker; a longer one is a protocol breach.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 _EOF = object()
+_TOO_LONG = object()
 _LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
 
 
@@ -123,7 +126,14 @@ class WorkerProcess:
     def _read_lines(self) -> None:
         stream = self._process.stdout
         assert stream is not None
-        for line in iter(stream.readline, b""):
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            if len(line) > MAX_LINE_BYTES:
+                # A subverted worker must not make the parent buffer without bound.
+                self._lines.put(_TOO_LONG)
+                return
             self._lines.put(line)
         self._lines.put(_EOF)
 
@@ -168,6 +178,8 @@ class WorkerProcess:
             line = self._lines.get(timeout=max(0.0, timeout))
         except queue.Empty:
             raise WorkerTimedOut(f"worker did not answer within {timeout:.2f}s") from None
+        if line is _TOO_LONG:
+            raise WorkerExited(f"worker sent a message over {MAX_LINE_BYTES} bytes")
         if line is _EOF:
             self._process.wait()
             raise WorkerExited(

@@ -300,3 +300,35 @@ def test_package_objects_cannot_cross_back(demo_executor: ProcessExecutor) -> No
     result = run(demo_executor, "import recurgent_demo_dep as d\nreturn d.Greeter('x')")
     assert result.error is not None and result.error.error_type == "non_serializable_result"
     assert result.error.message.startswith("the result holds a Greeter")
+
+
+def test_the_parent_caps_forwarded_calls_even_for_a_subverted_worker() -> None:
+    """Forward requests beyond max_forwarded_calls are refused by the parent itself."""
+    from recurgent._worker._executor import _Run
+    from recurgent._worker._protocol import ForwardRequest
+
+    host = Host()
+    run_state = _Run(host.bridge(), deadline=float("inf"), max_forwarded_calls=2)
+    replies = [
+        run_state.answer(ForwardRequest(call_id="c", forward_id=n, op="remember", kwargs={"n": n}))
+        for n in range(1, 4)
+    ]
+    assert [reply.ok for reply in replies] == [True, True, False]
+    assert replies[2].error_class == "BudgetExceededError"
+    assert replies[2].error is not None
+    assert replies[2].error.message == "the attempt made more than 2 forwarded calls"
+    assert host.memory == {"n": 2}
+
+
+def test_an_oversized_protocol_line_is_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker writing a line past the cap is killed as worker_crash, not buffered without bound."""
+    monkeypatch.setattr("recurgent._worker._supervisor.MAX_LINE_BYTES", 1000)
+    worker = supervisor()
+    try:
+        result = ProcessExecutor(worker).run_raw(
+            "import os\nos.write(3, b'x' * 5000 + b'\\n')\nresult = 1"
+        )
+        assert isinstance(result.error, WorkerCrashError)
+        assert "worker sent a message over 1000 bytes" in result.error.message
+    finally:
+        worker.shutdown()
