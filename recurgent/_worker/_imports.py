@@ -23,8 +23,13 @@ __all__ = ["DependencyAccess", "DependencyFacade", "installed_top_level_names"]
 _SKIPPED_SUFFIXES = (".dist-info", ".egg-info", ".data", ".pth", ".txt")
 
 
+# A package may ship a top-level module named like a standard-library or runtime module; it
+# never widens access to those names (the sandbox's own rules for them stay in force).
+_RESERVED = frozenset(sys.stdlib_module_names) | {"recurgent", "RestrictedPython", "pydantic"}
+
+
 def installed_top_level_names(site_packages: Path) -> frozenset[str]:
-    """Top-level importable names installed directly in ``site_packages``."""
+    """Top-level importable names installed directly in ``site_packages``, minus reserved ones."""
     names: set[str] = set()
     try:
         entries = list(site_packages.iterdir())
@@ -36,7 +41,7 @@ def installed_top_level_names(site_packages: Path) -> frozenset[str]:
         name = entry.name.split(".")[0] if entry.is_file() else entry.name
         if entry.is_file() and not entry.name.endswith((".py", ".so", ".pyd")):
             continue
-        if name.isidentifier():
+        if name.isidentifier() and name not in _RESERVED:
             names.add(name)
     return frozenset(names)
 

@@ -259,6 +259,8 @@ class WorkerSupervisor:
         self._starts = 0
         self._last_pid: int | None = None
         self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._close_after_run = False
 
     @property
     def backend(self) -> str:
@@ -349,35 +351,78 @@ class WorkerSupervisor:
                 stderr tail); it was killed.
             DependencyActivationError: the worker could not be started.
         """
-        with self._lock:
-            worker = self._ensure()
-            self._last_pid = worker.pid
-            deadline = time.monotonic() + timeout_seconds + grace_seconds
+        if self._owner == threading.get_ident():
+            # A forwarded call of the running program called back into this worker's agent:
+            # the worker is waiting for that call, so the nested run gets a worker of its own.
+            nested = self._sibling()
             try:
-                worker.send(request)
-                while True:
-                    message = worker.receive(deadline - time.monotonic())
-                    if isinstance(message, RunResult) and message.call_id == request.call_id:
-                        return message
-                    if isinstance(message, ForwardRequest) and message.call_id == request.call_id:
-                        worker.send(handler(message))
-                        continue
-                    raise WorkerExited(f"worker sent an unexpected {type(message).__name__}")
-            except WorkerTimedOut:
-                self._discard()
-                raise ExecutionTimeoutError(
-                    f"Execution timeout: the worker ran past {timeout_seconds:g}s and was killed"
-                ) from None
-            except WorkerExited as exited:
-                tail = self._discard().strip()
-                message = f"worker_crash: {exited}"
-                if tail:
-                    message += f"; stderr tail:\n{tail}"
-                raise WorkerCrashError(message) from None
+                return nested.run(
+                    request, handler, timeout_seconds=timeout_seconds, grace_seconds=grace_seconds
+                )
+            finally:
+                nested.shutdown()
+        with self._lock:
+            self._owner = threading.get_ident()
+            try:
+                return self._run_locked(request, handler, timeout_seconds, grace_seconds)
+            finally:
+                self._owner = None
+                if self._close_after_run:
+                    self._close_after_run = False
+                    self._stop()
+
+    def _sibling(self) -> WorkerSupervisor:
+        return WorkerSupervisor(
+            python=self._python,
+            site_packages=self._site,
+            env_dir=self._env_dir,
+            isolation=self._isolation,
+            host_paths=self._host_paths,
+            test_hooks=self._test_hooks,
+        )
+
+    def _run_locked(
+        self,
+        request: RunRequest | RawExecRequest,
+        handler: ForwardHandler,
+        timeout_seconds: float,
+        grace_seconds: float,
+    ) -> RunResult:
+        worker = self._ensure()
+        self._last_pid = worker.pid
+        deadline = time.monotonic() + timeout_seconds + grace_seconds
+        try:
+            worker.send(request)
+            while True:
+                message = worker.receive(deadline - time.monotonic())
+                if isinstance(message, RunResult) and message.call_id == request.call_id:
+                    return message
+                if isinstance(message, ForwardRequest) and message.call_id == request.call_id:
+                    worker.send(handler(message))
+                    continue
+                raise WorkerExited(f"worker sent an unexpected {type(message).__name__}")
+        except WorkerTimedOut:
+            self._discard()
+            raise ExecutionTimeoutError(
+                f"Execution timeout: the worker ran past {timeout_seconds:g}s and was killed"
+            ) from None
+        except WorkerExited as exited:
+            tail = self._discard().strip()
+            message = f"worker_crash: {exited}"
+            if tail:
+                message += f"; stderr tail:\n{tail}"
+            raise WorkerCrashError(message) from None
 
     def shutdown(self) -> None:
-        """Stop the worker (it ends when its stdin closes)."""
+        """Stop the worker (it ends when its stdin closes); deferred while this thread runs it."""
+        if self._owner == threading.get_ident():
+            # Called from a forwarded call of the running program: stop once the run returns.
+            self._close_after_run = True
+            return
         with self._lock:
-            if self._worker is not None:
-                self._worker.shutdown()
-            self._discard()
+            self._stop()
+
+    def _stop(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown()
+        self._discard()

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
 from recurgent._execution import Executor
 from recurgent._worker._executor import ProcessExecutor
+from recurgent._worker._imports import installed_top_level_names
 from recurgent.errors import ExecutionTimeoutError, WorkerCrashError
 from recurgent.outcome import Outcome
 from specs.sandbox.support import FakeAgent, Host
@@ -332,3 +334,28 @@ def test_an_oversized_protocol_line_is_a_crash(monkeypatch: pytest.MonkeyPatch) 
         assert "worker sent a message over 1000 bytes" in result.error.message
     finally:
         worker.shutdown()
+
+
+def test_a_forwarded_call_may_run_another_program_on_the_same_worker(
+    plain_executor: ProcessExecutor,
+) -> None:
+    """Re-entry (a tool whose call runs a program on this agent's worker) does not deadlock."""
+    host = Host()
+    inner = host.child("inner")
+    inner.reply = lambda method, args, kwargs: Outcome.ok(
+        run(plain_executor, "return 41 + 1").value
+    )
+    result = run(plain_executor, "return tool('inner').answer().value", host=host)
+    assert (result.error, result.value) == (None, 42)
+    assert result.log_fields["worker_restarts"] == plain_executor.supervisor.restarts
+
+
+def test_packages_cannot_claim_standard_library_names(tmp_path: Path) -> None:
+    """A top-level module named like a stdlib or runtime module is never served as a dependency."""
+    for name in ("os.py", "json", "recurgent", "demo_mod.py", "_private.py", "pkg-1.0.dist-info"):
+        path = tmp_path / name
+        if name.endswith(".py"):
+            path.write_text("")
+        else:
+            path.mkdir()
+    assert installed_top_level_names(tmp_path) == frozenset({"demo_mod"})
