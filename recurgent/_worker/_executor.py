@@ -152,9 +152,8 @@ class _Run:
                 **reply, ok=False, error_class="NonSerializableResultError", error=wire
             )
         except Exception as error:  # noqa: BLE001 - a host failure goes back as a fresh message
-            wire = WireError(
-                error_type="execution", message=redact(f"{type(error).__name__}: {error}")
-            )
+            # The same text the in-process sandbox shows: the message, redacted.
+            wire = WireError(error_type="execution", message=_safe_text(error))
             return ForwardReply(**reply, ok=False, error_class="RuntimeError", error=wire)
         return ForwardReply(**reply, ok=True, value=value, handle=handle)
 
@@ -266,6 +265,14 @@ class ProcessExecutor:
         bridge_free = _Run(_NO_BRIDGE, time.monotonic() + timeout_seconds, 0)
         request = RawExecRequest(call_id=secrets.token_hex(8), code=code)
         return self._finish(self._call(request, bridge_free, timeout_seconds), bridge_free, {})
+
+
+def _safe_text(error: BaseException) -> str:
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - a host exception whose __str__ fails
+        text = "<unprintable exception>"
+    return redact(text)
 
 
 def _refuse(*_: Any, **__: Any) -> Any:

@@ -111,7 +111,7 @@ def test_forwarded_failures_come_back_as_errors_in_the_program(
             return str(error)
         """,
     )
-    assert result.value == "tool failed: LookupError: unknown tool 'missing'"
+    assert result.value == "tool failed: unknown tool 'missing'"
 
 
 def test_print_is_captured_and_stray_stdout_cannot_corrupt_the_protocol(
