@@ -359,3 +359,18 @@ def test_packages_cannot_claim_standard_library_names(tmp_path: Path) -> None:
         else:
             path.mkdir()
     assert installed_top_level_names(tmp_path) == frozenset({"demo_mod"})
+
+
+def test_a_worker_that_cannot_start_is_dependency_activation_failed(tmp_path: Path) -> None:
+    """A missing interpreter is a typed, retriable error in the result, not a raw OSError."""
+    worker = supervisor(python=str(tmp_path / "missing" / "python"))
+    result = run(ProcessExecutor(worker), "return 1")
+    assert result.error is not None
+    assert (result.error.error_type, result.error.retriable) == (
+        "dependency_activation_failed",
+        True,
+    )
+    assert result.error.message.startswith(
+        f"worker could not be started ({tmp_path / 'missing' / 'python'})"
+    )
+    assert worker.restarts == 0
