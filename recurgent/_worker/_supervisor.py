@@ -11,6 +11,7 @@ run. It returns values and raises typed errors; it decides nothing about retries
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import os
 import queue
@@ -58,6 +59,12 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 _EOF = object()
 _TOO_LONG = object()
 _LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
+# bubblewrap's --die-with-parent follows the *thread* that started it (PR_SET_PDEATHSIG): a
+# worker started from a short-lived request thread would die with that thread. Every worker is
+# therefore started from this one long-lived thread.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="recurgent-spawn"
+)
 
 
 class WorkerExited(Exception):
@@ -91,7 +98,8 @@ class WorkerProcess:
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
         try:
-            self._process = subprocess.Popen(
+            self._process: subprocess.Popen[bytes] = _SPAWNER.submit(
+                subprocess.Popen,
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -101,7 +109,7 @@ class WorkerProcess:
                 start_new_session=True,
                 preexec_fn=preexec,
                 close_fds=True,
-            )
+            ).result()
         except OSError as error:
             raise DependencyActivationError(
                 f"worker could not be started ({command[0]}): {type(error).__name__}: {error}"

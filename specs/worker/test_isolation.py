@@ -246,3 +246,27 @@ def test_a_dependency_environment_runs_inside_bwrap(demo_env: Environment) -> No
         assert result.log_fields["env_id"] == demo_env.env_id
     finally:
         worker.shutdown()
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_bwrap_worker_outlives_the_thread_that_started_it() -> None:
+    """--die-with-parent follows a thread: workers are spawned from one long-lived thread instead."""
+    import threading
+    import time
+
+    worker = supervisor(isolation=confined(use_bwrap=True, network="deny"))
+    try:
+        started: list[int] = []
+        thread = threading.Thread(target=lambda: started.append(worker.start()))
+        thread.start()
+        thread.join()
+        time.sleep(0.3)  # bwrap would have been signalled as soon as the thread ended
+        result = run(ProcessExecutor(worker), "return 'alive'")
+        assert (result.value, result.log_fields["worker_pid"], worker.restarts) == (
+            "alive",
+            started[0],
+            0,
+        )
+    finally:
+        worker.shutdown()
