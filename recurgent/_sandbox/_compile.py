@@ -8,7 +8,8 @@ import types
 from dataclasses import dataclass
 
 from recurgent._sandbox._guards import GENERATED_FILENAME
-from recurgent._sandbox._policy import SandboxPolicy, wrap_in_main
+from recurgent._sandbox._policy import SandboxPolicy
+from recurgent._sandbox._wrap import forgotten_result, wrap_in_main
 from recurgent.errors import InvalidCodeError
 
 __all__ = ["CompiledProgram", "compile_program"]
@@ -21,6 +22,7 @@ class CompiledProgram:
     source: str
     code: types.CodeType
     tree: ast.Module
+    result_inferred: bool = False
 
 
 @functools.lru_cache(maxsize=256)
@@ -38,6 +40,9 @@ def compile_program(source: str) -> CompiledProgram:
             f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
         ) from None
     original = ast.parse(source, GENERATED_FILENAME, "exec")
+    forgotten = forgotten_result(original)
+    if forgotten is not None:
+        raise InvalidCodeError(f"Generated code produces no result: {forgotten}")
     tree.body = [
         node
         for node in tree.body
@@ -47,11 +52,13 @@ def compile_program(source: str) -> CompiledProgram:
     transformed = SandboxPolicy(errors, [], {}).visit(tree)
     if errors:
         raise InvalidCodeError("Generated code breaks the sandbox policy: " + "; ".join(errors))
-    wrapped = wrap_in_main(transformed)
+    wrapped = wrap_in_main(transformed, original)
     try:
-        code = compile(wrapped, GENERATED_FILENAME, "exec")
+        code = compile(wrapped.module, GENERATED_FILENAME, "exec")
     except SyntaxError as error:
         raise InvalidCodeError(
             f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
         ) from None
-    return CompiledProgram(source=source, code=code, tree=original)
+    return CompiledProgram(
+        source=source, code=code, tree=original, result_inferred=wrapped.result_inferred
+    )

@@ -49,7 +49,7 @@ __all__ = [
     "NAMEDTUPLE_ATTRIBUTES",
     "READABLE_DUNDER_ATTRIBUTES",
     "SandboxPolicy",
-    "wrap_in_main",
+    "tick_statement",
 ]
 
 MAIN_FUNCTION = "__recurgent_main__"
@@ -110,7 +110,8 @@ _SIZE_HOOKS: dict[type[ast.operator], str] = {
 }
 
 
-def _tick_statement() -> ast.stmt:
+def tick_statement() -> ast.stmt:
+    """A statement that ticks the attempt's deadline."""
     return ast.Expr(_tick_expression())
 
 
@@ -131,7 +132,7 @@ def _is_super_call(node: ast.expr) -> bool:
 
 
 def _with_tick(body: list[ast.stmt], anchor: ast.AST) -> list[ast.stmt]:
-    tick = _tick_statement()
+    tick = tick_statement()
     copy_locations(tick, anchor)  # type: ignore[arg-type]
     return [tick, *body]
 
@@ -474,29 +475,3 @@ def _constant_result_is_small(node: ast.BinOp) -> bool:
             and abs(right.value) <= 64
         )
     return False
-
-
-def wrap_in_main(module: ast.Module) -> ast.Module:
-    """Put the transformed module body inside ``def __recurgent_main__()``.
-
-    Inside the function, top-level ``return`` works, ``result`` starts as ``None`` and is
-    returned when the code does not return, and every ``def`` is a local of one call: it dies
-    with the attempt (ADR 0010).
-    """
-    init = ast.Assign(targets=[ast.Name("result", ast.Store())], value=ast.Constant(None))
-    final = ast.Return(value=_name("result"))
-    body: list[ast.stmt] = [_tick_statement(), init, *module.body, final]
-    function = ast.FunctionDef(
-        name=MAIN_FUNCTION,
-        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=body,
-        decorator_list=[],
-        returns=None,
-    )
-    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
-        function.type_params = []  # type: ignore[attr-defined,unused-ignore]
-    for synthetic in (init, final, function, body[0]):
-        synthetic.lineno = synthetic.end_lineno = 1
-        synthetic.col_offset = synthetic.end_col_offset = 0
-    wrapped = ast.Module(body=[function], type_ignores=[])
-    return ast.fix_missing_locations(wrapped)
