@@ -20,6 +20,7 @@ Every name this module emits starts with ``_`` so generated code can neither rea
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,6 +50,7 @@ __all__ = [
     "NAMEDTUPLE_ATTRIBUTES",
     "READABLE_DUNDER_ATTRIBUTES",
     "SandboxPolicy",
+    "is_private_name",
     "tick_statement",
 ]
 
@@ -96,8 +98,24 @@ ALLOWED_DUNDER_METHODS = frozenset(
     }
 )
 
-# Dunder attributes generated code may read (through the guard, never natively).
-READABLE_DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
+# Dunder attributes generated code may read (through the guard, never natively). The guard
+# decides per object: names of classes and functions, the class of anything (sealed for host
+# classes), docstrings, and a copy of the attribute dict of objects the program made.
+READABLE_DUNDER_ATTRIBUTES = frozenset(
+    {"__name__", "__qualname__", "__class__", "__doc__", "__dict__"}
+)
+
+# A single-underscore name (`_items`, `_helper`) that is neither a dunder nor ends with `_`.
+# Every name the policy and RestrictedPython emit either ends with `_` (`_getattr_`, `_OPEN_`)
+# or is one of the reserved ones below, so allowing these cannot rebind a guard.
+_PRIVATE_NAME = re.compile(r"_[A-Za-z0-9](?:[A-Za-z0-9_]*[A-Za-z0-9])?\Z")
+_RESERVED_PRIVATE = re.compile(r"_tmp[0-9]+\Z|_print\Z")
+
+
+def is_private_name(name: str) -> bool:
+    """True for a single-underscore name generated code may use on its own objects (ADR 0044)."""
+    return bool(_PRIVATE_NAME.match(name)) and not _RESERVED_PRIVATE.match(name)
+
 
 # The underscore API of namedtuples; the guard allows these on namedtuples only.
 NAMEDTUPLE_ATTRIBUTES = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
@@ -155,6 +173,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
 
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and self._class_body_depth:
+            return
+        if name is not None and is_private_name(name) and not name.endswith("__roles__"):
             return
         super().check_name(node, name)
 
@@ -219,6 +239,18 @@ class SandboxPolicy(RestrictingNodeTransformer):
     # ----------------------------------------------------------------- attribute access
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
+        if is_private_name(node.attr):
+            # Private attributes of the program's own objects: reads always go through the
+            # guard (which allows them on objects the program made), writes through _write_.
+            value = self.visit(node.value)
+            if isinstance(node.ctx, ast.Load):
+                read = _call("_getattr_", value, ast.Constant(node.attr))
+                copy_locations(read, node)
+                return read
+            target = _call("_write_", value)
+            copy_locations(target, node.value)
+            node.value = target
+            return node
         through_guard = isinstance(node.ctx, ast.Load) and (
             node.attr in READABLE_DUNDER_ATTRIBUTES
             or node.attr in NAMEDTUPLE_ATTRIBUTES
