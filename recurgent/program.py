@@ -12,7 +12,14 @@ from pydantic import BaseModel, ConfigDict
 
 from recurgent.errors import InvalidCodeError, InvalidDependencyManifestError
 
-__all__ = ["PROGRAM_SCHEMA", "Dependency", "Program", "parse_program"]
+__all__ = [
+    "PROGRAM_SCHEMA",
+    "Dependency",
+    "Program",
+    "parse_program",
+    "reply_from_text",
+    "unfence",
+]
 
 # PEP 508 distribution names, compared in their PEP 503 normal form.
 _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
@@ -80,6 +87,36 @@ def _normalize_dependencies(raw: Any) -> tuple[Dependency, ...]:
     return tuple(sorted(by_name.values(), key=lambda d: (d.name, d.version or "")))
 
 
+# One fenced block filling the whole text: ```python\n...\n``` (any info string, or none).
+_FENCED = re.compile(
+    r"\A\s*(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)\n?[ \t]*\1[ \t]*\Z", re.DOTALL
+)
+
+
+def unfence(text: str) -> str:
+    """The content of a Markdown code fence wrapping the whole text, else the text unchanged.
+
+    Models often send ```` ```python ... ``` ```` even when asked for bare code; a fence inside
+    the code (in a string literal) is left alone because the fence must wrap everything.
+    """
+    found = _FENCED.match(text)
+    return found.group(3) if found else text
+
+
+def reply_from_text(reply: object) -> object:
+    """A reply sent as text: a (possibly fenced) JSON object of the reply schema, else as is."""
+    if not isinstance(reply, str):
+        return reply
+    candidate = unfence(reply).strip()
+    if not candidate.startswith("{"):
+        return reply
+    try:
+        decoded = json.loads(candidate)
+    except ValueError:
+        return reply
+    return decoded if isinstance(decoded, Mapping) and "code" in decoded else reply
+
+
 def parse_program(reply: object, *, method_name: str) -> Program:
     """Validate a provider's reply into a :class:`Program`.
 
@@ -94,6 +131,7 @@ def parse_program(reply: object, *, method_name: str) -> Program:
     if isinstance(reply, Program):
         # A provider may build a Program itself; its dependencies still get normalized.
         reply = reply.model_dump()
+    reply = reply_from_text(reply)
     if not isinstance(reply, Mapping):
         raise InvalidCodeError(
             f"Provider returned invalid program for {method_name} "
@@ -107,7 +145,9 @@ def parse_program(reply: object, *, method_name: str) -> Program:
     elif not code.strip():
         detail = "provider returned blank `code`"
     else:
-        return Program(code=code, dependencies=_normalize_dependencies(reply.get("dependencies")))
+        return Program(
+            code=unfence(code), dependencies=_normalize_dependencies(reply.get("dependencies"))
+        )
     raise InvalidCodeError(
         f"Provider returned invalid code for {method_name} ({detail}; expected non-empty str)"
     )
