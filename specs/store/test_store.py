@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import stat
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from recurgent._store import Store, checksum
 from recurgent._store._paths import artifact_path
@@ -189,3 +193,52 @@ def test_touching_an_unregistered_tool_writes_nothing(tmp_path: Path) -> None:
 def test_repr_names_the_root(tmp_path: Path) -> None:
     """repr shows the root (handy in debug output)."""
     assert repr(_store(tmp_path)) == f"Store({str(tmp_path / 'store')!r})"
+
+
+def _record_fifty(root: Path) -> None:
+    store = Store(root, clock=frozen)
+    for _ in range(50):
+        store.record_call(call(source="persisted"))
+
+
+@pytest.mark.slow
+def test_concurrent_writers_of_one_artifact_keep_every_count(tmp_path: Path) -> None:
+    """Two processes x 50 calls on one artifact: valid JSON, 100 calls counted, no temp files."""
+    root = tmp_path / "store"
+    Store(root, clock=frozen).record_call(call())
+    # fork: the children start with recurgent imported, so their writes really overlap.
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_record_fifty, args=(root,)) for _ in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+
+    data = json.loads(artifact_path(root, "calculator", "answer").read_text())
+    assert [process.exitcode for process in processes] == [0, 0]
+    assert (data["success_count"], data["scorecards"][checksum("return 42")]["calls"]) == (101, 101)
+    assert sorted(p.name for p in artifact_path(root, "calculator", "answer").parent.iterdir()) == [
+        "answer-0db52f40.json",
+        "answer-0db52f40.json.lock",
+    ]
+
+
+def _lookup_in_child(root: Path, queue: Any) -> None:
+    found = Store(root).lookup(
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+    )
+    queue.put((found.reason, found.record.code if found.record else None))
+
+
+def test_a_second_process_finds_the_first_ones_program(tmp_path: Path) -> None:
+    """A program recorded by this process is a hit in a fresh child process on the same root."""
+    root = tmp_path / "store"
+    Store(root, clock=frozen).record_call(call())
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_lookup_in_child, args=(root, queue))
+    child.start()
+    result = queue.get(timeout=60)
+    child.join()
+
+    assert (child.exitcode, result) == (0, ("hit", "return 42"))
