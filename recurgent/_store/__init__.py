@@ -29,7 +29,7 @@ from recurgent._store._artifacts import (
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
 from recurgent._store._paths import artifact_path, default_root
-from recurgent._store._registry import load_tools, register, touch
+from recurgent._store._registry import load_tools, merge_known_tools, register, touch
 from recurgent._values import utc_timestamp
 
 __all__ = [
@@ -177,6 +177,11 @@ class Store:
         """Every registered tool's entry (empty when the registry is missing or unusable)."""
         tools, _ = load_tools(self.root)
         return tools
+
+    def known_tools(self, in_memory: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The registry an agent should see: persisted tools merged with ``in_memory`` (its
+        ``context["tools"]``), memory winning for scalars, lists unioned."""
+        return merge_known_tools(self.registry_entries(), in_memory)
 
     def register_tool(self, name: str, contract: Mapping[str, Any] | None) -> WriteResult:
         """Record (or refresh) a delegated tool with its contract."""

@@ -25,6 +25,7 @@ from recurgent._store._paths import registry_path
 __all__ = [
     "INTENT_SIGNATURES_KEPT",
     "load_tools",
+    "merge_known_tools",
     "merge_registration",
     "merge_usage",
     "register",
@@ -87,6 +88,34 @@ def merge_registration(
     merged["registration_count"] = _count(merged, "registration_count") + 1
     for key in ("usage_count", "success_count", "failure_count"):
         merged[key] = _count(merged, key)
+    return merged
+
+
+def merge_known_tools(
+    persisted: Mapping[str, Mapping[str, Any]], memory: Mapping[str, Any] | None
+) -> dict[str, dict[str, Any]]:
+    """The registry an agent works with: the persisted tools merged with those in memory.
+
+    Per tool, scalars from memory win (this process's view is newer); ``methods``, ``aliases``
+    and ``intent_signatures`` are unions, persisted first; ``intent_signature`` is the last of
+    the union. Tools only in memory or only on disk are kept as they are. Non-mapping entries in
+    memory are kept untouched (the registry integrity check reports them).
+    """
+    merged: dict[str, Any] = {name: dict(entry) for name, entry in persisted.items()}
+    for name, entry in (memory or {}).items():
+        stored = merged.get(name)
+        if not isinstance(entry, Mapping) or not isinstance(stored, dict):
+            merged[name] = dict(entry) if isinstance(entry, Mapping) else entry
+            continue
+        combined = {**stored, **entry}
+        for key in ("methods", "aliases", "intent_signatures"):
+            if key in stored or key in entry:
+                combined[key] = _union(stored.get(key), entry.get(key))
+        signatures = combined.get("intent_signatures")
+        if isinstance(signatures, list) and signatures:
+            combined["intent_signatures"] = signatures[-INTENT_SIGNATURES_KEPT:]
+            combined["intent_signature"] = combined["intent_signatures"][-1]
+        merged[name] = combined
     return merged
 
 

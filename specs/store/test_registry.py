@@ -10,6 +10,7 @@ import pytest
 
 from recurgent._store._registry import (
     load_tools,
+    merge_known_tools,
     merge_registration,
     merge_usage,
     register,
@@ -190,3 +191,52 @@ def test_eight_processes_times_fifty_writes_lose_no_count(tmp_path: Path) -> Non
     assert [process.exitcode for process in processes] == [0] * 8
     assert (entry["usage_count"], entry["success_count"]) == (400, 400)
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+
+
+class TestMergeKnownTools:
+    """Hydration: persisted tools merged with the agent's in-memory registry."""
+
+    def test_memory_scalars_win_and_lists_are_unions_persisted_first(self) -> None:
+        """Purpose from memory, methods and signatures merged, the last signature current."""
+        persisted = {
+            "web_fetcher": {
+                "purpose": "old",
+                "methods": ["fetch_url"],
+                "intent_signatures": ["a"],
+                "usage_count": 9,
+            }
+        }
+        memory = {
+            "web_fetcher": {"purpose": "new", "methods": ["fetch"], "intent_signatures": ["b"]}
+        }
+
+        merged = merge_known_tools(persisted, memory)
+
+        assert merged == {
+            "web_fetcher": {
+                "purpose": "new",
+                "methods": ["fetch_url", "fetch"],
+                "intent_signatures": ["a", "b"],
+                "intent_signature": "b",
+                "usage_count": 9,
+            }
+        }
+
+    def test_a_stale_memory_entry_keeps_persisted_methods(self) -> None:
+        """Memory with no methods does not hide methods learnt by other processes."""
+        merged = merge_known_tools({"t": {"methods": ["fetch_url"]}}, {"t": {"methods": []}})
+        assert merged["t"]["methods"] == ["fetch_url"]
+
+    def test_tools_on_one_side_only_are_kept(self) -> None:
+        """Disk-only and memory-only tools both appear; the inputs are not changed."""
+        persisted = {"disk": {"purpose": "d"}}
+        memory: dict[str, object] = {"mem": {"purpose": "m"}, "odd": "not a mapping"}
+
+        merged = merge_known_tools(persisted, memory)
+
+        assert merged == {"disk": {"purpose": "d"}, "mem": {"purpose": "m"}, "odd": "not a mapping"}
+        assert persisted == {"disk": {"purpose": "d"}}
+
+    def test_no_memory(self) -> None:
+        """A new agent (no registry in memory) sees the persisted registry as is."""
+        assert merge_known_tools({"t": {"purpose": "p"}}, None) == {"t": {"purpose": "p"}}

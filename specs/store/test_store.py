@@ -182,6 +182,21 @@ def test_registry_round_trip(tmp_path: Path) -> None:
     assert entry["last_used_at"] == "2026-12-01T12:00:00.123Z"
 
 
+def test_known_tools_merges_disk_and_memory(tmp_path: Path) -> None:
+    """A new agent's registry is the persisted one merged with what it holds in memory."""
+    store = _store(tmp_path)
+    store.register_tool("rss_parser", {"purpose": "parse feeds"})
+    store.touch_tool("rss_parser", "parse", ok=True)
+
+    known = store.known_tools({"web_fetcher": {"purpose": "fetch"}})
+
+    assert sorted(known) == ["rss_parser", "web_fetcher"]
+    assert (known["rss_parser"]["purpose"], known["rss_parser"]["methods"]) == (
+        "parse feeds",
+        ["parse"],
+    )
+
+
 def test_touching_an_unregistered_tool_writes_nothing(tmp_path: Path) -> None:
     """Top-level roles never enter the registry."""
     result = _store(tmp_path).touch_tool("calculator", "add", ok=True)
