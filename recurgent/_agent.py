@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, SupportsIndex
 
 from recurgent._contracts import CONTRACT_FIELDS, infer_intent_signature
+from recurgent._journal import writable
 from recurgent._lifecycle import AgentRuntime, run_call
+from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
 from recurgent._options import KNOWN_OPTIONS, AgentOptions, parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
@@ -94,6 +96,8 @@ class Agent:
             self, "_agent", _Internals(role=role.strip(), options=parse_options(options))
         )
         internals = self._agent
+        if internals.options.provider is not None:
+            check_provider(internals.options.provider)
         if internals.options.log is not None:
             internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
 
@@ -208,8 +212,10 @@ class Agent:
                 correction="call other agents only through handles returned by tool('name') or "
                 "delegate('name', ...); never pass an agent to library functions",
             )
-        with internals.lock:
-            return run_call(self._runtime(), name, tuple(args), dict(kwargs))
+        # No lock is held while the call runs: the attempt works on its own journal view and
+        # the lifecycle takes the lock only to commit and to append history (ADR 0027), so
+        # agents calling each other from two threads cannot deadlock.
+        return run_call(self._runtime(), name, tuple(args), dict(kwargs))
 
     # ----------------------------------------------------------------- runtime wiring
 
@@ -230,6 +236,7 @@ class Agent:
                 ),
                 remember=self._remember_from_code,
                 handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
+                lock=internals.lock,
             )
         return internals.runtime
 
@@ -248,7 +255,7 @@ class Agent:
         def call(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
             outcome = child._dispatch(method, args, kwargs)
             if registered is not None:
-                record_tool_use(parent_memory, registered, method, outcome.is_ok)
+                record_tool_use(writable(parent_memory), registered, method, outcome.is_ok)
             return outcome
 
         def set_value(name: str, value: Any) -> None:
@@ -320,10 +327,10 @@ class Agent:
             **fields,
             delegation_contract=options.get("delegation_contract"),
         )
-        register_tool(internals.memory, name, child._agent.options.contract)
-        violation = integrity_violation(
-            internals.memory, phase="register", role=internals.role, method=api
-        )
+        # Inside this agent's attempt these write the attempt's view (they roll back with it).
+        memory = writable(internals.memory)
+        register_tool(memory, name, child._agent.options.contract)
+        violation = integrity_violation(memory, phase="register", role=internals.role, method=api)
         if violation is not None:
             raise violation
         return child
@@ -332,7 +339,7 @@ class Agent:
         internals = self._agent
         key = str(name).strip()
         self._refuse_self(key, "tool")
-        tools = internals.memory.get(TOOLS_KEY)
+        tools = writable(internals.memory).get(TOOLS_KEY)
         entry = tools.get(key) if isinstance(tools, Mapping) else None
         if not isinstance(entry, Mapping):
             known = ", ".join(sorted(map(str, tools))) if isinstance(tools, Mapping) else ""

@@ -50,9 +50,9 @@ _COLUMN_GAP = "  "
 
 
 def normalize_status(entry: Entry) -> str:
-    """``outcome_status`` when it is ok/error, else ``error`` if an exception was logged, else ok."""
+    """``outcome_status`` when ok/error/interrupted, else ``error`` if an exception was logged, else ok."""
     status = entry.get("outcome_status")
-    if status in ("ok", "error"):
+    if status in ("ok", "error", "interrupted"):
         return str(status)
     return "error" if entry.get("error_class") else "ok"
 
@@ -325,7 +325,7 @@ class _Printer:
         self._out = out
         self._selection = selection
         self._show_code = show_code
-        self.counts = {"ok": 0, "error": 0}
+        self.counts = {"ok": 0, "error": 0, "interrupted": 0}
 
     def show(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
@@ -395,7 +395,11 @@ def run_watch(
         err.write(f"recurgent watch: cannot read {path}: {error.strerror or error}\n")
         return 1
     ok, failed = printer.counts["ok"], printer.counts["error"]
-    summary = f"Stopped: {_plural(ok + failed, 'call')} shown ({ok} ok, {failed} error)"
+    interrupted = printer.counts["interrupted"]
+    summary = (
+        f"Stopped: {_plural(ok + failed + interrupted, 'call')} shown ({ok} ok, {failed} error"
+    )
+    summary += f", {interrupted} interrupted)" if interrupted else ")"
     if follower.skipped:
         summary += f", {_plural(follower.skipped, 'unparsable line')} skipped"
     out.write(summary + ".\n")
@@ -439,7 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--follow", action="store_true", help="keep printing entries as they are appended"
     )
-    watch.add_argument("--status", choices=("ok", "error"), help="only calls with this outcome")
+    watch.add_argument(
+        "--status", choices=("ok", "error", "interrupted"), help="only calls with this outcome"
+    )
     watch.add_argument("--role", type=_pattern, metavar="REGEX", help="only roles matching REGEX")
     watch.add_argument(
         "--method", type=_pattern, metavar="REGEX", help="only methods matching REGEX"

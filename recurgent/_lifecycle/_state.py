@@ -99,6 +99,7 @@ class CallState:
     user_prompt: str | None = None
     outcome: Outcome | None = None
     error: BaseException | None = None
+    interrupted: bool = False
 
     def begin_attempt(self, attempt_id: int, *, feedback_injected: bool) -> None:
         """Reset the fields that describe one attempt; counters and failures carry over."""
@@ -181,7 +182,9 @@ class CallState:
             "call_id": self.frame.call_id,
             "parent_call_id": self.frame.parent_call_id,
             "depth": self.frame.depth,
-            "outcome_status": outcome.status if outcome else None,
+            "outcome_status": (
+                "interrupted" if self.interrupted else (outcome.status if outcome else None)
+            ),
             "outcome_retriable": outcome.retriable if outcome else None,
             "outcome_tool_role": outcome.tool_role if outcome else None,
             "outcome_method_name": outcome.method_name if outcome else None,

@@ -27,6 +27,7 @@ from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from recurgent._journal import REDIRECTED_DICT_METHODS, MemoryView, redirect_unbound
 from recurgent._sandbox._modules import ModuleFacade
 from recurgent._sandbox._policy import (
     ALLOWED_DUNDER_METHODS,
@@ -111,6 +112,7 @@ OPEN_TYPES: frozenset[type] = frozenset(
         io.BytesIO,
         *_ITERATOR_TYPES,
         *_VIEW_TYPES,
+        MemoryView,  # context/memory: an attempt's journaled view (ADR 0027)
     }
 )
 
@@ -125,6 +127,7 @@ MUTABLE_TYPES: frozenset[type] = frozenset(
         collections.Counter,
         collections.OrderedDict,
         collections.defaultdict,
+        MemoryView,
     }
 )
 
@@ -423,7 +426,11 @@ class AttributePolicy:
             return lambda obj, *args, **kwargs: binder(obj)(*args, **kwargs)
         if name in _DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
-        return _unshared(getattr(cls, name))
+        value = getattr(cls, name)
+        if name in REDIRECTED_DICT_METHODS and value is getattr(dict, name):
+            # dict.get(context, k) would read the journal view's storage directly.
+            return redirect_unbound(name, value)
+        return _unshared(value)
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in _DENIED_BY_TYPE.get(kind, frozenset()):
