@@ -123,7 +123,11 @@ class ProviderPool:
 
     def _dispatch(self, job: _Job) -> None:
         self._queue.append(job)
-        if self._idle == 0 and self._workers < self._max:
+        # An idle worker that was notified counts as idle until it wakes and takes a job, so
+        # compare with the jobs still queued: two jobs dispatched back to back with one idle
+        # worker must start a second worker, or the second job waits behind the first (and
+        # forever, when the first waits for the second).
+        if self._idle < len(self._queue) and self._workers < self._max:
             thread = threading.Thread(target=self._work, name="recurgent-provider", daemon=True)
             self._workers += 1
             try:
