@@ -8,6 +8,10 @@ One line per dynamic call, indented by depth::
 Entries are written in completion order (children before their parent); a whole file is printed
 as trees, grouped by trace, parents before children. ``--follow`` then streams appended entries
 in arrival order, like ``tail -f``. Only the standard library is used.
+
+Log text is written by programs an attacker may steer, so every printed line has its control
+and other non-printable characters shown as ``repr`` escapes (``\x1b``), never emitted raw; a
+line that cannot be parsed or shown is skipped and counted, and the rest still print (ADR 0032).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "render_entry",
     "run_watch",
     "tree_order",
+    "visible",
 ]
 
 Entry = Mapping[str, Any]
@@ -47,6 +52,16 @@ DEFAULT_POLL_MS = 300
 _ID_CHARS = 8
 _CLOCK_WIDTH = len("HH:MM:SS.mmm")
 _COLUMN_GAP = "  "
+MAX_INDENT_LEVELS = 40
+"""Deeper calls are indented as if at this depth (a hostile ``depth`` cannot flood the screen)."""
+_MAX_DURATION_MS = 1e15
+
+
+def visible(text: str) -> str:
+    """``text`` with every non-printable character (ESC, BEL, C1, bidi overrides) escaped as repr does."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def normalize_status(entry: Entry) -> str:
@@ -100,7 +115,7 @@ class WatchFilter:
 def _clock(timestamp: Any) -> str:
     try:
         moment = datetime.fromisoformat(str(timestamp))
-    except ValueError:
+    except (ValueError, OverflowError, TypeError):
         return "--:--:--.---"
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
@@ -109,7 +124,15 @@ def _clock(timestamp: Any) -> str:
 
 def _depth(entry: Entry) -> int:
     depth = entry.get("depth")
-    return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else 0
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth <= 0:
+        return 0
+    return min(depth, MAX_INDENT_LEVELS)
+
+
+def _duration(value: Any) -> str:
+    if _number(value) and abs(value) < _MAX_DURATION_MS:
+        return f"{float(value):.1f}ms"
+    return "-ms"
 
 
 def _number(value: Any) -> bool:
@@ -161,13 +184,13 @@ def render_entry(entry: Entry, *, show_code: bool = False) -> list[str]:
             outcome,
             f"attempts={_attempts(entry)}",
             f"source={entry.get('program_source') or '-'}",
-            f"{duration:.1f}ms" if _number(duration) else "-ms",
+            _duration(duration),
             f"trace={_short_id(entry.get('trace_id'))} call={_short_id(entry.get('call_id'))}",
         ]
     )
     lines = [call]
     if status != "error":
-        return lines
+        return [visible(call)]
     detail = " " * (_CLOCK_WIDTH + len(_COLUMN_GAP)) + indent + "  "
     message = entry.get("outcome_error_message") or entry.get("error_message")
     if message:
@@ -175,10 +198,12 @@ def render_entry(entry: Entry, *, show_code: bool = False) -> list[str]:
     code = entry.get("code")
     if show_code and isinstance(code, str) and code.strip():
         program = code.strip("\n").splitlines()
-        lines.extend(f"{detail}| {line}".rstrip() for line in program[:CODE_PREVIEW_LINES])
+        lines.extend(
+            f"{detail}| {line.expandtabs(4)}".rstrip() for line in program[:CODE_PREVIEW_LINES]
+        )
         if len(program) > CODE_PREVIEW_LINES:
             lines.append(f"{detail}| ... ({len(program) - CODE_PREVIEW_LINES} more lines)")
-    return lines
+    return [visible(line) for line in lines]
 
 
 def tree_order(entries: Sequence[Entry]) -> list[Entry]:
@@ -278,7 +303,7 @@ class LogFollower:
             return None
         try:
             entry = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             entry = None
         if not isinstance(entry, dict):
             self.skipped += 1
@@ -319,19 +344,30 @@ def follow(
 
 
 class _Printer:
-    """Prints the entries that pass the filter and counts them by status."""
+    """Prints the entries that pass the filter and counts them by status.
+
+    An entry that cannot be filtered or rendered (a value no conversion can show) is skipped
+    and counted in :attr:`unshowable`; the following entries still print.
+    """
 
     def __init__(self, out: TextIO, selection: WatchFilter, *, show_code: bool) -> None:
         self._out = out
         self._selection = selection
         self._show_code = show_code
         self.counts = {"ok": 0, "error": 0}
+        self.unshowable = 0
 
     def show(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
-            if self._selection.matches(entry):
-                self._out.write("\n".join(render_entry(entry, show_code=self._show_code)) + "\n")
-                self.counts[normalize_status(entry)] += 1
+            try:
+                if not self._selection.matches(entry):
+                    continue
+                text = "\n".join(render_entry(entry, show_code=self._show_code)) + "\n"
+            except (ValueError, TypeError, OverflowError, RecursionError, MemoryError):
+                self.unshowable += 1
+                continue
+            self._out.write(text)
+            self.counts[normalize_status(entry)] += 1
         # Piped output is block-buffered; a watcher must show each batch as it arrives.
         self._out.flush()
 
@@ -382,6 +418,11 @@ def run_watch(
                 err.write(
                     f"recurgent watch: skipped {_plural(follower.skipped, 'unparsable line')}\n"
                 )
+            if printer.unshowable:
+                err.write(
+                    "recurgent watch: skipped "
+                    f"{_plural(printer.unshowable, 'line')} that could not be shown\n"
+                )
             return 0
         waiting = "" if path.exists() else " (not there yet, waiting for it)"
         err.write(f"Watching {path}{waiting}; filters: {selection.describe()}; Ctrl-C stops.\n")
@@ -398,6 +439,8 @@ def run_watch(
     summary = f"Stopped: {_plural(ok + failed, 'call')} shown ({ok} ok, {failed} error)"
     if follower.skipped:
         summary += f", {_plural(follower.skipped, 'unparsable line')} skipped"
+    if printer.unshowable:
+        summary += f", {_plural(printer.unshowable, 'unshowable line')} skipped"
     out.write(summary + ".\n")
     return 0
 

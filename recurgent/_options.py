@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,10 +117,45 @@ def _log_path(value: Any) -> Path | None:
     if value is None or value is False:
         return None
     if value is True:
-        return default_log_path()
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
-        return Path(value).expanduser()
-    raise UsageError(f"log must be a path, None or False, got {value!r}")
+        path = default_log_path()
+    elif isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
+        try:
+            path = Path(value).expanduser()
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise UsageError(f"log must be a file path, got {value!r}: {error}") from None
+    else:
+        raise UsageError(f"log must be a path, None or False, got {value!r}")
+    _check_log_target(path)
+    return path
+
+
+def _check_log_target(path: Path) -> None:
+    """Refuse a log target no line could ever be appended to (ADR 0032).
+
+    A regular file (existing or not) and a character device (``/dev/null``, a terminal) are
+    fine; a directory, a FIFO (opening it would block the call), a socket or a path under a
+    non-directory are not.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise UsageError(f"log={str(path)!r} cannot be used: {error.strerror or error}") from None
+    if mode is None:
+        parent = next((p for p in path.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise UsageError(
+                f"log={str(path)!r} cannot be created: {str(parent)!r} is not a directory"
+            )
+        return
+    if stat.S_ISREG(mode) or stat.S_ISCHR(mode):
+        return
+    kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    raise UsageError(
+        f"log={str(path)!r} is {kind}; pass the path of a JSONL file "
+        "(e.g. log='calls.jsonl'), or log=False to turn the call log off"
+    )
 
 
 def _network(value: Any) -> NetworkPolicy:

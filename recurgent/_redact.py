@@ -1,4 +1,4 @@
-"""Redaction of secrets (API keys, bearer tokens, secret-looking environment values) from text."""
+"""Redaction of secrets: in text (API keys, bearer tokens, secret environment values) and by key name."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Sequence
 
-__all__ = ["environment_secrets", "redact"]
+__all__ = ["MASK", "environment_secrets", "is_secret_key", "redact"]
 
 _API_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}")
@@ -22,11 +22,43 @@ _ASSIGNED_SECRET = re.compile(
 _SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)")
 _MIN_SECRET_LENGTH = 8
 _MASK = "[REDACTED]"
+MASK = _MASK
+"""What a redacted value or secret is replaced with."""
+
+# Key names whose values are secrets (ADR 0032). A key is split into words at separators and
+# camelCase boundaries; it is secret when its separator-free spelling contains one of the
+# unambiguous stems, or one of its words is ``token``. ``token`` is matched as a whole word so
+# counters such as ``max_tokens`` or ``prompt_tokens`` stay readable.
+_SECRET_KEY_STEMS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "apikey",
+    "authorization",
+    "cookie",
+    "privatekey",
+)
+_SECRET_KEY_WORDS = frozenset({"token"})
+_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 @functools.lru_cache(maxsize=1024)
 def _is_secret_name(name: str) -> bool:
     return _SECRET_NAME.search(name) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def is_secret_key(name: str) -> bool:
+    """Whether a mapping key or keyword name names a secret (``db_password``, ``X-Api-Key``, ``token``).
+
+    Case-insensitive; ``max_tokens``, ``key`` and ``author`` are not secret names.
+    """
+    words = [word.lower() for word in _KEY_WORD.findall(name)]
+    joined = "".join(words)
+    return any(stem in joined for stem in _SECRET_KEY_STEMS) or not _SECRET_KEY_WORDS.isdisjoint(
+        words
+    )
 
 
 def environment_secrets() -> tuple[str, ...]:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._call import CallFrame
-from recurgent._values import json_safe, utc_timestamp
+from recurgent._history import HISTORY_KEY
+from recurgent._values import describe, json_safe, shorten, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
 
@@ -15,6 +16,37 @@ __all__ = ["AttemptFailure", "CallState"]
 
 MAX_ATTEMPT_FAILURES = 8
 MAX_FAILURE_MESSAGE = 400
+# Log copies of values are bounded so one line stays well under 1 MB whatever the call carried
+# (ADR 0032): each string, each container and each value field has a cap.
+LOG_STRING_CHARS = 4_096
+LOG_ITEMS = 100
+LOG_FIELD_BUDGET = 100_000
+LOG_TEXT_CHARS = 65_536
+# Debug lines copy memory; only the newest history records go with it, so lines stay flat over
+# a long session instead of growing with every call.
+LOG_HISTORY_RECORDS = 10
+
+
+def _log_value(value: Any) -> Any:
+    return json_safe(
+        value, max_chars=LOG_STRING_CHARS, max_items=LOG_ITEMS, budget=LOG_FIELD_BUDGET
+    )
+
+
+def _log_text(text: str | None) -> str | None:
+    return None if text is None else shorten(text, LOG_TEXT_CHARS)
+
+
+def _log_memory(memory: dict[str, Any]) -> Any:
+    view: dict[Any, Any] = dict(memory)
+    history = view.get(HISTORY_KEY)
+    if isinstance(history, list) and len(history) > LOG_HISTORY_RECORDS:
+        omitted = len(history) - LOG_HISTORY_RECORDS
+        view[HISTORY_KEY] = [
+            f"<{omitted} earlier records omitted>",
+            *history[-LOG_HISTORY_RECORDS:],
+        ]
+    return _log_value(view)
 
 
 def _clip(message: str) -> str:
@@ -142,12 +174,12 @@ class CallState:
             "role": self.role,
             "model": self.model,
             "method": self.method,
-            "args": json_safe(list(self.args)),
-            "kwargs": json_safe(self.kwargs),
+            "args": _log_value(list(self.args)),
+            "kwargs": _log_value(self.kwargs),
             "contract_source": self.contract_source,
             "duration_ms": round(self.duration_ms, 1),
             "generation_attempt": self.generation_attempt,
-            "code": self.code,
+            "code": _log_text(self.code),
             "program_dependencies": self.program_dependencies,
             "program_source": self.program_source,
             "failure_class": self.failure_class,
@@ -175,7 +207,7 @@ class CallState:
             "contract_validation_mismatch": self.contract_validation_mismatch,
             "contract_validation_expected_keys": self.contract_validation_expected_keys,
             "contract_validation_actual_keys": self.contract_validation_actual_keys,
-            "stdout": self.stdout,
+            "stdout": _log_text(self.stdout),
             "forwarded_calls": self.forwarded_calls,
             "trace_id": self.frame.trace_id,
             "call_id": self.frame.call_id,
@@ -191,25 +223,27 @@ class CallState:
                 else None
             ),
             "outcome_error_type": outcome.error_type if outcome else None,
-            "outcome_error_message": outcome.error_message if outcome else None,
+            "outcome_error_message": _log_text(outcome.error_message) if outcome else None,
             "outcome_error_metadata": (
-                json_safe(outcome.metadata) if outcome and outcome.metadata else None
+                _log_value(outcome.metadata) if outcome and outcome.metadata else None
             ),
             "error_class": type(self.error).__name__ if self.error else None,
-            "error_message": (
+            "error_message": _log_text(
                 self.error.message
                 if isinstance(self.error, RecurgentError)
-                else (str(self.error) if self.error else None)
+                else (describe(self.error, use_repr=False) if self.error else None)
             ),
         }
         if self.contract is not None:
             for key in ("purpose", "deliverable", "acceptance", "failure_policy"):
-                entry[f"contract_{key}"] = json_safe(self.contract.get(key))
+                entry[f"contract_{key}"] = _log_value(self.contract.get(key))
         if debug:
-            entry["system_prompt"] = self.system_prompt
-            entry["user_prompt"] = self.user_prompt
-            entry["context"] = json_safe(memory)
-            entry["outcome_value"] = json_safe(outcome.value) if outcome and outcome.is_ok else None
+            entry["system_prompt"] = _log_text(self.system_prompt)
+            entry["user_prompt"] = _log_text(self.user_prompt)
+            entry["context"] = _log_memory(memory)
+            entry["outcome_value"] = (
+                _log_value(outcome.value) if outcome and outcome.is_ok else None
+            )
             if self.error is not None:
                 entry["error_backtrace"] = traceback.format_tb(self.error.__traceback__)[-10:]
         return entry
