@@ -233,25 +233,31 @@ class _Walk:
 
     def mapping(self, item: Mapping[Any, Any], depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
-        pairs = self._bounded(item.items())
-        for key, child in pairs:
+        shown = 0
+        for key, child in self._bounded(item.items()):
+            if self.spent():
+                break
+            shown += 1
             name = str(self.convert(key, depth + 1))
             if child is not None and is_secret_key(name):
                 result[name] = MASK
                 self.spend(len(MASK))
             else:
                 result[name] = self.convert(child, depth + 1)
-        omitted = len(item) - len(pairs)
+        omitted = len(item) - shown
         if omitted > 0:
             result["..."] = f"<{omitted} more keys>"
         return result
 
     def sequence(self, item: Collection[Any], depth: int) -> list[Any]:
-        children = self._bounded(item)
-        result = [self.convert(child, depth + 1) for child in children]
-        total = len(item)
-        if total > len(children):
-            result.append(f"<{total - len(children)} more items>")
+        result: list[Any] = []
+        for child in self._bounded(item):
+            if self.spent():
+                break
+            result.append(self.convert(child, depth + 1))
+        omitted = len(item) - len(result)
+        if omitted > 0:
+            result.append(f"<{omitted} more items>")
         return result
 
     def _bounded(self, iterable: Iterable[Any]) -> list[Any]:
