@@ -20,6 +20,7 @@ from recurgent._redact import MASK, environment_secrets, is_secret_key, redact
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "SafeRepr",
     "describe",
     "int_text",
     "json_safe",
@@ -124,7 +125,17 @@ def _fits(value: Any, limit: int) -> bool:
     return True
 
 
-class _BoundedRepr(reprlib.Repr):
+class SafeRepr(reprlib.Repr):
+    """``reprlib.Repr`` whose ints never hit CPython's int-to-str limit (``10 ** 5000``)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        text = int_text(x)
+        if len(text) <= self.maxlong:
+            return text
+        return text[: max(0, self.maxlong - 3)] + "..."
+
+
+class _BoundedRepr(SafeRepr):
     """A repr of a big container that slices each string and shows at most a few elements."""
 
     def __init__(self, limit: int) -> None:
@@ -132,9 +143,6 @@ class _BoundedRepr(reprlib.Repr):
         self.maxstring = self.maxother = self.maxlong = limit
         self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 100
         self.maxlevel = 8
-
-    def repr_int(self, x: int, level: int) -> str:
-        return int_text(x)
 
 
 def describe(value: Any, *, use_repr: bool) -> str:

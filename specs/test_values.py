@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from recurgent import Agent, Outcome
-from recurgent._values import describe, int_text, json_safe, safe_repr, utc_timestamp
+from recurgent._values import SafeRepr, describe, int_text, json_safe, safe_repr, utc_timestamp
 
 
 class Colour(enum.Enum):
@@ -179,3 +179,23 @@ class TestBounds:
         assert describe([10**5000], use_repr=True) == '["10000000000000000000...<5001 digits>"]'
         assert describe(10**5000, use_repr=False) == "10000000000000000000...<5001 digits>"
         assert describe({"a": 1}, use_repr=True) == "{'a': 1}"
+
+
+class TestSafeReprClass:
+    """SafeRepr: reprlib with ints that never raise."""
+
+    def test_huge_int_in_a_container(self) -> None:
+        """A memory view holding 10 ** 5000 renders instead of raising ValueError."""
+        shortened = SafeRepr()
+        shortened.maxlong = 400
+
+        assert shortened.repr({"x": 10**5000, "y": 5}) == (
+            "{'x': 10000000000000000000...<5001 digits>, 'y': 5}"
+        )
+
+    def test_long_int_text_is_cut_at_maxlong(self) -> None:
+        """An int whose text exceeds maxlong is cut with '...'."""
+        shortened = SafeRepr()
+        shortened.maxlong = 10
+
+        assert shortened.repr(10**30) == "1000000..."
