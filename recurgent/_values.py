@@ -25,6 +25,7 @@ __all__ = [
     "int_text",
     "json_safe",
     "safe_repr",
+    "secret_values",
     "shorten",
     "utc_timestamp",
 ]
@@ -276,6 +277,43 @@ class _Walk:
         if cap is None:
             return list(iterable)
         return list(itertools.islice(iterable, cap))
+
+
+_SECRET_VALUES_MAX = 64
+_SECRET_VALUE_MIN_CHARS = 4
+_SECRET_WALK_ITEMS = 200
+_SECRET_WALK_DEPTH = 8
+_SECRET_WALK_NODES = 10_000
+
+
+def secret_values(*values: Any) -> tuple[str, ...]:
+    """Strings stored under secret-named keys anywhere in ``values``, so text can be masked too.
+
+    A bounded walk (8 levels, 200 entries per container, 10 000 nodes, at most 64 values of 4+
+    characters); values already masked are skipped.
+    """
+    found: set[str] = set()
+    stack: list[tuple[Any, int]] = [(value, 0) for value in values]
+    visited = 0
+    while stack and len(found) < _SECRET_VALUES_MAX and visited < _SECRET_WALK_NODES:
+        visited += 1
+        item, depth = stack.pop()
+        if depth > _SECRET_WALK_DEPTH:
+            continue
+        if isinstance(item, Mapping):
+            try:
+                pairs = list(itertools.islice(item.items(), _SECRET_WALK_ITEMS))
+            except Exception:  # noqa: BLE001 - a mapping that cannot be read hides nothing
+                continue
+            for key, child in pairs:
+                if isinstance(key, str) and is_secret_key(key) and isinstance(child, str):
+                    if len(child) >= _SECRET_VALUE_MIN_CHARS and child != MASK:
+                        found.add(child)
+                else:
+                    stack.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1) for child in item[:_SECRET_WALK_ITEMS])
+    return tuple(found)
 
 
 def json_safe(

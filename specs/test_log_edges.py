@@ -91,6 +91,25 @@ class TestSecretsByKeyName:
         assert entry["outcome_value"] == {"session_token": "[REDACTED]", "user": "bob"}
         assert agent.runtime_context["api_key"] == "plain-key"
 
+    def test_secret_values_are_masked_in_prompts_code_and_stdout(self, log_path: Path) -> None:
+        """A password given by keyword or kept in memory appears nowhere in the debug line."""
+        agent = _agent(
+            log_path,
+            "print('using', kwargs['password'], context['db_token'])\nresult = 'ok'",
+            debug=True,
+        )
+        agent.db_token = "tok-9f8e7d"
+
+        outcome = agent.connect(user="bob", password="hunter2-secret")
+
+        assert outcome.value == "ok"
+        text = log_path.read_text("utf-8")
+        assert "hunter2-secret" not in text
+        assert "tok-9f8e7d" not in text
+        entry = read_log(log_path)[0]
+        assert entry["stdout"] == "using [REDACTED] [REDACTED]\n"
+        assert "bob" in entry["user_prompt"]
+
 
 class TestHugeValues:
     """A value CPython cannot turn into decimal text is still recorded and logged."""

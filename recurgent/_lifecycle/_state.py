@@ -8,7 +8,8 @@ from typing import Any
 
 from recurgent._call import CallFrame
 from recurgent._history import HISTORY_KEY
-from recurgent._values import describe, json_safe, shorten, utc_timestamp
+from recurgent._redact import environment_secrets
+from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
 
@@ -27,26 +28,42 @@ LOG_TEXT_CHARS = 65_536
 LOG_HISTORY_RECORDS = 10
 
 
-def _log_value(value: Any) -> Any:
-    return json_safe(
-        value, max_chars=LOG_STRING_CHARS, max_items=LOG_ITEMS, budget=LOG_FIELD_BUDGET
-    )
+class _LogView:
+    """Bounded, redacted log copies of one call's values (ADR 0032).
 
+    Besides the usual redaction, every string stored under a secret-named key in the call's
+    arguments or the agent's memory is masked wherever it appears: in prompts, code, stdout and
+    messages too, where no key marks it.
+    """
 
-def _log_text(text: str | None) -> str | None:
-    return None if text is None else shorten(text, LOG_TEXT_CHARS)
+    def __init__(self, *sources: Any) -> None:
+        found = {*environment_secrets(), *secret_values(*sources)}
+        self.secrets = tuple(sorted(found, key=len, reverse=True))
 
+    def value(self, value: Any) -> Any:
+        return json_safe(
+            value,
+            max_chars=LOG_STRING_CHARS,
+            max_items=LOG_ITEMS,
+            budget=LOG_FIELD_BUDGET,
+            secrets=self.secrets,
+        )
 
-def _log_memory(memory: dict[str, Any]) -> Any:
-    view: dict[Any, Any] = dict(memory)
-    history = view.get(HISTORY_KEY)
-    if isinstance(history, list) and len(history) > LOG_HISTORY_RECORDS:
-        omitted = len(history) - LOG_HISTORY_RECORDS
-        view[HISTORY_KEY] = [
-            f"<{omitted} earlier records omitted>",
-            *history[-LOG_HISTORY_RECORDS:],
-        ]
-    return _log_value(view)
+    def text(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        return json_safe(text, max_chars=LOG_TEXT_CHARS, secrets=self.secrets)  # type: ignore[no-any-return]
+
+    def memory(self, memory: dict[str, Any]) -> Any:
+        view: dict[Any, Any] = dict(memory)
+        history = view.get(HISTORY_KEY)
+        if isinstance(history, list) and len(history) > LOG_HISTORY_RECORDS:
+            omitted = len(history) - LOG_HISTORY_RECORDS
+            view[HISTORY_KEY] = [
+                f"<{omitted} earlier records omitted>",
+                *history[-LOG_HISTORY_RECORDS:],
+            ]
+        return self.value(view)
 
 
 def _clip(message: str) -> str:
@@ -168,18 +185,19 @@ class CallState:
         """The JSONL entry of this call: every key present (null when unknown), stable order."""
         latest = self.attempt_failures[-1] if self.attempt_failures else None
         outcome = self.outcome
+        view = _LogView(self.args, self.kwargs, memory)
         entry: dict[str, Any] = {
             "timestamp": utc_timestamp(),
             "runtime": "python",
             "role": self.role,
             "model": self.model,
             "method": self.method,
-            "args": _log_value(list(self.args)),
-            "kwargs": _log_value(self.kwargs),
+            "args": view.value(list(self.args)),
+            "kwargs": view.value(self.kwargs),
             "contract_source": self.contract_source,
             "duration_ms": round(self.duration_ms, 1),
             "generation_attempt": self.generation_attempt,
-            "code": _log_text(self.code),
+            "code": view.text(self.code),
             "program_dependencies": self.program_dependencies,
             "program_source": self.program_source,
             "failure_class": self.failure_class,
@@ -190,10 +208,12 @@ class CallState:
             "validation_failure_type": self.validation_failure_type,
             "rollback_applied": self.rollback_applied,
             "retry_feedback_injected": self.retry_feedback_injected,
-            "attempt_failures": [failure.as_dict() for failure in self.attempt_failures],
+            "attempt_failures": view.value(
+                [failure.as_dict() for failure in self.attempt_failures]
+            ),
             "latest_failure_stage": latest.stage if latest else None,
             "latest_failure_class": latest.error_class if latest else None,
-            "latest_failure_message": latest.error_message if latest else None,
+            "latest_failure_message": view.text(latest.error_message) if latest else None,
             "execution_receiver": self.execution_receiver,
             "guardrail_violation_subtype": self.guardrail_violation_subtype,
             "guardrail_recovery_attempts": self.guardrail_recovery_attempts,
@@ -207,7 +227,7 @@ class CallState:
             "contract_validation_mismatch": self.contract_validation_mismatch,
             "contract_validation_expected_keys": self.contract_validation_expected_keys,
             "contract_validation_actual_keys": self.contract_validation_actual_keys,
-            "stdout": _log_text(self.stdout),
+            "stdout": view.text(self.stdout),
             "forwarded_calls": self.forwarded_calls,
             "trace_id": self.frame.trace_id,
             "call_id": self.frame.call_id,
@@ -223,12 +243,12 @@ class CallState:
                 else None
             ),
             "outcome_error_type": outcome.error_type if outcome else None,
-            "outcome_error_message": _log_text(outcome.error_message) if outcome else None,
+            "outcome_error_message": view.text(outcome.error_message) if outcome else None,
             "outcome_error_metadata": (
-                _log_value(outcome.metadata) if outcome and outcome.metadata else None
+                view.value(outcome.metadata) if outcome and outcome.metadata else None
             ),
             "error_class": type(self.error).__name__ if self.error else None,
-            "error_message": _log_text(
+            "error_message": view.text(
                 self.error.message
                 if isinstance(self.error, RecurgentError)
                 else (describe(self.error, use_repr=False) if self.error else None)
@@ -236,13 +256,13 @@ class CallState:
         }
         if self.contract is not None:
             for key in ("purpose", "deliverable", "acceptance", "failure_policy"):
-                entry[f"contract_{key}"] = _log_value(self.contract.get(key))
+                entry[f"contract_{key}"] = view.value(self.contract.get(key))
         if debug:
-            entry["system_prompt"] = _log_text(self.system_prompt)
-            entry["user_prompt"] = _log_text(self.user_prompt)
-            entry["context"] = _log_memory(memory)
+            entry["system_prompt"] = view.text(self.system_prompt)
+            entry["user_prompt"] = view.text(self.user_prompt)
+            entry["context"] = view.memory(memory)
             entry["outcome_value"] = (
-                _log_value(outcome.value) if outcome and outcome.is_ok else None
+                view.value(outcome.value) if outcome and outcome.is_ok else None
             )
             if self.error is not None:
                 entry["error_backtrace"] = traceback.format_tb(self.error.__traceback__)[-10:]
