@@ -157,13 +157,16 @@ class Agent:
         """Introspection: True for a setter name (``"x="``), a memory key, or a public method.
 
         A dynamic name that is not in memory answers False: ``hasattr`` cannot tell, because
-        every public name returns a callable.
+        every public name returns a callable. Reserved names have no setter; probe names are
+        never answered.
         """
         if not isinstance(name, str):
             return False
         if name.endswith("="):
             base = name[:-1]
-            return bool(base) and not base.startswith("_")
+            return bool(base) and not base.startswith("_") and base not in RESERVED_NAMES
+        if name in PROBE_NAMES:
+            return False
         return name in self._agent.memory or name in _PUBLIC
 
     def delegate(self, role: str, **options: Any) -> Agent:

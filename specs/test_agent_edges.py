@@ -180,6 +180,17 @@ class TestReservedSetters:
         assert agent.runtime_context == {"tool": "hammer"}
         assert callable(agent.tool)
 
+    def test_responds_to_knows_reserved_setters_and_probes(self) -> None:
+        """responds_to: no setter for reserved names, False for probe names, True for getdoc."""
+        agent, _ = _agent()
+        agent.remember(trait_names=1)
+
+        assert agent.responds_to("remember=") is False
+        assert agent.responds_to("getdoc=") is False
+        assert agent.responds_to("total=") is True
+        assert agent.responds_to("trait_names") is False
+        assert agent.responds_to("getdoc") is True
+
     def test_ordinary_setter_still_writes_memory(self) -> None:
         """A name that is not reserved is still a memory write."""
         agent, _ = _agent()
