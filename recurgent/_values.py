@@ -158,7 +158,10 @@ def describe(value: Any, *, use_repr: bool) -> str:
         if isinstance(value, int) and not isinstance(value, bool):
             return int_text(value)
         try:
-            return json.dumps(json_safe(value), ensure_ascii=False)
+            rendered = json_safe(value)
+            return (
+                rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
+            )
         except Exception:  # noqa: BLE001 - last resort below
             return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
 
