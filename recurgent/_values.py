@@ -135,6 +135,14 @@ class SafeRepr(reprlib.Repr):
             return text
         return text[: max(0, self.maxlong - 3)] + "..."
 
+    def repr_bytes(self, x: bytes, level: int) -> str:
+        # reprlib has no bytes rule and would repr all of a 50 MB value before cutting it.
+        if len(x) <= self.maxstring:
+            return repr(x)
+        return repr(x[: self.maxstring]) + "..."
+
+    repr_bytearray = repr_bytes
+
 
 class _BoundedRepr(SafeRepr):
     """A repr of a big container that slices each string and shows at most a few elements."""

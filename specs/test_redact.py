@@ -129,3 +129,26 @@ class TestSecretKeyNames:
     def test_ordinary_names(self, name: str) -> None:
         """Counters and plain words that merely resemble a secret name are not secret."""
         assert is_secret_key(name) is False
+
+
+class TestFastPath:
+    """The key-word pre-checks never skip text the patterns would match."""
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("api_\u212aey=abcdefgh", "api_\u212aey=[REDACTED]"),  # KELVIN SIGN matches k
+            ("\u017fecret=abcdefgh", "\u017fecret=[REDACTED]"),  # LONG S matches s
+            ("BEARER abcdefghij", "Bearer [REDACTED]"),
+            ("AUTHORIZATION: Basic dXNlcjpwYXNz", "AUTHORIZATION: Basic [REDACTED]"),
+        ],
+    )
+    def test_case_variants_are_still_masked(self, text: str, expected: str) -> None:
+        """Upper-case and Unicode case variants of the key words still trigger redaction."""
+        assert redact(text, ()) == expected
+
+    def test_long_text_without_key_words_is_unchanged(self) -> None:
+        """A 1 MB string with no key word comes back identical."""
+        text = "w" * 1_000_000
+
+        assert redact(text, ()) is text
