@@ -5,12 +5,15 @@ Dispatch rules:
 * ``agent.x = v`` writes ``agent.runtime_context["x"]`` and calls no provider.
 * ``agent.x`` returns ``runtime_context["x"]`` when that key exists, without a provider call.
 * Any other public name is a callable; calling it performs a dynamic call returning an Outcome.
-* Names starting with ``_`` raise ``AttributeError`` at once, so ``copy``, ``pickle``, IPython
-  and mocks never reach a provider.
+* Names starting with ``_`` and the public names tools probe (:data:`PROBE_NAMES`) raise
+  ``AttributeError`` at once, so ``copy``, ``pickle``, IPython, pytest and mocks never reach a
+  provider (ADR 0031).
+* Assigning to a name the Agent itself uses (:data:`RESERVED_NAMES`) raises ``UsageError``.
 * ``str(agent)`` is ``repr(agent)``; copying or pickling an agent raises ``TypeError``.
 
 The instance keeps everything in one underscored slot, so the public namespace is only
-``for_``, ``remember``, ``runtime_context``, ``delegate``, ``tool`` and ``responds_to``.
+``for_``, ``remember``, ``runtime_context``, ``delegate``, ``tool``, ``responds_to`` and
+``getdoc``.
 """
 
 from __future__ import annotations
@@ -33,10 +36,30 @@ from recurgent.errors import BudgetExceededError, GuardrailViolationError, Usage
 from recurgent.outcome import Outcome
 from recurgent.providers import Provider, default_provider
 
-__all__ = ["Agent"]
+__all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
 
 _Invocation = tuple[str, tuple[Any, ...], Mapping[str, Any]]
-_PUBLIC = frozenset({"for_", "remember", "runtime_context", "delegate", "tool", "responds_to"})
+_PUBLIC = frozenset(
+    {"for_", "remember", "runtime_context", "delegate", "tool", "responds_to", "getdoc"}
+)
+
+# Public names that introspection machinery looks up on any object it is shown. Each would
+# otherwise be a dynamic method, and the ones a tool *calls* would become provider requests. Names
+# starting with "_" (IPython's _repr_*_, _ipython_*_, _ipython_canary_method_should_not_exist_,
+# _getAttributeNames, _fields; dunders such as __wrapped__, __signature__, __length_hint__) are
+# refused by the underscore rule and need no entry. ``getdoc`` is a real method (ADR 0031).
+PROBE_NAMES = frozenset(
+    {
+        # IPython < 1.0 completion (dir2) called obj.trait_names(); Traits/traitlets detection.
+        "trait_names",
+        # pytest reads module-level objects' marks while collecting.
+        "pytestmark",
+        # rich's "does this object claim every attribute?" canary.
+        "awehoi1234_wdfjwljet234_234wdfoijsdfmmnxpi492",
+    }
+)
+RESERVED_NAMES = _PUBLIC | PROBE_NAMES
+"""Names ``agent.name = value`` refuses: the Agent's own attributes and the probe names."""
 
 
 @dataclass(slots=True)
@@ -59,7 +82,8 @@ class _DynamicMethod:
         self._agent = agent
         self._name = name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Outcome:
+    # ``self`` is positional-only so ``agent.update(self=1)`` passes ``self`` as a keyword.
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Outcome:
         return self._agent._dispatch(self._name, args, kwargs)
 
     @property
@@ -113,7 +137,7 @@ class Agent:
         """The agent's live memory dict."""
         return self._agent.memory
 
-    def remember(self, **entries: Any) -> Agent:
+    def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
 
         Raises:
@@ -124,17 +148,29 @@ class Agent:
         self._agent.memory.update(entries)
         return self
 
+    def getdoc(self) -> str:
+        """A short description of this agent; IPython's ``agent?`` shows it (ADR 0031)."""
+        internals = self._agent
+        keys = ", ".join(map(str, internals.memory)) or "none"
+        return (
+            f"Agent({internals.role!r}): a recurgent agent. Calling any other public method asks "
+            f"the model to write it and returns an Outcome. Memory keys: {keys}."
+        )
+
     def responds_to(self, name: object) -> bool:
         """Introspection: True for a setter name (``"x="``), a memory key, or a public method.
 
         A dynamic name that is not in memory answers False: ``hasattr`` cannot tell, because
-        every public name returns a callable.
+        every public name returns a callable. Reserved names have no setter; probe names are
+        never answered.
         """
         if not isinstance(name, str):
             return False
         if name.endswith("="):
             base = name[:-1]
-            return bool(base) and not base.startswith("_")
+            return bool(base) and not base.startswith("_") and base not in RESERVED_NAMES
+        if name in PROBE_NAMES:
+            return False
         return name in self._agent.memory or name in _PUBLIC
 
     def delegate(self, role: str, **options: Any) -> Agent:
@@ -162,7 +198,7 @@ class Agent:
     # ----------------------------------------------------------------- dispatch
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
+        if name.startswith("_") or name in PROBE_NAMES:
             raise AttributeError(name)
         memory = self._agent.memory
         if name in memory:
@@ -172,6 +208,14 @@ class Agent:
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):
             raise AttributeError(f"cannot set private attribute {name!r} on an Agent")
+        if name in RESERVED_NAMES:
+            raise UsageError(
+                f"{name!r} is reserved by Agent and cannot be assigned; reserved names: "
+                f"{', '.join(sorted(RESERVED_NAMES))}. Store the value under another name "
+                f"(agent.my_{name.strip('_')} = value), or write the key itself with "
+                f"agent.remember({name}=value) and read it back as "
+                f"agent.runtime_context[{name!r}]"
+            )
         if name == TOOLS_KEY:
             self._check_registry_write({name: value}, phase="setter")
         self._agent.memory[name] = value
@@ -182,7 +226,8 @@ class Agent:
         del self._agent.memory[name]
 
     def __dir__(self) -> list[str]:
-        return sorted({*_PUBLIC, *map(str, self._agent.memory)})
+        memory_names = (str(key) for key in self._agent.memory)
+        return sorted({*_PUBLIC, *(n for n in memory_names if n not in PROBE_NAMES)})
 
     def __repr__(self) -> str:
         return f"<Agent({self._agent.role}) context={list(map(str, self._agent.memory))!r}>"

@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
+from recurgent._values import safe_repr
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider
 
@@ -81,9 +83,14 @@ class AgentOptions:
         return inherited
 
 
+def _shown(value: Any) -> str:
+    """A value for an error message: bounded, redacted, and safe for any object (10 ** 5000)."""
+    return safe_repr(value, limit=200)
+
+
 def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise UsageError(f"{name} must be True or False, got {value!r}")
+        raise UsageError(f"{name} must be True or False, got {_shown(value)}")
     return value
 
 
@@ -92,7 +99,7 @@ def _int_option(name: str, value: Any, minimum: int, *, nullable: bool = False) 
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         suffix = " or None" if nullable else ""
-        raise UsageError(f"{name} must be an int >= {minimum}{suffix}, got {value!r}")
+        raise UsageError(f"{name} must be an int >= {minimum}{suffix}, got {_shown(value)}")
     return value
 
 
@@ -101,25 +108,65 @@ def _seconds(
 ) -> float | None:
     if value is None and nullable:
         return None
-    valid = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-    if valid and (value <= low if high is None else not low <= value <= high):
-        valid = False
+    number = math.nan
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float range, e.g. 10 ** 400
+            number = math.nan
+    valid = math.isfinite(number) and (number > low if high is None else low <= number <= high)
     if not valid:
         bound = f"> {low:g}" if high is None else f"between {low:g} and {high:g}"
         raise UsageError(
-            f"{name} must be a finite number {bound}{' or None' if nullable else ''}, got {value!r}"
+            f"{name} must be a finite number {bound}{' or None' if nullable else ''}, "
+            f"got {_shown(value)}"
         )
-    return float(value)
+    return number
 
 
 def _log_path(value: Any) -> Path | None:
     if value is None or value is False:
         return None
     if value is True:
-        return default_log_path()
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
-        return Path(value).expanduser()
-    raise UsageError(f"log must be a path, None or False, got {value!r}")
+        path = default_log_path()
+    elif isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
+        try:
+            path = Path(value).expanduser()
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise UsageError(f"log must be a file path, got {_shown(value)}: {error}") from None
+    else:
+        raise UsageError(f"log must be a path, None or False, got {_shown(value)}")
+    _check_log_target(path)
+    return path
+
+
+def _check_log_target(path: Path) -> None:
+    """Refuse a log target no line could ever be appended to (ADR 0032).
+
+    A regular file (existing or not) and a character device (``/dev/null``, a terminal) are
+    fine; a directory, a FIFO (opening it would block the call), a socket or a path under a
+    non-directory are not.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise UsageError(f"log={str(path)!r} cannot be used: {error.strerror or error}") from None
+    if mode is None:
+        parent = next((p for p in path.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise UsageError(
+                f"log={str(path)!r} cannot be created: {str(parent)!r} is not a directory"
+            )
+        return
+    if stat.S_ISREG(mode) or stat.S_ISCHR(mode):
+        return
+    kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    raise UsageError(
+        f"log={str(path)!r} is {kind}; pass the path of a JSONL file "
+        "(e.g. log='calls.jsonl'), or log=False to turn the call log off"
+    )
 
 
 def _network(value: Any) -> NetworkPolicy:
@@ -149,12 +196,12 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
     if model is None:
         model = os.environ.get("RECURGENT_MODEL", "").strip() or DEFAULT_MODEL
     elif not isinstance(model, str) or not model.strip():
-        raise UsageError(f"model must be a non-empty str, got {model!r}")
+        raise UsageError(f"model must be a non-empty str, got {_shown(model)}")
     trace_id = get("trace_id")
     if trace_id is None:
         trace_id = secrets.token_hex(12)
     elif not isinstance(trace_id, str) or not trace_id.strip():
-        raise UsageError(f"trace_id must be a non-empty str, got {trace_id!r}")
+        raise UsageError(f"trace_id must be a non-empty str, got {_shown(trace_id)}")
     contract, source = compose_contract(
         get("delegation_contract"), {name: get(name) for name in CONTRACT_FIELDS}
     )

@@ -8,7 +8,6 @@ The response schema the provider fills lives in :data:`recurgent.program.PROGRAM
 from __future__ import annotations
 
 import functools
-import reprlib
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from recurgent._history import HISTORY_KEY
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY, count, ranked_tools
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
-from recurgent._values import safe_repr
+from recurgent._values import SafeRepr, safe_repr
 
 __all__ = ["PROMPT_VERSION", "Prompts", "build_prompts", "render"]
 
@@ -73,7 +72,7 @@ def _memory_view(memory: Mapping[str, Any]) -> str:
             view[key] = value
     view.setdefault(TOOLS_KEY, {"count": 0})
     view.setdefault(HISTORY_KEY, {"count": 0})
-    shortened = reprlib.Repr()
+    shortened = SafeRepr()
     shortened.maxstring = 400
     shortened.maxother = 400
     shortened.maxlist = shortened.maxdict = 20

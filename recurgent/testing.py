@@ -127,8 +127,13 @@ class ScriptedProvider:
 
 
 def read_log(path: str | PathLike[str]) -> list[dict[str, Any]]:
-    """Read a recurgent JSONL log into a list of entries (an absent file gives ``[]``)."""
+    """Read a recurgent JSONL log into a list of entries (an absent file gives ``[]``).
+
+    Lines end at ``\n`` only: JSON strings may hold ``\u2028`` and other characters that
+    ``str.splitlines`` would split on.
+    """
     file = Path(path)
     if not file.exists():
         return []
-    return [json.loads(line) for line in file.read_text("utf-8").splitlines() if line.strip()]
+    text = file.read_bytes().decode("utf-8")
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
