@@ -25,7 +25,15 @@ from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY, count, ranked_tools
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
 
-__all__ = ["PROMPT_VERSION", "Prompts", "Rendered", "build_prompts", "inert", "render"]
+__all__ = [
+    "PROMPT_VERSION",
+    "Prompts",
+    "Rendered",
+    "build_prompts",
+    "inert",
+    "render",
+    "shared_system_prefix",
+]
 
 PROMPT_VERSION = "2026-12-01.python.v3"
 KNOWN_TOOLS_LIMIT = 12
@@ -191,6 +199,25 @@ _STANCE_CHECK = {
 }
 
 
+@functools.cache
+def shared_system_prefix() -> str:
+    """The system prompt's first part: identical for every agent, role, method and call.
+
+    Providers cache identical prompt prefixes (OpenAI from 1,024 tokens), so everything that does
+    not change comes first and everything particular to the agent or the call last (ADR 0026).
+    """
+    return "\n".join(
+        [
+            render("identity"),
+            render("environment", allowed_imports=", ".join(ALLOWED_MODULES)),
+            render("thinking"),
+            render("known_tools_system", limit=KNOWN_TOOLS_LIMIT),
+            render("constraints"),
+            render("request_guide", tool_limit=KNOWN_TOOLS_LIMIT),
+        ]
+    )
+
+
 def build_prompts(
     *,
     role: str,
@@ -205,31 +232,26 @@ def build_prompts(
 ) -> Prompts:
     """Render both prompts of one dynamic call.
 
-    The system prompt depends only on the agent (role, depth band, contract, network policy and
-    limits), so providers can cache it across calls; everything that changes from call to call
-    (invocation, memory, known tools, history count) is in the user prompt.
+    The system prompt is :func:`shared_system_prefix` followed by what is particular to the
+    agent (role, depth band, network policy, limits, contract); everything that changes from
+    call to call (invocation, memory, known tools, history count) is in the user prompt.
     """
     band = min(depth, 2)
     identity = ("identity_builder", "identity_tool", "identity_worker")[band]
     contract_system, contract_user = _contract_blocks(contract)
-    system = "\n".join(
-        [
-            render(identity, role=_clip(role, _NAME_CHARS), depth=depth),
-            render(
-                "environment",
-                allowed_imports=", ".join(ALLOWED_MODULES),
-                network_policy=_network_text(network),
-                max_response_kb=limits.max_response_bytes // 1024,
-                timeout_seconds=f"{limits.timeout_seconds:g}",
-                max_items=f"{limits.max_sequence_items:,}",
-                max_forwarded_calls=limits.max_forwarded_calls,
-            ),
-            render("thinking", stance_guidance=_STANCE_GUIDANCE[band]),
-            render("known_tools_system", limit=KNOWN_TOOLS_LIMIT),
-            contract_system,
-            render("constraints"),
-        ]
+    agent = render(
+        "agent",
+        identity=render(identity, role=_clip(role, _NAME_CHARS), depth=depth),
+        depth=depth,
+        stance_guidance=_STANCE_GUIDANCE[band],
+        stance_check=_STANCE_CHECK[band],
+        network_policy=_network_text(network),
+        max_response_kb=limits.max_response_bytes // 1024,
+        timeout_seconds=f"{limits.timeout_seconds:g}",
+        max_items=f"{limits.max_sequence_items:,}",
+        max_forwarded_calls=limits.max_forwarded_calls,
     )
+    system = "\n".join([shared_system_prefix(), agent, contract_system])
     history = memory.get(HISTORY_KEY)
     tools = memory.get(TOOLS_KEY)
     user = render(
@@ -245,6 +267,5 @@ def build_prompts(
         tool_limit=KNOWN_TOOLS_LIMIT,
         known_tools=_known_tools(memory),
         active_contract=contract_user,
-        stance_check=_STANCE_CHECK[band],
     )
     return Prompts(system=system, user=user)
