@@ -1,9 +1,9 @@
 """Prompt size per call and the prefix shared across calls, roles and methods (issue 13, ADR 0026).
 
-Runs four calls through real agents with a scripted provider (no network), five prompts in all:
-two roles, two methods each, plus the delegated child one of them creates. For each it prints the size of
-the system and user prompts (characters, and tokens estimated as characters / 4). Then, for
-pairs of calls, the length of the prefix their prompts share, as providers' prompt caches see
+Runs four calls through real agents with a scripted provider (no network), five prompts in
+all: two roles, two methods each, plus the delegated child one of them creates. For each it
+prints the size of the system and user prompts (characters, and tokens estimated as
+characters / 4). Then, for pairs of calls, the length of the prefix their prompts share, as providers' prompt caches see
 it: the system prompt followed by the user prompt. OpenAI serves a cached prefix from 1,024
 tokens on, so ``shared tokens`` at or above that is what caching can reuse.
 

@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 
 from recurgent import Agent, UsageError
-from recurgent._hosts import entry_matches, host_entry_covered, normalize_host_entry
+from recurgent._hosts import (
+    entry_matches,
+    host_entry_covered,
+    normalize_host_entry,
+    url_host_port,
+)
 from recurgent._sandbox._network import host_allowed
 
 
@@ -148,3 +153,31 @@ class TestMatching:
             host_entry_covered(("a.test:1",), "a.test:2"),
             host_entry_covered(("a.test",), "b.a.test"),
         ) == (True, False, False, False)
+
+
+class TestUrls:
+    """Request URLs are reduced to host and effective port before matching."""
+
+    @pytest.mark.parametrize(
+        ("url", "allowed"),
+        [
+            ("http://example.com/", True),
+            ("https://EXAMPLE.com./feed", True),
+            ("http://example.com:8080/x", True),
+            ("https://api.test:8443/v1", True),
+            ("https://api.test/v1", False),
+            ("http://api.test:8443/v1", True),
+            ("http://example.com@evil.net/", False),
+            ("http://evil.net/?u=http://example.com/", False),
+            ("http://example.com.evil.net/", False),
+            ("http://example.com%2eevil.net/", False),
+            ("http://[::1]:9000/", True),
+            ("http://127.0.0.1.nip.io/", False),
+        ],
+    )
+    def test_url_table(self, url: str, allowed: bool) -> None:
+        """Userinfo, query strings and look-alike hosts never pass for a listed host."""
+        target = url_host_port(url)
+
+        assert target is not None
+        assert host_allowed(_POLICY, *target) is allowed
