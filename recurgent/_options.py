@@ -113,7 +113,9 @@ class AgentOptions:
             if name in requested:
                 reason = self._widening(name, requested[name])
                 if reason is not None:
-                    refusals.append(f"{name}={requested[name]!r} {reason}")
+                    refusal = f"{name}={requested[name]!r} {reason}"
+                    # The value comes from generated code: a huge one must not flood the log.
+                    refusals.append(refusal if len(refusal) <= 500 else refusal[:497] + "...")
         return refusals
 
     def _widening(self, name: str, value: Any) -> str | None:

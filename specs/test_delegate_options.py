@@ -355,3 +355,15 @@ class TestReturnedHandle:
 
         assert (_options(child).network, _options(child).debug) == ("allow", True)
         assert _options(child).delegation_budget is None
+
+
+class TestRefusalMessages:
+    """Refusal messages stay short whatever the program passed."""
+
+    def test_huge_value_is_cut_in_the_message(self) -> None:
+        """A 1 MB network entry from code gives a refusal of at most 500 characters."""
+        planner = Agent("planner", provider=ScriptedProvider(), log=False, network=["a.test"])
+
+        refusals = planner._agent.options.narrowing_refusals({"network": ["b" * 1_000_000]})
+
+        assert (len(refusals), len(refusals[0]), refusals[0][-3:]) == (1, 500, "...")
