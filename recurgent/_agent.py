@@ -341,6 +341,25 @@ class Agent:
                 "delegating to your own role",
             )
 
+    def _refuse_widening(self, name: str, options: Mapping[str, Any], api: str) -> None:
+        """Generated code may only narrow a child's limits; anything else ends the attempt.
+
+        A refusal rather than a silent clamp: the guardrail lane tells the model which option to
+        drop, and the program never believes it got limits it did not get (ADR 0024).
+        """
+        refusals = self._agent.options.narrowing_refusals(options)
+        if refusals:
+            raise GuardrailViolationError(
+                f"{self._agent.role}.{api}({name!r}) from generated code refused: "
+                + "; ".join(refusals),
+                subtype="delegate_option_refused",
+                correction=f"call {api}() with contract fields only (purpose, deliverable, "
+                "acceptance, failure_policy, intent_signature); network and the limits "
+                "execution_timeout_seconds, provider_timeout_seconds and forwarded_call_budget "
+                "may only be lowered, and log, provider, model, debug, verbose, trace_id and "
+                "the budgets are never accepted from generated code",
+            )
+
     def _delegate(
         self, role: Any, options: Mapping[str, Any], invocation: _Invocation | None, *, api: str
     ) -> Agent:
@@ -354,6 +373,8 @@ class Agent:
             raise BudgetExceededError(
                 f"Delegation budget exceeded in {internals.role}.{api} (remaining: 0)"
             )
+        if invocation is not None:
+            self._refuse_widening(name, options, api)
         ignored = sorted(set(options) - KNOWN_OPTIONS)
         if ignored and internals.options.debug:
             sys.stderr.write(

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from recurgent.errors import GuardrailViolationError
+from recurgent.program import check_syntax_bounds
 
 __all__ = [
     "RETRIEVAL_MODES",
@@ -428,7 +429,13 @@ def _hardcoded_fallback(tree: ast.AST) -> Iterator[GuardrailViolationError]:
 
 
 def static_violations(tree: ast.AST) -> list[GuardrailViolationError]:
-    """Every policy violation visible in the program's source, in source order."""
+    """Every policy violation visible in the program's source, in source order.
+
+    Raises:
+        InvalidCodeError: the tree is over the size or nesting caps (ADR 0025). Checked first, so
+            the walks below cost at most what the caps allow.
+    """
+    check_syntax_bounds(tree)
     found = [*_mutations(tree), *_tools_shape_misuse(tree), *_hardcoded_fallback(tree)]
     return sorted(found, key=lambda violation: violation.line or 0)
 

@@ -15,11 +15,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
+from recurgent._hosts import host_entry_covered, normalize_host_entry
 from recurgent._values import safe_repr
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider
 
-__all__ = ["DEFAULT_MODEL", "AgentOptions", "NetworkPolicy", "default_log_path", "parse_options"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "HOST_ONLY_OPTIONS",
+    "NARROWING_OPTIONS",
+    "AgentOptions",
+    "NetworkPolicy",
+    "default_log_path",
+    "parse_options",
+]
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 NetworkPolicy = Literal["allow", "deny"] | tuple[str, ...]
@@ -42,6 +51,15 @@ _INHERITED = (
 )
 _RUNTIME_OPTIONS = (*_INHERITED, "delegation_budget")
 KNOWN_OPTIONS = frozenset((*_RUNTIME_OPTIONS, *CONTRACT_FIELDS, "delegation_contract"))
+#: Limits generated code may pass to ``delegate``/``tool``, and only to narrow them (ADR 0024).
+NARROWING_OPTIONS = (
+    "network",
+    "execution_timeout_seconds",
+    "provider_timeout_seconds",
+    "forwarded_call_budget",
+)
+#: Runtime options that only the host sets: generated code passing one is refused (ADR 0024).
+HOST_ONLY_OPTIONS = frozenset(_RUNTIME_OPTIONS) - frozenset(NARROWING_OPTIONS)
 
 
 def default_log_path() -> Path:
@@ -81,6 +99,45 @@ class AgentOptions:
             inherited["delegation_budget"] = self.delegation_budget - 1
         inherited.update({k: v for k, v in overrides.items() if k in _RUNTIME_OPTIONS})
         return inherited
+
+    def narrowing_refusals(self, requested: Mapping[str, Any]) -> list[str]:
+        """Why each runtime option generated code passed to a child is refused (ADR 0024).
+
+        Generated code is written by an attacker, so it may only narrow what its agent has:
+        a stricter ``network`` policy and lower limits. Host-only options are always refused.
+        An empty list means ``requested`` may be applied as overrides.
+        """
+        refusals = [
+            f"{name} is set by the host, never by generated code"
+            for name in sorted(HOST_ONLY_OPTIONS & set(requested))
+        ]
+        for name in NARROWING_OPTIONS:
+            if name in requested:
+                reason = self._widening(name, requested[name])
+                if reason is not None:
+                    refusal = f"{name}={requested[name]!r} {reason}"
+                    # The value comes from generated code: a huge one must not flood the log.
+                    refusals.append(refusal if len(refusal) <= 500 else refusal[:497] + "...")
+        return refusals
+
+    def _widening(self, name: str, value: Any) -> str | None:
+        try:
+            if name == "network":
+                return _wider_network(self.network, _network(value))
+            if name == "forwarded_call_budget":
+                wanted: float | None = _int_option(name, value, 1)
+                limit: float | None = self.forwarded_call_budget
+            elif name == "execution_timeout_seconds":
+                wanted = _seconds(name, value, low=1, high=600, nullable=False)
+                limit = self.execution_timeout_seconds
+            else:
+                wanted = _seconds(name, value, low=0, high=None, nullable=True)
+                limit = self.provider_timeout_seconds
+        except UsageError as invalid:
+            return f"is invalid: {invalid.message}"
+        if limit is None or (wanted is not None and wanted <= limit):
+            return None
+        return f"exceeds this agent's {name}={limit:g}; a child may only lower it"
 
 
 def _shown(value: Any) -> str:
@@ -172,11 +229,25 @@ def _check_log_target(path: Path) -> None:
 def _network(value: Any) -> NetworkPolicy:
     if value in ("allow", "deny"):
         return value  # type: ignore[no-any-return]
-    if isinstance(value, list | tuple | set | frozenset) and all(
-        isinstance(host, str) and host.strip() for host in value
-    ):
-        return tuple(sorted(host.strip().lower() for host in value))
+    if isinstance(value, list | tuple | set | frozenset) and value:
+        return tuple(sorted({normalize_host_entry(entry) for entry in value}))
     raise UsageError(f"network must be 'allow', 'deny' or a list of host names, got {value!r}")
+
+
+def _wider_network(parent: NetworkPolicy, child: NetworkPolicy) -> str | None:
+    """Why ``child`` reaches something ``parent`` does not, or None when it is narrower."""
+    if parent == "allow" or child == "deny":
+        return None
+    if parent == "deny" or child == "allow":
+        return f"widens this agent's network={parent!r}; a child may only narrow it"
+    assert isinstance(parent, tuple) and isinstance(child, tuple)
+    outside = [entry for entry in child if not host_entry_covered(parent, entry)]
+    if outside:
+        return (
+            f"reaches {', '.join(outside)} outside this agent's allow-list "
+            f"{list(parent)!r}; a child may only narrow it"
+        )
+    return None
 
 
 def parse_options(options: Mapping[str, Any]) -> AgentOptions:

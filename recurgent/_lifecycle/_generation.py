@@ -24,12 +24,11 @@ from recurgent._redact import redact
 from recurgent._sandbox import CompiledProgram, compile_program
 from recurgent.errors import (
     GuardrailViolationError,
-    InvalidCodeError,
     ProviderError,
     ProviderTimeoutError,
     UsageError,
 )
-from recurgent.program import Program, parse_program
+from recurgent.program import Program, parse_code, parse_program
 from recurgent.providers import Provider, ProviderRequest
 
 __all__ = ["Generated", "check_provider", "generate_program"]
@@ -114,14 +113,7 @@ def _normalize(error: BaseException, request: ProviderRequest) -> ProviderError:
 
 def _validate(reply: object, method_name: str) -> tuple[Program, ast.Module]:
     program = parse_program(reply, method_name=method_name)
-    try:
-        tree = ast.parse(program.code, "<generated>", "exec")
-    except SyntaxError as error:
-        raise InvalidCodeError(
-            f"Generated code has invalid Python syntax in {method_name}: line {error.lineno}: "
-            f"{error.msg}"
-        ) from None
-    return program, tree
+    return program, parse_code(program.code, where=method_name)
 
 
 def generate_program(
