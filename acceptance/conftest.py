@@ -49,7 +49,10 @@ def _backend(
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
             monkeypatch.delenv(name, raising=False)
         with FakeOpenAIServer(openai_handler(router)) as server:
-            provider = OpenAIProvider(base_url=server.base_url, api_key=_LOOPBACK_KEY)
+            # One HTTP request per generation attempt: unscripted routes answer 500 (ADR 0034).
+            provider = OpenAIProvider(
+                base_url=server.base_url, api_key=_LOOPBACK_KEY, max_retries=0
+            )
             yield Backend(mode, provider, log_path, router, server)
     assert not router.unrouted, f"requests no scripted program answered: {router.unrouted}"
 
