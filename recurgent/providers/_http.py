@@ -10,6 +10,7 @@ content decoding (ADR 0034).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -64,15 +65,36 @@ def _cap_hook(limit: int) -> Callable[[httpx2.Response], None]:
     return hook
 
 
-def capped_client(factory: Callable[..., httpx2.Client], max_bytes: int) -> httpx2.Client:
+_CLOSING: dict[type[httpx2.Client], type[httpx2.Client]] = {}
+_CLOSING_LOCK = threading.Lock()
+
+
+def _closing(base: type[httpx2.Client]) -> type[httpx2.Client]:
+    # The SDKs close the clients they build themselves when those are collected; a client we
+    # hand them would otherwise leave its pooled sockets open until the process exits.
+    def __del__(self: httpx2.Client) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn down anything
+            pass
+
+    with _CLOSING_LOCK:
+        subclass = _CLOSING.get(base)
+        if subclass is None:
+            subclass = type(f"Capped{base.__name__}", (base,), {"__del__": __del__})
+            _CLOSING[base] = subclass
+        return subclass
+
+
+def capped_client(base: type[httpx2.Client], max_bytes: int) -> httpx2.Client:
     """Build an SDK HTTP client whose replies are read up to ``max_bytes`` only.
 
     Args:
-        factory: The SDK's ``DefaultHttpxClient`` (keeps the SDK's own limits and timeouts).
+        base: The SDK's ``DefaultHttpxClient`` class (keeps the SDK's limits and timeouts).
         max_bytes: Largest reply body accepted.
     """
     hooks: dict[str, list[Any]] = {"response": [_cap_hook(max_bytes)]}
-    return factory(event_hooks=hooks)
+    return _closing(base)(event_hooks=hooks)
 
 
 def reply_too_large(error: BaseException) -> ReplyTooLarge | None:
