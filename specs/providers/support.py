@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,9 +33,14 @@ PROVIDER_ENV = (
 )
 
 
-def isolate_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Allow provider requests (loopback only) and clear every provider variable."""
+def isolate_provider_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """Allow provider requests (loopback only), clear every provider variable, empty ``HOME``.
+
+    ``HOME`` moves to ``home`` so no credentials profile of the host (``~/.config/anthropic``)
+    is found.
+    """
     monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", True)
+    monkeypatch.setenv("HOME", str(home))
     for name in PROVIDER_ENV:
         monkeypatch.delenv(name, raising=False)
 

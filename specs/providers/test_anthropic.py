@@ -35,9 +35,9 @@ USAGE = {
 
 
 @pytest.fixture(autouse=True)
-def allow_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+def allow_requests(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Loopback requests allowed; no provider variable from the host environment."""
-    isolate_provider_env(monkeypatch)
+    isolate_provider_env(monkeypatch, tmp_path / "home")
 
 
 @pytest.fixture
@@ -299,12 +299,8 @@ class TestConstruction:
             "pip install 'recurgent[anthropic]'"
         )
 
-    def test_missing_key_says_what_to_set(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
+    def test_missing_key_says_what_to_set(self) -> None:
         """No key anywhere: a UsageError at construction naming ANTHROPIC_API_KEY."""
-        monkeypatch.setenv("HOME", str(tmp_path))
-
         with pytest.raises(UsageError) as excinfo:
             AnthropicProvider()
 

@@ -6,6 +6,7 @@ import copy
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -51,9 +52,9 @@ STRICT_PROGRAM_SCHEMA = {
 
 
 @pytest.fixture(autouse=True)
-def allow_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+def allow_requests(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Re-enable provider requests (specs/conftest.py disables them) and isolate the env."""
-    isolate_provider_env(monkeypatch)
+    isolate_provider_env(monkeypatch, tmp_path / "home")
 
 
 @pytest.fixture
