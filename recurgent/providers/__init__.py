@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from recurgent.errors import UsageError
 from recurgent.program import PROGRAM_SCHEMA
+from recurgent.providers._retry import describe_error, safe_message
 
 __all__ = [
     "ALLOW_PROVIDER_REQUESTS",
@@ -29,10 +30,12 @@ __all__ = [
     "ProviderReply",
     "ProviderRequest",
     "default_provider",
+    "describe_error",
     "provider_kind",
     "reply_usage",
     "resolve_provider",
     "route_provider",
+    "safe_message",
 ]
 
 #: The names ``provider=`` and ``RECURGENT_PROVIDER`` accept.

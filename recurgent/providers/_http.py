@@ -10,13 +10,16 @@ content decoding (ADR 0034).
 
 from __future__ import annotations
 
-import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx2
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "ReplyTooLarge", "capped_client", "reply_too_large"]
+
+# The SDKs' own pool limits (their DefaultHttpxClient passes these to the transport it builds).
+_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
 #: 8 MiB. A program is capped far lower (the runtime refuses large programs), but its JSON
 #: escaping can grow it several times and a reply carries usage and metadata too.
@@ -65,36 +68,29 @@ def _cap_hook(limit: int) -> Callable[[httpx2.Response], None]:
     return hook
 
 
-_CLOSING: dict[type[httpx2.Client], type[httpx2.Client]] = {}
-_CLOSING_LOCK = threading.Lock()
-
-
-def _closing(base: type[httpx2.Client]) -> type[httpx2.Client]:
-    # The SDKs close the clients they build themselves when those are collected; a client we
-    # hand them would otherwise leave its pooled sockets open until the process exits.
-    def __del__(self: httpx2.Client) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn down anything
-            pass
-
-    with _CLOSING_LOCK:
-        subclass = _CLOSING.get(base)
-        if subclass is None:
-            subclass = type(f"Capped{base.__name__}", (base,), {"__del__": __del__})
-            _CLOSING[base] = subclass
-        return subclass
+def _close_quietly(transport: httpx2.HTTPTransport) -> None:
+    try:
+        transport.close()
+    except Exception:  # noqa: BLE001 - at interpreter exit anything may be torn down already
+        pass
 
 
 def capped_client(base: type[httpx2.Client], max_bytes: int) -> httpx2.Client:
     """Build an SDK HTTP client whose replies are read up to ``max_bytes`` only.
 
     Args:
-        base: The SDK's ``DefaultHttpxClient`` class (keeps the SDK's limits and timeouts).
+        base: The SDK's ``DefaultHttpxClient`` class (keeps the SDK's timeouts and redirects).
         max_bytes: Largest reply body accepted.
     """
     hooks: dict[str, list[Any]] = {"response": [_cap_hook(max_bytes)]}
-    return _closing(base)(event_hooks=hooks)
+    transport = httpx2.HTTPTransport(limits=_LIMITS)
+    client = base(event_hooks=hooks, transport=transport)
+    # The SDKs close clients they built themselves; ours would keep pooled sockets open until
+    # exit. A weakref callback runs before any finalizer when the client dies, even in a
+    # reference cycle (an exception's traceback), so the pool is closed before its sockets
+    # are finalized, and it never keeps the client alive.
+    weakref.finalize(client, _close_quietly, transport)
+    return client
 
 
 def reply_too_large(error: BaseException) -> ReplyTooLarge | None:

@@ -22,6 +22,11 @@ _SECRET_PATTERNS = (
 )
 
 
+# A configured key shorter than this is not replaced verbatim: a placeholder such as "x" for a
+# local server would otherwise mangle every word containing it. Real keys are far longer.
+_MIN_SECRET_CHARS = 8
+
+
 class Redactor:
     """Removes the configured key, ``sk-...`` keys and bearer tokens from text.
 
@@ -30,7 +35,7 @@ class Redactor:
     """
 
     def __init__(self, secret: str | None) -> None:
-        self._secret = secret or None
+        self._secret = secret if secret and len(secret) >= _MIN_SECRET_CHARS else None
 
     def __call__(self, text: str) -> str:
         """``text`` with every secret replaced by ``[REDACTED]``."""

@@ -36,6 +36,7 @@ __all__ = [
     "check_option",
     "describe_error",
     "retry_after_seconds",
+    "safe_message",
     "status_failure",
 ]
 
@@ -47,6 +48,22 @@ RETRY_STATUSES = frozenset({408, 409, 429, *range(500, 600)})
 _AUTH_STATUSES = frozenset({401, 403})
 # A describe_error result never grows past this; SDK messages can quote whole bodies.
 _DESCRIBE_CHARS = 500
+
+
+_UNAVAILABLE = "<exception message unavailable: its __str__ failed>"
+
+
+def safe_message(error: BaseException) -> str:
+    """``str(error)``, or a fixed placeholder when its ``__str__`` raises or returns a non-str.
+
+    For callers that keep their own wording around the message (the lifecycle's
+    ``Provider error in role.method: ...``); never raises.
+    """
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - an attacker-written __str__ may raise anything
+        return _UNAVAILABLE
+    return text if isinstance(text, str) else _UNAVAILABLE
 
 
 def describe_error(error: BaseException) -> str:
@@ -62,13 +79,7 @@ def describe_error(error: BaseException) -> str:
         name = type(error).__name__
     except Exception:  # noqa: BLE001 - a metaclass can break even this
         name = "Exception"
-    try:
-        text = str(error)
-        if not isinstance(text, str):
-            raise TypeError("__str__ returned a non-string")
-    except Exception:  # noqa: BLE001 - an attacker-written __str__ may raise anything
-        text = "<exception message unavailable: its __str__ failed>"
-    text = " ".join(text.split())
+    text = " ".join(safe_message(error).split())
     described = f"{name}: {text}" if text else name
     return described[:_DESCRIBE_CHARS]
 

@@ -12,6 +12,7 @@ reply is returned as a :class:`~recurgent.providers.ProviderReply` with its toke
 from __future__ import annotations
 
 import importlib
+import json
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -246,6 +247,9 @@ class AnthropicProvider:
             suffix = f" ({describe_error(cause)})" if cause is not None else ""
             message = f"Could not reach the Anthropic API: {error.message}{suffix}"
             return Failure(ProviderError(self._redact(message)), retry=True)
+        if isinstance(error, json.JSONDecodeError):
+            # The SDK decodes a 200 reply with json.loads and lets malformed bodies through.
+            return Failure(no_program(_SERVICE, f"body is not JSON ({error})", self._redact), False)
         if isinstance(error, sdk.AnthropicError):
             message = f"Anthropic SDK error: {describe_error(error)}"
             return Failure(ProviderError(self._redact(message)), retry=False)

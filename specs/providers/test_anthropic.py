@@ -264,6 +264,20 @@ class TestFaults:
         )
         assert error.message == "Anthropic reply body exceeded max_reply_bytes (1048576 bytes)"
 
+    def test_a_body_that_is_not_json_is_invalid_code(
+        self, provider: AnthropicProvider, server: LoopbackServer
+    ) -> None:
+        """A 200 whose body is not JSON: invalid_code, not a raw JSONDecodeError."""
+        server.respond = replies(Reply(200, b'{"content": ['))
+
+        error = fail_with(provider)
+
+        assert type(error) is InvalidCodeError
+        assert error.message == (
+            "No program in Anthropic response: body is not JSON "
+            "(Expecting value: line 1 column 14 (char 13))"
+        )
+
     def test_an_exception_with_a_broken_str_is_described(
         self, provider: AnthropicProvider, monkeypatch: pytest.MonkeyPatch
     ) -> None:

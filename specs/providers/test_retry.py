@@ -10,6 +10,7 @@ from recurgent.providers._retry import (
     RetryPolicy,
     describe_error,
     retry_after_seconds,
+    safe_message,
     status_failure,
 )
 from specs.providers.support import FakeClock
@@ -222,6 +223,18 @@ class TestDescribeError:
 
         assert describe_error(Hostile()) == (
             "Hostile: <exception message unavailable: its __str__ failed>"
+        )
+
+    def test_safe_message_keeps_good_messages_and_replaces_broken_ones(self) -> None:
+        """safe_message is str(error) when that works, a fixed placeholder otherwise."""
+
+        class Hostile(Exception):
+            def __str__(self) -> str:
+                raise RuntimeError("gotcha")
+
+        assert (safe_message(ValueError("bad")), safe_message(Hostile())) == (
+            "bad",
+            "<exception message unavailable: its __str__ failed>",
         )
 
     def test_a_str_returning_a_non_string(self) -> None:
