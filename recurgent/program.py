@@ -48,6 +48,10 @@ class Program(BaseModel):
     dependencies: tuple[Dependency, ...] = ()
     usage: dict[str, int] | None = None
 
+    def __hash__(self) -> int:
+        # The usage dict is unhashable; equal programs still hash equal without it.
+        return hash((self.code, self.dependencies))
+
 
 def _normalize_dependencies(raw: Any) -> tuple[Dependency, ...]:
     if raw is None:

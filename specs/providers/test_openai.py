@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from recurgent import providers
-from recurgent.errors import ProviderError, ProviderTimeoutError, UsageError
+from recurgent.errors import ProviderAuthError, ProviderError, ProviderTimeoutError, UsageError
 from recurgent.program import PROGRAM_SCHEMA
 from recurgent.providers.openai import OpenAIProvider, strict_schema
 from specs.providers.fake_openai_server import FakeOpenAIServer, FakeReply, chat_completion
@@ -258,6 +258,33 @@ class TestApiErrors:
         assert error.message == "OpenAI API error (HTTP 429): Rate limit reached"
         assert len(server.requests) == 3
         assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0"] * 3
+
+    @pytest.mark.parametrize("status", [401, 403])
+    def test_auth_failures_are_not_retried(
+        self, provider: OpenAIProvider, server: FakeOpenAIServer, clock: FakeClock, status: int
+    ) -> None:
+        """401/403: one request, a non-retriable ProviderAuthError with the status in metadata."""
+        server.handler = lambda body: FakeReply.fail(status, "nope", type="invalid_request_error")
+
+        error = fail_with(provider)
+
+        assert type(error) is ProviderAuthError
+        assert (error.retriable, error.metadata) == (False, {"status": status, "tries": 1})
+        assert (len(server.requests), clock.sleeps) == (1, [])
+
+    def test_retry_after_is_honoured(
+        self, provider: OpenAIProvider, server: FakeOpenAIServer, clock: FakeClock
+    ) -> None:
+        """A 429 with Retry-After: 2 is retried after 2 s (not the shorter backoff), then succeeds."""
+        replies = [
+            FakeReply.fail(429, "slow down", headers={"Retry-After": "2"}),
+            FakeReply.ok(PROGRAM),
+        ]
+        server.handler = lambda body: replies.pop(0)
+
+        assert provider.generate_program(make_request()) == PROGRAM
+        assert clock.sleeps == [2.0]
+        assert len(server.requests) == 2
 
     def test_a_400_is_not_retried(self, provider: OpenAIProvider, server: FakeOpenAIServer) -> None:
         """A 400 is the request's own fault: sent once."""

@@ -168,3 +168,7 @@ class TestUsage:
     def test_program_usage_defaults_to_none(self) -> None:
         """Program.usage is optional."""
         assert Program(code="x").usage is None
+
+    def test_a_program_with_usage_stays_hashable(self) -> None:
+        """Usage does not change a program's hash (its dict is unhashable)."""
+        assert hash(Program(code="x", usage={"input_tokens": 3})) == hash(Program(code="x"))
