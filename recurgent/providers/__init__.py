@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from recurgent.errors import UsageError
 from recurgent.program import PROGRAM_SCHEMA
-from recurgent.providers._retry import describe_error, safe_message
+from recurgent.providers._retry import RetryPolicy, describe_error, safe_message
 
 __all__ = [
     "ALLOW_PROVIDER_REQUESTS",
@@ -29,6 +29,7 @@ __all__ = [
     "ProviderKind",
     "ProviderReply",
     "ProviderRequest",
+    "RetryPolicy",
     "default_provider",
     "describe_error",
     "provider_kind",

@@ -13,7 +13,7 @@ from typing import Any
 
 from recurgent.errors import InvalidCodeError
 
-__all__ = ["SNIPPET_CHARS", "Redactor", "json_object", "token_counts"]
+__all__ = ["SNIPPET_CHARS", "Redactor", "json_object", "no_program", "token_counts"]
 
 SNIPPET_CHARS = 200
 _SECRET_PATTERNS = (

@@ -37,6 +37,7 @@ __all__ = [
     "describe_error",
     "retry_after_seconds",
     "safe_message",
+    "sdk_failure_headers",
     "status_failure",
 ]
 
