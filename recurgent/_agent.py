@@ -34,7 +34,7 @@ from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use,
 from recurgent._sandbox import HandleOps, generated_code_running
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
-from recurgent.providers import Provider, default_provider
+from recurgent.providers import Provider, route_provider
 
 __all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
 
@@ -290,7 +290,7 @@ class Agent:
         if internals.options.provider is not None:
             return internals.options.provider
         if internals.provider is None:
-            internals.provider = default_provider()
+            internals.provider = route_provider(internals.options.model)
         return internals.provider
 
     def _ops(self, child: Agent, registered: str | None = None) -> HandleOps:

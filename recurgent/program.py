@@ -64,12 +64,22 @@ class Dependency(BaseModel):
 
 
 class Program(BaseModel):
-    """A generated program: Python source and the pip packages it declares."""
+    """A generated program: Python source, the pip packages it declares, what writing it cost.
+
+    ``usage`` holds the provider request's token counts (``input_tokens``, ``output_tokens``,
+    cached-input counts) when the provider reports them; see
+    :func:`recurgent.providers.reply_usage`.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     code: str
     dependencies: tuple[Dependency, ...] = ()
+    usage: dict[str, int] | None = None
+
+    def __hash__(self) -> int:
+        # The usage dict is unhashable; equal programs still hash equal without it.
+        return hash((self.code, self.dependencies))
 
 
 def _normalize_dependencies(raw: Any) -> tuple[Dependency, ...]:

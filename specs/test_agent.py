@@ -395,7 +395,7 @@ class TestOptionValidation:
             ({"verbose": 1}, "verbose must be True or False, got 1"),
             (
                 {"provider": "gemini"},
-                "Unknown provider 'gemini'; pass 'openai' or a provider object",
+                "Unknown provider 'gemini'; pass 'openai', 'anthropic' or a provider object",
             ),
             (
                 {"provider": ScriptedProvider},
