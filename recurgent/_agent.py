@@ -385,7 +385,15 @@ class Agent:
         if fields["intent_signature"] is None and invocation is not None:
             fields["intent_signature"] = infer_intent_signature(*invocation)
         child_options = internals.options.for_delegate(options)
-        if "provider" not in options and internals.options.provider is None and internals.provider:
+        # A routed provider is shared with a child of the same model; a child given another
+        # model is routed afresh (a claude- child of a gpt- parent goes to Anthropic).
+        inherits_routed = (
+            "provider" not in options
+            and "model" not in options
+            and internals.options.provider is None
+            and internals.provider is not None
+        )
+        if inherits_routed:
             child_options["provider"] = internals.provider
         child = Agent(
             name,

@@ -265,6 +265,7 @@ class _Printer:
         self._show_code = show_code
         self.counts = {"ok": 0, "error": 0, "interrupted": 0}
         self.unshowable = 0
+        self.tokens: dict[str, int] = {}
 
     def show(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
@@ -277,8 +278,27 @@ class _Printer:
                 continue
             self._out.write(text)
             self.counts[normalize_status(entry)] += 1
+            _add_tokens(self.tokens, entry.get("usage"))
         # Piped output is block-buffered; a watcher must show each batch as it arrives.
         self._out.flush()
+
+
+def _add_tokens(total: dict[str, int], usage: object) -> None:
+    """Add a log line's ``usage`` counts to a session total (malformed counts are ignored)."""
+    if not isinstance(usage, dict):
+        return
+    for key, count in usage.items():
+        if isinstance(key, str) and type(count) is int and 0 <= count < 10**15:
+            total[key] = total.get(key, 0) + count
+
+
+def token_summary(total: dict[str, int]) -> str:
+    """The session's token total, e.g. ``tokens: 1200 in (800 cached), 300 out``."""
+    cached = total.get("cache_read_input_tokens", 0) + total.get("cached_tokens", 0)
+    text = f"tokens: {total.get('input_tokens', 0)} in"
+    if cached:
+        text += f" ({cached} cached)"
+    return text + f", {total.get('output_tokens', 0)} out"
 
 
 def _plural(count: int, noun: str) -> str:
@@ -354,6 +374,8 @@ def run_watch(
         summary += f", {_plural(follower.skipped, 'unparsable line')} skipped"
     if printer.unshowable:
         summary += f", {_plural(printer.unshowable, 'unshowable line')} skipped"
+    if printer.tokens:
+        summary += f"; {token_summary(printer.tokens)}"
     out.write(summary + ".\n")
     return 0
 

@@ -329,6 +329,7 @@ def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -
         if program is not None:
             state.code = program.code
             state.program_dependencies = [d.model_dump() for d in program.dependencies]
+            state.add_usage(program.usage)
 
     request = ProviderRequest(
         role=runtime.role,

@@ -29,7 +29,7 @@ from recurgent.errors import (
     UsageError,
 )
 from recurgent.program import Program, parse_code, parse_program
-from recurgent.providers import Provider, ProviderRequest
+from recurgent.providers import Provider, ProviderRequest, reply_usage
 
 __all__ = ["Generated", "check_provider", "generate_program"]
 
@@ -167,6 +167,9 @@ def generate_program(
             continue
         try:
             program, tree = _validate(reply, request.method_name)
+            usage = reply_usage(reply)
+            if usage:
+                program = program.model_copy(update={"usage": usage})
             on_attempt(attempt, program)
             violations = static_violations(tree)
             if violations:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +120,7 @@ class CallState:
     generation_attempt: int = 0
     code: str | None = None
     program_dependencies: list[dict[str, Any]] | None = None
+    usage: dict[str, int] | None = None
     program_source: str = "generated"
     failure_class: str | None = None
     attempt_id: int = 1
@@ -149,6 +151,16 @@ class CallState:
     outcome: Outcome | None = None
     error: BaseException | None = None
     interrupted: bool = False
+
+    def add_usage(self, usage: Mapping[str, int] | None) -> None:
+        """Add one provider reply's token counts to the call's total (every attempt counts)."""
+        if not usage:
+            return
+        total = self.usage if self.usage is not None else {}
+        for key, count in usage.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                total[key] = total.get(key, 0) + count
+        self.usage = total
 
     def begin_attempt(self, attempt_id: int, *, feedback_injected: bool) -> None:
         """Reset the fields that describe one attempt; counters and failures carry over."""
@@ -200,6 +212,7 @@ class CallState:
             "generation_attempt": self.generation_attempt,
             "code": view.text(self.code),
             "program_dependencies": self.program_dependencies,
+            "usage": self.usage,
             "program_source": self.program_source,
             "failure_class": self.failure_class,
             "history_record_appended": self.history_record_appended,
