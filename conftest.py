@@ -37,12 +37,15 @@ def log_path(tmp_path: Path) -> Path:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip live tests unless selected with -m live and OPENAI_API_KEY is set."""
+    """Skip live tests unless selected with -m live and an OpenAI or Anthropic key is set."""
     import os
 
     selected = config.getoption("-m") or ""
-    live_ok = "live" in selected and "not live" not in selected and os.environ.get("OPENAI_API_KEY")
-    skip = pytest.mark.skip(reason="live test: run with -m live and OPENAI_API_KEY set")
+    keyed = os.environ.get("OPENAI_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")
+    live_ok = "live" in selected and "not live" not in selected and keyed
+    skip = pytest.mark.skip(
+        reason="live test: run with -m live and OPENAI_API_KEY or ANTHROPIC_API_KEY set"
+    )
     for item in items:
         if "live" in item.keywords and not live_ok:
             item.add_marker(skip)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +13,15 @@ from acceptance.harness import OFFLINE_MODES, Backend, openai_handler
 from acceptance.programs import PROGRAMS, feed_substitutions
 from acceptance.scripted import ProgramRouter
 from recurgent import providers
+from recurgent.providers import route_provider
 from recurgent.providers.openai import OpenAIProvider
 from specs.providers.fake_openai_server import FakeOpenAIServer
 
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 _LOOPBACK_KEY = "sk-loopback-test"
+# Read before the root conftest clears it for each test: a live run picks its model, and so its
+# provider (claude-* -> Anthropic), with RECURGENT_MODEL (ADR 0035).
+_LIVE_MODEL = os.environ.get("RECURGENT_MODEL", "").strip() or None
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +44,9 @@ def _backend(
 ) -> Iterator[Backend]:
     if mode == "live":
         monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", True)
-        yield Backend(mode, OpenAIProvider(), log_path)
+        if _LIVE_MODEL is not None:
+            monkeypatch.setenv("RECURGENT_MODEL", _LIVE_MODEL)
+        yield Backend(mode, route_provider(_LIVE_MODEL), log_path)
         return
     router = ProgramRouter(PROGRAMS, substitutions=feed_substitutions(feed_server.base_url))
     if mode == "scripted":
@@ -49,7 +56,10 @@ def _backend(
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
             monkeypatch.delenv(name, raising=False)
         with FakeOpenAIServer(openai_handler(router)) as server:
-            provider = OpenAIProvider(base_url=server.base_url, api_key=_LOOPBACK_KEY)
+            # One HTTP request per generation attempt: unscripted routes answer 500 (ADR 0034).
+            provider = OpenAIProvider(
+                base_url=server.base_url, api_key=_LOOPBACK_KEY, max_retries=0
+            )
             yield Backend(mode, provider, log_path, router, server)
     assert not router.unrouted, f"requests no scripted program answered: {router.unrouted}"
 

@@ -43,7 +43,9 @@ class TestUnknownRoutes:
         monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", True)
         router = ProgramRouter(PROGRAMS)
         with FakeOpenAIServer(openai_handler(router)) as server:
-            provider = OpenAIProvider(base_url=server.base_url, api_key="sk-loopback-test")
+            provider = OpenAIProvider(
+                base_url=server.base_url, api_key="sk-loopback-test", max_retries=0
+            )
             outcome = Agent(CALCULATOR, provider=provider, log=False).tan(1)
 
         assert outcome.error_type == "provider"

@@ -5,12 +5,15 @@ Dispatch rules:
 * ``agent.x = v`` writes ``agent.runtime_context["x"]`` and calls no provider.
 * ``agent.x`` returns ``runtime_context["x"]`` when that key exists, without a provider call.
 * Any other public name is a callable; calling it performs a dynamic call returning an Outcome.
-* Names starting with ``_`` raise ``AttributeError`` at once, so ``copy``, ``pickle``, IPython
-  and mocks never reach a provider.
+* Names starting with ``_`` and the public names tools probe (:data:`PROBE_NAMES`) raise
+  ``AttributeError`` at once, so ``copy``, ``pickle``, IPython, pytest and mocks never reach a
+  provider (ADR 0031).
+* Assigning to a name the Agent itself uses (:data:`RESERVED_NAMES`) raises ``UsageError``.
 * ``str(agent)`` is ``repr(agent)``; copying or pickling an agent raises ``TypeError``.
 
 The instance keeps everything in one underscored slot, so the public namespace is only
-``for_``, ``remember``, ``runtime_context``, ``delegate``, ``tool`` and ``responds_to``.
+``for_``, ``remember``, ``runtime_context``, ``delegate``, ``tool``, ``responds_to`` and
+``getdoc``.
 """
 
 from __future__ import annotations
@@ -22,19 +25,41 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, SupportsIndex
 
 from recurgent._contracts import CONTRACT_FIELDS, infer_intent_signature
+from recurgent._journal import writable
 from recurgent._lifecycle import AgentRuntime, run_call
+from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
 from recurgent._options import KNOWN_OPTIONS, AgentOptions, parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
 from recurgent._sandbox import HandleOps, generated_code_running
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
-from recurgent.providers import Provider, default_provider
+from recurgent.providers import Provider, route_provider
 
-__all__ = ["Agent"]
+__all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
 
 _Invocation = tuple[str, tuple[Any, ...], Mapping[str, Any]]
-_PUBLIC = frozenset({"for_", "remember", "runtime_context", "delegate", "tool", "responds_to"})
+_PUBLIC = frozenset(
+    {"for_", "remember", "runtime_context", "delegate", "tool", "responds_to", "getdoc"}
+)
+
+# Public names that introspection machinery looks up on any object it is shown. Each would
+# otherwise be a dynamic method, and the ones a tool *calls* would become provider requests. Names
+# starting with "_" (IPython's _repr_*_, _ipython_*_, _ipython_canary_method_should_not_exist_,
+# _getAttributeNames, _fields; dunders such as __wrapped__, __signature__, __length_hint__) are
+# refused by the underscore rule and need no entry. ``getdoc`` is a real method (ADR 0031).
+PROBE_NAMES = frozenset(
+    {
+        # IPython < 1.0 completion (dir2) called obj.trait_names(); Traits/traitlets detection.
+        "trait_names",
+        # pytest reads module-level objects' marks while collecting.
+        "pytestmark",
+        # rich's "does this object claim every attribute?" canary.
+        "awehoi1234_wdfjwljet234_234wdfoijsdfmmnxpi492",
+    }
+)
+RESERVED_NAMES = _PUBLIC | PROBE_NAMES
+"""Names ``agent.name = value`` refuses: the Agent's own attributes and the probe names."""
 
 
 @dataclass(slots=True)
@@ -57,7 +82,8 @@ class _DynamicMethod:
         self._agent = agent
         self._name = name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Outcome:
+    # ``self`` is positional-only so ``agent.update(self=1)`` passes ``self`` as a keyword.
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Outcome:
         return self._agent._dispatch(self._name, args, kwargs)
 
     @property
@@ -94,6 +120,8 @@ class Agent:
             self, "_agent", _Internals(role=role.strip(), options=parse_options(options))
         )
         internals = self._agent
+        if internals.options.provider is not None:
+            check_provider(internals.options.provider)
         if internals.options.log is not None:
             internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
 
@@ -109,7 +137,7 @@ class Agent:
         """The agent's live memory dict."""
         return self._agent.memory
 
-    def remember(self, **entries: Any) -> Agent:
+    def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
 
         Raises:
@@ -120,17 +148,29 @@ class Agent:
         self._agent.memory.update(entries)
         return self
 
+    def getdoc(self) -> str:
+        """A short description of this agent; IPython's ``agent?`` shows it (ADR 0031)."""
+        internals = self._agent
+        keys = ", ".join(map(str, internals.memory)) or "none"
+        return (
+            f"Agent({internals.role!r}): a recurgent agent. Calling any other public method asks "
+            f"the model to write it and returns an Outcome. Memory keys: {keys}."
+        )
+
     def responds_to(self, name: object) -> bool:
         """Introspection: True for a setter name (``"x="``), a memory key, or a public method.
 
         A dynamic name that is not in memory answers False: ``hasattr`` cannot tell, because
-        every public name returns a callable.
+        every public name returns a callable. Reserved names have no setter; probe names are
+        never answered.
         """
         if not isinstance(name, str):
             return False
         if name.endswith("="):
             base = name[:-1]
-            return bool(base) and not base.startswith("_")
+            return bool(base) and not base.startswith("_") and base not in RESERVED_NAMES
+        if name in PROBE_NAMES:
+            return False
         return name in self._agent.memory or name in _PUBLIC
 
     def delegate(self, role: str, **options: Any) -> Agent:
@@ -158,7 +198,7 @@ class Agent:
     # ----------------------------------------------------------------- dispatch
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
+        if name.startswith("_") or name in PROBE_NAMES:
             raise AttributeError(name)
         memory = self._agent.memory
         if name in memory:
@@ -168,6 +208,14 @@ class Agent:
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):
             raise AttributeError(f"cannot set private attribute {name!r} on an Agent")
+        if name in RESERVED_NAMES:
+            raise UsageError(
+                f"{name!r} is reserved by Agent and cannot be assigned; reserved names: "
+                f"{', '.join(sorted(RESERVED_NAMES))}. Store the value under another name "
+                f"(agent.my_{name.strip('_')} = value), or write the key itself with "
+                f"agent.remember({name}=value) and read it back as "
+                f"agent.runtime_context[{name!r}]"
+            )
         if name == TOOLS_KEY:
             self._check_registry_write({name: value}, phase="setter")
         self._agent.memory[name] = value
@@ -178,7 +226,8 @@ class Agent:
         del self._agent.memory[name]
 
     def __dir__(self) -> list[str]:
-        return sorted({*_PUBLIC, *map(str, self._agent.memory)})
+        memory_names = (str(key) for key in self._agent.memory)
+        return sorted({*_PUBLIC, *(n for n in memory_names if n not in PROBE_NAMES)})
 
     def __repr__(self) -> str:
         return f"<Agent({self._agent.role}) context={list(map(str, self._agent.memory))!r}>"
@@ -208,8 +257,10 @@ class Agent:
                 correction="call other agents only through handles returned by tool('name') or "
                 "delegate('name', ...); never pass an agent to library functions",
             )
-        with internals.lock:
-            return run_call(self._runtime(), name, tuple(args), dict(kwargs))
+        # No lock is held while the call runs: the attempt works on its own journal view and
+        # the lifecycle takes the lock only to commit and to append history (ADR 0027), so
+        # agents calling each other from two threads cannot deadlock.
+        return run_call(self._runtime(), name, tuple(args), dict(kwargs))
 
     # ----------------------------------------------------------------- runtime wiring
 
@@ -230,6 +281,7 @@ class Agent:
                 ),
                 remember=self._remember_from_code,
                 handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
+                lock=internals.lock,
             )
         return internals.runtime
 
@@ -238,7 +290,7 @@ class Agent:
         if internals.options.provider is not None:
             return internals.options.provider
         if internals.provider is None:
-            internals.provider = default_provider()
+            internals.provider = route_provider(internals.options.model)
         return internals.provider
 
     def _ops(self, child: Agent, registered: str | None = None) -> HandleOps:
@@ -248,7 +300,7 @@ class Agent:
         def call(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
             outcome = child._dispatch(method, args, kwargs)
             if registered is not None:
-                record_tool_use(parent_memory, registered, method, outcome.is_ok)
+                record_tool_use(writable(parent_memory), registered, method, outcome.is_ok)
             return outcome
 
         def set_value(name: str, value: Any) -> None:
@@ -289,6 +341,25 @@ class Agent:
                 "delegating to your own role",
             )
 
+    def _refuse_widening(self, name: str, options: Mapping[str, Any], api: str) -> None:
+        """Generated code may only narrow a child's limits; anything else ends the attempt.
+
+        A refusal rather than a silent clamp: the guardrail lane tells the model which option to
+        drop, and the program never believes it got limits it did not get (ADR 0024).
+        """
+        refusals = self._agent.options.narrowing_refusals(options)
+        if refusals:
+            raise GuardrailViolationError(
+                f"{self._agent.role}.{api}({name!r}) from generated code refused: "
+                + "; ".join(refusals),
+                subtype="delegate_option_refused",
+                correction=f"call {api}() with contract fields only (purpose, deliverable, "
+                "acceptance, failure_policy, intent_signature); network and the limits "
+                "execution_timeout_seconds, provider_timeout_seconds and forwarded_call_budget "
+                "may only be lowered, and log, provider, model, debug, verbose, trace_id and "
+                "the budgets are never accepted from generated code",
+            )
+
     def _delegate(
         self, role: Any, options: Mapping[str, Any], invocation: _Invocation | None, *, api: str
     ) -> Agent:
@@ -302,6 +373,8 @@ class Agent:
             raise BudgetExceededError(
                 f"Delegation budget exceeded in {internals.role}.{api} (remaining: 0)"
             )
+        if invocation is not None:
+            self._refuse_widening(name, options, api)
         ignored = sorted(set(options) - KNOWN_OPTIONS)
         if ignored and internals.options.debug:
             sys.stderr.write(
@@ -312,7 +385,15 @@ class Agent:
         if fields["intent_signature"] is None and invocation is not None:
             fields["intent_signature"] = infer_intent_signature(*invocation)
         child_options = internals.options.for_delegate(options)
-        if "provider" not in options and internals.options.provider is None and internals.provider:
+        # A routed provider is shared with a child of the same model; a child given another
+        # model is routed afresh (a claude- child of a gpt- parent goes to Anthropic).
+        inherits_routed = (
+            "provider" not in options
+            and "model" not in options
+            and internals.options.provider is None
+            and internals.provider is not None
+        )
+        if inherits_routed:
             child_options["provider"] = internals.provider
         child = Agent(
             name,
@@ -320,10 +401,10 @@ class Agent:
             **fields,
             delegation_contract=options.get("delegation_contract"),
         )
-        register_tool(internals.memory, name, child._agent.options.contract)
-        violation = integrity_violation(
-            internals.memory, phase="register", role=internals.role, method=api
-        )
+        # Inside this agent's attempt these write the attempt's view (they roll back with it).
+        memory = writable(internals.memory)
+        register_tool(memory, name, child._agent.options.contract)
+        violation = integrity_violation(memory, phase="register", role=internals.role, method=api)
         if violation is not None:
             raise violation
         return child
@@ -332,7 +413,7 @@ class Agent:
         internals = self._agent
         key = str(name).strip()
         self._refuse_self(key, "tool")
-        tools = internals.memory.get(TOOLS_KEY)
+        tools = writable(internals.memory).get(TOOLS_KEY)
         entry = tools.get(key) if isinstance(tools, Mapping) else None
         if not isinstance(entry, Mapping):
             known = ", ".join(sorted(map(str, tools))) if isinstance(tools, Mapping) else ""

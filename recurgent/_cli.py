@@ -8,13 +8,16 @@ One line per dynamic call, indented by depth::
 Entries are written in completion order (children before their parent); a whole file is printed
 as trees, grouped by trace, parents before children. ``--follow`` then streams appended entries
 in arrival order, like ``tail -f``. Only the standard library is used.
+
+Log text is written by programs an attacker may steer, so every printed line has its control
+and other non-printable characters shown as ``repr`` escapes (``\x1b``), never emitted raw; a
+line that cannot be parsed or shown is skipped and counted, and the rest still print (ADR 0032).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
 import sys
@@ -25,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from recurgent._logfollow import LogFollower, follow
 from recurgent._options import default_log_path
 
 __all__ = [
@@ -37,6 +41,7 @@ __all__ = [
     "render_entry",
     "run_watch",
     "tree_order",
+    "visible",
 ]
 
 Entry = Mapping[str, Any]
@@ -47,12 +52,22 @@ DEFAULT_POLL_MS = 300
 _ID_CHARS = 8
 _CLOCK_WIDTH = len("HH:MM:SS.mmm")
 _COLUMN_GAP = "  "
+MAX_INDENT_LEVELS = 40
+"""Deeper calls are indented as if at this depth (a hostile ``depth`` cannot flood the screen)."""
+_MAX_DURATION_MS = 1e15
+
+
+def visible(text: str) -> str:
+    """``text`` with every non-printable character (ESC, BEL, C1, bidi overrides) escaped as repr does."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def normalize_status(entry: Entry) -> str:
-    """``outcome_status`` when it is ok/error, else ``error`` if an exception was logged, else ok."""
+    """``outcome_status`` when ok/error/interrupted, else ``error`` if an exception was logged, else ok."""
     status = entry.get("outcome_status")
-    if status in ("ok", "error"):
+    if status in ("ok", "error", "interrupted"):
         return str(status)
     return "error" if entry.get("error_class") else "ok"
 
@@ -100,7 +115,7 @@ class WatchFilter:
 def _clock(timestamp: Any) -> str:
     try:
         moment = datetime.fromisoformat(str(timestamp))
-    except ValueError:
+    except (ValueError, OverflowError, TypeError):
         return "--:--:--.---"
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
@@ -109,7 +124,15 @@ def _clock(timestamp: Any) -> str:
 
 def _depth(entry: Entry) -> int:
     depth = entry.get("depth")
-    return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else 0
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth <= 0:
+        return 0
+    return min(depth, MAX_INDENT_LEVELS)
+
+
+def _duration(value: Any) -> str:
+    if _number(value) and abs(value) < _MAX_DURATION_MS:
+        return f"{float(value):.1f}ms"
+    return "-ms"
 
 
 def _number(value: Any) -> bool:
@@ -161,13 +184,13 @@ def render_entry(entry: Entry, *, show_code: bool = False) -> list[str]:
             outcome,
             f"attempts={_attempts(entry)}",
             f"source={entry.get('program_source') or '-'}",
-            f"{duration:.1f}ms" if _number(duration) else "-ms",
+            _duration(duration),
             f"trace={_short_id(entry.get('trace_id'))} call={_short_id(entry.get('call_id'))}",
         ]
     )
     lines = [call]
     if status != "error":
-        return lines
+        return [visible(call)]
     detail = " " * (_CLOCK_WIDTH + len(_COLUMN_GAP)) + indent + "  "
     message = entry.get("outcome_error_message") or entry.get("error_message")
     if message:
@@ -175,10 +198,12 @@ def render_entry(entry: Entry, *, show_code: bool = False) -> list[str]:
     code = entry.get("code")
     if show_code and isinstance(code, str) and code.strip():
         program = code.strip("\n").splitlines()
-        lines.extend(f"{detail}| {line}".rstrip() for line in program[:CODE_PREVIEW_LINES])
+        lines.extend(
+            f"{detail}| {line.expandtabs(4)}".rstrip() for line in program[:CODE_PREVIEW_LINES]
+        )
         if len(program) > CODE_PREVIEW_LINES:
             lines.append(f"{detail}| ... ({len(program) - CODE_PREVIEW_LINES} more lines)")
-    return lines
+    return [visible(line) for line in lines]
 
 
 def tree_order(entries: Sequence[Entry]) -> list[Entry]:
@@ -227,113 +252,53 @@ def _preorder(entries: Sequence[Entry], members: list[int]) -> list[int]:
     return order
 
 
-class LogFollower:
-    """Reads the entries appended to a JSONL log since the previous poll, like ``tail -f``.
-
-    An incomplete last line stays buffered until its newline arrives. When the file shrinks or
-    is replaced (truncation, rotation) reading restarts from its beginning. A missing file reads
-    as empty. Blank lines are skipped; lines that are not a JSON object are counted in
-    :attr:`skipped`.
-
-    Args:
-        path: The JSONL log file.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.skipped = 0
-        self._position = 0
-        self._identity: tuple[int, int] | None = None
-        self._pending = b""
-
-    def poll(self, *, final: bool = False) -> list[dict[str, Any]]:
-        """The entries completed since the last poll.
-
-        Args:
-            final: Also parse a last line that has no newline yet (for a one-shot read).
-
-        Raises:
-            OSError: The file exists but cannot be read.
-        """
-        try:
-            with self.path.open("rb") as file:
-                status = os.fstat(file.fileno())
-                identity = (status.st_dev, status.st_ino)
-                if identity != self._identity or status.st_size < self._position:
-                    self._identity = identity
-                    self._position = 0
-                    self._pending = b""
-                file.seek(self._position)
-                data = file.read()
-        except FileNotFoundError:
-            return []
-        self._position += len(data)
-        lines = (self._pending + data).split(b"\n")
-        self._pending = b"" if final else lines.pop()
-        return [entry for entry in map(self._parse, lines) if entry is not None]
-
-    def _parse(self, raw: bytes) -> dict[str, Any] | None:
-        text = raw.decode("utf-8", "replace").strip()
-        if not text:
-            return None
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            entry = None
-        if not isinstance(entry, dict):
-            self.skipped += 1
-            return None
-        return entry
-
-
-def follow(
-    follower: LogFollower,
-    on_entries: Callable[[list[dict[str, Any]]], None],
-    *,
-    poll_seconds: float,
-    stop: Callable[[], bool] = lambda: False,
-    sleep: Callable[[float], None] = time.sleep,
-    max_polls: int | None = None,
-) -> int:
-    """Poll ``follower`` and hand every non-empty batch to ``on_entries`` until told to stop.
-
-    Args:
-        follower: Where new entries come from.
-        on_entries: Receives each batch of new entries, in file order.
-        poll_seconds: Pause before each poll.
-        stop: Checked before each pause; returning true ends the loop.
-        sleep: The pause (tests pass a fake or a short real one).
-        max_polls: End after this many polls (``None``: only ``stop`` or Ctrl-C end it).
-
-    Returns:
-        How many polls were made.
-    """
-    polls = 0
-    while (max_polls is None or polls < max_polls) and not stop():
-        sleep(poll_seconds)
-        batch = follower.poll()
-        polls += 1
-        if batch:
-            on_entries(batch)
-    return polls
-
-
 class _Printer:
-    """Prints the entries that pass the filter and counts them by status."""
+    """Prints the entries that pass the filter and counts them by status.
+
+    An entry that cannot be filtered or rendered (a value no conversion can show) is skipped
+    and counted in :attr:`unshowable`; the following entries still print.
+    """
 
     def __init__(self, out: TextIO, selection: WatchFilter, *, show_code: bool) -> None:
         self._out = out
         self._selection = selection
         self._show_code = show_code
-        self.counts = {"ok": 0, "error": 0}
+        self.counts = {"ok": 0, "error": 0, "interrupted": 0}
+        self.unshowable = 0
+        self.tokens: dict[str, int] = {}
 
     def show(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
-            if self._selection.matches(entry):
-                self._out.write("\n".join(render_entry(entry, show_code=self._show_code)) + "\n")
-                self.counts[normalize_status(entry)] += 1
+            try:
+                if not self._selection.matches(entry):
+                    continue
+                text = "\n".join(render_entry(entry, show_code=self._show_code)) + "\n"
+            except (ValueError, TypeError, OverflowError, RecursionError, MemoryError):
+                self.unshowable += 1
+                continue
+            self._out.write(text)
+            self.counts[normalize_status(entry)] += 1
+            _add_tokens(self.tokens, entry.get("usage"))
         # Piped output is block-buffered; a watcher must show each batch as it arrives.
         self._out.flush()
+
+
+def _add_tokens(total: dict[str, int], usage: object) -> None:
+    """Add a log line's ``usage`` counts to a session total (malformed counts are ignored)."""
+    if not isinstance(usage, dict):
+        return
+    for key, count in usage.items():
+        if isinstance(key, str) and type(count) is int and 0 <= count < 10**15:
+            total[key] = total.get(key, 0) + count
+
+
+def token_summary(total: dict[str, int]) -> str:
+    """The session's token total, e.g. ``tokens: 1200 in (800 cached), 300 out``."""
+    cached = total.get("cache_read_input_tokens", 0) + total.get("cached_tokens", 0)
+    text = f"tokens: {total.get('input_tokens', 0)} in"
+    if cached:
+        text += f" ({cached} cached)"
+    return text + f", {total.get('output_tokens', 0)} out"
 
 
 def _plural(count: int, noun: str) -> str:
@@ -382,6 +347,11 @@ def run_watch(
                 err.write(
                     f"recurgent watch: skipped {_plural(follower.skipped, 'unparsable line')}\n"
                 )
+            if printer.unshowable:
+                err.write(
+                    "recurgent watch: skipped "
+                    f"{_plural(printer.unshowable, 'line')} that could not be shown\n"
+                )
             return 0
         waiting = "" if path.exists() else " (not there yet, waiting for it)"
         err.write(f"Watching {path}{waiting}; filters: {selection.describe()}; Ctrl-C stops.\n")
@@ -395,9 +365,17 @@ def run_watch(
         err.write(f"recurgent watch: cannot read {path}: {error.strerror or error}\n")
         return 1
     ok, failed = printer.counts["ok"], printer.counts["error"]
-    summary = f"Stopped: {_plural(ok + failed, 'call')} shown ({ok} ok, {failed} error)"
+    interrupted = printer.counts["interrupted"]
+    summary = (
+        f"Stopped: {_plural(ok + failed + interrupted, 'call')} shown ({ok} ok, {failed} error"
+    )
+    summary += f", {interrupted} interrupted)" if interrupted else ")"
     if follower.skipped:
         summary += f", {_plural(follower.skipped, 'unparsable line')} skipped"
+    if printer.unshowable:
+        summary += f", {_plural(printer.unshowable, 'unshowable line')} skipped"
+    if printer.tokens:
+        summary += f"; {token_summary(printer.tokens)}"
     out.write(summary + ".\n")
     return 0
 
@@ -439,7 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--follow", action="store_true", help="keep printing entries as they are appended"
     )
-    watch.add_argument("--status", choices=("ok", "error"), help="only calls with this outcome")
+    watch.add_argument(
+        "--status", choices=("ok", "error", "interrupted"), help="only calls with this outcome"
+    )
     watch.add_argument("--role", type=_pattern, metavar="REGEX", help="only roles matching REGEX")
     watch.add_argument(
         "--method", type=_pattern, metavar="REGEX", help="only methods matching REGEX"

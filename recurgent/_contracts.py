@@ -1,17 +1,32 @@
-"""Delegation contracts: composing them from options, and validating deliverables (ADR 0009)."""
+"""Delegation contracts: composing them from options, and validating deliverables (ADR 0009, 0045).
+
+A deliverable is one of three things: the Ruby-style mapping (``type``, ``required``,
+``min_items``, ``constraints``), checked tolerantly by hand; a standard JSON Schema mapping,
+checked by ``jsonschema`` (this module is its only importer); or a Python type a pydantic
+``TypeAdapter`` accepts (a model class, ``list[Headline]``, ``Literal[...]``), held as a
+:class:`TypedDeliverable` whose items are its JSON Schema and checked by pydantic in strict JSON
+mode, so a string where an integer is declared fails exactly as it would on the wire.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import jsonschema
+from pydantic import TypeAdapter, ValidationError
+from pydantic.errors import PydanticUserError
 
 from recurgent.errors import UsageError
 
 __all__ = [
     "CONTRACT_FIELDS",
     "ContractCheck",
+    "TypedDeliverable",
+    "as_deliverable",
     "compose_contract",
     "infer_intent_signature",
     "shape_name",
@@ -30,8 +45,93 @@ _JSON_TYPES = {
 }
 
 
+# Keywords that make a deliverable mapping a JSON Schema (the Ruby-style keys are `type`,
+# `required`, `min_items` and `constraints`).
+_JSON_SCHEMA_KEYWORDS = frozenset(
+    {
+        "$schema",
+        "$ref",
+        "$defs",
+        "properties",
+        "items",
+        "prefixItems",
+        "enum",
+        "const",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "pattern",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "oneOf",
+        "anyOf",
+        "allOf",
+        "not",
+        "format",
+    }
+)
+
+
+class TypedDeliverable(dict[str, Any]):
+    """A deliverable given as a Python type: its items are the type's JSON Schema.
+
+    It is a ``dict`` so prompts, logs and the registry see the schema; ``adapter`` validates
+    values and, for a top-level call, builds the typed value the caller gets.
+    """
+
+    __slots__ = ("adapter", "type_name")
+
+    def __init__(self, adapter: TypeAdapter[Any], type_name: str) -> None:
+        super().__init__(adapter.json_schema())
+        self.adapter = adapter
+        self.type_name = type_name
+
+
+def as_deliverable(value: Any) -> Any:
+    """A deliverable option as the runtime keeps it: a type becomes a :class:`TypedDeliverable`.
+
+    Raises:
+        UsageError: ``value`` is an object that is neither plain data nor a type pydantic can
+            validate (the message says what is accepted).
+    """
+    if value is None or isinstance(value, Mapping | str | list | tuple | int | float | bool):
+        if isinstance(value, Mapping) and _is_json_schema(value):
+            try:
+                jsonschema.validators.validator_for(value).check_schema(value)
+            except jsonschema.SchemaError as error:
+                raise UsageError(
+                    f"deliverable is not a valid JSON Schema: {error.message}"
+                ) from None
+        return value
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(value)
+        name = getattr(value, "__name__", None) or repr(value)
+        return TypedDeliverable(adapter, str(name))
+    except (PydanticUserError, TypeError, ValueError) as error:
+        raise UsageError(
+            f"deliverable must be a mapping (a JSON Schema or the type/required form) or a type "
+            f"pydantic can validate (a model class, list[Model], Literal[...]), got {value!r}: "
+            f"{error}"
+        ) from None
+
+
+def _is_json_schema(deliverable: Mapping[str, Any]) -> bool:
+    return any(key in _JSON_SCHEMA_KEYWORDS for key in deliverable)
+
+
 def _normalize(contract: Mapping[str, Any]) -> dict[str, Any] | None:
     kept = {key: contract[key] for key in CONTRACT_FIELDS if contract.get(key) is not None}
+    if "deliverable" in kept:
+        kept["deliverable"] = as_deliverable(kept["deliverable"])
     for key in ("purpose", "intent_signature"):
         if key in kept and (not isinstance(kept[key], str) or not kept[key].strip()):
             raise UsageError(
@@ -144,6 +244,7 @@ class ContractCheck:
 
     applied: bool
     canonical_value: Any = None
+    typed_value: Any = None
     passed: bool | None = None
     mismatch: str | None = None
     expected_keys: list[str] = field(default_factory=list)
@@ -229,17 +330,71 @@ def _check_properties(
     return None
 
 
+def _location(path: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in path) or "(root)"
+
+
+def _check_typed(deliverable: TypedDeliverable, value: Any) -> ContractCheck:
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+        typed = deliverable.adapter.validate_json(encoded, strict=True)
+    except (TypeError, ValueError) as error:
+        if not isinstance(error, ValidationError):
+            return _fail("schema_violation", [], value, validator_message=str(error)[:400])
+        first = error.errors(include_url=False)[0]
+        return _fail(
+            "schema_violation",
+            [],
+            value,
+            validator_path=_location(first.get("loc", ())),
+            validator_message=str(first.get("msg", ""))[:400],
+            expected_type=deliverable.type_name,
+        )
+    return ContractCheck(applied=True, passed=True, typed_value=typed)
+
+
+def _check_json_schema(schema: Mapping[str, Any], value: Any) -> ContractCheck | None:
+    validator_class = jsonschema.validators.validator_for(schema)
+    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+    if error is None:
+        return None
+    return _fail(
+        "schema_violation",
+        [],
+        value,
+        validator_path=_location(error.absolute_path),
+        validator_message=error.message[:400],
+        schema_path=_location(error.absolute_schema_path),
+    )
+
+
 def validate_deliverable(
     deliverable: Any, value: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> ContractCheck:
     """Check an ok value against a contract's ``deliverable``.
 
-    Supports ``type`` (every JSON type), ``required`` keys of objects, ``min_items`` of arrays and
+    A :class:`TypedDeliverable` is validated by pydantic (strict, as JSON); a JSON Schema mapping
+    by ``jsonschema`` after the tolerant key checks below. The Ruby-style form supports ``type``
+    (every JSON type), ``required`` keys of objects, ``min_items`` of arrays and
     ``constraints.properties.<key>.{type,min_items}``. A deliverable that is not a mapping, or
     has no recognised ``type``, is not enforced.
     """
+    if isinstance(deliverable, TypedDeliverable):
+        return _check_typed(deliverable, value)
     if not isinstance(deliverable, Mapping):
         return ContractCheck(applied=False)
+    check = _check_shape(deliverable, value, args, kwargs)
+    if check.passed and _is_json_schema(deliverable):
+        checked = check.canonical_value if check.canonical_value is not None else value
+        problem = _check_json_schema(deliverable, checked)
+        if problem is not None:
+            return problem
+    return check
+
+
+def _check_shape(
+    deliverable: Mapping[str, Any], value: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> ContractCheck:
     if args and args[0] is None and not kwargs and isinstance(value, Mapping | list) and not value:
         return _fail(
             "nil_required_input", [], value, expected_shape="non_null_input", actual_shape="null"
@@ -249,7 +404,7 @@ def validate_deliverable(
     required = _key_list(deliverable.get("required"))
     if kind is None and required:
         kind = "object"
-    if kind is None:
+    if kind is None or kind not in (*_JSON_TYPES, "integer", "number"):
         return ContractCheck(applied=True, passed=True)
     if not _type_matches(kind, value):
         return _fail(

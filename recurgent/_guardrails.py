@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from recurgent.errors import GuardrailViolationError
+from recurgent.program import check_syntax_bounds
 
 __all__ = [
     "RETRIEVAL_MODES",
@@ -60,6 +61,9 @@ _HOST_INTERNALS = frozenset(
         "__self__",
     }
 )
+# Read-only views the sandbox serves (ADR 0044): reading them is allowed; writing through them
+# (`x.__dict__[k] = v`, `x.__class__.m = f`, `x.__dict__.update(...)`) is still a violation.
+_READABLE_INTERNALS = frozenset({"__class__", "__dict__"})
 _FALLBACK_NAME = re.compile(
     r"(^|_)(fallback|mock|mocked|fake|dummy|placeholder|hardcoded|canned|stub|backup)(_|s?$)",
     re.IGNORECASE,
@@ -156,9 +160,28 @@ def _is_owned(node: ast.AST, owned: set[str]) -> bool:
     return isinstance(node, ast.Name) and node.id in owned
 
 
-def _mutation_message(node: ast.AST, functions: set[str], owned: set[str]) -> str | None:
+def _written_through(tree: ast.AST) -> set[int]:
+    """Ids of expressions that a store, a delete or a method call acts on."""
+    written: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript | ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            written.add(id(node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            written.add(id(node.func.value))
+    return written
+
+
+def _mutation_message(
+    node: ast.AST, functions: set[str], owned: set[str], written: set[int]
+) -> str | None:
     if isinstance(node, ast.Attribute) and node.attr in _HOST_INTERNALS:
-        return f"Generated code reaches host internals through {node.attr!r}"
+        read_only = (
+            node.attr in _READABLE_INTERNALS
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in written
+        )
+        if not read_only:
+            return f"Generated code reaches host internals through {node.attr!r}"
     if (isinstance(node, ast.Attribute) and node.attr == "MethodType") or (
         isinstance(node, ast.Name) and node.id == "MethodType"
     ):
@@ -192,8 +215,9 @@ def _mutation_message(node: ast.AST, functions: set[str], owned: set[str]) -> st
 
 def _mutations(tree: ast.AST) -> Iterator[GuardrailViolationError]:
     functions, owned = _own_names(tree)
+    written = _written_through(tree)
     for node in ast.walk(tree):
-        message = _mutation_message(node, functions, owned)
+        message = _mutation_message(node, functions, owned, written)
         if message:
             yield GuardrailViolationError(
                 message + _MUTATION_SUFFIX,
@@ -405,7 +429,13 @@ def _hardcoded_fallback(tree: ast.AST) -> Iterator[GuardrailViolationError]:
 
 
 def static_violations(tree: ast.AST) -> list[GuardrailViolationError]:
-    """Every policy violation visible in the program's source, in source order."""
+    """Every policy violation visible in the program's source, in source order.
+
+    Raises:
+        InvalidCodeError: the tree is over the size or nesting caps (ADR 0025). Checked first, so
+            the walks below cost at most what the caps allow.
+    """
+    check_syntax_bounds(tree)
     found = [*_mutations(tree), *_tools_shape_misuse(tree), *_hardcoded_fallback(tree)]
     return sorted(found, key=lambda violation: violation.line or 0)
 

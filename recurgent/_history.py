@@ -1,7 +1,9 @@
 """Conversation history: one record per top-level logical call, kept in ``context["conversation_history"]``.
 
 Records are appended after a call's outcome is known, never per attempt (ADR 0015). Generated
-code may read the list; prompts show only its length.
+code may read the list; prompts show only its length. Memory keeps the last
+:data:`HISTORY_LIMIT` records, and a :class:`HistoryCursor` lets each call check only the records
+added since the previous one, so no per-call step walks the whole history (ADR 0028).
 """
 
 from __future__ import annotations
@@ -13,9 +15,18 @@ from typing import Any
 from recurgent._values import json_safe, utc_timestamp
 from recurgent.outcome import Outcome
 
-__all__ = ["HISTORY_KEY", "append_record", "history_records", "outcome_summary"]
+__all__ = [
+    "HISTORY_KEY",
+    "HISTORY_LIMIT",
+    "HistoryCursor",
+    "append_record",
+    "history_records",
+    "outcome_summary",
+]
 
 HISTORY_KEY = "conversation_history"
+#: Records kept in memory; older ones are dropped (the call log keeps every call).
+HISTORY_LIMIT = 1000
 _PREVIEW = 500
 _RECORD_MARKERS = ("method_name", "outcome_summary", "call_id")
 _RECORD_KEYS = (
@@ -33,23 +44,66 @@ _RECORD_KEYS = (
 )
 
 
-def history_records(memory: dict[str, Any]) -> list[dict[str, Any]]:
+class HistoryCursor:
+    """How far one agent's history list has been checked: the list, its length, its last record.
+
+    While the list in memory is the same object, at least that long, and still holds the same
+    last checked record, only the records after it need checking.
+    """
+
+    __slots__ = ("checked", "last", "records")
+
+    def __init__(self) -> None:
+        self.records: list[Any] | None = None
+        self.checked = 0
+        self.last: Any = None
+
+    def start(self, raw: list[Any]) -> int:
+        """Index of the first record of ``raw`` still to check."""
+        checked = self.checked
+        if (
+            self.records is raw
+            and checked <= len(raw)
+            and (checked == 0 or raw[checked - 1] is self.last)
+        ):
+            return checked
+        return 0
+
+    def mark(self, raw: list[Any]) -> None:
+        """Remember ``raw`` as checked to its end."""
+        self.records = raw
+        self.checked = len(raw)
+        self.last = raw[-1] if raw else None
+
+
+def _clean(entries: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {key: entry.get(key) for key in _RECORD_KEYS}
+        for entry in entries
+        if isinstance(entry, Mapping) and any(marker in entry for marker in _RECORD_MARKERS)
+    ]
+
+
+def history_records(
+    memory: dict[str, Any], cursor: HistoryCursor | None = None
+) -> list[dict[str, Any]]:
     """The history list, created or repaired in place when missing or malformed.
 
     Entries that are not mappings carrying a record marker are dropped; the rest keep only the
-    record keys.
+    record keys. With a ``cursor`` only the entries added since its last check are looked at.
     """
     raw = memory.get(HISTORY_KEY)
     if not isinstance(raw, list):
         raw = []
         memory[HISTORY_KEY] = raw
-    cleaned = [
-        {key: entry.get(key) for key in _RECORD_KEYS}
-        for entry in raw
-        if isinstance(entry, Mapping) and any(marker in entry for marker in _RECORD_MARKERS)
-    ]
-    if cleaned != raw:
-        raw[:] = cleaned
+    start = cursor.start(raw) if cursor is not None else 0
+    if start < len(raw):
+        tail = raw[start:] if start else raw
+        cleaned = _clean(tail)
+        if cleaned != tail:
+            raw[start:] = cleaned
+    if cursor is not None:
+        cursor.mark(raw)
     return raw
 
 
@@ -108,9 +162,13 @@ def append_record(
     parent_call_id: str | None,
     depth: int,
     duration_ms: float,
+    cursor: HistoryCursor | None = None,
 ) -> int:
-    """Append one record for a finished call; return the history length afterwards."""
-    records = history_records(memory)
+    """Append one record for a finished call; return the history length afterwards.
+
+    Only the last :data:`HISTORY_LIMIT` records are kept.
+    """
+    records = history_records(memory, cursor)
     records.append(
         {
             "call_id": call_id,
@@ -126,4 +184,8 @@ def append_record(
             "duration_ms": round(duration_ms, 1),
         }
     )
+    if len(records) > HISTORY_LIMIT:
+        del records[: len(records) - HISTORY_LIMIT]
+    if cursor is not None:
+        cursor.mark(records)
     return len(records)

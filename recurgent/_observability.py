@@ -2,8 +2,9 @@
 
 The library never configures structlog or the standard ``logging`` module: each logger is built
 with ``structlog.wrap_logger`` and explicit processors around a tiny append-only file writer.
-Writing never raises into the call; values that are not JSON are rendered with ``repr`` and
-secrets are redacted (:mod:`recurgent._values`).
+Writing never raises into the call; values that are not JSON are rendered with ``repr``,
+secrets are redacted (:mod:`recurgent._values`), and a line is written whole or not at all
+(ADR 0032).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,9 +22,61 @@ import structlog
 
 from recurgent._values import json_safe, safe_repr
 
-__all__ = ["CallLogger"]
+__all__ = ["MAX_LINE_BYTES", "CallLogger", "LogWriteError"]
+
+MAX_LINE_BYTES = 1_000_000
+"""No log line is longer than this (in bytes, newline included)."""
+
+# Fields that carry caller or program data; a line over MAX_LINE_BYTES loses these first.
+_BULKY_FIELDS = (
+    "args",
+    "kwargs",
+    "context",
+    "outcome_value",
+    "outcome_error_metadata",
+    "code",
+    "system_prompt",
+    "user_prompt",
+    "stdout",
+    "error_backtrace",
+    "attempt_failures",
+)
+_LAST_RESORT_CHARS = 1_024
 
 _DIRECTORY_LOCK = threading.Lock()
+_WARNED_LOCK = threading.Lock()
+_WARNED: set[str] = set()
+
+# The one system call that writes a line; a module attribute so specs can stand in a short write.
+_write = os.write
+
+
+class LogWriteError(OSError):
+    """A log line could not be written whole (disk full, a short write, an unwritable target)."""
+
+
+def _append_whole(descriptor: int, data: bytes) -> None:
+    """Append ``data`` with one write; undo a partial write so no half line stays in the file.
+
+    Raises:
+        LogWriteError: the write was short (after the partial bytes were removed).
+        OSError: the write failed outright (nothing was written).
+    """
+    written = _write(descriptor, data)
+    if written == len(data):
+        return
+    end = os.lseek(descriptor, 0, os.SEEK_CUR)
+    start = end - written
+    try:
+        if os.fstat(descriptor).st_size == end:
+            os.ftruncate(descriptor, start)
+        else:
+            # Another writer appended after our fragment; cutting would take its line too, so
+            # end ours instead and the next line still starts fresh.
+            _write(descriptor, b"\n")
+    except OSError:
+        pass
+    raise LogWriteError(f"short write: {written} of {len(data)} bytes")
 
 
 class _AppendWriter:
@@ -41,19 +95,54 @@ class _AppendWriter:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
             self._directory_ready = True
         data = (message + "\n").encode("utf-8", "replace")
-        descriptor = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # O_NONBLOCK: a FIFO put in the log's place later must fail the write, not hang the call.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+        descriptor = os.open(self._path, flags, 0o644)
         try:
-            os.write(descriptor, data)
+            _append_whole(descriptor, data)
         finally:
             os.close(descriptor)
 
     info = msg
 
 
+def _fit(fields: dict[str, Any]) -> str:
+    line = json.dumps(fields, ensure_ascii=False, default=safe_repr)
+    if len(line) * 4 < MAX_LINE_BYTES or len(line.encode("utf-8", "replace")) < MAX_LINE_BYTES:
+        return line
+    for name in _BULKY_FIELDS:
+        if fields.get(name) is not None:
+            fields[name] = "<omitted: line too long>"
+    line = json.dumps(fields, ensure_ascii=False, default=safe_repr)
+    if len(line.encode("utf-8", "replace")) < MAX_LINE_BYTES:
+        return line
+    # Only a pathological entry (a huge role or message) gets here: every string is cut short.
+    cut = json_safe(fields, max_chars=_LAST_RESORT_CHARS, max_items=64)
+    return json.dumps(cut, ensure_ascii=False, default=safe_repr)
+
+
 def _render(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> str:
     fields = dict(event_dict)
     fields.pop("event", None)
-    return json.dumps(json_safe(fields), ensure_ascii=False, default=safe_repr)
+    safe = json_safe(fields)
+    return _fit(safe if isinstance(safe, dict) else {"entry": safe})
+
+
+def _warn_once(path: Path, error: BaseException) -> None:
+    key = str(path)
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    try:
+        warnings.warn(
+            f"recurgent could not write to its call log {key} ({type(error).__name__}: {error}); "
+            "calls keep running, lines that fail are dropped (warned once per log file)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    except Exception:  # noqa: BLE001 - a host turning warnings into errors must not fail the call
+        sys.stderr.write(f"[recurgent] call log {key} is not writable: {error}\n")
 
 
 class CallLogger:
@@ -61,7 +150,7 @@ class CallLogger:
 
     Args:
         path: The log file (its directory is created on first write).
-        debug: When true, write failures are reported on stderr.
+        debug: When true, every write failure is also reported on stderr.
     """
 
     def __init__(self, path: Path, *, debug: bool = False) -> None:
@@ -78,12 +167,17 @@ class CallLogger:
         )
 
     def emit(self, entry: Mapping[str, Any]) -> bool:
-        """Write one entry; return False (and never raise) when it could not be written."""
+        """Write one entry; return False (and never raise) when it could not be written.
+
+        The first failure for a log file is reported with a ``RuntimeWarning`` (or on stderr
+        when warnings are errors); later ones stay quiet unless ``debug`` is on.
+        """
         try:
             self._logger.info("call", **entry)
         except Exception as error:  # noqa: BLE001 - logging must never break a call
             if self._debug:
                 where = f"{entry.get('role')}.{entry.get('method')}"
                 sys.stderr.write(f"[AGENT LOG ERROR {where}] {type(error).__name__}: {error}\n")
+            _warn_once(self.path, error)
             return False
         return True

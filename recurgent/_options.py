@@ -8,16 +8,27 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
+from recurgent._hosts import host_entry_covered, normalize_host_entry
+from recurgent._values import safe_repr
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider
 
-__all__ = ["DEFAULT_MODEL", "AgentOptions", "NetworkPolicy", "default_log_path", "parse_options"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "HOST_ONLY_OPTIONS",
+    "NARROWING_OPTIONS",
+    "AgentOptions",
+    "NetworkPolicy",
+    "default_log_path",
+    "parse_options",
+]
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 NetworkPolicy = Literal["allow", "deny"] | tuple[str, ...]
@@ -40,6 +51,15 @@ _INHERITED = (
 )
 _RUNTIME_OPTIONS = (*_INHERITED, "delegation_budget")
 KNOWN_OPTIONS = frozenset((*_RUNTIME_OPTIONS, *CONTRACT_FIELDS, "delegation_contract"))
+#: Limits generated code may pass to ``delegate``/``tool``, and only to narrow them (ADR 0024).
+NARROWING_OPTIONS = (
+    "network",
+    "execution_timeout_seconds",
+    "provider_timeout_seconds",
+    "forwarded_call_budget",
+)
+#: Runtime options that only the host sets: generated code passing one is refused (ADR 0024).
+HOST_ONLY_OPTIONS = frozenset(_RUNTIME_OPTIONS) - frozenset(NARROWING_OPTIONS)
 
 
 def default_log_path() -> Path:
@@ -80,10 +100,54 @@ class AgentOptions:
         inherited.update({k: v for k, v in overrides.items() if k in _RUNTIME_OPTIONS})
         return inherited
 
+    def narrowing_refusals(self, requested: Mapping[str, Any]) -> list[str]:
+        """Why each runtime option generated code passed to a child is refused (ADR 0024).
+
+        Generated code is written by an attacker, so it may only narrow what its agent has:
+        a stricter ``network`` policy and lower limits. Host-only options are always refused.
+        An empty list means ``requested`` may be applied as overrides.
+        """
+        refusals = [
+            f"{name} is set by the host, never by generated code"
+            for name in sorted(HOST_ONLY_OPTIONS & set(requested))
+        ]
+        for name in NARROWING_OPTIONS:
+            if name in requested:
+                reason = self._widening(name, requested[name])
+                if reason is not None:
+                    refusal = f"{name}={requested[name]!r} {reason}"
+                    # The value comes from generated code: a huge one must not flood the log.
+                    refusals.append(refusal if len(refusal) <= 500 else refusal[:497] + "...")
+        return refusals
+
+    def _widening(self, name: str, value: Any) -> str | None:
+        try:
+            if name == "network":
+                return _wider_network(self.network, _network(value))
+            if name == "forwarded_call_budget":
+                wanted: float | None = _int_option(name, value, 1)
+                limit: float | None = self.forwarded_call_budget
+            elif name == "execution_timeout_seconds":
+                wanted = _seconds(name, value, low=1, high=600, nullable=False)
+                limit = self.execution_timeout_seconds
+            else:
+                wanted = _seconds(name, value, low=0, high=None, nullable=True)
+                limit = self.provider_timeout_seconds
+        except UsageError as invalid:
+            return f"is invalid: {invalid.message}"
+        if limit is None or (wanted is not None and wanted <= limit):
+            return None
+        return f"exceeds this agent's {name}={limit:g}; a child may only lower it"
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: bounded, redacted, and safe for any object (10 ** 5000)."""
+    return safe_repr(value, limit=200)
+
 
 def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise UsageError(f"{name} must be True or False, got {value!r}")
+        raise UsageError(f"{name} must be True or False, got {_shown(value)}")
     return value
 
 
@@ -92,7 +156,7 @@ def _int_option(name: str, value: Any, minimum: int, *, nullable: bool = False) 
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         suffix = " or None" if nullable else ""
-        raise UsageError(f"{name} must be an int >= {minimum}{suffix}, got {value!r}")
+        raise UsageError(f"{name} must be an int >= {minimum}{suffix}, got {_shown(value)}")
     return value
 
 
@@ -101,35 +165,89 @@ def _seconds(
 ) -> float | None:
     if value is None and nullable:
         return None
-    valid = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-    if valid and (value <= low if high is None else not low <= value <= high):
-        valid = False
+    number = math.nan
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float range, e.g. 10 ** 400
+            number = math.nan
+    valid = math.isfinite(number) and (number > low if high is None else low <= number <= high)
     if not valid:
         bound = f"> {low:g}" if high is None else f"between {low:g} and {high:g}"
         raise UsageError(
-            f"{name} must be a finite number {bound}{' or None' if nullable else ''}, got {value!r}"
+            f"{name} must be a finite number {bound}{' or None' if nullable else ''}, "
+            f"got {_shown(value)}"
         )
-    return float(value)
+    return number
 
 
 def _log_path(value: Any) -> Path | None:
     if value is None or value is False:
         return None
     if value is True:
-        return default_log_path()
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
-        return Path(value).expanduser()
-    raise UsageError(f"log must be a path, None or False, got {value!r}")
+        path = default_log_path()
+    elif isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
+        try:
+            path = Path(value).expanduser()
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise UsageError(f"log must be a file path, got {_shown(value)}: {error}") from None
+    else:
+        raise UsageError(f"log must be a path, None or False, got {_shown(value)}")
+    _check_log_target(path)
+    return path
+
+
+def _check_log_target(path: Path) -> None:
+    """Refuse a log target no line could ever be appended to (ADR 0032).
+
+    A regular file (existing or not) and a character device (``/dev/null``, a terminal) are
+    fine; a directory, a FIFO (opening it would block the call), a socket or a path under a
+    non-directory are not.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise UsageError(f"log={str(path)!r} cannot be used: {error.strerror or error}") from None
+    if mode is None:
+        parent = next((p for p in path.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise UsageError(
+                f"log={str(path)!r} cannot be created: {str(parent)!r} is not a directory"
+            )
+        return
+    if stat.S_ISREG(mode) or stat.S_ISCHR(mode):
+        return
+    kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    raise UsageError(
+        f"log={str(path)!r} is {kind}; pass the path of a JSONL file "
+        "(e.g. log='calls.jsonl'), or log=False to turn the call log off"
+    )
 
 
 def _network(value: Any) -> NetworkPolicy:
     if value in ("allow", "deny"):
         return value  # type: ignore[no-any-return]
-    if isinstance(value, list | tuple | set | frozenset) and all(
-        isinstance(host, str) and host.strip() for host in value
-    ):
-        return tuple(sorted(host.strip().lower() for host in value))
+    if isinstance(value, list | tuple | set | frozenset) and value:
+        return tuple(sorted({normalize_host_entry(entry) for entry in value}))
     raise UsageError(f"network must be 'allow', 'deny' or a list of host names, got {value!r}")
+
+
+def _wider_network(parent: NetworkPolicy, child: NetworkPolicy) -> str | None:
+    """Why ``child`` reaches something ``parent`` does not, or None when it is narrower."""
+    if parent == "allow" or child == "deny":
+        return None
+    if parent == "deny" or child == "allow":
+        return f"widens this agent's network={parent!r}; a child may only narrow it"
+    assert isinstance(parent, tuple) and isinstance(child, tuple)
+    outside = [entry for entry in child if not host_entry_covered(parent, entry)]
+    if outside:
+        return (
+            f"reaches {', '.join(outside)} outside this agent's allow-list "
+            f"{list(parent)!r}; a child may only narrow it"
+        )
+    return None
 
 
 def parse_options(options: Mapping[str, Any]) -> AgentOptions:
@@ -149,12 +267,12 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
     if model is None:
         model = os.environ.get("RECURGENT_MODEL", "").strip() or DEFAULT_MODEL
     elif not isinstance(model, str) or not model.strip():
-        raise UsageError(f"model must be a non-empty str, got {model!r}")
+        raise UsageError(f"model must be a non-empty str, got {_shown(model)}")
     trace_id = get("trace_id")
     if trace_id is None:
         trace_id = secrets.token_hex(12)
     elif not isinstance(trace_id, str) or not trace_id.strip():
-        raise UsageError(f"trace_id must be a non-empty str, got {trace_id!r}")
+        raise UsageError(f"trace_id must be a non-empty str, got {_shown(trace_id)}")
     contract, source = compose_contract(
         get("delegation_contract"), {name: get(name) for name in CONTRACT_FIELDS}
     )

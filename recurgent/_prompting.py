@@ -3,12 +3,16 @@
 Templates are package data under ``recurgent/prompts`` rendered with ``string.Template``'s
 ``substitute``, so a missing variable fails loudly instead of leaking a ``$name`` to the model.
 The response schema the provider fills lives in :data:`recurgent.program.PROGRAM_SCHEMA`.
+
+Every variable is caller- or program-supplied text unless it is itself a rendered template, so
+:func:`render` makes it inert (ADR 0025): ``<``, ``>`` and ``&`` become ``\\u003c``, ``\\u003e`` and
+``\\u0026`` (inside a repr'd string literal that is the same character, so the value still reads
+back exactly) and it is cut to a bounded length. No value can open or close a prompt tag.
 """
 
 from __future__ import annotations
 
 import functools
-import reprlib
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,14 +23,29 @@ from recurgent._history import HISTORY_KEY
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY, count, ranked_tools
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
-from recurgent._values import safe_repr
+from recurgent._values import SafeRepr
 
-__all__ = ["PROMPT_VERSION", "Prompts", "build_prompts", "render"]
+__all__ = [
+    "PROMPT_VERSION",
+    "Prompts",
+    "Rendered",
+    "build_prompts",
+    "inert",
+    "render",
+    "shared_system_prefix",
+]
 
-PROMPT_VERSION = "2026-11-29.python.v2"
+PROMPT_VERSION = "2026-12-01.python.v3"
 KNOWN_TOOLS_LIMIT = 12
 _MEMORY_CHARS = 6000
 _ARGUMENT_CHARS = 4000
+#: Each contract field (purpose, deliverable, ...) as the prompt shows it.
+_CONTRACT_CHARS = 2000
+#: Role, method and tool names as the prompt shows them.
+_NAME_CHARS = 200
+#: Backstop for any other variable (retry feedback quoting an exception, for instance).
+_VALUE_CHARS = 8000
+_INERT = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
 class PromptTemplateError(LookupError):
@@ -39,10 +58,32 @@ def _template(name: str) -> string.Template:
     return string.Template(text)
 
 
-def render(name: str, **variables: Any) -> str:
-    """Render ``prompts/<name>.md``; every ``$variable`` must be supplied."""
+class Rendered(str):
+    """Text made by :func:`render`: its tags are the template's own, so it nests as is."""
+
+    __slots__ = ()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def inert(value: Any, limit: int = _VALUE_CHARS) -> str:
+    """``value`` as text that cannot open or close a prompt tag, at most ``limit`` characters."""
+    return _clip(str(value), limit).translate(_INERT)
+
+
+def render(name: str, **variables: Any) -> Rendered:
+    """Render ``prompts/<name>.md``; every ``$variable`` must be supplied.
+
+    Variables are made :func:`inert` unless they are :class:`Rendered` blocks.
+    """
+    values = {
+        key: value if isinstance(value, Rendered) else inert(value)
+        for key, value in variables.items()
+    }
     try:
-        return _template(name).substitute({k: str(v) for k, v in variables.items()})
+        return Rendered(_template(name).substitute(values))
     except KeyError as missing:
         raise PromptTemplateError(
             f"prompt template {name!r} needs variable {missing.args[0]!r}"
@@ -58,8 +99,16 @@ class Prompts:
 
 
 def _short(value: Any, limit: int) -> str:
-    text = safe_repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """A redacted repr of at most ``limit`` characters.
+
+    Redaction runs on the cut text only: redacting a 5 MB contract field in full for every
+    prompt took seconds. The margin makes a secret straddling the cut masked, not shown in part.
+    """
+    try:
+        text = repr(value)
+    except Exception as error:  # noqa: BLE001 - a broken __repr__ must not break a prompt
+        return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
+    return _clip(redact(text[: limit + 256]), limit)
 
 
 def _memory_view(memory: Mapping[str, Any]) -> str:
@@ -73,7 +122,7 @@ def _memory_view(memory: Mapping[str, Any]) -> str:
             view[key] = value
     view.setdefault(TOOLS_KEY, {"count": 0})
     view.setdefault(HISTORY_KEY, {"count": 0})
-    shortened = reprlib.Repr()
+    shortened = SafeRepr()
     shortened.maxstring = 400
     shortened.maxother = 400
     shortened.maxlist = shortened.maxdict = 20
@@ -84,10 +133,8 @@ def _memory_view(memory: Mapping[str, Any]) -> str:
 def _known_tools(memory: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for name, entry in ranked_tools(memory, KNOWN_TOOLS_LIMIT):
-        purpose = " ".join(str(entry.get("purpose") or "purpose unavailable").split())
-        if len(purpose) > 300:
-            purpose = purpose[:297] + "..."
-        lines.append(f"- {name}: {purpose}\n")
+        purpose = _clip(" ".join(str(entry.get("purpose") or "purpose unavailable").split()), 300)
+        lines.append(f"- {_clip(' '.join(str(name).split()), _NAME_CHARS)}: {purpose}\n")
         methods = entry.get("methods")
         methods = (
             [m for m in methods if isinstance(m, str) and m.strip()]
@@ -95,7 +142,8 @@ def _known_tools(memory: Mapping[str, Any]) -> str:
             else []
         )
         if methods:
-            lines.append(f"  methods: [{', '.join(methods)}]\n")
+            shown = _clip(", ".join(" ".join(m.split()) for m in methods), 600)
+            lines.append(f"  methods: [{shown}]\n")
         if entry.get("deliverable") is not None:
             lines.append(f"  deliverable: {_short(entry['deliverable'], 300)}\n")
         successes = count(entry, "success_count")
@@ -105,23 +153,28 @@ def _known_tools(memory: Mapping[str, Any]) -> str:
     return render("known_tools", entries=redact("".join(lines)) or "none registered yet\n")
 
 
-def _contract_blocks(contract: Mapping[str, Any] | None) -> tuple[str, str]:
+def _contract_blocks(contract: Mapping[str, Any] | None) -> tuple[Rendered, Rendered]:
     if not contract:
         return render("contract_none"), render("active_contract_none")
+    # Contract fields come from generated code (delegate(purpose=...)): each is bounded, so a
+    # 5 MB purpose cannot become a 10 MB child prompt.
     fields = {
-        key: safe_repr(contract.get(key))
+        key: _short(contract.get(key), _CONTRACT_CHARS)
         for key in ("purpose", "deliverable", "acceptance", "failure_policy")
     }
     signature = contract.get("intent_signature")
+    shown = inert(signature, _CONTRACT_CHARS) if signature else ""
     system = render(
         "contract_active",
         **fields,
-        intent_line=f"- intent_signature: {safe_repr(signature)}" if signature else "",
+        intent_line=Rendered(f"- intent_signature: {inert(_short(signature, _CONTRACT_CHARS))}")
+        if signature
+        else "",
     )
     user = render(
         "active_contract",
         **fields,
-        intent_tag=f"<intent_signature>{signature}</intent_signature>\n" if signature else "",
+        intent_tag=Rendered(f"<intent_signature>{shown}</intent_signature>\n") if signature else "",
     )
     return system, user
 
@@ -146,6 +199,25 @@ _STANCE_CHECK = {
 }
 
 
+@functools.cache
+def shared_system_prefix() -> str:
+    """The system prompt's first part: identical for every agent, role, method and call.
+
+    Providers cache identical prompt prefixes (OpenAI from 1,024 tokens), so everything that does
+    not change comes first and everything particular to the agent or the call last (ADR 0026).
+    """
+    return "\n".join(
+        [
+            render("identity"),
+            render("environment", allowed_imports=", ".join(ALLOWED_MODULES)),
+            render("thinking"),
+            render("known_tools_system", limit=KNOWN_TOOLS_LIMIT),
+            render("constraints"),
+            render("request_guide", tool_limit=KNOWN_TOOLS_LIMIT),
+        ]
+    )
+
+
 def build_prompts(
     *,
     role: str,
@@ -160,37 +232,32 @@ def build_prompts(
 ) -> Prompts:
     """Render both prompts of one dynamic call.
 
-    The system prompt depends only on the agent (role, depth band, contract, network policy and
-    limits), so providers can cache it across calls; everything that changes from call to call
-    (invocation, memory, known tools, history count) is in the user prompt.
+    The system prompt is :func:`shared_system_prefix` followed by what is particular to the
+    agent (role, depth band, network policy, limits, contract); everything that changes from
+    call to call (invocation, memory, known tools, history count) is in the user prompt.
     """
     band = min(depth, 2)
     identity = ("identity_builder", "identity_tool", "identity_worker")[band]
     contract_system, contract_user = _contract_blocks(contract)
-    system = "\n".join(
-        [
-            render(identity, role=role, depth=depth),
-            render(
-                "environment",
-                allowed_imports=", ".join(ALLOWED_MODULES),
-                network_policy=_network_text(network),
-                max_response_kb=limits.max_response_bytes // 1024,
-                timeout_seconds=f"{limits.timeout_seconds:g}",
-                max_items=f"{limits.max_sequence_items:,}",
-                max_forwarded_calls=limits.max_forwarded_calls,
-            ),
-            render("thinking", stance_guidance=_STANCE_GUIDANCE[band]),
-            render("known_tools_system", limit=KNOWN_TOOLS_LIMIT),
-            contract_system,
-            render("constraints"),
-        ]
+    agent = render(
+        "agent",
+        identity=render(identity, role=_clip(role, _NAME_CHARS), depth=depth),
+        depth=depth,
+        stance_guidance=_STANCE_GUIDANCE[band],
+        stance_check=_STANCE_CHECK[band],
+        network_policy=_network_text(network),
+        max_response_kb=limits.max_response_bytes // 1024,
+        timeout_seconds=f"{limits.timeout_seconds:g}",
+        max_items=f"{limits.max_sequence_items:,}",
+        max_forwarded_calls=limits.max_forwarded_calls,
     )
+    system = "\n".join([shared_system_prefix(), agent, contract_system])
     history = memory.get(HISTORY_KEY)
     tools = memory.get(TOOLS_KEY)
     user = render(
         "user",
-        role=role,
-        method=method_name,
+        role=_clip(role, _NAME_CHARS),
+        method=_clip(method_name, _NAME_CHARS),
         args=_short(list(args), _ARGUMENT_CHARS),
         kwargs=_short(dict(kwargs), _ARGUMENT_CHARS),
         depth=depth,
@@ -200,6 +267,5 @@ def build_prompts(
         tool_limit=KNOWN_TOOLS_LIMIT,
         known_tools=_known_tools(memory),
         active_contract=contract_user,
-        stance_check=_STANCE_CHECK[band],
     )
     return Prompts(system=system, user=user)

@@ -55,7 +55,10 @@ def register_tool(
         entry["purpose"] = contract["purpose"]
     for key in _CONTRACT_SUMMARY_FIELDS:
         if contract.get(key) is not None:
-            entry[key] = contract[key]
+            value = contract[key]
+            # A typed deliverable is a dict subclass holding a validator: memory keeps its
+            # JSON Schema only, as plain data.
+            entry[key] = dict(value) if isinstance(value, dict) else value
     signature = contract.get("intent_signature")
     if isinstance(signature, str) and signature.strip():
         entry["intent_signature"] = signature

@@ -1,18 +1,49 @@
-"""JSON-safe rendering of arbitrary values for logs and history records, and id/time formats."""
+"""JSON-safe, bounded rendering of arbitrary values for logs and history records, and id/time formats.
+
+Every function here is total: it returns a value for any input (a huge ``int``, a broken
+``__repr__``, a 50 MB string) and never raises. Long strings are shortened *before* they are
+redacted, so a large value costs one bounded slice, never a walk over all of it (ADR 0032).
+"""
 
 from __future__ import annotations
 
 import datetime
+import itertools
+import json
 import math
-from collections.abc import Mapping, Sequence
+import reprlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
-from recurgent._redact import environment_secrets, redact
+from recurgent._redact import MASK, environment_secrets, is_secret_key, redact
 
-__all__ = ["json_safe", "safe_repr", "utc_timestamp"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "SafeRepr",
+    "describe",
+    "int_text",
+    "json_safe",
+    "safe_repr",
+    "secret_values",
+    "shorten",
+    "utc_timestamp",
+]
 
 _MAX_DEPTH = 32
+DEFAULT_MAX_CHARS = 65_536
+"""Longest string a history record or log copy keeps; longer ones end in a marker."""
+
+# Text is cut this far past its limit before redaction, so a secret straddling the cut is still
+# recognised and masked whole, then the text is cut to its limit.
+_REDACT_MARGIN = 1_024
+# Ints up to this size stay JSON numbers (well under CPython's 4300-digit str() limit, which
+# json.dumps and json.loads both obey); bigger ones become text.
+_INT_BITS_AS_NUMBER = 10_000
+# Above this size even the leading digits cost more than a log line is worth.
+_INT_BITS_WITH_DIGITS = 1_000_000
+_LOG10_2 = math.log10(2)
+_LEADING_DIGITS = 20
 
 
 def utc_timestamp(moment: datetime.datetime | None = None) -> str:
@@ -22,57 +53,304 @@ def utc_timestamp(moment: datetime.datetime | None = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def safe_repr(value: Any, secrets: Sequence[str] | None = None) -> str:
-    """``repr`` that never raises and never triggers dynamic dispatch (agents define __repr__).
+def shorten(text: str, limit: int) -> str:
+    """``text`` itself when it fits in ``limit`` characters, else its head and a length marker."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...<{len(text) - limit} more chars>"
+
+
+def int_text(value: int) -> str:
+    """Decimal text of any int, without CPython's int-to-str digit limit getting in the way.
+
+    Ints too long for ``str()`` become their leading digits and the digit count, e.g.
+    ``10000000000000000000...<5001 digits>``.
+    """
+    magnitude = abs(int(value))
+    bits = magnitude.bit_length()
+    sign = "-" if value < 0 else ""
+    if bits <= _INT_BITS_AS_NUMBER:
+        return sign + str(magnitude)
+    if bits > _INT_BITS_WITH_DIGITS:
+        return f"{sign}<int with about {int(bits * _LOG10_2) + 1} digits>"
+    digits = int(bits * _LOG10_2) + 1
+    if 10 ** (digits - 1) > magnitude:
+        digits -= 1
+    leading = magnitude // 10 ** (digits - _LEADING_DIGITS)
+    return f"{sign}{leading}...<{digits} digits>"
+
+
+def safe_repr(
+    value: Any, secrets: Sequence[str] | None = None, *, limit: int = DEFAULT_MAX_CHARS
+) -> str:
+    """``repr`` that never raises, never triggers dynamic dispatch, and is at most ``limit`` long.
+
+    A long string or bytes value is sliced before ``repr`` runs, so its size does not matter.
 
     Args:
         value: Any object.
         secrets: Passed to :func:`~recurgent._redact.redact`.
+        limit: Characters kept (a longer repr ends in a ``...<N more chars>`` marker).
     """
     try:
-        return redact(repr(value), secrets)
+        if isinstance(value, int) and not isinstance(value, bool):
+            text = int_text(value)
+        elif isinstance(value, str | bytes | bytearray) and len(value) > limit + _REDACT_MARGIN:
+            head = repr(value[: limit + _REDACT_MARGIN])
+            text = f"{head}...<{len(value) - limit - _REDACT_MARGIN} more>"
+        elif isinstance(value, list | tuple | dict) and not _fits(value, limit + _REDACT_MARGIN):
+            text = _BoundedRepr(limit + _REDACT_MARGIN).repr(value)
+        else:
+            text = repr(value)
+        return shorten(redact(text[: limit + _REDACT_MARGIN], secrets), limit)
     except Exception as error:  # noqa: BLE001 - a broken __repr__ must not break logging
         return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
 
 
-def json_safe(value: Any) -> Any:
-    """A copy of ``value`` made of JSON types only.
+def _fits(value: Any, limit: int) -> bool:
+    """Whether a container's repr is surely short: its strings and elements add up under limit.
 
-    Mappings and sequences recurse; keys become strings; invalid UTF-8 in bytes is replaced;
-    non-finite floats and every other object become their ``repr``. Strings are redacted.
+    Visits at most ``limit`` elements, so the check costs no more than the repr it avoids.
     """
-    secrets = environment_secrets()
+    remaining = limit
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        remaining -= 4 + (len(item) if isinstance(item, str | bytes | bytearray) else 0)
+        if remaining < 0:
+            return False
+        if isinstance(item, dict):
+            stack.extend(itertools.islice(itertools.chain.from_iterable(item.items()), remaining))
+        elif isinstance(item, list | tuple):
+            stack.extend(itertools.islice(item, remaining))
+    return True
 
-    def text(raw: str) -> str:
-        return redact(raw.encode("utf-8", "replace").decode("utf-8"), secrets)
 
-    def convert(item: Any, depth: int) -> Any:
+class SafeRepr(reprlib.Repr):
+    """``reprlib.Repr`` whose ints never hit CPython's int-to-str limit (``10 ** 5000``)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        text = int_text(x)
+        if len(text) <= self.maxlong:
+            return text
+        return text[: max(0, self.maxlong - 3)] + "..."
+
+    def repr_bytes(self, x: bytes, level: int) -> str:
+        # reprlib has no bytes rule and would repr all of a 50 MB value before cutting it.
+        if len(x) <= self.maxstring:
+            return repr(x)
+        return repr(x[: self.maxstring]) + "..."
+
+    repr_bytearray = repr_bytes
+
+
+class _BoundedRepr(SafeRepr):
+    """A repr of a big container that slices each string and shows at most a few elements."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = self.maxlong = limit
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 100
+        self.maxlevel = 8
+
+
+def describe(value: Any, *, use_repr: bool) -> str:
+    """``repr(value)`` or ``str(value)`` for display; never raises (huge ints, broken dunders).
+
+    Unlike :func:`safe_repr` the text is neither redacted nor shortened when the plain
+    conversion works: it is what the caller's own value looks like.
+    """
+    try:
+        return repr(value) if use_repr else str(value)
+    except Exception as error:  # noqa: BLE001 - describing a value must not raise
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int_text(value)
+        try:
+            rendered = json_safe(value)
+            return (
+                rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
+            )
+        except Exception:  # noqa: BLE001 - last resort below
+            return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
+
+
+class _Walk:
+    """One bounded conversion: per-string and per-container caps, and an optional total budget."""
+
+    def __init__(
+        self,
+        max_chars: int,
+        max_items: int | None,
+        budget: int | None,
+        secrets: Sequence[str],
+    ) -> None:
+        self.max_chars = max_chars
+        self.max_items = max_items
+        self.remaining = budget
+        self.secrets = secrets
+
+    def spend(self, amount: int) -> None:
+        if self.remaining is not None:
+            self.remaining -= amount
+
+    def spent(self) -> bool:
+        return self.remaining is not None and self.remaining <= 0
+
+    def text(self, raw: str) -> str:
+        limit = self.max_chars
+        if self.remaining is not None:
+            limit = max(0, min(limit, self.remaining))
+        head = raw[: limit + _REDACT_MARGIN]
+        clean = redact(head.encode("utf-8", "replace").decode("utf-8"), self.secrets)
+        if len(raw) > len(head):
+            # The slice hid the tail: count it from the original length.
+            result = f"{clean[:limit]}...<{len(raw) - limit} more chars>"
+        else:
+            result = shorten(clean, limit)
+        self.spend(len(result))
+        return result
+
+    def items_cap(self) -> int | None:
+        if self.spent():
+            return 0
+        return self.max_items
+
+    def convert(self, item: Any, depth: int) -> Any:
         if depth > _MAX_DEPTH:
             return "<nested too deeply>"
-        if item is None or isinstance(item, bool | int):
+        if item is None or isinstance(item, bool):
             return item
+        if isinstance(item, int):
+            if item.bit_length() <= _INT_BITS_AS_NUMBER:
+                self.spend(8)
+                return int(item)
+            return self.text(int_text(item))
         if isinstance(item, float):
+            self.spend(8)
             return item if math.isfinite(item) else repr(item)
         if isinstance(item, str):
-            return text(item)
+            return self.text(item)
         if isinstance(item, bytes | bytearray):
-            return text(bytes(item).decode("utf-8", "replace"))
+            head = bytes(item[: (self.max_chars + _REDACT_MARGIN) * 4])
+            text = self.text(head.decode("utf-8", "replace"))
+            if len(head) < len(item):
+                text += f"...<{len(item) - len(head)} more bytes>"
+            return text
         if isinstance(item, Enum):
-            return convert(item.value, depth + 1)
+            return self.convert(item.value, depth + 1)
         if isinstance(item, Mapping):
-            return {
-                str(convert(key, depth + 1)): convert(child, depth + 1)
-                for key, child in list(item.items())
-            }
+            return self.mapping(item, depth)
         if isinstance(item, list | tuple | set | frozenset):
-            return [convert(child, depth + 1) for child in list(item)]
+            return self.sequence(item, depth)
         if isinstance(item, datetime.datetime | datetime.date | datetime.time):
             return item.isoformat()
         if callable(getattr(type(item), "model_dump", None)):
             try:
-                return convert(item.model_dump(), depth + 1)
+                return self.convert(item.model_dump(), depth + 1)
             except Exception:  # noqa: BLE001 - fall back to repr
-                return safe_repr(item, secrets)
-        return safe_repr(item, secrets)
+                pass
+        return self.text(safe_repr(item, self.secrets, limit=self.max_chars))
 
-    return convert(value, 0)
+    def mapping(self, item: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        shown = 0
+        for key, child in self._bounded(item.items()):
+            if self.spent():
+                break
+            shown += 1
+            name = str(self.convert(key, depth + 1))
+            if child is not None and is_secret_key(name):
+                result[name] = MASK
+                self.spend(len(MASK))
+            else:
+                result[name] = self.convert(child, depth + 1)
+        omitted = len(item) - shown
+        if omitted > 0:
+            result["..."] = f"<{omitted} more keys>"
+        return result
+
+    def sequence(self, item: Collection[Any], depth: int) -> list[Any]:
+        result: list[Any] = []
+        for child in self._bounded(item):
+            if self.spent():
+                break
+            result.append(self.convert(child, depth + 1))
+        omitted = len(item) - len(result)
+        if omitted > 0:
+            result.append(f"<{omitted} more items>")
+        return result
+
+    def _bounded(self, iterable: Iterable[Any]) -> list[Any]:
+        # A snapshot, so another thread changing the container cannot break the walk, and only
+        # as many elements as will be shown are visited.
+        cap = self.items_cap()
+        self.spend(1)
+        if cap is None:
+            return list(iterable)
+        return list(itertools.islice(iterable, cap))
+
+
+_SECRET_VALUES_MAX = 64
+_SECRET_VALUE_MIN_CHARS = 4
+_SECRET_WALK_ITEMS = 200
+_SECRET_WALK_DEPTH = 8
+_SECRET_WALK_NODES = 10_000
+
+
+def secret_values(*values: Any) -> tuple[str, ...]:
+    """Strings stored under secret-named keys anywhere in ``values``, so text can be masked too.
+
+    A bounded walk (8 levels, 200 entries per container, 10 000 nodes, at most 64 values of 4+
+    characters); values already masked are skipped.
+    """
+    found: set[str] = set()
+    stack: list[tuple[Any, int]] = [(value, 0) for value in values]
+    visited = 0
+    while stack and len(found) < _SECRET_VALUES_MAX and visited < _SECRET_WALK_NODES:
+        visited += 1
+        item, depth = stack.pop()
+        if depth > _SECRET_WALK_DEPTH:
+            continue
+        if isinstance(item, Mapping):
+            try:
+                pairs = list(itertools.islice(item.items(), _SECRET_WALK_ITEMS))
+            except Exception:  # noqa: BLE001 - a mapping that cannot be read hides nothing
+                continue
+            for key, child in pairs:
+                if isinstance(key, str) and is_secret_key(key) and isinstance(child, str):
+                    if len(child) >= _SECRET_VALUE_MIN_CHARS and child != MASK:
+                        found.add(child)
+                else:
+                    stack.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1) for child in item[:_SECRET_WALK_ITEMS])
+    return tuple(found)
+
+
+def json_safe(
+    value: Any,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_items: int | None = None,
+    budget: int | None = None,
+    secrets: Sequence[str] | None = None,
+) -> Any:
+    """A bounded copy of ``value`` made of JSON types only.
+
+    Mappings and sequences recurse; keys become strings; invalid UTF-8 in bytes is replaced;
+    non-finite floats, ints too long for ``str()`` and every other object become text. Strings
+    are redacted, and the value of every non-null entry whose key names a secret
+    (:func:`~recurgent._redact.is_secret_key`) becomes ``[REDACTED]``.
+
+    Args:
+        value: Anything.
+        max_chars: Longest string kept; longer ones are cut and end in a length marker.
+        max_items: Most elements kept per container (``None``: all); a marker counts the rest.
+        budget: Approximate total characters for the whole copy (``None``: unbounded); once
+            spent, strings are emptied and containers cut.
+        secrets: From :func:`~recurgent._redact.environment_secrets`; read now when omitted.
+    """
+    walk = _Walk(
+        max_chars, max_items, budget, environment_secrets() if secrets is None else secrets
+    )
+    return walk.convert(value, 0)

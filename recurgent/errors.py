@@ -5,6 +5,8 @@
     RecurgentError                          execution                  (base; never raised bare)
     ├── UsageError (ValueError)             developer mistakes; never become an Outcome
     ├── ProviderError                       provider                   retriable
+    │   ├── ProviderAuthError               provider                   (401/403: not retriable)
+    │   ├── ProviderReplyTooLargeError      provider                   retriable
     │   ├── ProviderTimeoutError            timeout                    retriable
     │   ├── InvalidCodeError                invalid_code               retriable
     │   └── InvalidDependencyManifestError  invalid_dependency_manifest
@@ -50,7 +52,9 @@ __all__ = [
     "InvalidDependencyManifestError",
     "NonSerializableResultError",
     "OutcomeRepairRetryExhaustedError",
+    "ProviderAuthError",
     "ProviderError",
+    "ProviderReplyTooLargeError",
     "ProviderTimeoutError",
     "RecurgentError",
     "ResourceLimitError",
@@ -86,6 +90,20 @@ class ProviderError(RecurgentError):
 
     error_type = "provider"
     retriable = True
+
+
+class ProviderAuthError(ProviderError):
+    """The provider refused the credentials (HTTP 401) or the permission (HTTP 403).
+
+    Retrying cannot help until someone fixes the key or the base URL, so it is not retriable;
+    ``metadata["status"]`` holds the HTTP status.
+    """
+
+    retriable = False
+
+
+class ProviderReplyTooLargeError(ProviderError):
+    """The provider's reply body was larger than the provider's ``max_reply_bytes``."""
 
 
 class ProviderTimeoutError(ProviderError, TimeoutError):

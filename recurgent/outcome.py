@@ -15,7 +15,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 from pydantic_core import PydanticSerializationError
 
-from recurgent._values import json_safe
+from recurgent._values import describe, json_safe
 
 __all__ = ["Outcome", "OutcomeFlag", "coerce_outcome", "outcome_context"]
 
@@ -283,12 +283,12 @@ class Outcome(BaseModel):
 
     def __str__(self) -> str:
         if self.status == "ok":
-            return str(self.value)
+            return describe(self.value, use_repr=False)  # never raises, e.g. on 10 ** 5000
         return f"[{self.error_type}] {self.error_message}"
 
     def __repr__(self) -> str:
         if self.status == "ok":
-            return f"Outcome(ok, value={self.value!r})"
+            return f"Outcome(ok, value={describe(self.value, use_repr=True)})"
         return (
             f"Outcome(error, error_type={self.error_type!r}, "
             f"error_message={self.error_message!r}, retriable={self.retriable!r})"

@@ -13,7 +13,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from recurgent.program import Program
+from recurgent.program import Program, reply_from_text
 from recurgent.providers import ProviderRequest
 
 __all__ = ["FunctionProvider", "ScriptedProvider", "read_log"]
@@ -31,7 +31,10 @@ def _materialize(reply: Reply, request: ProviderRequest) -> object:
     if callable(reply) and not isinstance(reply, Program):
         return _materialize(reply(request), request)
     if isinstance(reply, str):
-        return {"code": reply}
+        # A JSON string of the reply schema is a reply, as a model would send it; anything
+        # else is code (fences are removed when the reply is parsed).
+        decoded = reply_from_text(reply)
+        return decoded if decoded is not reply else {"code": reply}
     return reply
 
 
@@ -124,8 +127,13 @@ class ScriptedProvider:
 
 
 def read_log(path: str | PathLike[str]) -> list[dict[str, Any]]:
-    """Read a recurgent JSONL log into a list of entries (an absent file gives ``[]``)."""
+    """Read a recurgent JSONL log into a list of entries (an absent file gives ``[]``).
+
+    Lines end at ``\n`` only: JSON strings may hold ``\u2028`` and other characters that
+    ``str.splitlines`` would split on.
+    """
     file = Path(path)
     if not file.exists():
         return []
-    return [json.loads(line) for line in file.read_text("utf-8").splitlines() if line.strip()]
+    text = file.read_bytes().decode("utf-8")
+    return [json.loads(line) for line in text.split("\n") if line.strip()]

@@ -292,12 +292,13 @@ class TestConstruction:
         assert _options(made_by_for) == _options(made_directly)
 
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
-        """The agent's own public names are exactly the six pinned ones."""
+        """The agent's own public names are exactly the seven pinned ones (getdoc: ADR 0031)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
             "delegate",
             "for_",
+            "getdoc",
             "remember",
             "responds_to",
             "runtime_context",
@@ -312,6 +313,7 @@ class TestConstruction:
         assert dir(agent) == [
             "delegate",
             "for_",
+            "getdoc",
             "remember",
             "responds_to",
             "runtime_context",
@@ -393,7 +395,7 @@ class TestOptionValidation:
             ({"verbose": 1}, "verbose must be True or False, got 1"),
             (
                 {"provider": "gemini"},
-                "Unknown provider 'gemini'; pass 'openai' or a provider object",
+                "Unknown provider 'gemini'; pass 'openai', 'anthropic' or a provider object",
             ),
             (
                 {"provider": ScriptedProvider},

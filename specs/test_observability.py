@@ -125,34 +125,34 @@ class TestLoggingFailures:
     def test_unwritable_path_keeps_the_call_working(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """A log path under a regular file gives the Outcome anyway and prints nothing."""
-        blocker = tmp_path / "blocker"
-        blocker.write_text("", "utf-8")
+        """A log that turns unwritable after construction gives the Outcome anyway and warns."""
         agent = Agent(
             "calculator",
             provider=ScriptedProvider({"add": "result = 1"}),
-            log=blocker / "sub" / "log.jsonl",
+            log=tmp_path / "sub" / "log.jsonl",
         )
+        (tmp_path / "sub").write_text("", "utf-8")  # the log's directory is now a file
 
-        assert agent.add().value == 1
+        with pytest.warns(RuntimeWarning, match="could not write to its call log"):
+            assert agent.add().value == 1
         assert capsys.readouterr().err == ""
 
     def test_debug_reports_the_failure_on_stderr(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """With debug, a write failure prints an AGENT LOG ERROR line to stderr."""
-        blocker = tmp_path / "blocker"
-        blocker.write_text("", "utf-8")
         agent = Agent(
             "calculator",
             provider=ScriptedProvider({"add": "result = 1"}),
-            log=blocker / "sub" / "log.jsonl",
+            log=tmp_path / "sub" / "log.jsonl",
             debug=True,
         )
+        (tmp_path / "sub").write_text("", "utf-8")
 
-        assert agent.add().value == 1
+        with pytest.warns(RuntimeWarning):
+            assert agent.add().value == 1
         assert capsys.readouterr().err.startswith(
-            "[AGENT LOG ERROR calculator.add] NotADirectoryError"
+            "[AGENT LOG ERROR calculator.add] FileExistsError"
         )
 
     def test_emit_reports_failure_by_return_value(self, tmp_path: Path) -> None:

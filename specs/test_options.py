@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from recurgent import Agent
 from recurgent._options import DEFAULT_MODEL, default_log_path, parse_options
+from recurgent.errors import UsageError
 from recurgent.testing import ScriptedProvider
 
 
@@ -152,3 +154,55 @@ class TestForDelegate:
         assert child["model"] == "m-2"
         assert "methods" not in child
         assert "purpose" not in child
+
+
+class TestOptionTypes:
+    """Wrong option types are refused at construction with a UsageError naming option and value."""
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [
+            (
+                {"execution_timeout_seconds": 10**400},
+                "execution_timeout_seconds must be a finite number between 1 and 600, got 1000",
+            ),
+            (
+                {"provider_timeout_seconds": -(10**5000)},
+                "provider_timeout_seconds must be a finite number > 0 or None, "
+                "got -10000000000000000000...<5001 digits>",
+            ),
+            (
+                {"max_generation_attempts": -(10**5000)},
+                "max_generation_attempts must be an int >= 1, got -10000000000000000000...<5001",
+            ),
+            (
+                {"max_generation_attempts": "3"},
+                "max_generation_attempts must be an int >= 1, got '3'",
+            ),
+            (
+                {"execution_timeout_seconds": float("nan")},
+                "execution_timeout_seconds must be a finite number between 1 and 600, got nan",
+            ),
+            (
+                {"provider_timeout_seconds": True},
+                "provider_timeout_seconds must be a finite number > 0 or None, got True",
+            ),
+            ({"delegation_budget": 1.0}, "delegation_budget must be an int >= 0 or None, got 1.0"),
+            ({"debug": 1}, "debug must be True or False, got 1"),
+            ({"model": 3}, "model must be a non-empty str, got 3"),
+        ],
+    )
+    def test_refused(self, options: dict[str, object], message: str) -> None:
+        """Each bad value raises UsageError whose message starts with option, expectation, value."""
+        with pytest.raises(UsageError) as raised:
+            Agent("worker", log=False, **options)
+
+        assert str(raised.value).startswith(message)
+
+    def test_error_message_is_bounded(self) -> None:
+        """A huge wrong value is shown shortened (at most 200 characters plus a marker)."""
+        with pytest.raises(UsageError) as raised:
+            Agent("worker", log=False, trace_id=["x" * 10_000])
+
+        assert len(str(raised.value)) < 300
+        assert str(raised.value).startswith("trace_id must be a non-empty str, got ['xxxx")

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from recurgent import Dependency, InvalidCodeError, InvalidDependencyManifestError, Program
+from recurgent import Agent, Dependency, InvalidCodeError, InvalidDependencyManifestError, Program
 from recurgent.program import PROGRAM_SCHEMA, parse_program
+from recurgent.testing import FunctionProvider
 
 
 def _parse(reply: object) -> Program:
@@ -167,3 +168,40 @@ class TestSchema:
 
         with pytest.raises(ValueError, match="frozen"):
             program.code = "y"  # type: ignore[misc]
+
+
+class TestRepliesAsModelsSendThem:
+    """Fenced code and JSON sent as text are unwrapped before validation."""
+
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            {"code": "```python\nresult = 1\n```"},
+            {"code": "```\nresult = 1\n```"},
+            {"code": "~~~py\nresult = 1\n~~~"},
+            '{"code": "result = 1"}',
+            '```json\n{"code": "result = 1", "dependencies": []}\n```',
+        ],
+    )
+    def test_wrapped_reply_becomes_the_bare_program(self, reply: object) -> None:
+        """Every wrapping a model uses yields the same program ``result = 1``."""
+        assert parse_program(reply, method_name="m").code == "result = 1"
+
+    def test_fence_inside_the_code_is_kept(self) -> None:
+        """A fence that does not wrap the whole text (here inside a string) is code."""
+        code = 'text = """\n```\nx\n```\n"""\nresult = text'
+        assert parse_program({"code": code}, method_name="m").code == code
+
+    def test_text_that_is_not_a_reply_stays_invalid(self) -> None:
+        """A string that is not JSON of the reply schema is still refused as not an object."""
+        with pytest.raises(InvalidCodeError, match="provider returned str; expected object"):
+            parse_program('{"not_code": 1}', method_name="m")
+
+
+class TestFunctionProviderJsonReplies:
+    """``FunctionProvider`` treats a JSON string of the reply schema as the reply."""
+
+    def test_json_string_is_a_reply_not_code(self) -> None:
+        """``'{"code": "result = 2"}'`` runs ``result = 2`` instead of evaluating a dict literal."""
+        provider = FunctionProvider(lambda request: '{"code": "result = 2"}')
+        assert Agent("t", provider=provider, log=False).run().value == 2

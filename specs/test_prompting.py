@@ -244,11 +244,16 @@ class TestUserPrompt:
         )
 
     def test_response_contract_and_self_check(self) -> None:
-        """The response contract asks for code assigning result or using return."""
-        _, user = _prompts()
+        """The response contract asks for code assigning result or using return.
 
-        assert "`result` or uses `return`" in _section(user, "response_contract")
-        assert "[Provenance]" in _section(user, "self_check")
+        Both are the same for every call, so they sit in the system prompt's shared prefix
+        (ADR 0026), not in the user prompt.
+        """
+        system, user = _prompts()
+
+        assert "`result` or uses `return`" in _section(system, "response_contract")
+        assert "[Provenance]" in _section(system, "self_check")
+        assert "<response_contract>" not in user
 
     def test_no_template_placeholder_leaks(self) -> None:
         """No $variable is left in either prompt."""

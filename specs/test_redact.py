@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recurgent._redact import environment_secrets, redact
+from recurgent._redact import environment_secrets, is_secret_key, redact
 
 
 class TestPatterns:
@@ -88,3 +88,67 @@ class TestEnvironmentSecrets:
         assert redact("opaque-credential and other-value", ("other-value",)) == (
             "opaque-credential and [REDACTED]"
         )
+
+
+class TestSecretKeyNames:
+    """Which mapping keys name secrets (ADR 0032)."""
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "password",
+            "PASSWORD",
+            "db_password",
+            "passwd",
+            "secret",
+            "client_secret",
+            "token",
+            "access_token",
+            "csrfToken",
+            "api_key",
+            "apiKey",
+            "APIKEY",
+            "x-api-key",
+            "Authorization",
+            "proxy-authorization",
+            "cookie",
+            "Set-Cookie",
+            "private_key",
+            "privateKey",
+            "ssh_passphrase",
+        ],
+    )
+    def test_secret_names(self, name: str) -> None:
+        """Names containing a secret stem, or the word token, are secret."""
+        assert is_secret_key(name) is True
+
+    @pytest.mark.parametrize(
+        "name",
+        ["user", "key", "keys", "author", "max_tokens", "prompt_tokens", "tokenizer", "monkey"],
+    )
+    def test_ordinary_names(self, name: str) -> None:
+        """Counters and plain words that merely resemble a secret name are not secret."""
+        assert is_secret_key(name) is False
+
+
+class TestFastPath:
+    """The key-word pre-checks never skip text the patterns would match."""
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("api_\u212aey=abcdefgh", "api_\u212aey=[REDACTED]"),  # KELVIN SIGN matches k
+            ("\u017fecret=abcdefgh", "\u017fecret=[REDACTED]"),  # LONG S matches s
+            ("BEARER abcdefghij", "Bearer [REDACTED]"),
+            ("AUTHORIZATION: Basic dXNlcjpwYXNz", "AUTHORIZATION: Basic [REDACTED]"),
+        ],
+    )
+    def test_case_variants_are_still_masked(self, text: str, expected: str) -> None:
+        """Upper-case and Unicode case variants of the key words still trigger redaction."""
+        assert redact(text, ()) == expected
+
+    def test_long_text_without_key_words_is_unchanged(self) -> None:
+        """A 1 MB string with no key word comes back identical."""
+        text = "w" * 1_000_000
+
+        assert redact(text, ()) is text

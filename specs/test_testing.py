@@ -184,3 +184,21 @@ class TestReadLog:
         path.write_text('{"a": 1}\n\n{"b": 2}\n', "utf-8")
 
         assert read_log(path) == [{"a": 1}, {"b": 2}]
+
+
+class TestReadLogLineBreaks:
+    """read_log splits on newline characters only."""
+
+    def test_unicode_line_separators_inside_strings_are_kept(self, tmp_path: Path) -> None:
+        """A logged string holding U+2028, U+2029, U+0085 and a form feed stays one entry."""
+        log = tmp_path / "calls.jsonl"
+        Agent(
+            "echo",
+            provider=FunctionProvider(lambda request: "result = args[0]"),
+            log=log,
+        ).say("a\u2028b\u2029c\x85d\x0ce")
+
+        entries = read_log(log)
+
+        assert len(entries) == 1
+        assert entries[0]["args"] == ["a\u2028b\u2029c\x85d\x0ce"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from recurgent import Agent, Outcome
-from recurgent._values import json_safe, safe_repr, utc_timestamp
+from recurgent._values import SafeRepr, describe, int_text, json_safe, safe_repr, utc_timestamp
 
 
 class Colour(enum.Enum):
@@ -115,3 +115,99 @@ class TestUtcTimestamp:
         )
 
         assert utc_timestamp(moment) == "2024-05-06T07:08:07.654Z"
+
+
+class TestBounds:
+    """json_safe and safe_repr are bounded and total (ADR 0032)."""
+
+    def test_long_strings_are_cut_with_a_marker(self) -> None:
+        """A string over max_chars keeps its head and says how many characters were cut."""
+        assert json_safe("abcdefghij", max_chars=4) == "abcd...<6 more chars>"
+        assert json_safe("x" * 70_000) == "x" * 65_536 + "...<4464 more chars>"
+
+    def test_long_bytes_are_cut(self) -> None:
+        """Bytes far over the limit are sliced before decoding."""
+        rendered = json_safe(b"y" * 1_000_000, max_chars=10)
+
+        assert rendered.startswith("yyyyyyyyyy...<")
+        assert len(rendered) < 100
+
+    def test_containers_are_cut_at_max_items(self) -> None:
+        """Lists and mappings keep max_items elements and count the rest."""
+        assert json_safe(list(range(10)), max_items=3) == [0, 1, 2, "<7 more items>"]
+        assert json_safe({str(n): n for n in range(5)}, max_items=2) == {
+            "0": 0,
+            "1": 1,
+            "...": "<3 more keys>",
+        }
+
+    def test_budget_bounds_the_whole_copy(self) -> None:
+        """With a budget, the JSON of 1000 long strings stays near the budget."""
+        rendered = json_safe(["z" * 1000] * 1000, max_chars=500, budget=5_000)
+
+        assert len(json.dumps(rendered)) < 8_000
+        assert rendered[0] == "z" * 500 + "...<500 more chars>"
+
+    def test_huge_ints_become_text(self) -> None:
+        """Ints over 10,000 bits become leading digits and a digit count; smaller stay ints."""
+        assert json_safe(2**9999) == 2**9999
+        assert json_safe(10**5000) == "10000000000000000000...<5001 digits>"
+        assert json_safe(-(10**5000) + 1) == "-99999999999999999999...<5000 digits>"
+        assert int_text(7 ** (10**6)).startswith("<int with about ")
+
+    def test_secret_keys_are_masked_at_any_depth(self) -> None:
+        """Values under secret-named keys become [REDACTED]; None and other keys stay."""
+        assert json_safe({"a": {"Password": "p", "token": None, "n": 1}, "api_key": [1]}) == {
+            "a": {"Password": "[REDACTED]", "token": None, "n": 1},
+            "api_key": "[REDACTED]",
+        }
+
+    def test_safe_repr_slices_big_strings_and_containers(self) -> None:
+        """safe_repr of a 10 MB string or a list of them is at most limit plus a marker."""
+        big = "q" * 10_000_000
+
+        assert len(safe_repr(big, limit=100)) < 140
+        assert len(safe_repr([big, big], limit=100)) < 140
+        assert safe_repr([1, "a"]) == "[1, 'a']"
+
+    def test_safe_repr_of_huge_int(self) -> None:
+        """safe_repr(10 ** 5000) is its leading digits and digit count."""
+        assert safe_repr(10**5000) == "10000000000000000000...<5001 digits>"
+
+    def test_describe_never_raises(self) -> None:
+        """describe() falls back to JSON text when repr/str raise."""
+        assert describe([10**5000], use_repr=True) == '["10000000000000000000...<5001 digits>"]'
+        assert describe(10**5000, use_repr=False) == "10000000000000000000...<5001 digits>"
+        assert describe({"a": 1}, use_repr=True) == "{'a': 1}"
+
+    def test_describe_of_a_broken_repr(self) -> None:
+        """An object whose __repr__ and __str__ raise is described by type and error."""
+
+        class Broken:
+            def __repr__(self) -> str:
+                raise RuntimeError("no")
+
+            __str__ = __repr__
+
+        assert describe(Broken(), use_repr=True) == "<unrepresentable Broken: RuntimeError>"
+        assert str(Outcome.ok(Broken())) == "<unrepresentable Broken: RuntimeError>"
+
+
+class TestSafeReprClass:
+    """SafeRepr: reprlib with ints that never raise."""
+
+    def test_huge_int_in_a_container(self) -> None:
+        """A memory view holding 10 ** 5000 renders instead of raising ValueError."""
+        shortened = SafeRepr()
+        shortened.maxlong = 400
+
+        assert shortened.repr({"x": 10**5000, "y": 5}) == (
+            "{'x': 10000000000000000000...<5001 digits>, 'y': 5}"
+        )
+
+    def test_long_int_text_is_cut_at_maxlong(self) -> None:
+        """An int whose text exceeds maxlong is cut with '...'."""
+        shortened = SafeRepr()
+        shortened.maxlong = 10
+
+        assert shortened.repr(10**30) == "1000000..."

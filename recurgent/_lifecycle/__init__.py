@@ -15,15 +15,17 @@ and are not counted here.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._call import enter_frame
 from recurgent._contracts import validate_deliverable
 from recurgent._guardrails import is_terminal, provenance_violation
-from recurgent._history import append_record, history_records
+from recurgent._history import HistoryCursor, append_record, history_records
+from recurgent._journal import Writes
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lanes import (
     EXECUTION_REPAIR_BUDGET,
@@ -37,18 +39,31 @@ from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
 from recurgent._prompting import build_prompts
-from recurgent._registry import integrity_violation
-from recurgent._sandbox import ExecutionSandbox, HandleOps, HostBridge, SandboxLimits
-from recurgent._sandbox._limits import Clock, enclosing_remaining, monotonic_clock
-from recurgent._snapshot import MemorySnapshot
+from recurgent._registry import TOOLS_KEY, integrity_violation
+from recurgent._sandbox import (
+    ExecutionResult,
+    ExecutionSandbox,
+    HandleOps,
+    HostBridge,
+    SandboxLimits,
+)
+from recurgent._sandbox._limits import (
+    AttemptStopped,
+    Clock,
+    MemoryLimitExceeded,
+    enclosing_remaining,
+    monotonic_clock,
+)
 from recurgent._values import json_safe
 from recurgent.errors import (
     ExecutionError,
+    ExecutionTimeoutError,
     GuardrailRetryExhaustedError,
     GuardrailViolationError,
     NonSerializableResultError,
     OutcomeRepairRetryExhaustedError,
     RecurgentError,
+    ResourceLimitError,
     UsageError,
 )
 from recurgent.outcome import Outcome, coerce_outcome
@@ -73,9 +88,13 @@ class AgentRuntime:
         logger: Its call logger, or ``None`` when logging is off.
         delegate: ``delegate(role, options, invocation)`` for generated code.
         tool: ``tool(name, options, invocation)`` for generated code.
-        remember: Writes entries into memory and checks the tool registry.
+        remember: Writes entries into memory and checks the tool registry (kept for callers;
+            ``remember()`` from generated code writes into the attempt's journal view instead).
         handle_for_agent: Handle operations for an agent object, else ``None``.
         clock: Monotonic clock for execution deadlines.
+        lock: Guards the short critical sections on memory: committing an attempt's writes and
+            appending a history record. Never held while a call runs (ADR 0027).
+        history: How far the history list has been checked (ADR 0028).
     """
 
     role: str
@@ -92,6 +111,8 @@ class AgentRuntime:
     remember: Callable[[Mapping[str, Any]], None]
     handle_for_agent: Callable[[object], HandleOps | None]
     clock: Clock = monotonic_clock
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    history: HistoryCursor = field(default_factory=HistoryCursor)
 
 
 class _Counters:
@@ -131,6 +152,17 @@ def run_call(
         except RecurgentError as error:
             state.error = error
             state.outcome = _outcome_from_error(error, runtime.role, method, frame.depth)
+        except AttemptStopped as stop:
+            # An internal stop signal never leaves a dynamic call (issue 9, R6).
+            stopped = _stopped(stop, runtime.role, method)
+            state.rollback_applied = True
+            state.error = stopped
+            state.outcome = _outcome_from_error(stopped, runtime.role, method, frame.depth)
+        except (KeyboardInterrupt, SystemExit):
+            # The attempt's writes were never committed; the log says what happened.
+            state.interrupted = True
+            state.rollback_applied = True
+            raise
         finally:
             state.duration_ms = (time.monotonic() - started) * 1000
             if state.outcome is not None and state.outcome.is_error:
@@ -139,31 +171,50 @@ def run_call(
         return state.outcome
 
 
-def _finish(runtime: AgentRuntime, state: CallState) -> None:
-    try:
-        state.conversation_history_size = append_record(
-            runtime.memory,
-            call_id=state.frame.call_id,
-            method_name=state.method,
-            args=state.args,
-            kwargs=state.kwargs,
-            outcome=state.outcome,
-            trace_id=state.frame.trace_id,
-            parent_call_id=state.frame.parent_call_id,
-            depth=state.frame.depth,
-            duration_ms=state.duration_ms,
+def _stopped(stop: AttemptStopped, role: str, method: str) -> RecurgentError:
+    where = f"{role}.{method}"
+    if isinstance(stop, MemoryLimitExceeded):
+        return ResourceLimitError(
+            f"Resource limit in {where}: an attempt's memory limit stopped the call",
+            root_class=type(stop).__name__,
         )
-        state.history_record_appended = True
-    except Exception:  # noqa: BLE001 - a malformed history never breaks the call
-        state.history_record_appended = False
+    return ExecutionTimeoutError(f"Execution timeout in {where}: an attempt's deadline passed")
+
+
+def _finish(runtime: AgentRuntime, state: CallState) -> None:
+    if not state.interrupted:
+        _append_history(runtime, state)
     if runtime.logger is not None:
         try:
             entry = state.log_entry(debug=runtime.options.debug, memory=runtime.memory)
-        except Exception as error:  # noqa: BLE001 - logging must never break a call
+        except (Exception, AttemptStopped) as error:  # noqa: BLE001 - logging never breaks a call
             if runtime.options.debug:
-                sys.stderr.write(f"[AGENT LOG ERROR {state.role}.{state.method}] {error!r}\n")
+                sys.stderr.write(
+                    f"[AGENT LOG ERROR {state.role}.{state.method}] {type(error).__name__}\n"
+                )
             return
         runtime.logger.emit(entry)
+
+
+def _append_history(runtime: AgentRuntime, state: CallState) -> None:
+    try:
+        with runtime.lock:
+            state.conversation_history_size = append_record(
+                runtime.memory,
+                call_id=state.frame.call_id,
+                method_name=state.method,
+                args=state.args,
+                kwargs=state.kwargs,
+                outcome=state.outcome,
+                trace_id=state.frame.trace_id,
+                parent_call_id=state.frame.parent_call_id,
+                depth=state.frame.depth,
+                duration_ms=state.duration_ms,
+                cursor=runtime.history,
+            )
+        state.history_record_appended = True
+    except (Exception, AttemptStopped):  # noqa: BLE001 - a malformed history never breaks a call
+        state.history_record_appended = False
 
 
 def _outcome_from_error(error: RecurgentError, role: str, method: str, depth: int) -> Outcome:
@@ -213,7 +264,8 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     limits = _sandbox_limits(options)
     # The prompts promise generated code a history list, so it exists (repaired if malformed)
     # before the first attempt, not only after the first record.
-    history_records(runtime.memory)
+    with runtime.lock:
+        history_records(runtime.memory, runtime.history)
     prompts = build_prompts(
         role=runtime.role,
         method_name=state.method,
@@ -238,30 +290,35 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
                 f"[AGENT {runtime.role}.{state.method}] Generated code:\n{'=' * 50}\n"
                 f"{generated.program.code}\n{'=' * 50}\n"
             )
-        snapshot = MemorySnapshot.take(runtime.memory)
+        # Every failed attempt is rolled back by dropping its journal: its writes never
+        # reached memory. Only an accepted attempt commits (ADR 0027).
         try:
-            outcome = _execute(runtime, state, generated, limits)
+            outcome, writes = _execute(runtime, state, generated, limits)
         except GuardrailViolationError as violation:
-            snapshot.restore()
             feedback = _guardrail_lane(runtime, state, counters, violation)
             continue
         except ExecutionError as error:
-            snapshot.restore()
             feedback = _execution_lane(state, counters, error)
             continue
         except RecurgentError:
             # Timeouts and exhausted budgets end the call, but never leave half an attempt.
-            snapshot.restore()
             state.rollback_applied = True
             raise
         state.attempt_stage = "executed"
         if outcome.is_ok or not outcome.retriable:
+            _commit(runtime, writes)
             return outcome
         state.failure_class = failure_class(outcome.error_type)
         if state.failure_class == "extrinsic":
+            _commit(runtime, writes)
             return outcome
-        snapshot.restore()
         feedback = _outcome_lane(runtime, state, counters, outcome)
+
+
+def _commit(runtime: AgentRuntime, writes: Writes | None) -> None:
+    if writes is not None and not writes.empty:
+        with runtime.lock:
+            writes.apply(runtime.memory)
 
 
 def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -> Generated:
@@ -272,6 +329,7 @@ def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -
         if program is not None:
             state.code = program.code
             state.program_dependencies = [d.model_dump() for d in program.dependencies]
+            state.add_usage(program.usage)
 
     request = ProviderRequest(
         role=runtime.role,
@@ -295,8 +353,11 @@ def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -
 
 def _execute(
     runtime: AgentRuntime, state: CallState, generated: Generated, limits: SandboxLimits
-) -> Outcome:
-    """Run one validated program; raise the failures the lanes handle."""
+) -> tuple[Outcome, Writes | None]:
+    """Run one validated program; raise the failures the lanes handle.
+
+    Returns the outcome and the attempt's memory writes, not yet committed.
+    """
     if generated.violation is not None:
         raise generated.violation
     state.attempt_stage = "validated"
@@ -316,14 +377,36 @@ def _execute(
         kwargs=state.kwargs,
         delegate=lambda name, **opts: runtime.delegate(name, opts, invocation),
         tool=lambda name, **opts: runtime.tool(name, opts, invocation),
-        remember=runtime.remember,
+        remember=lambda entries: _vet_remember(entries, role),
         handle_for_agent=runtime.handle_for_agent,
     )
     sandbox = ExecutionSandbox(
-        bridge, limits=limits, network=runtime.options.network, clock=runtime.clock
+        bridge,
+        limits=limits,
+        network=runtime.options.network,
+        clock=runtime.clock,
+        commit_memory=False,
     )
     assert generated.compiled is not None
     result = sandbox.run(generated.compiled)
+    outcome = _attempt_outcome(runtime, state, generated, result)
+    return outcome, result.writes
+
+
+def _vet_remember(entries: Mapping[str, Any], role: str) -> None:
+    """``remember()`` from generated code may not put executable objects in the registry."""
+    if TOOLS_KEY in entries:
+        violation = integrity_violation(
+            {TOOLS_KEY: entries[TOOLS_KEY]}, phase="remember", role=role, method="remember"
+        )
+        if violation is not None:
+            raise violation
+
+
+def _attempt_outcome(
+    runtime: AgentRuntime, state: CallState, generated: Generated, result: ExecutionResult
+) -> Outcome:
+    role, method = runtime.role, state.method
     state.execution_receiver = "sandbox"
     state.stdout = result.stdout
     state.forwarded_calls = result.forwarded_calls
@@ -332,9 +415,8 @@ def _execute(
     if result.error is None or isinstance(result.error, NonSerializableResultError):
         # An executable object in the registry is a registry violation before it is a
         # non-plain memory value: the guardrail lane's feedback names the registry.
-        broken = integrity_violation(
-            runtime.memory, phase="post_execution", role=role, method=method
-        )
+        after = result.memory if result.memory is not None else runtime.memory
+        broken = integrity_violation(after, phase="post_execution", role=role, method=method)
         if broken is not None:
             raise broken
     if result.error is not None:
@@ -358,13 +440,21 @@ def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -
     state.contract_validation_expected_keys = check.expected_keys
     state.contract_validation_actual_keys = check.actual_keys
     if not check.applied or check.passed:
+        if check.typed_value is not None and state.frame.depth == 0:
+            # Only the caller outside the runtime gets the typed value; generated code (any
+            # deeper call) keeps seeing plain data.
+            return outcome.model_copy(update={"value": check.typed_value})
         if check.canonical_value is not None:
             return outcome.model_copy(update={"value": check.canonical_value})
         return outcome
+    where = check.details.get("validator_path")
+    detail = f": {where}: {check.details.get('validator_message')}" if where else ""
     return Outcome(
         status="error",
         error_type="contract_violation",
-        error_message=f"Delegated outcome does not satisfy deliverable contract ({check.mismatch})",
+        error_message=(
+            f"Delegated outcome does not satisfy deliverable contract ({check.mismatch}{detail})"
+        ),
         retriable=False,
         tool_role=runtime.role,
         method_name=state.method,

@@ -3,33 +3,35 @@
 Each reply is validated (shape, non-blank code, dependencies), parsed, screened by the static
 guardrails and compiled under the sandbox policy. A failure of any of those steps, or a provider
 error, is retried with a prompt naming it; the last failure is raised when the round is spent.
-The runtime enforces ``provider_timeout_seconds`` for every provider, not only OpenAI's.
+The runtime enforces ``provider_timeout_seconds`` for every provider, not only OpenAI's, on
+long-lived helper threads (``_workers``); ``generate_program`` may be ``async def``. A provider
+error whose ``retriable`` is False ends the round at once.
 """
 
 from __future__ import annotations
 
 import ast
-import contextvars
+import inspect
 import re
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from recurgent._guardrails import static_violations
+from recurgent._lifecycle._workers import AsyncRunner, ProviderPool, RequestTimedOut
 from recurgent._prompting import render
 from recurgent._redact import redact
 from recurgent._sandbox import CompiledProgram, compile_program
 from recurgent.errors import (
     GuardrailViolationError,
-    InvalidCodeError,
     ProviderError,
     ProviderTimeoutError,
+    UsageError,
 )
-from recurgent.program import Program, parse_program
-from recurgent.providers import Provider, ProviderRequest
+from recurgent.program import Program, parse_code, parse_program
+from recurgent.providers import Provider, ProviderRequest, reply_usage
 
-__all__ = ["Generated", "generate_program"]
+__all__ = ["Generated", "check_provider", "generate_program"]
 
 _TIMEOUT_WORDS = re.compile(r"\b(timeout|timed out|execution expired)\b", re.IGNORECASE)
 
@@ -45,40 +47,65 @@ class Generated:
     attempt: int
 
 
+_POOL = ProviderPool()
+_LOOP = AsyncRunner()
+
+
+def check_provider(provider: object) -> None:
+    """Refuse, at construction, a provider the runtime cannot call.
+
+    Raises:
+        UsageError: ``provider`` has no callable ``generate_program``.
+    """
+    method = getattr(provider, "generate_program", None)
+    if not callable(method):
+        raise UsageError(
+            f"provider {type(provider).__name__} has no callable generate_program(request); "
+            "a provider is an object whose generate_program is a function or an async function"
+        )
+
+
 def _call_with_timeout(provider: Provider, request: ProviderRequest) -> object:
     timeout = request.timeout_seconds
+    method = provider.generate_program
+    if inspect.iscoroutinefunction(method):
+        return _await(method(request), request)
     if timeout is None:
-        return provider.generate_program(request)
-    outcome: dict[str, Any] = {}
-    finished = threading.Event()
-    context = contextvars.copy_context()
-
-    def work() -> None:
+        reply = method(request)
+    else:
         try:
-            outcome["reply"] = context.run(provider.generate_program, request)
-        except BaseException as error:  # noqa: BLE001 - handed back to the waiting thread
-            outcome["error"] = error
-        finally:
-            finished.set()
+            reply = _POOL.run(provider, lambda: method(request), timeout)
+        except RequestTimedOut:
+            raise _timed_out(request) from None
+    if inspect.iscoroutine(reply):
+        # A sync function that returns a coroutine (a wrapper around an async client).
+        return _await(reply, request)
+    return reply
 
-    # A daemon thread: a provider that never answers cannot keep the process alive, and the
-    # call returns a timeout Outcome on time even though the thread itself cannot be stopped.
-    threading.Thread(target=work, name="recurgent-provider", daemon=True).start()
-    if not finished.wait(timeout):
-        raise ProviderTimeoutError(
-            f"Provider timeout in {request.role}.{request.method_name}: no reply within "
-            f"{timeout:g}s"
-        )
-    if "error" in outcome:
-        raise outcome.pop("error")
-    return outcome["reply"]
+
+def _await(coroutine: Coroutine[Any, Any, object], request: ProviderRequest) -> object:
+    try:
+        return _LOOP.run(coroutine, request.timeout_seconds)
+    except RequestTimedOut:
+        raise _timed_out(request) from None
+
+
+def _timed_out(request: ProviderRequest) -> ProviderTimeoutError:
+    return ProviderTimeoutError(
+        f"Provider timeout in {request.role}.{request.method_name}: no reply within "
+        f"{request.timeout_seconds:g}s"
+    )
 
 
 def _normalize(error: BaseException, request: ProviderRequest) -> ProviderError:
     if isinstance(error, ProviderError):
         return error
     where = f"{request.role}.{request.method_name}"
-    message = redact(str(error) or type(error).__name__)
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - describing a provider's exception must not raise
+        text = ""
+    message = redact(text or type(error).__name__)
     if isinstance(error, TimeoutError) or _TIMEOUT_WORDS.search(message):
         return ProviderTimeoutError(f"Provider timeout in {where}: {message}")
     return ProviderError(f"Provider error in {where}: {message}")
@@ -86,14 +113,7 @@ def _normalize(error: BaseException, request: ProviderRequest) -> ProviderError:
 
 def _validate(reply: object, method_name: str) -> tuple[Program, ast.Module]:
     program = parse_program(reply, method_name=method_name)
-    try:
-        tree = ast.parse(program.code, "<generated>", "exec")
-    except SyntaxError as error:
-        raise InvalidCodeError(
-            f"Generated code has invalid Python syntax in {method_name}: line {error.lineno}: "
-            f"{error.msg}"
-        ) from None
-    return program, tree
+    return program, parse_code(program.code, where=method_name)
 
 
 def generate_program(
@@ -139,13 +159,23 @@ def generate_program(
         on_attempt(attempt, None)
         try:
             reply = _call_with_timeout(provider(), request)
+        except Exception as error:  # noqa: BLE001 - every provider failure is classified
+            last = _normalize(error, request)
+            if last.retriable is False:
+                # The provider says asking again cannot help (bad credentials, say).
+                raise last from None
+            continue
+        try:
             program, tree = _validate(reply, request.method_name)
+            usage = reply_usage(reply)
+            if usage:
+                program = program.model_copy(update={"usage": usage})
             on_attempt(attempt, program)
             violations = static_violations(tree)
             if violations:
                 return Generated(program, None, tree, violations[0], attempt)
             return Generated(program, compile_program(program.code), tree, None, attempt)
-        except Exception as error:  # noqa: BLE001 - every provider failure is classified
+        except Exception as error:  # noqa: BLE001 - every invalid reply is classified
             last = _normalize(error, request)
     assert last is not None
     raise last

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._call import CallFrame
-from recurgent._values import json_safe, utc_timestamp
+from recurgent._history import HISTORY_KEY
+from recurgent._redact import environment_secrets
+from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
 
@@ -15,6 +18,53 @@ __all__ = ["AttemptFailure", "CallState"]
 
 MAX_ATTEMPT_FAILURES = 8
 MAX_FAILURE_MESSAGE = 400
+# Log copies of values are bounded so one line stays well under 1 MB whatever the call carried
+# (ADR 0032): each string, each container and each value field has a cap.
+LOG_STRING_CHARS = 4_096
+LOG_ITEMS = 100
+LOG_FIELD_BUDGET = 100_000
+LOG_TEXT_CHARS = 65_536
+# Debug lines copy memory; only the newest history records go with it, so lines stay flat over
+# a long session instead of growing with every call.
+LOG_HISTORY_RECORDS = 10
+
+
+class _LogView:
+    """Bounded, redacted log copies of one call's values (ADR 0032).
+
+    Besides the usual redaction, every string stored under a secret-named key in the call's
+    arguments or the agent's memory is masked wherever it appears: in prompts, code, stdout and
+    messages too, where no key marks it.
+    """
+
+    def __init__(self, *sources: Any) -> None:
+        found = {*environment_secrets(), *secret_values(*sources)}
+        self.secrets = tuple(sorted(found, key=len, reverse=True))
+
+    def value(self, value: Any) -> Any:
+        return json_safe(
+            value,
+            max_chars=LOG_STRING_CHARS,
+            max_items=LOG_ITEMS,
+            budget=LOG_FIELD_BUDGET,
+            secrets=self.secrets,
+        )
+
+    def text(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        return json_safe(text, max_chars=LOG_TEXT_CHARS, secrets=self.secrets)  # type: ignore[no-any-return]
+
+    def memory(self, memory: dict[str, Any]) -> Any:
+        view: dict[Any, Any] = dict(memory)
+        history = view.get(HISTORY_KEY)
+        if isinstance(history, list) and len(history) > LOG_HISTORY_RECORDS:
+            omitted = len(history) - LOG_HISTORY_RECORDS
+            view[HISTORY_KEY] = [
+                f"<{omitted} earlier records omitted>",
+                *history[-LOG_HISTORY_RECORDS:],
+            ]
+        return self.value(view)
 
 
 def _clip(message: str) -> str:
@@ -70,6 +120,7 @@ class CallState:
     generation_attempt: int = 0
     code: str | None = None
     program_dependencies: list[dict[str, Any]] | None = None
+    usage: dict[str, int] | None = None
     program_source: str = "generated"
     failure_class: str | None = None
     attempt_id: int = 1
@@ -99,6 +150,17 @@ class CallState:
     user_prompt: str | None = None
     outcome: Outcome | None = None
     error: BaseException | None = None
+    interrupted: bool = False
+
+    def add_usage(self, usage: Mapping[str, int] | None) -> None:
+        """Add one provider reply's token counts to the call's total (every attempt counts)."""
+        if not usage:
+            return
+        total = self.usage if self.usage is not None else {}
+        for key, count in usage.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                total[key] = total.get(key, 0) + count
+        self.usage = total
 
     def begin_attempt(self, attempt_id: int, *, feedback_injected: bool) -> None:
         """Reset the fields that describe one attempt; counters and failures carry over."""
@@ -136,19 +198,21 @@ class CallState:
         """The JSONL entry of this call: every key present (null when unknown), stable order."""
         latest = self.attempt_failures[-1] if self.attempt_failures else None
         outcome = self.outcome
+        view = _LogView(self.args, self.kwargs, memory)
         entry: dict[str, Any] = {
             "timestamp": utc_timestamp(),
             "runtime": "python",
             "role": self.role,
             "model": self.model,
             "method": self.method,
-            "args": json_safe(list(self.args)),
-            "kwargs": json_safe(self.kwargs),
+            "args": view.value(list(self.args)),
+            "kwargs": view.value(self.kwargs),
             "contract_source": self.contract_source,
             "duration_ms": round(self.duration_ms, 1),
             "generation_attempt": self.generation_attempt,
-            "code": self.code,
+            "code": view.text(self.code),
             "program_dependencies": self.program_dependencies,
+            "usage": self.usage,
             "program_source": self.program_source,
             "failure_class": self.failure_class,
             "history_record_appended": self.history_record_appended,
@@ -158,10 +222,12 @@ class CallState:
             "validation_failure_type": self.validation_failure_type,
             "rollback_applied": self.rollback_applied,
             "retry_feedback_injected": self.retry_feedback_injected,
-            "attempt_failures": [failure.as_dict() for failure in self.attempt_failures],
+            "attempt_failures": view.value(
+                [failure.as_dict() for failure in self.attempt_failures]
+            ),
             "latest_failure_stage": latest.stage if latest else None,
             "latest_failure_class": latest.error_class if latest else None,
-            "latest_failure_message": latest.error_message if latest else None,
+            "latest_failure_message": view.text(latest.error_message) if latest else None,
             "execution_receiver": self.execution_receiver,
             "guardrail_violation_subtype": self.guardrail_violation_subtype,
             "guardrail_recovery_attempts": self.guardrail_recovery_attempts,
@@ -175,13 +241,15 @@ class CallState:
             "contract_validation_mismatch": self.contract_validation_mismatch,
             "contract_validation_expected_keys": self.contract_validation_expected_keys,
             "contract_validation_actual_keys": self.contract_validation_actual_keys,
-            "stdout": self.stdout,
+            "stdout": view.text(self.stdout),
             "forwarded_calls": self.forwarded_calls,
             "trace_id": self.frame.trace_id,
             "call_id": self.frame.call_id,
             "parent_call_id": self.frame.parent_call_id,
             "depth": self.frame.depth,
-            "outcome_status": outcome.status if outcome else None,
+            "outcome_status": (
+                "interrupted" if self.interrupted else (outcome.status if outcome else None)
+            ),
             "outcome_retriable": outcome.retriable if outcome else None,
             "outcome_tool_role": outcome.tool_role if outcome else None,
             "outcome_method_name": outcome.method_name if outcome else None,
@@ -191,25 +259,27 @@ class CallState:
                 else None
             ),
             "outcome_error_type": outcome.error_type if outcome else None,
-            "outcome_error_message": outcome.error_message if outcome else None,
+            "outcome_error_message": view.text(outcome.error_message) if outcome else None,
             "outcome_error_metadata": (
-                json_safe(outcome.metadata) if outcome and outcome.metadata else None
+                view.value(outcome.metadata) if outcome and outcome.metadata else None
             ),
             "error_class": type(self.error).__name__ if self.error else None,
-            "error_message": (
+            "error_message": view.text(
                 self.error.message
                 if isinstance(self.error, RecurgentError)
-                else (str(self.error) if self.error else None)
+                else (describe(self.error, use_repr=False) if self.error else None)
             ),
         }
         if self.contract is not None:
             for key in ("purpose", "deliverable", "acceptance", "failure_policy"):
-                entry[f"contract_{key}"] = json_safe(self.contract.get(key))
+                entry[f"contract_{key}"] = view.value(self.contract.get(key))
         if debug:
-            entry["system_prompt"] = self.system_prompt
-            entry["user_prompt"] = self.user_prompt
-            entry["context"] = json_safe(memory)
-            entry["outcome_value"] = json_safe(outcome.value) if outcome and outcome.is_ok else None
+            entry["system_prompt"] = view.text(self.system_prompt)
+            entry["user_prompt"] = view.text(self.user_prompt)
+            entry["context"] = view.memory(memory)
+            entry["outcome_value"] = (
+                view.value(outcome.value) if outcome and outcome.is_ok else None
+            )
             if self.error is not None:
                 entry["error_backtrace"] = traceback.format_tb(self.error.__traceback__)[-10:]
         return entry

@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from recurgent._journal import Journal, MemoryView, Writes
 from recurgent._redact import redact
+from recurgent._sandbox._boundary import exception_text, find_unplain, inbound, rebuild
 from recurgent._sandbox._builtins import make_builtins
 from recurgent._sandbox._compile import CompiledProgram, compile_program
 from recurgent._sandbox._guards import (
@@ -39,7 +41,6 @@ from recurgent._sandbox._limits import (
     attempt_deadline,
     monotonic_clock,
 )
-from recurgent._sandbox._marshal import find_unplain, inbound, preexisting_unplain
 from recurgent._sandbox._modules import ALLOWED_MODULES, ModuleFacade, _Spec, make_importer
 from recurgent._sandbox._network import make_network_modules
 from recurgent._sandbox._policy import MAIN_FUNCTION
@@ -69,9 +70,14 @@ __all__ = [
     "compile_program",
     "find_unplain",
     "generated_code_running",
+    "rebuild",
 ]
 
 _NUMERIC_TYPES = frozenset({int, float})
+_MEMORY_SUFFIX = (
+    "memory may hold only plain data, so a function, class or handle defined in one attempt "
+    "cannot leak into later calls"
+)
 
 #: The names generated code sees besides builtins and imports (pinned by specs/sandbox).
 VISIBLE_NAMES = (
@@ -113,12 +119,14 @@ class HostBridge:
     Attributes:
         role: Role of the agent whose code runs.
         method_name: Method being executed.
-        memory: The agent's live memory dict (``context`` and ``memory`` in code).
+        memory: The agent's live memory dict. Generated code sees it through the attempt's
+            journal view (``context`` and ``memory`` in code), never directly.
         args: Positional arguments of the call.
         kwargs: Keyword arguments of the call.
         delegate: ``delegate(role, **options)`` returning the child's operations.
         tool: ``tool(name, **options)`` returning the tool's operations.
-        remember: Writes entries into the agent's memory.
+        remember: Vets ``remember()`` entries (raising to refuse them); the sandbox then writes
+            them into the attempt's view, so they commit or roll back with the attempt.
         handle_for_agent: Operations for an agent object met in memory or arguments, or
             ``None`` when the object is not an agent.
     """
@@ -144,6 +152,10 @@ class ExecutionResult:
         stdout: Captured ``print`` output (capped).
         violations: Guardrail violations raised during the attempt, even if the code caught them.
         forwarded_calls: Forwarded calls made.
+        writes: The attempt's memory writes, rebuilt as plain data (``None`` when it failed
+            before they could be prepared). Committed already when the sandbox was built with
+            ``commit_memory=True``.
+        memory: The attempt's view of memory, as the code left it.
     """
 
     value: Any = None
@@ -151,6 +163,8 @@ class ExecutionResult:
     stdout: str = ""
     violations: list[GuardrailViolationError] = field(default_factory=list)
     forwarded_calls: int = 0
+    writes: Writes | None = None
+    memory: MemoryView | None = None
 
 
 def _error_line(error: BaseException) -> int | None:
@@ -162,11 +176,7 @@ def _error_line(error: BaseException) -> int | None:
 
 
 def _safe_text(error: BaseException) -> str:
-    try:
-        text = str(error)
-    except BaseException:  # noqa: BLE001 - a generated __str__ may itself fail or hit the deadline
-        text = "<unprintable exception>"
-    return redact(text)
+    return redact(exception_text(error))
 
 
 class ExecutionSandbox:
@@ -177,6 +187,8 @@ class ExecutionSandbox:
         limits: Deadline and size caps.
         network: The agent's network policy (``"allow"``, ``"deny"`` or host names).
         clock: Monotonic clock for the deadline; tests inject a fake one.
+        commit_memory: Commit the attempt's memory writes when it succeeds. The lifecycle
+            passes ``False`` and commits (or drops) ``ExecutionResult.writes`` itself.
     """
 
     def __init__(
@@ -186,8 +198,12 @@ class ExecutionSandbox:
         limits: SandboxLimits,
         network: Any = "allow",
         clock: Clock = monotonic_clock,
+        commit_memory: bool = True,
     ) -> None:
         self._bridge = bridge
+        self._journal = Journal(bridge.memory)
+        self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
+        self._commit_memory = commit_memory
         self._limits = limits
         self._network = network
         self._clock = clock
@@ -268,9 +284,10 @@ class ExecutionSandbox:
             __name__="sandbox",
         )
         bridge = self._bridge
+        view = self._journal.view
         ns.update(
-            context=bridge.memory,
-            memory=bridge.memory,
+            context=view,
+            memory=view,
             args=[self._to_sandbox(arg) for arg in bridge.args],
             kwargs={key: self._to_sandbox(value) for key, value in bridge.kwargs.items()},
             result=None,
@@ -290,9 +307,12 @@ class ExecutionSandbox:
             plain = to_host(options, "tool options")
             return AgentHandle(host_call("tool", lambda: bridge.tool(name, **plain)))
 
+        view = self._journal.view
+
         def remember(**entries: Any) -> None:
             plain = to_host(entries, "remember()")
             host_call("remember", lambda: bridge.remember(plain))
+            view.update(plain)
 
         return {"delegate": delegate, "tool": tool, "remember": remember}
 
@@ -333,21 +353,23 @@ class ExecutionSandbox:
         return value
 
     def _to_host(self, value: Any, where: str) -> Any:
-        """Marshal a value leaving the sandbox: handles become agents; code objects are refused."""
-        if isinstance(value, AgentHandle):
-            return value._handle_ops.agent()
-        if isinstance(value, Outcome) and isinstance(value.value, AgentHandle):
-            return value.model_copy(update={"value": value.value._handle_ops.agent()})
-        if isinstance(value, list | tuple) and any(isinstance(v, AgentHandle) for v in value):
-            converted = [self._to_host(v, f"{where}[{i}]") for i, v in enumerate(value)]
-            value = type(value)(converted) if isinstance(value, tuple) else converted
-        problem = find_unplain(value, where)
-        if problem is not None:
-            raise NonSerializableResultError(
-                f"{problem}; only plain data (dicts, lists, strings, numbers, booleans, None, "
-                "Outcomes) can leave the sandbox"
+        """Rebuild a value leaving the sandbox: handles become agents; code objects are refused."""
+        return rebuild(value, where, handles=lambda ops: ops.agent(), keep=self._is_agent)
+
+    def _is_agent(self, value: Any) -> bool:
+        # Host objects that may pass unchanged: agents, and the caller's own arguments (an
+        # object of the caller's class stored in memory is the caller's doing, not the code's).
+        return id(value) in self._passed or self._bridge.handle_for_agent(value) is not None
+
+    def _memory_writes(self) -> Writes:
+        """The attempt's memory writes, each new value rebuilt (handles refused)."""
+
+        def plain(value: Any, where: str, *, resolve: Callable[[Any], Any | None]) -> Any:
+            return rebuild(
+                value, where, resolve=resolve, keep=self._is_agent, suffix=_MEMORY_SUFFIX
             )
-        return value
+
+        return self._journal.prepare(plain)
 
     def _host_call(self, what: str, operation: Callable[[], Any]) -> Any:
         """Run a host operation for generated code; host exceptions come back fresh and redacted."""
@@ -430,8 +452,7 @@ class ExecutionSandbox:
         """Run a compiled program once and report what happened."""
         bridge = self._bridge
         where = f"{bridge.role}.{bridge.method_name}"
-        preexisting = preexisting_unplain(bridge.memory)
-        result = ExecutionResult()
+        result = ExecutionResult(memory=self._journal.view)
         watchdog = Watchdog(self._ticker)
         self._ticker.start()
         watchdog.start()
@@ -439,6 +460,7 @@ class ExecutionSandbox:
             exec(program.code, self._namespace)
             main = self._namespace.pop(MAIN_FUNCTION)
             running = _RUNNING.set(True)
+            active = self._journal.activate()
             try:
                 with (
                     outcome_context(bridge.role, bridge.method_name),
@@ -446,14 +468,10 @@ class ExecutionSandbox:
                 ):
                     value = main()
             finally:
+                Journal.deactivate(active)
                 _RUNNING.reset(running)
             result.value = self._to_host(value, "the result")
-            problem = find_unplain(bridge.memory, "context", exempt=frozenset(preexisting))
-            if problem is not None:
-                result.error = NonSerializableResultError(
-                    f"{problem}; memory may hold only plain data, so a function, class or "
-                    "handle defined in one attempt cannot leak into later calls"
-                )
+            result.writes = self._memory_writes()
         except KeyboardInterrupt:
             raise
         except DeadlineExceeded as stop:
@@ -473,9 +491,10 @@ class ExecutionSandbox:
                 violation.line = _error_line(violation)
         except BaseException as error:  # noqa: BLE001 - generated code may raise anything
             message = _safe_text(error)
+            name = str.__str__(type(error).__name__)
             result.error = ExecutionError(
-                f"Execution error in {where}: {type(error).__name__}: {message}",
-                root_class=type(error).__name__,
+                f"Execution error in {where}: {name}: {message}",
+                root_class=name,
                 root_message=message,
                 line=_error_line(error),
             )
@@ -487,4 +506,11 @@ class ExecutionSandbox:
         result.stdout = self._output.text()
         result.violations = list(self._violations)
         result.forwarded_calls = self._forwarded
+        if (
+            self._commit_memory
+            and result.error is None
+            and not result.violations
+            and result.writes is not None
+        ):
+            result.writes.apply(bridge.memory)
         return result

@@ -1,4 +1,8 @@
-"""Compiling generated code under the sandbox policy, with an LRU cache keyed by the source text."""
+"""Compiling generated code under the sandbox policy, with an LRU cache keyed by the source text.
+
+The source is parsed within the caps of :func:`recurgent.program.parse_code` (ADR 0025) before
+the policy transformer, whose cost grows with the tree, ever sees it.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,10 @@ import types
 from dataclasses import dataclass
 
 from recurgent._sandbox._guards import GENERATED_FILENAME
-from recurgent._sandbox._policy import SandboxPolicy, wrap_in_main
+from recurgent._sandbox._policy import SandboxPolicy
+from recurgent._sandbox._wrap import forgotten_result, wrap_in_main
 from recurgent.errors import InvalidCodeError
+from recurgent.program import parse_code
 
 __all__ = ["CompiledProgram", "compile_program"]
 
@@ -21,6 +27,7 @@ class CompiledProgram:
     source: str
     code: types.CodeType
     tree: ast.Module
+    result_inferred: bool = False
 
 
 @functools.lru_cache(maxsize=256)
@@ -31,27 +38,33 @@ def compile_program(source: str) -> CompiledProgram:
         InvalidCodeError: a syntax error, or a construct the policy refuses (with RestrictedPython's
             ``Line N: ...`` messages, which models repair well).
     """
-    try:
-        tree = ast.parse(source, GENERATED_FILENAME, "exec")
-    except SyntaxError as error:
-        raise InvalidCodeError(
-            f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
-        ) from None
-    original = ast.parse(source, GENERATED_FILENAME, "exec")
+    tree = parse_code(source, filename=GENERATED_FILENAME)
+    original = parse_code(source, filename=GENERATED_FILENAME)
+    forgotten = forgotten_result(original)
+    if forgotten is not None:
+        raise InvalidCodeError(f"Generated code produces no result: {forgotten}")
     tree.body = [
         node
         for node in tree.body
         if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
     ]
     errors: list[str] = []
-    transformed = SandboxPolicy(errors, [], {}).visit(tree)
-    if errors:
-        raise InvalidCodeError("Generated code breaks the sandbox policy: " + "; ".join(errors))
-    wrapped = wrap_in_main(transformed)
     try:
-        code = compile(wrapped, GENERATED_FILENAME, "exec")
+        transformed = SandboxPolicy(errors, [], {}).visit(tree)
+        if errors:
+            raise InvalidCodeError("Generated code breaks the sandbox policy: " + "; ".join(errors))
+        wrapped = wrap_in_main(transformed, original)
+        code = compile(wrapped.module, GENERATED_FILENAME, "exec")
     except SyntaxError as error:
         raise InvalidCodeError(
             f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
         ) from None
-    return CompiledProgram(source=source, code=code, tree=original)
+    except RecursionError:
+        # The depth cap keeps ordinary stacks clear; a caller already deep in nested delegations
+        # may still run out, and that is the program's size, not a host failure.
+        raise InvalidCodeError(
+            "Generated code is nested too deeply to compile; split long expressions into statements"
+        ) from None
+    return CompiledProgram(
+        source=source, code=code, tree=original, result_inferred=wrapped.result_inferred
+    )

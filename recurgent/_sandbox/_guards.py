@@ -27,11 +27,13 @@ from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from recurgent._journal import REDIRECTED_DICT_METHODS, MemoryView, redirect_unbound
 from recurgent._sandbox._modules import ModuleFacade
 from recurgent._sandbox._policy import (
     ALLOWED_DUNDER_METHODS,
     NAMEDTUPLE_ATTRIBUTES,
     READABLE_DUNDER_ATTRIBUTES,
+    is_private_name,
 )
 from recurgent._sandbox._sizes import SIZED_DUNDERS, SafeFormatter, sized_dunder, special_methods
 from recurgent.outcome import Outcome
@@ -110,6 +112,7 @@ OPEN_TYPES: frozenset[type] = frozenset(
         io.BytesIO,
         *_ITERATOR_TYPES,
         *_VIEW_TYPES,
+        MemoryView,  # context/memory: an attempt's journaled view (ADR 0027)
     }
 )
 
@@ -124,6 +127,7 @@ MUTABLE_TYPES: frozenset[type] = frozenset(
         collections.Counter,
         collections.OrderedDict,
         collections.defaultdict,
+        MemoryView,
     }
 )
 
@@ -203,6 +207,13 @@ def is_sandbox_made(value: object) -> bool:
         return True
     code = getattr(value, "__code__", None) or getattr(value, "gi_code", None)
     return isinstance(code, types.CodeType) and code.co_filename == GENERATED_FILENAME
+
+
+def _owned(obj: object) -> bool:
+    """The program made ``obj`` (or it is ``super()`` of an object the program made)."""
+    if isinstance(obj, super):
+        return is_sandbox_made(obj.__self__)  # type: ignore[attr-defined]
+    return is_sandbox_made(obj)
 
 
 def is_namedtuple_class(value: object) -> bool:
@@ -343,14 +354,14 @@ class AttributePolicy:
         )
 
     def _private(self, obj: Any, name: str) -> Any:
-        """The few underscore names generated code may read: see ``_policy``."""
-        if name in READABLE_DUNDER_ATTRIBUTES and isinstance(
-            obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType
-        ):
-            return getattr(obj, name)
+        """The few underscore names generated code may read: see ``_policy`` and ADR 0044."""
+        if name in READABLE_DUNDER_ATTRIBUTES:
+            return self._readable_dunder(obj, name)
         if name in NAMEDTUPLE_ATTRIBUTES and (
             is_namedtuple_class(obj) or is_namedtuple_class(type(obj))
         ):
+            return getattr(obj, name)
+        if is_private_name(name) and _owned(obj):
             return getattr(obj, name)
         if (
             name in ALLOWED_DUNDER_METHODS
@@ -361,7 +372,31 @@ class AttributePolicy:
             method = getattr(obj, name)
             return sized_dunder(method, name) if name in SIZED_DUNDERS else method
         raise AttributeError(
-            f"{name!r} is not accessible: names starting with '_' are private in the sandbox"
+            f"{name!r} is not accessible: names starting with '_' are private in the sandbox, "
+            "except single-underscore names on objects your code created"
+        )
+
+    @staticmethod
+    def _readable_dunder(obj: Any, name: str) -> Any:
+        named = isinstance(obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType)
+        if name == "__class__":
+            return type_of(obj)
+        if name in ("__name__", "__qualname__") and named:
+            return getattr(obj, name)
+        if name == "__doc__" and (named or is_sandbox_made(obj)):
+            doc = getattr(obj, "__doc__", None)
+            return doc if isinstance(doc, str) else None
+        if name == "__dict__" and is_sandbox_made(obj) and hasattr(obj, "__dict__"):
+            # A copy: reading the program's own state is harmless, writing through it is not
+            # needed, and a class's own dunder entries (descriptors) stay out of reach.
+            return {
+                key: value
+                for key, value in vars(obj).items()
+                if not (isinstance(obj, type) and key.startswith("__"))
+            }
+        raise AttributeError(
+            f"{name!r} of {type(obj).__name__} objects is not accessible: names starting with "
+            "'_' are private in the sandbox, except on objects your code created"
         )
 
     def _class_attribute(self, cls: type, name: str) -> Any:
@@ -391,7 +426,11 @@ class AttributePolicy:
             return lambda obj, *args, **kwargs: binder(obj)(*args, **kwargs)
         if name in _DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
-        return _unshared(getattr(cls, name))
+        value = getattr(cls, name)
+        if name in REDIRECTED_DICT_METHODS and value is getattr(dict, name):
+            # dict.get(context, k) would read the journal view's storage directly.
+            return redirect_unbound(name, value)
+        return _unshared(value)
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in _DENIED_BY_TYPE.get(kind, frozenset()):
@@ -433,7 +472,8 @@ class AttributePolicy:
 
     def setattr(self, obj: Any, name: str, value: Any) -> None:
         """The sandbox's ``setattr`` builtin."""
-        if not isinstance(name, str) or name.startswith("_"):
+        own_private = isinstance(name, str) and is_private_name(name) and _owned(obj)
+        if not isinstance(name, str) or (name.startswith("_") and not own_private):
             raise AttributeError(f"cannot set {name!r}: names starting with '_' are private")
         setattr(self.write(obj), name, value)
 

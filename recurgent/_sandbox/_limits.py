@@ -8,10 +8,10 @@ empty and every later tick raises again, so ``except BaseException: pass`` canno
 stop.
 
 A batch of cheap ticks alone is not enough: code that runs a thousand fast iterations and then
-slow ones (each a long C call) would go a thousand slow iterations between clock reads. A
-:class:`Watchdog` thread, alive only while the attempt runs, therefore empties the ticker every
-few milliseconds so the next tick reads the clock; it never raises into the running code
-itself. Every clock read also reads the process's resident memory (a :class:`MemoryMeter`), so
+slow ones (each a long C call) would go a thousand slow iterations between clock reads. One
+long-lived watchdog thread per process (:data:`WATCHDOG`) therefore empties the ticker of every
+running attempt every few milliseconds so the next tick reads the clock; it never raises into
+the running code itself, and it sleeps while no attempt runs (ADR 0030). Every clock read also reads the process's resident memory (a :class:`MemoryMeter`), so
 a loop that keeps growing memory stops once the process has grown by more than the cap.
 """
 
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "WATCHDOG",
     "AttemptStopped",
     "Clock",
     "DeadlineExceeded",
@@ -258,35 +259,80 @@ class Ticker:
         return f"generated code exceeded execution_timeout_seconds={self._timeout:g}"
 
 
-class Watchdog:
-    """A thread that makes the attempt's next tick read the clock every ``period`` seconds.
+class _WatchdogService:
+    """One long-lived daemon thread that nudges every running attempt's ticker.
 
-    It runs only between :meth:`start` and :meth:`stop`; :meth:`stop` joins it, so no thread
-    outlives the attempt.
+    Attempts register while they run. With none registered the thread sleeps on a condition,
+    so an idle process pays nothing; a forked child, whose copy has no thread, starts its own.
     """
 
-    def __init__(self, ticker: Ticker, *, period: float = 0.02) -> None:
-        self._ticker = ticker
+    def __init__(self, period: float) -> None:
         self._period = period
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="recurgent-watchdog", daemon=True)
+        self._condition = threading.Condition()
+        self._tickers: dict[int, Ticker] = {}
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def register(self, ticker: Ticker) -> bool:
+        """Watch ``ticker``; False when no thread can be started (the attempt runs unwatched)."""
+        with self._condition:
+            self._tickers[id(ticker)] = ticker
+            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
+                thread = threading.Thread(
+                    target=self._watch, name="recurgent-watchdog", daemon=True
+                )
+                try:
+                    thread.start()
+                except RuntimeError:
+                    del self._tickers[id(ticker)]
+                    return False
+                self._thread, self._pid = thread, os.getpid()
+            self._condition.notify()
+        return True
+
+    def unregister(self, ticker: Ticker) -> None:
+        """Stop watching ``ticker``."""
+        with self._condition:
+            self._tickers.pop(id(ticker), None)
+
+    @property
+    def watching(self) -> int:
+        """How many attempts are registered."""
+        with self._condition:
+            return len(self._tickers)
+
+    def _watch(self) -> None:
+        condition = self._condition
+        while True:
+            with condition:
+                while not self._tickers:
+                    condition.wait()
+                tickers = list(self._tickers.values())
+            for ticker in tickers:
+                ticker.force_check()
+            time.sleep(self._period)
+
+
+WATCHDOG = _WatchdogService(period=0.02)
+
+
+class Watchdog:
+    """Makes one attempt's next tick read the clock every 20 ms, while it runs.
+
+    It registers the ticker with the process's single watchdog thread (:data:`WATCHDOG`)
+    between :meth:`start` and :meth:`stop`; no thread is started per attempt.
+    """
+
+    def __init__(self, ticker: Ticker) -> None:
+        self._ticker = ticker
 
     def start(self) -> None:
         """Start watching (a process that cannot start threads runs on without a watchdog)."""
-        try:
-            self._thread.start()
-        except RuntimeError:
-            self._stopped.set()
+        WATCHDOG.register(self._ticker)
 
     def stop(self) -> None:
-        """Stop watching and wait for the thread to end."""
-        self._stopped.set()
-        if self._thread.ident is not None:
-            self._thread.join()
-
-    def _watch(self) -> None:
-        while not self._stopped.wait(self._period):
-            self._ticker.force_check()
+        """Stop watching."""
+        WATCHDOG.unregister(self._ticker)
 
 
 class TickingIterator:

@@ -8,6 +8,9 @@ fresh objects that carry no reference to the host's sockets or request objects.
 
 from __future__ import annotations
 
+import http.client
+import io
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -15,7 +18,13 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from recurgent._sandbox._limits import DeadlineExceeded, SandboxLimits, SizeLimitExceeded
+from recurgent._hosts import entry_matches, url_host_port
+from recurgent._sandbox._limits import (
+    DeadlineExceeded,
+    SandboxLimits,
+    SizeLimitExceeded,
+    monotonic_clock,
+)
 
 __all__ = ["HTTPError", "Headers", "Request", "Response", "URLError", "make_network_modules"]
 
@@ -227,14 +236,16 @@ class Response:
         return None
 
 
-def host_allowed(policy: NetworkPolicy, host: str) -> bool:
-    """Whether ``policy`` lets generated code reach ``host``."""
+def host_allowed(policy: NetworkPolicy, host: str, port: int) -> bool:
+    """Whether ``policy`` lets generated code reach ``host`` (normalised) on ``port``.
+
+    Allow-list entries match by exact host equality (ADR 0024): never by suffix or substring.
+    """
     if policy == "allow":
         return True
     if policy == "deny":
         return False
-    host = host.lower().rstrip(".")
-    return any(host == allowed or host.endswith("." + allowed) for allowed in policy)
+    return any(entry_matches(entry, host, port) for entry in policy)
 
 
 def _refusal(policy: NetworkPolicy, url: str) -> str | None:
@@ -245,7 +256,10 @@ def _refusal(policy: NetworkPolicy, url: str) -> str | None:
         return f"URL has no host: {url!r}"
     if policy == "deny":
         return "network access is disabled for this agent (network='deny')"
-    if not host_allowed(policy, parts.hostname):
+    target = url_host_port(url)
+    if target is None:
+        return f"URL has an invalid port: {url!r}"
+    if not host_allowed(policy, *target):
         return f"host {parts.hostname!r} is not in this agent's network allow-list"
     return None
 
@@ -264,6 +278,101 @@ class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
             fp.close()
             raise urllib.error.URLError(f"redirect refused: {refusal}")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+class _RequestClock:
+    """One request's deadline: min(its own timeout, the attempt's remaining time).
+
+    ``left()`` is asked before every socket operation, so the socket timeout shrinks to what is
+    left: a server dribbling one byte at a time cannot stretch the request, as a per-read
+    timeout would let it.
+    """
+
+    __slots__ = ("_end", "_remaining")
+
+    def __init__(self, seconds: float, remaining: Callable[[], float]) -> None:
+        self._end = monotonic_clock() + seconds
+        self._remaining = remaining
+
+    def left(self) -> float:
+        left = min(self._end - monotonic_clock(), self._remaining())
+        if left <= 0:
+            raise TimeoutError("timed out")
+        return left
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's read side that re-arms the socket timeout to the request's time left."""
+
+    def __init__(self, sock: socket.socket, clock: _RequestClock) -> None:
+        super().__init__()
+        self._sock = sock
+        self._clock = clock
+        # SocketIO keeps the socket's reference count, so closing the connection (urllib does
+        # at once) leaves the socket open until this reader is closed as well.
+        self._raw = sock.makefile("rb", buffering=0)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self._sock.settimeout(self._clock.left())
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """The connection's socket as http.client sees it: every wait bounded by the request clock."""
+
+    def __init__(self, sock: socket.socket, clock: _RequestClock) -> None:
+        self._sock = sock
+        self._clock = clock
+
+    def makefile(self, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if mode != "rb":
+            raise ValueError(f"unsupported socket file mode {mode!r}")
+        return io.BufferedReader(_DeadlineReader(self._sock, self._clock))
+
+    def sendall(self, data: Any, *args: Any) -> None:
+        self._sock.settimeout(self._clock.left())
+        self._sock.sendall(data, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def _bounded(base: type[http.client.HTTPConnection], clock: _RequestClock) -> Callable[..., Any]:
+    """A connection factory for ``do_open`` whose socket waits end at ``clock``'s deadline."""
+
+    class Connection(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            self.timeout = clock.left()
+            super().connect()
+            connected: socket.socket = getattr(self, "sock")  # noqa: B009 - typed read
+            self.sock = _DeadlineSocket(connected, clock)
+
+    return Connection
+
+
+class _BoundedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, clock: _RequestClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def http_open(self, req: Any) -> Any:
+        return self.do_open(_bounded(http.client.HTTPConnection, self._clock), req)
+
+
+class _BoundedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, clock: _RequestClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def https_open(self, req: Any) -> Any:
+        return self.do_open(_bounded(http.client.HTTPSConnection, self._clock), req)
 
 
 class _IncompleteBody(Exception):
@@ -303,7 +412,6 @@ def make_network_modules(
         remaining: Seconds left before the attempt's deadline.
         spend: Charges one forwarded call to the attempt's budget.
     """
-    opener = urllib.request.build_opener(_CheckedRedirects(policy))
 
     def urlopen(url: Any, data: bytes | None = None, timeout: float | None = None) -> Response:
         spend("urllib.request.urlopen")
@@ -322,6 +430,10 @@ def make_network_modules(
             data=request.data,
             headers=request.headers,
             method=request.get_method(),
+        )
+        clock = _RequestClock(wait, remaining)
+        opener = urllib.request.build_opener(
+            _CheckedRedirects(policy), _BoundedHTTP(clock), _BoundedHTTPS(clock)
         )
         failure: URLError | None = None
         try:

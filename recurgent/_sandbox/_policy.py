@@ -20,6 +20,7 @@ Every name this module emits starts with ``_`` so generated code can neither rea
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,7 +50,8 @@ __all__ = [
     "NAMEDTUPLE_ATTRIBUTES",
     "READABLE_DUNDER_ATTRIBUTES",
     "SandboxPolicy",
-    "wrap_in_main",
+    "is_private_name",
+    "tick_statement",
 ]
 
 MAIN_FUNCTION = "__recurgent_main__"
@@ -96,8 +98,24 @@ ALLOWED_DUNDER_METHODS = frozenset(
     }
 )
 
-# Dunder attributes generated code may read (through the guard, never natively).
-READABLE_DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
+# Dunder attributes generated code may read (through the guard, never natively). The guard
+# decides per object: names of classes and functions, the class of anything (sealed for host
+# classes), docstrings, and a copy of the attribute dict of objects the program made.
+READABLE_DUNDER_ATTRIBUTES = frozenset(
+    {"__name__", "__qualname__", "__class__", "__doc__", "__dict__"}
+)
+
+# A single-underscore name (`_items`, `_helper`) that is neither a dunder nor ends with `_`.
+# Every name the policy and RestrictedPython emit either ends with `_` (`_getattr_`, `_OPEN_`)
+# or is one of the reserved ones below, so allowing these cannot rebind a guard.
+_PRIVATE_NAME = re.compile(r"_[A-Za-z0-9](?:[A-Za-z0-9_]*[A-Za-z0-9])?\Z")
+_RESERVED_PRIVATE = re.compile(r"_tmp[0-9]+\Z|_print\Z")
+
+
+def is_private_name(name: str) -> bool:
+    """True for a single-underscore name generated code may use on its own objects (ADR 0044)."""
+    return bool(_PRIVATE_NAME.match(name)) and not _RESERVED_PRIVATE.match(name)
+
 
 # The underscore API of namedtuples; the guard allows these on namedtuples only.
 NAMEDTUPLE_ATTRIBUTES = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
@@ -110,7 +128,8 @@ _SIZE_HOOKS: dict[type[ast.operator], str] = {
 }
 
 
-def _tick_statement() -> ast.stmt:
+def tick_statement() -> ast.stmt:
+    """A statement that ticks the attempt's deadline."""
     return ast.Expr(_tick_expression())
 
 
@@ -131,7 +150,7 @@ def _is_super_call(node: ast.expr) -> bool:
 
 
 def _with_tick(body: list[ast.stmt], anchor: ast.AST) -> list[ast.stmt]:
-    tick = _tick_statement()
+    tick = tick_statement()
     copy_locations(tick, anchor)  # type: ignore[arg-type]
     return [tick, *body]
 
@@ -154,6 +173,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
 
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and self._class_body_depth:
+            return
+        if name is not None and is_private_name(name) and not name.endswith("__roles__"):
             return
         super().check_name(node, name)
 
@@ -218,6 +239,18 @@ class SandboxPolicy(RestrictingNodeTransformer):
     # ----------------------------------------------------------------- attribute access
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
+        if is_private_name(node.attr):
+            # Private attributes of the program's own objects: reads always go through the
+            # guard (which allows them on objects the program made), writes through _write_.
+            value = self.visit(node.value)
+            if isinstance(node.ctx, ast.Load):
+                read = _call("_getattr_", value, ast.Constant(node.attr))
+                copy_locations(read, node)
+                return read
+            target = _call("_write_", value)
+            copy_locations(target, node.value)
+            node.value = target
+            return node
         through_guard = isinstance(node.ctx, ast.Load) and (
             node.attr in READABLE_DUNDER_ATTRIBUTES
             or node.attr in NAMEDTUPLE_ATTRIBUTES
@@ -474,29 +507,3 @@ def _constant_result_is_small(node: ast.BinOp) -> bool:
             and abs(right.value) <= 64
         )
     return False
-
-
-def wrap_in_main(module: ast.Module) -> ast.Module:
-    """Put the transformed module body inside ``def __recurgent_main__()``.
-
-    Inside the function, top-level ``return`` works, ``result`` starts as ``None`` and is
-    returned when the code does not return, and every ``def`` is a local of one call: it dies
-    with the attempt (ADR 0010).
-    """
-    init = ast.Assign(targets=[ast.Name("result", ast.Store())], value=ast.Constant(None))
-    final = ast.Return(value=_name("result"))
-    body: list[ast.stmt] = [_tick_statement(), init, *module.body, final]
-    function = ast.FunctionDef(
-        name=MAIN_FUNCTION,
-        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=body,
-        decorator_list=[],
-        returns=None,
-    )
-    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
-        function.type_params = []  # type: ignore[attr-defined,unused-ignore]
-    for synthetic in (init, final, function, body[0]):
-        synthetic.lineno = synthetic.end_lineno = 1
-        synthetic.col_offset = synthetic.end_col_offset = 0
-    wrapped = ast.Module(body=[function], type_ignores=[])
-    return ast.fix_missing_locations(wrapped)

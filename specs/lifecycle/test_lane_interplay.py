@@ -196,14 +196,14 @@ class TestBudgetsInheritedByDelegates:
         assert calls == [1, 3, 3]
 
     def test_delegate_options_override_inherited_budgets(self) -> None:
-        """delegate(..., guardrail_recovery_budget=2) gives that child three attempts."""
-        code = "return delegate('override_child', guardrail_recovery_budget=2).work()"
-        provider = ScriptedProvider(
-            {("builder", "run"): code, ("override_child", "work"): VIOLATING}
-        )
+        """Host delegate(..., guardrail_recovery_budget=2) gives that child three attempts.
+
+        Only the host may raise a budget; generated code passing one is refused (ADR 0024).
+        """
+        provider = ScriptedProvider({("override_child", "work"): VIOLATING})
         builder = Agent("builder", provider=provider, log=False, guardrail_recovery_budget=0)
 
-        outcome = builder.run()
+        outcome = builder.delegate("override_child", guardrail_recovery_budget=2).work()
 
         assert outcome.metadata["guardrail_recovery_attempts"] == 3
         assert len(provider.requests_for("work", role="override_child")) == 3

@@ -37,6 +37,7 @@ class FakeReply:
         body: Raw body sent as is, instead of ``program`` or ``error``.
         content_type: Content-Type of the reply.
         delay: Seconds to wait before answering.
+        headers: Extra reply headers (e.g. ``Retry-After``).
     """
 
     program: Mapping[str, Any] | None = None
@@ -45,6 +46,7 @@ class FakeReply:
     body: bytes | None = None
     content_type: str = "application/json"
     delay: float = 0.0
+    headers: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if sum(part is not None for part in (self.program, self.error, self.body)) != 1:
@@ -64,10 +66,14 @@ class FakeReply:
         type: str = "server_error",
         code: str | None = None,
         delay: float = 0.0,
+        headers: Mapping[str, str] | None = None,
     ) -> FakeReply:
         """Answer with an HTTP error status and an OpenAI error body."""
         return cls(
-            status=status, error={"message": message, "type": type, "code": code}, delay=delay
+            status=status,
+            error={"message": message, "type": type, "code": code},
+            delay=delay,
+            headers=headers,
         )
 
     @classmethod
@@ -262,6 +268,8 @@ class FakeOpenAIServer:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(payload)))
+                    for name, value in (reply.headers or {}).items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):

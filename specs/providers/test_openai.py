@@ -6,17 +6,18 @@ import copy
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
 from recurgent import providers
-from recurgent.errors import ProviderError, ProviderTimeoutError, UsageError
+from recurgent.errors import ProviderAuthError, ProviderError, ProviderTimeoutError, UsageError
 from recurgent.program import PROGRAM_SCHEMA
-from recurgent.providers import ProviderRequest
 from recurgent.providers.openai import OpenAIProvider, strict_schema
 from specs.providers.fake_openai_server import FakeOpenAIServer, FakeReply, chat_completion
+from specs.providers.support import FakeClock, isolate_provider_env, make_request
 
 SECRET = "sk-test-secret-123"
 PROGRAM = {"code": "result = 6 * 7", "dependencies": [{"name": "requests", "version": None}]}
@@ -50,31 +51,15 @@ STRICT_PROGRAM_SCHEMA = {
 }
 
 
-def make_request(**overrides: Any) -> ProviderRequest:
-    fields: dict[str, Any] = {
-        "role": "calculator",
-        "method_name": "add",
-        "args": (),
-        "kwargs": {},
-        "depth": 0,
-        "model": "gpt-test",
-        "system_prompt": "You write Python.",
-        "user_prompt": "Add 2 and 3.",
-        "attempt": 1,
-        "timeout_seconds": 5.0,
-    }
-    return ProviderRequest(**{**fields, **overrides})
-
-
 @pytest.fixture(autouse=True)
-def allow_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+def allow_requests(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Re-enable provider requests (specs/conftest.py disables them) and isolate the env."""
-    monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", True)
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_CUSTOM_HEADERS"):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
+    isolate_provider_env(monkeypatch, tmp_path / "home")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
@@ -84,8 +69,8 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def provider(server: FakeOpenAIServer) -> OpenAIProvider:
-    return OpenAIProvider(base_url=server.base_url, api_key=SECRET)
+def provider(server: FakeOpenAIServer, clock: FakeClock) -> OpenAIProvider:
+    return OpenAIProvider(base_url=server.base_url, api_key=SECRET, retry_policy=clock.policy())
 
 
 def fail_with(provider: OpenAIProvider, **overrides: Any) -> ProviderError:
@@ -235,6 +220,7 @@ class TestStrictSchema:
 
         assert strict_schema(schema) == {
             "type": "object",
+            "additionalProperties": False,
             "required": ["a", "b", "c"],
             "properties": {
                 "a": {"type": ["integer", "null"]},
@@ -245,18 +231,24 @@ class TestStrictSchema:
 
 
 class TestApiErrors:
-    def test_http_500(self, provider: OpenAIProvider, server: FakeOpenAIServer) -> None:
-        """A 500 is a ProviderError naming the status, sent once (the SDK does not retry)."""
+    def test_http_500(
+        self, provider: OpenAIProvider, server: FakeOpenAIServer, clock: FakeClock
+    ) -> None:
+        """A 500 is retried twice with backoff, then a retriable ProviderError naming the status."""
         server.handler = lambda body: FakeReply.fail(500, "The server had an error")
 
         error = fail_with(provider)
 
         assert type(error) is ProviderError
         assert error.message == "OpenAI API error (HTTP 500): The server had an error"
-        assert len(server.requests) == 1
+        assert (error.retriable, error.metadata) == (True, {"status": 500, "tries": 3})
+        assert len(server.requests) == 3
+        assert clock.sleeps == [0.25, 0.5]
 
-    def test_http_429(self, provider: OpenAIProvider, server: FakeOpenAIServer) -> None:
-        """A 429 is a ProviderError naming the status, sent once (the SDK does not retry)."""
+    def test_http_429(
+        self, provider: OpenAIProvider, server: FakeOpenAIServer, clock: FakeClock
+    ) -> None:
+        """A 429 is retried (the SDK's own retries stay off), then reported with its status."""
         server.handler = lambda body: FakeReply.fail(
             429, "Rate limit reached", type="requests", code="rate_limit_exceeded"
         )
@@ -264,6 +256,43 @@ class TestApiErrors:
         error = fail_with(provider)
 
         assert error.message == "OpenAI API error (HTTP 429): Rate limit reached"
+        assert len(server.requests) == 3
+        assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0"] * 3
+
+    @pytest.mark.parametrize("status", [401, 403])
+    def test_auth_failures_are_not_retried(
+        self, provider: OpenAIProvider, server: FakeOpenAIServer, clock: FakeClock, status: int
+    ) -> None:
+        """401/403: one request, a non-retriable ProviderAuthError with the status in metadata."""
+        server.handler = lambda body: FakeReply.fail(status, "nope", type="invalid_request_error")
+
+        error = fail_with(provider)
+
+        assert type(error) is ProviderAuthError
+        assert (error.retriable, error.metadata) == (False, {"status": status, "tries": 1})
+        assert (len(server.requests), clock.sleeps) == (1, [])
+
+    def test_retry_after_is_honoured(
+        self, provider: OpenAIProvider, server: FakeOpenAIServer, clock: FakeClock
+    ) -> None:
+        """A 429 with Retry-After: 2 is retried after 2 s (not the shorter backoff), then succeeds."""
+        replies = [
+            FakeReply.fail(429, "slow down", headers={"Retry-After": "2"}),
+            FakeReply.ok(PROGRAM),
+        ]
+        server.handler = lambda body: replies.pop(0)
+
+        assert provider.generate_program(make_request()) == PROGRAM
+        assert clock.sleeps == [2.0]
+        assert len(server.requests) == 2
+
+    def test_a_400_is_not_retried(self, provider: OpenAIProvider, server: FakeOpenAIServer) -> None:
+        """A 400 is the request's own fault: sent once."""
+        server.handler = lambda body: FakeReply.fail(400, "Bad schema")
+
+        error = fail_with(provider)
+
+        assert error.message == "OpenAI API error (HTTP 400): Bad schema"
         assert len(server.requests) == 1
 
     def test_unknown_route(self, server: FakeOpenAIServer) -> None:
@@ -294,15 +323,17 @@ class TestApiErrors:
 
         assert error.message == "No program in OpenAI response: the reply has no choices"
 
-    def test_unreachable_server(self) -> None:
-        """A refused connection is a ProviderError, not an SDK exception."""
+    def test_unreachable_server(self, clock: FakeClock) -> None:
+        """A refused connection is retried, then a ProviderError, not an SDK exception."""
         with FakeOpenAIServer() as gone:
             base_url = gone.base_url
 
-        error = fail_with(OpenAIProvider(base_url=base_url, api_key=SECRET))
+        provider = OpenAIProvider(base_url=base_url, api_key=SECRET, retry_policy=clock.policy())
+        error = fail_with(provider)
 
         assert type(error) is ProviderError
         assert error.message.startswith("Could not reach the OpenAI API: Connection error.")
+        assert (error.metadata, len(clock.sleeps)) == ({"tries": 3}, 2)
 
     def test_slow_reply_times_out(self, provider: OpenAIProvider, server: FakeOpenAIServer) -> None:
         """A reply slower than timeout_seconds raises ProviderTimeoutError at about that time."""
@@ -323,7 +354,9 @@ class TestSecrets:
         [
             (
                 FakeReply.fail(401, f"Incorrect API key provided: {SECRET}."),
-                "OpenAI API error (HTTP 401): Incorrect API key provided: [REDACTED].",
+                "OpenAI API rejected the API key (HTTP 401): Incorrect API key provided: "
+                "[REDACTED]. Check OPENAI_API_KEY (or api_key=) and the base URL "
+                "{base_url}/ (OPENAI_BASE_URL or base_url=); not retried",
             ),
             (
                 FakeReply.fail(400, "Bad header Authorization: Bearer abc.def-ghi"),
@@ -343,7 +376,7 @@ class TestSecrets:
 
         error = fail_with(provider)
 
-        assert error.message == expected
+        assert error.message == expected.format(base_url=server.base_url)
         assert SECRET not in str(error)
 
     def test_configured_key_is_redacted_whatever_its_shape(self, server: FakeOpenAIServer) -> None:
@@ -353,7 +386,11 @@ class TestSecrets:
 
         error = fail_with(provider)
 
-        assert error.message == "OpenAI API error (HTTP 403): Key [REDACTED] is not allowed"
+        assert error.message == (
+            "OpenAI API refused permission (HTTP 403): Key [REDACTED] is not allowed. Check "
+            f"OPENAI_API_KEY (or api_key=) and the base URL {server.base_url}/ "
+            "(OPENAI_BASE_URL or base_url=); not retried"
+        )
 
     @pytest.mark.parametrize(
         "reply", [FakeReply.fail(500), FakeReply.ok(PROGRAM, delay=2.0)], ids=["500", "timeout"]
@@ -390,14 +427,14 @@ class TestConfiguration:
         assert server.requests == []
 
     def test_no_key_and_no_base_url(self) -> None:
-        """Without key or base URL, construction works and generation says what to set."""
-        provider = OpenAIProvider()
+        """Without key or base URL, construction fails with a UsageError saying what to set."""
+        with pytest.raises(UsageError) as excinfo:
+            OpenAIProvider()
 
-        error = fail_with(provider)
-
-        assert error.message == (
-            "No OpenAI credentials: set OPENAI_API_KEY, or OPENAI_BASE_URL for an "
-            "OpenAI-compatible server, or pass provider= to use another provider"
+        assert excinfo.value.message == (
+            "OpenAIProvider has no credentials: set OPENAI_API_KEY (or pass api_key=); "
+            "for an OpenAI-compatible server set OPENAI_BASE_URL (or pass base_url=); "
+            "for Claude models set ANTHROPIC_API_KEY and pip install 'recurgent[anthropic]'"
         )
 
     def test_base_url_from_environment_without_key(

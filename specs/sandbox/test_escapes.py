@@ -30,7 +30,7 @@ CANARY_VALUE = "canary-value-7f3a9c"
 
 CLASS_WALKING = [
     ("walk-subclasses", "result = ().__class__.__bases__[0].__subclasses__()", "invalid_code"),
-    ("walk-getattr-computed", "result = getattr((), '__cla' + 'ss__')", "execution"),
+    ("walk-getattr-computed", "result = getattr((), '__ba' + 'ses__')", "execution"),
     ("walk-getattr-subclasses", "result = getattr(type(()), '__subclasses__')()", "execution"),
     (
         "walk-mro-object",
@@ -50,12 +50,12 @@ CLASS_WALKING = [
     ),
     ("walk-model-metaclass", "meta = type(Outcome)\nX = meta('X', (Outcome,), {})", "execution"),
     ("format-class", "result = '{0.__class__.__base__}'.format(())", "execution"),
-    ("format-unbound", "result = str.format('{0.__class__}', 1)", "execution"),
-    ("format-map-class", "result = '{x.__class__}'.format_map({'x': ()})", "execution"),
+    ("format-unbound", "result = str.format('{0.__class__.__base__}', 1)", "execution"),
+    ("format-map-class", "result = '{x.__class__.__base__}'.format_map({'x': ()})", "execution"),
     ("format-globals", "def f():\n    pass\nresult = '{0.__globals__}'.format(f)", "execution"),
     ("format-nested-field", "result = '{0:{1.__class__}}'.format(1, 2)", "execution"),
-    ("fstring-conversion", "x = ()\nresult = f'{x.__class__!r}'", "invalid_code"),
-    ("fstring-format-call", "result = f'{\"{0.__class__}\".format(1)!r}'", "execution"),
+    ("fstring-conversion", "x = ()\nresult = f'{x.__class__.__base__!r}'", "invalid_code"),
+    ("fstring-format-call", "result = f'{\"{0.__class__.__base__}\".format(1)!r}'", "execution"),
     (
         "string-formatter",
         "import string\nresult = string.Formatter().get_field('0.__class__', [1], {})",
@@ -87,7 +87,7 @@ CLASS_WALKING = [
         "class A:\n    def f(self):\n        return super().__getattribute__('x')",
         "invalid_code",
     ),
-    ("instance-dict", "class A:\n    pass\nresult = A().__dict__", "invalid_code"),
+    ("instance-dict", "result = Outcome.ok(1).__dict__", "execution"),
     (
         "catch-warnings-walk",
         "for cls in {}.__class__.__base__.__subclasses__():\n    pass",
@@ -138,7 +138,7 @@ IMPORTS = [
     ("json-decoder-walk", "import json\nresult = json.decoder.re", "execution"),
     ("collections-abc-sys", "import collections.abc\nresult = collections.abc.sys", "execution"),
     ("statistics-sys", "import statistics\nresult = statistics.sys.modules['os']", "execution"),
-    ("random-os", "import random\nresult = random._os.environ", "invalid_code"),
+    ("random-os", "import random\nresult = random._os.environ", "execution"),
     ("random-os-getattr", "import random\nresult = getattr(random, '_' + 'os')", "execution"),
     (
         "attribute-error-obj",
@@ -155,7 +155,7 @@ IMPORTS = [
     ),
     (
         "partial-getattr",
-        "import functools\nresult = functools.partial(getattr, 1, '__class__')()",
+        "import functools\nresult = functools.partial(getattr, 1, '__globals__')()",
         "execution",
     ),
     ("import-sys", "import sys\nresult = sys.modules", "execution"),
@@ -169,7 +169,7 @@ IMPORTS = [
     ("import-queue-threading", "import queue\nresult = queue.threading", "execution"),
     ("import-weakref", "import weakref", "execution"),
     ("import-signal", "import signal", "execution"),
-    ("random-module-dict", "import random\nresult = random.__dict__['_os']", "invalid_code"),
+    ("random-module-dict", "import random\nresult = random.__dict__['_os']", "execution"),
     (
         "map-getattr-module",
         "import statistics\nresult = list(map(getattr, [statistics], ['sys']))",

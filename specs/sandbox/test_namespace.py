@@ -215,12 +215,19 @@ class TestNothingLeadsToTheHost:
         """The callable a handle returns exposes nothing, e.g. no ``api_key``."""
         assert error_of("result = delegate('helper').provider.api_key")[0] == "execution"
 
-    @pytest.mark.parametrize("attribute", ["_handle_ops", "__init__", "__class__", "__dict__"])
+    @pytest.mark.parametrize("attribute", ["_handle_ops", "__init__", "__dict__"])
     def test_private_handle_attributes_are_refused(self, attribute: str) -> None:
         """Underscore attributes of a handle are refused through getattr()."""
         kind, message = error_of(f"result = getattr(delegate('helper'), {attribute!r})")
 
         assert (kind, "private in the sandbox" in message) == ("execution", True)
+
+    def test_class_of_a_handle_is_sealed(self) -> None:
+        """``handle.__class__`` is the same sealed type ``type(handle)`` gives: a name only."""
+        kind, message = error_of("T = delegate('helper').__class__\nT(context)")
+
+        assert value_of("result = delegate('helper').__class__.__name__") == "AgentHandle"
+        assert (kind, "cannot be created by generated code" in message) == ("execution", True)
 
     def test_type_of_a_handle_cannot_construct(self) -> None:
         """``type(handle)`` is sealed: it has a name and constructs nothing."""
@@ -331,14 +338,16 @@ class TestAttemptIsolation:
             textwrap.dedent("""
             def helper():
                 return 'ran'
-            context['box'].append(helper)
+            args[0].append(helper)
         """)
         )
-        memory: dict[str, list[object]] = {"box": []}
-        ExecutionSandbox(Host(memory=memory).bridge(), limits=SandboxLimits()).run(program)
+        # Memory cannot receive it (the journal refuses it at commit): a host object passed
+        # as an argument is the one way out left.
+        box: list[object] = []
+        ExecutionSandbox(Host(args=(box,)).bridge(), limits=SandboxLimits()).run(program)
 
         with pytest.raises(BaseException, match="execution_timeout_seconds") as stopped:
-            memory["box"][0]()  # type: ignore[operator]
+            box[0]()  # type: ignore[operator]
 
         assert isinstance(stopped.value, Exception) is False
 

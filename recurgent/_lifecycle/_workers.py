@@ -1,0 +1,229 @@
+"""Long-lived helper threads for provider requests: a bounded worker pool and one event loop.
+
+The runtime enforces ``provider_timeout_seconds`` itself, so a provider request runs off the
+calling thread (ADR 0030):
+
+* A synchronous ``generate_program`` runs on a :class:`ProviderPool` worker: daemon threads,
+  reused from request to request, at most :data:`MAX_WORKERS` of them. A provider whose request
+  outlives its timeout is *stuck*: the caller gets its timeout on time, the worker stays with
+  the request (a thread cannot be stopped), and later requests to that same provider wait in
+  its own backlog instead of taking more workers. So a provider that hangs forever holds at
+  most one worker, and every later request to it still times out on time.
+* An ``async def generate_program`` runs as a task on one long-lived event loop thread
+  (:class:`AsyncRunner`), from a plain script and from inside a running event loop (a Jupyter
+  cell) alike. A timed-out coroutine is cancelled, so it holds no thread at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextvars
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+__all__ = ["MAX_WORKERS", "AsyncRunner", "ProviderPool", "RequestTimedOut"]
+
+#: Most worker threads the pool keeps; requests beyond wait for a free worker (and time out).
+MAX_WORKERS = 16
+
+
+class RequestTimedOut(Exception):
+    """Internal: no reply within the timeout."""
+
+
+class _Job:
+    __slots__ = ("abandoned", "done", "error", "fn", "key", "reply", "started")
+
+    def __init__(self, fn: Callable[[], object], key: int) -> None:
+        self.fn = fn
+        self.key = key
+        self.done = threading.Event()
+        self.reply: object = None
+        self.error: BaseException | None = None
+        self.started = False
+        self.abandoned = False
+
+
+class _Lane:
+    """A provider's requests that outlived their timeout, and the requests waiting behind them."""
+
+    __slots__ = ("backlog", "owner", "stuck")
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner  # keeps the provider alive, so its id is not reused
+        self.stuck = 0
+        self.backlog: collections.deque[_Job] = collections.deque()
+
+
+def _given_up(job: _Job) -> bool:
+    # Set by the waiting caller while the job ran (a separate read, for the type checker).
+    return job.abandoned
+
+
+class ProviderPool:
+    """Runs blocking provider requests on reused daemon threads, with a per-request timeout."""
+
+    def __init__(self, max_workers: int = MAX_WORKERS) -> None:
+        self._max = max_workers
+        self._lock = threading.Lock()
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._ready = threading.Condition(self._lock)
+        self._workers = 0
+        self._idle = 0
+        self._lanes: dict[int, _Lane] = {}
+        self._pid = os.getpid()
+
+    @property
+    def workers(self) -> int:
+        """Worker threads alive now."""
+        with self._lock:
+            return self._workers
+
+    def run(self, owner: object, fn: Callable[[], object], timeout: float) -> object:
+        """``fn()`` on a worker; its reply, or its exception re-raised here.
+
+        Raises:
+            RequestTimedOut: no reply within ``timeout`` seconds.
+        """
+        context = contextvars.copy_context()
+        job = _Job(lambda: context.run(fn), id(owner))
+        with self._lock:
+            self._after_fork()
+            lane = self._lanes.get(job.key)
+            if lane is not None and lane.stuck:
+                lane.backlog.append(job)
+            else:
+                self._dispatch(job)
+        if not job.done.wait(timeout):
+            with self._lock:
+                if not job.done.is_set():
+                    job.abandoned = True
+                    if job.started:
+                        lane = self._lanes.get(job.key)
+                        if lane is None:
+                            lane = self._lanes[job.key] = _Lane(owner)
+                        lane.stuck += 1
+            if job.abandoned:
+                raise RequestTimedOut
+        if job.error is not None:
+            raise job.error
+        return job.reply
+
+    def _after_fork(self) -> None:
+        # A forked child inherits the counters but none of the threads.
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._workers = self._idle = 0
+            self._queue.clear()
+            self._lanes.clear()
+
+    def _dispatch(self, job: _Job) -> None:
+        self._queue.append(job)
+        # An idle worker that was notified counts as idle until it wakes and takes a job, so
+        # compare with the jobs still queued: two jobs dispatched back to back with one idle
+        # worker must start a second worker, or the second job waits behind the first (and
+        # forever, when the first waits for the second).
+        if self._idle < len(self._queue) and self._workers < self._max:
+            thread = threading.Thread(target=self._work, name="recurgent-provider", daemon=True)
+            self._workers += 1
+            try:
+                thread.start()
+            except RuntimeError:
+                self._workers -= 1
+                raise
+        else:
+            self._ready.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue:
+                    self._idle += 1
+                    self._ready.wait()
+                    self._idle -= 1
+                job = self._queue.popleft()
+                if job.abandoned:
+                    continue  # its caller has given up before it started
+                job.started = True
+            try:
+                job.reply = job.fn()
+            except BaseException as error:  # noqa: BLE001 - handed back to the waiting caller
+                job.error = error
+            with self._lock:
+                job.done.set()
+                if _given_up(job):
+                    self._release(job.key)
+
+    def _release(self, key: int) -> None:
+        lane = self._lanes.get(key)
+        if lane is None:
+            return
+        lane.stuck -= 1
+        if lane.stuck:
+            return
+        del self._lanes[key]
+        for waiting in lane.backlog:
+            if not waiting.abandoned:
+                self._dispatch(waiting)
+
+
+class AsyncRunner:
+    """One event loop on a daemon thread, started on first use, running provider coroutines."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="recurgent-provider-loop", daemon=True
+                )
+                thread.start()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+    def run(self, coroutine: Coroutine[Any, Any, object], timeout: float | None) -> object:
+        """Run ``coroutine`` on the helper loop; a timed-out one is cancelled.
+
+        Raises:
+            RequestTimedOut: no result within ``timeout`` seconds.
+        """
+        loop = self._running_loop()
+        context = contextvars.copy_context()
+        future: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+        def start() -> None:
+            if future.cancelled():
+                coroutine.close()
+                return
+            task = loop.create_task(coroutine, context=context)
+
+            def finished(done: asyncio.Task[object]) -> None:
+                if future.done():
+                    return
+                if done.cancelled():
+                    future.cancel()
+                elif done.exception() is not None:
+                    future.set_exception(done.exception())
+                else:
+                    future.set_result(done.result())
+
+            task.add_done_callback(finished)
+            future.add_done_callback(
+                lambda _: loop.call_soon_threadsafe(task.cancel) if future.cancelled() else None
+            )
+
+        loop.call_soon_threadsafe(start)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise RequestTimedOut from None

@@ -1,0 +1,337 @@
+"""The sandbox boundary: values leaving an attempt are rebuilt from plain types, never inspected.
+
+Everything that leaves an attempt (its result, what it writes to memory, ``remember()`` entries,
+arguments of forwarded calls, values set on handles) is rebuilt by the runtime (ADR 0028 of
+issue 9, R5/R6; see ``docs/adr/0029-boundary-rebuilds-values.md``):
+
+* exact scalars (``str``, ``int``, ``float``, ``bool``, ``bytes``, ``None``) pass as they are;
+* containers (dicts, lists, tuples, sets, deques, Counters, ...) are rebuilt item by item;
+* a subclass of a plain type defined by generated code (a ``str`` subclass with a looping
+  ``__eq__``, a namedtuple) is reduced to its base type, read through the base class
+  (``str.__str__(x)``, ``dict.items(x)``), so none of its methods runs;
+* dict views become lists; Outcomes are rebuilt field by field; agent handles become agents
+  where the caller allows it;
+* functions, classes, modules, iterators, handles elsewhere, and objects generated code made are
+  refused with :class:`~recurgent.errors.NonSerializableResultError`.
+
+Nothing here calls a method defined by generated code (no ``repr``, ``==``, ``hash``, ``len``,
+``iter``, ``bool``), so host code that reads a rebuilt value later (history, logs, contract
+checks) never runs program code outside the attempt's deadline. Values coming *in* from other
+agents are copied by :func:`inbound`, so generated code cannot mutate another agent's memory.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import decimal
+import fractions
+import re
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from recurgent._journal import MemoryView
+from recurgent._sandbox._guards import SealedType, is_sandbox_made
+from recurgent._sandbox._handles import AgentHandle, HandleOps
+from recurgent._sandbox._modules import ModuleFacade
+from recurgent.errors import NonSerializableResultError
+from recurgent.outcome import Outcome
+
+__all__ = ["MAX_DEPTH", "exception_text", "find_unplain", "inbound", "rebuild"]
+
+MAX_DEPTH = 64
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+_KEPT = frozenset(
+    {
+        complex,
+        range,
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+        datetime.timedelta,
+        datetime.timezone,
+        decimal.Decimal,
+        fractions.Fraction,
+    }
+)
+# Host subclasses of these (the sandbox's checked numbers) run no generated code either.
+_KEPT_BASES = (
+    decimal.Decimal,
+    fractions.Fraction,
+    datetime.date,
+    datetime.time,
+    re.Pattern,
+    re.Match,
+)
+_DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, MemoryView})
+_VIEWS = frozenset({type({}.keys()), type({}.values()), type({}.items())})
+_FACTORIES = frozenset({None, list, dict, set, int, float, str, tuple, bool, bytes})
+
+
+class _Refused(Exception):
+    """Internal: the path and reason of the first value that cannot leave."""
+
+
+def _unplain_reason(value: Any) -> str:
+    if isinstance(value, AgentHandle):
+        return "an agent handle"
+    if isinstance(value, ModuleFacade):
+        return "a module"
+    if isinstance(value, type | SealedType):
+        return f"the class {str.__str__(value.__name__)}"
+    if isinstance(value, Iterator | types.GeneratorType) or type(value) in _VIEWS:
+        return "an iterator"
+    if is_sandbox_made(value):
+        if callable(value):
+            return "a function"
+        return f"an instance of {str.__str__(type(value).__name__)}"
+    if callable(value):
+        return "a function"
+    if isinstance(value, BaseException):
+        return f"an exception ({str.__str__(type(value).__name__)})"
+    return f"an object of type {str.__str__(type(value).__name__)}"
+
+
+class _Rebuilder:
+    __slots__ = ("_handles", "_keep", "_memo", "_resolve")
+
+    def __init__(
+        self,
+        resolve: Callable[[Any], Any | None] | None,
+        handles: Callable[[HandleOps], Any] | None,
+        keep: Callable[[Any], bool] | None = None,
+    ) -> None:
+        self._resolve = resolve
+        self._handles = handles
+        self._keep = keep
+        self._memo: dict[int, Any] = {}
+
+    def key(self, key: Any, where: str, depth: int) -> Any:
+        plain = self.value(key, f"{where} key", depth)
+        # Only hashable plain values come back from a hashable key; the hash of a rebuilt key
+        # runs no generated code.
+        return plain
+
+    def value(self, value: Any, where: str, depth: int) -> Any:
+        kind = type(value)
+        if kind in _SCALARS:
+            return value
+        if self._resolve is not None:
+            known = self._resolve(value)
+            if known is not None:
+                return known
+        done = self._memo.get(id(value))
+        if done is not None:
+            return done[1]
+        if depth > MAX_DEPTH:
+            raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
+        if kind in _KEPT or (issubclass(kind, _KEPT_BASES) and not is_sandbox_made(value)):
+            return value
+        if kind is AgentHandle and self._handles is not None:
+            return self._handles(value._handle_ops)
+        if kind is Outcome:
+            return self._outcome(value, where, depth)
+        if kind in _DICTS or (kind is collections.defaultdict):
+            return self._dict(value, kind, where, depth)
+        if kind is list or kind is collections.deque:
+            return self._sequence(value, kind, where, depth)
+        if kind is tuple:
+            return tuple(
+                self.value(item, f"{where}[{i}]", depth + 1)
+                for i, item in enumerate(tuple.__iter__(value))
+            )
+        if kind is set or kind is frozenset:
+            members = (self.value(item, f"{where} member", depth + 1) for item in value)
+            return set(members) if kind is set else frozenset(members)
+        if kind in _VIEWS:
+            # A view (or its items) would keep the whole dict, and anything in it, alive.
+            return [
+                self.value(item, f"{where}[{i}]", depth + 1)
+                for i, item in enumerate(list(kind.__iter__(value)))  # type: ignore[attr-defined]
+            ]
+        if issubclass(kind, BaseException) and kind.__module__ == "builtins":
+            return self._exception(value, kind, where, depth)
+        reduced = self._reduce(value, kind, where, depth)
+        if reduced is not _NOT_REDUCED:
+            return reduced
+        if self._keep is not None and self._keep(value):
+            return value
+        raise _Refused(f"{where} holds {_unplain_reason(value)}")
+
+    def _remember(self, original: Any, built: Any) -> Any:
+        # The memo keeps the original alive, so its id is not reused while we rebuild.
+        self._memo[id(original)] = (original, built)
+        return built
+
+    def _outcome(self, value: Outcome, where: str, depth: int) -> Outcome:
+        def text(field: Any, name: str) -> Any:
+            return None if field is None else self.value(field, f"{where}.{name}", depth + 1)
+
+        status = text(value.status, "status")
+        built = Outcome.model_construct(
+            status="ok" if status == "ok" else "error",
+            value=self.value(value.value, f"{where}.value", depth + 1),
+            error_type=text(value.error_type, "error_type"),
+            error_message=text(value.error_message, "error_message"),
+            retriable=value.retriable is True,
+            tool_role=text(value.tool_role, "tool_role"),
+            method_name=text(value.method_name, "method_name"),
+            metadata=self._dict(value.metadata, dict, f"{where}.metadata", depth + 1),
+        )
+        self._remember(value, built)
+        return built
+
+    def _exception(self, value: BaseException, kind: type, where: str, depth: int) -> Any:
+        # A fresh exception of the same builtin class, from plain arguments: no traceback,
+        # cause or context comes along, and no argument can run code when it is printed.
+        raw_args = BaseException.__dict__["args"].__get__(value, kind)
+        args = self.value(raw_args, f"{where}.args", depth + 1)
+        try:
+            built = kind(*args)
+        except Exception:  # noqa: BLE001 - a builtin that wants other arguments
+            built = kind()
+        self._remember(value, built)
+        return built
+
+    def _dict(self, value: Any, kind: type, where: str, depth: int) -> Any:
+        if kind is collections.defaultdict:
+            factory = value.default_factory
+            if factory not in _FACTORIES:
+                raise _Refused(f"{where} holds a defaultdict whose default factory is a function")
+            built: Any = collections.defaultdict(factory)
+        elif kind is MemoryView or kind is dict:
+            built = {}
+        else:
+            built = kind()
+        self._remember(value, built)
+        for key, item in list(dict.items(value)):
+            plain_key = self.key(key, where, depth + 1)
+            dict.__setitem__(
+                built, plain_key, self.value(item, f"{where}[{plain_key!r}]", depth + 1)
+            )
+        return built
+
+    def _sequence(self, value: Any, kind: type, where: str, depth: int) -> Any:
+        built: Any = [] if kind is list else collections.deque(maxlen=value.maxlen)
+        self._remember(value, built)
+        items = list(list.__iter__(value)) if kind is list else list(value)
+        built.extend(self.value(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(items))
+        return built
+
+    def _reduce(self, value: Any, kind: type, where: str, depth: int) -> Any:
+        """A subclass of a plain type, read through its base class."""
+        if issubclass(kind, bool):
+            return bool.__bool__(value)  # pragma: no cover - bool cannot be subclassed
+        if issubclass(kind, str):
+            return str.__str__(value)
+        if issubclass(kind, int):
+            return int.__int__(value)
+        if issubclass(kind, float):
+            return float.__float__(value)
+        if issubclass(kind, bytes):
+            return bytes.__bytes__(value)
+        if issubclass(kind, tuple):
+            return tuple(
+                self.value(item, f"{where}[{i}]", depth + 1)
+                for i, item in enumerate(list(tuple.__iter__(value)))
+            )
+        if issubclass(kind, list):
+            return self._sequence(value, list, where, depth)
+        if issubclass(kind, dict) and kind is not collections.defaultdict:
+            return self._dict(value, dict, where, depth)
+        if issubclass(kind, set):
+            members = list(set.__iter__(value))
+            return {self.value(item, f"{where} member", depth + 1) for item in members}
+        return _NOT_REDUCED
+
+
+_NOT_REDUCED: Any = object()
+
+
+def rebuild(
+    value: Any,
+    where: str,
+    *,
+    resolve: Callable[[Any], Any | None] | None = None,
+    handles: Callable[[HandleOps], Any] | None = None,
+    keep: Callable[[Any], bool] | None = None,
+    suffix: str = "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) "
+    "can leave the sandbox",
+) -> Any:
+    """``value`` rebuilt from plain types for the host.
+
+    Args:
+        value: What generated code hands over.
+        where: How the value is named in an error (``"the result"``, ``"context['x']"``).
+        resolve: Maps an object memory already holds (or its attempt copy) to what memory
+            holds, or returns ``None`` for a new object (the memory journal's resolver).
+        handles: Turns an agent handle into the host object to hand over; ``None`` refuses
+            handles.
+        keep: True for a host object that may pass unchanged (an agent the user stored).
+        suffix: Appended to the refusal message.
+
+    Raises:
+        NonSerializableResultError: ``value`` holds something that is not plain data.
+    """
+    try:
+        return _Rebuilder(resolve, handles, keep).value(value, where, 0)
+    except _Refused as refused:
+        raise NonSerializableResultError(f"{refused.args[0]}; {suffix}") from None
+    except RecursionError:
+        raise NonSerializableResultError(f"{where} is nested too deeply; {suffix}") from None
+
+
+def find_unplain(value: Any, path: str) -> str | None:
+    """Describe the first value inside ``value`` that cannot leave an attempt, or ``None``."""
+    try:
+        _Rebuilder(None, lambda ops: ops).value(value, path, 0)
+    except _Refused as refused:
+        return str(refused.args[0])
+    return None
+
+
+def inbound(value: Any, handle_for: Callable[[object], HandleOps | None], depth: int = 0) -> Any:
+    """A value from another agent, as generated code receives it.
+
+    Agents become handles; dicts, lists, sets and tuples are copied (so writes stay in the
+    attempt); an Outcome is copied with its value and metadata marshalled the same way.
+    """
+    if type(value) in _SCALARS or depth > MAX_DEPTH:
+        return value
+    ops = handle_for(value)
+    if ops is not None:
+        return AgentHandle(ops)
+    if isinstance(value, Outcome):
+        return value.model_copy(
+            update={
+                "value": inbound(value.value, handle_for, depth + 1),
+                "metadata": inbound(value.metadata, handle_for, depth + 1),
+            }
+        )
+    if type(value) is dict:
+        return {key: inbound(child, handle_for, depth + 1) for key, child in value.items()}
+    if type(value) in (list, tuple, set, frozenset):
+        return type(value)(inbound(child, handle_for, depth + 1) for child in value)
+    return value
+
+
+def exception_text(error: BaseException) -> str:
+    """The message of ``error``, computed without running any method generated code defined.
+
+    The arguments are rebuilt as plain data and formatted by the nearest builtin exception
+    class, so a looping ``__str__``/``__repr__`` (or one that is a ``functools.partial`` over a
+    slow regex) on the exception or on an argument is never called.
+    """
+    kind = type(error)
+    try:
+        raw_args = BaseException.__dict__["args"].__get__(error, kind)
+        args = rebuild(raw_args, "exception arguments")
+    except NonSerializableResultError:
+        return f"<{str.__str__(kind.__name__)} with arguments that are not plain data>"
+    base = next(klass for klass in kind.__mro__ if klass.__module__ == "builtins")
+    try:
+        text = str(base(*args))
+    except Exception:  # noqa: BLE001 - a builtin that wants other arguments
+        text = repr(args)
+    return str.__str__(text)

@@ -1,0 +1,162 @@
+"""The main-function wrapper: how a transformed program becomes one call with a result (ADR 0043).
+
+Generated code is written like a module, but runs as the body of ``def __recurgent_main__()``:
+
+* a top-level ``return`` ends the program with its value, and ``result`` starts as ``None`` and
+  is returned when the program does not return;
+* every ``def`` is a local of one call, so it dies with the attempt (ADR 0010);
+* a name a helper declares ``global`` is global in the main function too, so ``global counter``
+  in a helper reaches the top-level ``counter`` as it would in a module (the globals are the
+  attempt's own namespace, so nothing outlives the attempt);
+* a program that never assigns ``result`` and never returns, and whose last statement is an
+  expression, has that expression's value as its result, as a notebook cell does
+  (``result_inferred``);
+* a program made only of definitions (functions, classes, imports) that never calls them, never
+  assigns ``result`` and never returns is refused as ``invalid_code``: it plainly forgot to
+  produce its answer. Any other program without a result is an ok ``None`` as before, because
+  from its text alone it may have meant just that (a program that only writes memory).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from recurgent._sandbox._fastpaths import name as _name
+from recurgent._sandbox._policy import MAIN_FUNCTION, tick_statement
+
+__all__ = ["WrappedProgram", "forgotten_result", "wrap_in_main"]
+
+_RESULT = "result"
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_DEFINITIONS = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Pass,
+    ast.Global,
+    ast.Nonlocal,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedProgram:
+    """The module holding the main function, and whether its result is the last expression."""
+
+    module: ast.Module
+    result_inferred: bool
+
+
+def _main_scope(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node that runs in the main function's own scope (nested scopes excluded)."""
+    stack: list[ast.AST] = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _SCOPES):
+            # The decorators, defaults and bases run in the enclosing scope; the body does not.
+            outer: list[ast.AST] = []
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                outer.extend(node.decorator_list)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                outer.extend(node.args.defaults)
+                outer.extend(d for d in node.args.kw_defaults if d is not None)
+            if isinstance(node, ast.ClassDef):
+                outer.extend(node.bases)
+                outer.extend(k.value for k in node.keywords)
+            stack.extend(outer)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _declared_global(statements: list[ast.stmt]) -> set[str]:
+    """Names any scope of the program declares ``global``."""
+    names: set[str] = set()
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Global):
+                names.update(node.names)
+    return names
+
+
+def _binds_result(scope: list[ast.AST]) -> bool:
+    for node in scope:
+        if isinstance(node, ast.Name) and node.id == _RESULT and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == _RESULT:
+            return True
+        definition = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        if definition and node.name == _RESULT:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def forgotten_result(module: ast.Module) -> str | None:
+    """Explain why a program produces no result it plainly meant to produce, or ``None``.
+
+    Called on the program as written, before the policy transforms it.
+    """
+    body = module.body
+    scope = list(_main_scope(body))
+    if _binds_result(scope) or _RESULT in _declared_global(body):
+        return None
+    if any(isinstance(node, ast.Return) for node in scope):
+        return None
+    if not all(isinstance(statement, _DEFINITIONS) for statement in body):
+        return None
+    defined = [s.name for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+    if not defined:
+        return None
+    return (
+        f"the program defines {', '.join(defined)} but never calls it and never sets "
+        f"result; end with `result = {defined[-1]}(...)`"
+    )
+
+
+def wrap_in_main(module: ast.Module, original: ast.Module) -> WrappedProgram:
+    """Put the transformed module body inside ``def __recurgent_main__()``.
+
+    Args:
+        module: The program after the sandbox policy transformed it.
+        original: The program as written, which decides hoisted globals and the inferred result.
+    """
+    scope = list(_main_scope(original.body))
+    hoisted = sorted(_declared_global(original.body))
+    infer = (
+        bool(module.body)
+        and isinstance(module.body[-1], ast.Expr)
+        and bool(original.body)
+        and isinstance(original.body[-1], ast.Expr)
+        and not _binds_result(scope)
+        and _RESULT not in hoisted
+        and not any(isinstance(node, ast.Return) for node in scope)
+    )
+    body = list(module.body)
+    if infer:
+        last = body[-1]
+        assert isinstance(last, ast.Expr)
+        assign = ast.Assign(targets=[ast.Name(_RESULT, ast.Store())], value=last.value)
+        ast.copy_location(assign, last)
+        body[-1] = assign
+    init = ast.Assign(targets=[ast.Name(_RESULT, ast.Store())], value=ast.Constant(None))
+    final = ast.Return(value=_name(_RESULT))
+    head: list[ast.stmt] = [ast.Global(names=hoisted)] if hoisted else []
+    tick = tick_statement()
+    statements: list[ast.stmt] = [*head, tick, init, *body, final]
+    function = ast.FunctionDef(
+        name=MAIN_FUNCTION,
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=statements,
+        decorator_list=[],
+        returns=None,
+    )
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        function.type_params = []  # type: ignore[attr-defined,unused-ignore]
+    for synthetic in (*head, init, final, function, tick):
+        synthetic.lineno = synthetic.end_lineno = 1
+        synthetic.col_offset = synthetic.end_col_offset = 0
+    wrapped = ast.Module(body=[function], type_ignores=[])
+    return WrappedProgram(ast.fix_missing_locations(wrapped), result_inferred=infer)

@@ -1,0 +1,372 @@
+"""Artifact records: the persisted program of one (role, method), its health and lineage (ADR 0036).
+
+The file format is the pydantic model :class:`ArtifactRecord`. :func:`apply_call` folds one
+finished call into a record (pure); :func:`reuse_verdict` says whether a record may run again
+without a provider request (pure). Reading and writing files is the store facade's job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from recurgent._store._cacheability import Cacheability, legacy_cacheable
+
+__all__ = [
+    "HISTORY_LIMIT",
+    "RUNTIME_TAG",
+    "SCORECARD_LIMIT",
+    "ArtifactRecord",
+    "CallRecord",
+    "FailedAttempt",
+    "HistoryEntry",
+    "Scorecard",
+    "apply_call",
+    "checksum",
+    "contract_fingerprint",
+    "is_degraded",
+    "record_cacheability",
+    "reuse_verdict",
+]
+
+#: Every artifact this port writes says which runtime's code it holds; the Ruby runtime uses
+#: the same default root and file names, and its code must never be run here.
+RUNTIME_TAG = "python"
+HISTORY_LIMIT = 3
+#: Per-version scorecards kept (the most recently updated); Ruby keeps them all.
+SCORECARD_LIMIT = 8
+_WINDOW = 20
+_SESSIONS = 200
+_MESSAGE_CHARS = 400
+
+ProgramSource = Literal["generated", "persisted", "repaired"]
+CallResult = Literal["ok", "domain_error", "failure"]
+_FINGERPRINT_FIELDS = ("purpose", "deliverable", "acceptance", "failure_policy")
+
+
+def checksum(code: str) -> str:
+    """``sha256:<hex>`` of the code's UTF-8 bytes."""
+    return "sha256:" + hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def contract_fingerprint(contract: Mapping[str, Any] | None) -> str:
+    """``none`` without a contract, else ``sha256:`` of its compact JSON.
+
+    Only purpose, deliverable, acceptance and failure_policy count, in that order: the
+    intent signature is left out so a tool delegated from two different requests stays the
+    same tool (ADR 0037). Encoding as Ruby's ``JSON.generate``: no spaces, raw UTF-8.
+    """
+    if not contract:
+        return "none"
+    kept = {key: contract[key] for key in _FINGERPRINT_FIELDS if contract.get(key) is not None}
+    if not kept:
+        return "none"
+    text = json.dumps(kept, separators=(",", ":"), ensure_ascii=False, default=repr)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _Model(BaseModel):
+    # Unknown keys are kept and written back: a newer or hand-edited file loses nothing.
+    model_config = ConfigDict(extra="allow", validate_assignment=False)
+
+
+class WindowEntry(_Model):
+    """One call in a scorecard's recent window."""
+
+    status: str
+    error_type: str | None = None
+    at: str
+
+
+class Scorecard(_Model):
+    """Counters of one code version (keyed by its checksum)."""
+
+    artifact_checksum: str
+    calls: int = Field(default=0, ge=0)
+    successes: int = Field(default=0, ge=0)
+    failures: int = Field(default=0, ge=0)
+    domain_errors: int = Field(default=0, ge=0)
+    contract_pass_count: int = Field(default=0, ge=0)
+    contract_fail_count: int = Field(default=0, ge=0)
+    sessions: list[str] = Field(default_factory=list)
+    short_window: list[WindowEntry] = Field(default_factory=list)
+    last_outcome_status: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class HistoryEntry(_Model):
+    """One code version in the lineage, newest first."""
+
+    id: str
+    parent_id: str | None = None
+    trigger: str
+    created_at: str
+    code_checksum: str
+    prompt_version: str | None = None
+    runtime_version: str | None = None
+    model: str | None = None
+    trigger_stage: str | None = None
+    trigger_error_class: str | None = None
+    trigger_error_message: str | None = None
+    trigger_attempt_id: int | None = None
+
+
+class ArtifactRecord(_Model):
+    """The file ``<root>/artifacts/<seg(role)>/<seg(method)>.json`` (``schema_version`` 1)."""
+
+    schema_version: int = 1
+    runtime: str = RUNTIME_TAG
+    role: str
+    method_name: str
+    code: str = ""
+    code_checksum: str | None = None
+    dependencies: list[dict[str, Any]] = Field(default_factory=list)
+    contract_fingerprint: str = "none"
+    prompt_version: str | None = None
+    runtime_version: str | None = None
+    model: str | None = None
+    cacheable: bool | None = None
+    cacheability_reason: str | None = None
+    input_sensitive: bool = False
+    last_program_source: str | None = None
+    success_count: int = Field(default=0, ge=0)
+    failure_count: int = Field(default=0, ge=0)
+    domain_error_count: int = Field(default=0, ge=0)
+    intrinsic_failure_count: int = Field(default=0, ge=0)
+    adaptive_failure_count: int = Field(default=0, ge=0)
+    extrinsic_failure_count: int = Field(default=0, ge=0)
+    recent_failure_rate: float = 0.0
+    last_failure_reason: str | None = None
+    last_failure_class: str | None = None
+    repair_count_since_regen: int = Field(default=0, ge=0)
+    created_at: str | None = None
+    last_used_at: str | None = None
+    last_repaired_at: str | None = None
+    last_duration_ms: float | None = None
+    scorecards: dict[str, Scorecard] = Field(default_factory=dict)
+    history: list[HistoryEntry] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plain object written to disk."""
+        return self.model_dump(mode="json")
+
+
+@dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """The failed attempt a call recovered from, recorded in the new history entry."""
+
+    stage: str
+    error_class: str
+    message: str
+    attempt_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One finished call that ran code, as the lifecycle reports it to the store.
+
+    Attributes:
+        role, method: The call.
+        code, dependencies: The program that ran last in the call.
+        contract_fingerprint: The agent's (see :func:`contract_fingerprint`).
+        prompt_version, runtime_version, model: What produced the code.
+        cacheability: The classification (from the artifact for a persisted run).
+        source: Where the code came from this call.
+        result: ``ok``; ``domain_error`` (a typed error the program returned on purpose: a
+            valid answer); or ``failure``.
+        error_type, failure_class, failure_message: Describe a failure.
+        repaired_class: For a repair, the class of the persisted failure it repaired.
+        trace_id: Counts distinct sessions.
+        duration_ms: The call's duration.
+        contract_passed: Deliverable check result, ``None`` when none applied.
+        failed_attempt: The failed attempt the call recovered from, if any.
+    """
+
+    role: str
+    method: str
+    code: str
+    dependencies: list[dict[str, Any]]
+    contract_fingerprint: str
+    prompt_version: str | None
+    runtime_version: str | None
+    model: str | None
+    cacheability: Cacheability
+    source: ProgramSource
+    result: CallResult
+    error_type: str | None = None
+    failure_class: str | None = None
+    failure_message: str | None = None
+    repaired_class: str | None = None
+    trace_id: str | None = None
+    duration_ms: float | None = None
+    contract_passed: bool | None = None
+    failed_attempt: FailedAttempt | None = field(default=None)
+
+
+def is_degraded(record: ArtifactRecord) -> bool:
+    """Whether the current code version has failed too often to be trusted.
+
+    Judged on the scorecard of the current checksum (at least 3 failures, a failure rate above
+    0.6 and more failures than successes), so a fresh generation starts healthy instead of
+    inheriting the failures of the code it replaced (ADR 0037).
+    """
+    card = record.scorecards.get(record.code_checksum or "")
+    if card is None:
+        return False
+    runs = card.successes + card.failures
+    rate = card.failures / runs if runs else 0.0
+    return card.failures >= 3 and rate > 0.6 and card.failures > card.successes
+
+
+def record_cacheability(record: ArtifactRecord) -> Cacheability:
+    """The classification a persisted run carries; a legacy record without a boolean gets the
+    legacy rule, so it stays reusable instead of flipping after one run (ADR 0037)."""
+    if record.cacheable is None:
+        return Cacheability(
+            legacy_cacheable(record.method_name), record.cacheability_reason or "legacy", False
+        )
+    return Cacheability(
+        record.cacheable, record.cacheability_reason or "unknown", record.input_sensitive
+    )
+
+
+def reuse_verdict(
+    record: ArtifactRecord, *, contract_fingerprint: str, runtime_version: str
+) -> str | None:
+    """``None`` when the record may run without a provider request, else the reason it may not.
+
+    Reasons, in the order checked: ``foreign_runtime``, ``no_code``, ``checksum_mismatch``,
+    ``not_cacheable``, ``runtime_version_mismatch``, ``contract_mismatch``, ``degraded``.
+    ``prompt_version`` and ``model`` are metadata only and never block reuse.
+    """
+    if record.runtime != RUNTIME_TAG:
+        return "foreign_runtime"
+    if not record.code.strip():
+        return "no_code"
+    if record.code_checksum != checksum(record.code):
+        return "checksum_mismatch"
+    if not record_cacheability(record).cacheable:
+        return "not_cacheable"
+    if record.runtime_version is not None and record.runtime_version != runtime_version:
+        return "runtime_version_mismatch"
+    if record.contract_fingerprint != contract_fingerprint:
+        return "contract_mismatch"
+    if is_degraded(record):
+        return "degraded"
+    return None
+
+
+def _update_scorecard(record: ArtifactRecord, call: CallRecord, digest: str, now: str) -> None:
+    card = record.scorecards.pop(digest, None) or Scorecard(
+        artifact_checksum=digest, created_at=now
+    )
+    card.calls += 1
+    if call.result == "failure":
+        card.failures += 1
+    else:
+        card.successes += 1
+        if call.result == "domain_error":
+            card.domain_errors += 1
+    if call.contract_passed is True:
+        card.contract_pass_count += 1
+    elif call.contract_passed is False:
+        card.contract_fail_count += 1
+    if call.trace_id and call.trace_id not in card.sessions:
+        card.sessions = [*card.sessions, call.trace_id][-_SESSIONS:]
+    status = "ok" if call.result == "ok" else "error"
+    entry = WindowEntry(status=status, error_type=call.error_type, at=now)
+    card.short_window = [*card.short_window, entry][-_WINDOW:]
+    card.last_outcome_status = status
+    card.updated_at = now
+    # Re-inserted last, so dict order is least recently used first.
+    record.scorecards[digest] = card
+    while len(record.scorecards) > SCORECARD_LIMIT:
+        del record.scorecards[next(iter(record.scorecards))]
+
+
+def _update_counters(record: ArtifactRecord, call: CallRecord) -> None:
+    if call.result == "failure":
+        record.failure_count += 1
+        klass = call.failure_class if call.failure_class in _CLASSES else "intrinsic"
+        name = f"{klass}_failure_count"
+        setattr(record, name, getattr(record, name) + 1)
+        record.last_failure_class = klass
+        record.last_failure_reason = (call.failure_message or "unknown failure")[:_MESSAGE_CHARS]
+    else:
+        record.success_count += 1
+        if call.result == "domain_error":
+            record.domain_error_count += 1
+    runs = record.success_count + record.failure_count
+    record.recent_failure_rate = round(record.failure_count / runs, 4) if runs else 0.0
+
+
+_CLASSES = ("intrinsic", "adaptive", "extrinsic")
+
+
+def _trigger(call: CallRecord, previous: str | None) -> str:
+    if call.source == "repaired":
+        klass = call.repaired_class if call.repaired_class in _CLASSES else "unknown"
+        return f"repair:{klass}_failure"
+    return "initial_forge" if previous is None else "regenerate:new_code"
+
+
+def apply_call(record: ArtifactRecord | None, call: CallRecord, *, now: str) -> ArtifactRecord:
+    """Fold one finished call into the (possibly absent) record and return the new record."""
+    new = (
+        ArtifactRecord(role=call.role, method_name=call.method)
+        if record is None
+        else record.model_copy(deep=True)
+    )
+    previous = new.code_checksum if new.code.strip() else None
+    digest = checksum(call.code)
+    new.role = call.role
+    new.runtime = RUNTIME_TAG
+    new.code = call.code
+    new.code_checksum = digest
+    new.dependencies = [dict(d) for d in call.dependencies]
+    new.contract_fingerprint = call.contract_fingerprint
+    new.prompt_version = call.prompt_version
+    new.runtime_version = call.runtime_version
+    new.model = call.model
+    new.cacheable = call.cacheability.cacheable
+    new.cacheability_reason = call.cacheability.reason
+    new.input_sensitive = call.cacheability.input_sensitive
+    new.last_program_source = call.source
+    new.created_at = new.created_at or now
+    _update_scorecard(new, call, digest, now)
+    _update_counters(new, call)
+    if call.source == "repaired":
+        new.repair_count_since_regen += 1
+        new.last_repaired_at = now
+    elif call.source == "generated":
+        # Only a fresh generation resets the budget; a plain persisted run does not (Ruby
+        # reset it on every run, so "3 repairs" meant "3 in a row without a success").
+        new.repair_count_since_regen = 0
+    if digest != previous:
+        entry = HistoryEntry(
+            id="gen-" + secrets.token_hex(6),
+            parent_id=new.history[0].id if new.history else None,
+            trigger=_trigger(call, previous),
+            created_at=now,
+            code_checksum=digest,
+            prompt_version=call.prompt_version,
+            runtime_version=call.runtime_version,
+            model=call.model,
+        )
+        if call.failed_attempt is not None:
+            entry.trigger_stage = call.failed_attempt.stage
+            entry.trigger_error_class = call.failed_attempt.error_class
+            entry.trigger_error_message = call.failed_attempt.message[:_MESSAGE_CHARS]
+            entry.trigger_attempt_id = call.failed_attempt.attempt_id
+        new.history = [entry, *new.history][:HISTORY_LIMIT]
+    new.last_used_at = now
+    if call.duration_ms is not None:
+        new.last_duration_ms = round(call.duration_ms, 1)
+    return new

@@ -1,0 +1,113 @@
+"""What may be reused: classifying a generated program as cacheable or not, and why (ADR 0037).
+
+Runs when code comes from the provider (a fresh generation or a repair); a persisted run keeps
+the artifact's classification. The first rule that matches wins:
+
+1. ``ask``, ``chat``, ``discuss`` and ``host`` (any case) answer open requests: never reused
+   (``dynamic_dispatch_method``).
+2. The call had inputs, the code never names ``args``/``kwargs`` and an input appears verbatim in
+   it: the program answers only this input (``input_baked_code``).
+3. The call had inputs, the code never names ``args``/``kwargs`` and it works on memory: the
+   program ignores its inputs (``arg_ignored_code``).
+4. The agent has a delegation contract: reusable (``delegated_contract_tool``).
+5. Otherwise reusable (``stable_method_default``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from recurgent.outcome import Outcome
+
+__all__ = [
+    "DYNAMIC_DISPATCH_METHODS",
+    "Cacheability",
+    "classify",
+    "input_literals",
+    "legacy_cacheable",
+]
+
+DYNAMIC_DISPATCH_METHODS = frozenset({"ask", "chat", "discuss", "host"})
+
+_NAMES_INPUTS = re.compile(r"\b(?:args|kwargs)\b")
+_USES_MEMORY = re.compile(r"\b(?:context|memory)\s*(?:\[|\.get\s*\(|\.setdefault\s*\()")
+_MAX_LITERALS = 256
+_MAX_DEPTH = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Cacheability:
+    """Whether a program may run again for a later call, and why.
+
+    Attributes:
+        cacheable: It may be reused.
+        reason: The rule that decided (see the module docstring).
+        input_sensitive: The program depends on this call's inputs in a way reuse would get
+            wrong.
+    """
+
+    cacheable: bool
+    reason: str
+    input_sensitive: bool
+
+
+def _walk(value: Any, depth: int) -> Iterator[str]:
+    if depth > _MAX_DEPTH or value is None:
+        return
+    if isinstance(value, Outcome):
+        yield from _walk(value.value, depth + 1)
+    elif isinstance(value, str):
+        yield value.strip()
+    elif isinstance(value, bool | int | float):
+        yield str(value)
+    elif isinstance(value, Mapping):
+        for child in list(value.values()):
+            yield from _walk(child, depth + 1)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for child in list(value):
+            yield from _walk(child, depth + 1)
+
+
+def input_literals(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
+    """The call's inputs as the text they would have if written into code.
+
+    Strings are stripped; numbers and bools use ``str()``; lists, tuples, sets and mapping
+    values are walked; Outcomes are unwrapped; keyword names and empty results are ignored.
+    """
+    found: list[str] = []
+    for text in _walk([*args, *kwargs.values()], 0):
+        if text and text not in found:
+            found.append(text)
+            if len(found) >= _MAX_LITERALS:
+                break
+    return found
+
+
+def classify(
+    method: str,
+    code: str,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    *,
+    contracted: bool,
+) -> Cacheability:
+    """Classify the program ``code`` generated for ``method(*args, **kwargs)``."""
+    if method.lower() in DYNAMIC_DISPATCH_METHODS:
+        return Cacheability(False, "dynamic_dispatch_method", True)
+    if (args or kwargs) and not _NAMES_INPUTS.search(code):
+        if any(literal in code for literal in input_literals(args, kwargs)):
+            return Cacheability(False, "input_baked_code", True)
+        if _USES_MEMORY.search(code):
+            return Cacheability(False, "arg_ignored_code", True)
+    if contracted:
+        return Cacheability(True, "delegated_contract_tool", False)
+    return Cacheability(True, "stable_method_default", False)
+
+
+def legacy_cacheable(method: str) -> bool:
+    """Cacheability of an artifact written without a boolean ``cacheable``: every method but the
+    dynamic dispatch ones."""
+    return method.lower() not in DYNAMIC_DISPATCH_METHODS

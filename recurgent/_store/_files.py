@@ -1,0 +1,290 @@
+"""Store file mechanics: atomic private writes, file locks, quarantine and the schema guard (ADR 0036).
+
+Every store file is one JSON object written whole: a temp file in the same directory, fsync,
+then ``os.replace``, so a reader sees the old file or the new one, never a torn one. Updates
+that read, change and write a file hold ``<file>.lock`` (``filelock``) so concurrent processes
+never lose each other's writes. This is the only module that imports ``filelock``; its
+``Timeout`` leaves here as the builtin ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import filelock
+
+__all__ = [
+    "LOCK_TIMEOUT_SECONDS",
+    "SCHEMA_VERSION",
+    "LoadState",
+    "Loaded",
+    "Updated",
+    "encode_json",
+    "ensure_private_dir",
+    "locked",
+    "quarantine",
+    "read_json",
+    "supported_schema",
+    "update_json",
+    "write_json",
+]
+
+#: The one schema version this port reads and writes (registry and artifacts).
+SCHEMA_VERSION = 1
+#: How long an update waits for other processes holding the same file. Each write costs two
+#: fsyncs (a few ms each), so even dozens of writers queued on one file get through well
+#: within it; only a stuck holder makes an update give up.
+LOCK_TIMEOUT_SECONDS = 30.0
+# filelock polls; a short interval keeps waiters from starving behind a busy writer.
+_LOCK_POLL_SECONDS = 0.005
+
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
+
+LoadState = Literal["missing", "ok", "corrupt", "unsupported", "unreadable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What reading a store file found.
+
+    Attributes:
+        state: ``missing``; ``ok`` (``data`` holds the object); ``corrupt`` (not a JSON
+            object: moved aside to ``quarantined_to`` when quarantine was asked for);
+            ``unsupported`` (another ``schema_version``: left untouched); ``unreadable``
+            (an OS error, e.g. permissions).
+        data: The JSON object when ``state`` is ``ok``.
+        detail: Why it is not ``ok``, for messages.
+        quarantined_to: Where a corrupt file was moved, when it was.
+        raw: The bytes read, when the file could be read.
+    """
+
+    state: LoadState
+    data: dict[str, Any] | None = None
+    detail: str | None = None
+    quarantined_to: Path | None = None
+    raw: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Updated:
+    """What :func:`update_json` did.
+
+    Attributes:
+        written: The new object was written.
+        data: The object written (or, when not written, the object as found, if any).
+        skipped: Why nothing was written (``unsupported_schema``, ``unreadable``, ``no_change``).
+        quarantined_to: A corrupt file found on the way was moved here.
+    """
+
+    written: bool
+    data: dict[str, Any] | None = None
+    skipped: str | None = None
+    quarantined_to: Path | None = None
+
+
+def supported_schema(data: dict[str, Any]) -> bool:
+    """Whether this port understands the object's ``schema_version`` (missing counts as 1)."""
+    version = data.get("schema_version")
+    if version is None:
+        return True
+    return not isinstance(version, bool) and isinstance(version, int) and version == SCHEMA_VERSION
+
+
+def _repair_text(text: str) -> str:
+    # Lone surrogates (from undecodable input) cannot be UTF-8 encoded; they become U+FFFD,
+    # as the Ruby store turns invalid bytes into U+FFFD before writing.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def encode_json(payload: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON (no spaces, keys in insertion order, non-ASCII kept as is)."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _repair_text(text).encode("utf-8")
+
+
+def ensure_private_dir(directory: Path, root: Path) -> None:
+    """Create ``directory`` (under ``root``) with every missing level at mode 0700.
+
+    Directories that already exist keep their mode: a root the user made is theirs.
+    """
+    if not root.exists():
+        root.parent.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+    levels = [directory, *directory.parents]
+    chain = [root, *reversed([p for p in levels if root in p.parents])]
+    for level in chain:
+        try:
+            os.mkdir(level, _DIR_MODE)
+        except FileExistsError:
+            continue
+        # mkdir's mode is filtered by the umask; set it exactly.
+        os.chmod(level, _DIR_MODE)
+
+
+def write_json(path: Path, payload: dict[str, Any], *, root: Path) -> None:
+    """Write ``payload`` to ``path`` atomically, as a 0600 file.
+
+    Raises:
+        OSError: the directory cannot be created or the file cannot be written; the previous
+            file is then unchanged and no temp file is left behind.
+    """
+    data = encode_json(payload)
+    ensure_private_dir(path.parent, root)
+    temp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, _FILE_MODE)
+        os.replace(temp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # The rename is durable only once the directory entry is; not every platform allows it.
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, root: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+    """Hold ``<path>.lock`` for a read-modify-write of ``path``.
+
+    Raises:
+        TimeoutError: another holder kept the lock for ``timeout`` seconds.
+    """
+    ensure_private_dir(path.parent, root)
+    lock = filelock.FileLock(f"{path}.lock", timeout=timeout, mode=_FILE_MODE)
+    try:
+        lock.acquire(poll_interval=_LOCK_POLL_SECONDS)
+    except filelock.Timeout as error:
+        raise TimeoutError(f"store file {path} stayed locked for {timeout:g}s") from error
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _stamp(now: datetime.datetime | None) -> str:
+    moment = (now or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
+    return moment.strftime("%Y%m%dT%H%M%S")
+
+
+def quarantine(
+    path: Path, *, expected: bytes | None = None, now: datetime.datetime | None = None
+) -> Path | None:
+    """Move a damaged file to ``<path>.corrupt-<UTC YYYYMMDDTHHMMSS>`` and return the new path.
+
+    A second quarantine in the same second gets ``-2``, ``-3``, ... instead of overwriting the
+    first. With ``expected``, the file is moved only if it still holds exactly those bytes
+    (another process may have replaced it with a good file meanwhile). Returns ``None`` when
+    nothing was moved.
+    """
+    if expected is not None:
+        try:
+            if path.read_bytes() != expected:
+                return None
+        except OSError:
+            return None
+    base = f"{path}.corrupt-{_stamp(now)}"
+    for attempt in range(1, 1000):
+        target = Path(base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            # link() refuses an existing target, which rename() would silently replace.
+            os.link(path, target)
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            return None
+        except OSError:
+            if target.exists():
+                continue
+            os.replace(path, target)
+            return target
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return target
+    return None
+
+
+def read_json(
+    path: Path, *, quarantine_corrupt: bool = True, now: datetime.datetime | None = None
+) -> Loaded:
+    """Read a store file; never raises.
+
+    A file that is not a JSON object is corrupt and, with ``quarantine_corrupt``, moved aside
+    (the caller then behaves as if it were absent). A ``schema_version`` other than 1 is
+    ``unsupported`` and left untouched.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Loaded("missing")
+    except OSError as error:
+        return Loaded("unreadable", detail=f"{type(error).__name__}: {error}")
+    detail: str | None = None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        detail = f"invalid JSON: {error}"
+    else:
+        if not isinstance(data, dict):
+            detail = f"top level is {type(data).__name__}"
+    if detail is not None:
+        moved = quarantine(path, expected=raw, now=now) if quarantine_corrupt else None
+        return Loaded("corrupt", detail=detail, quarantined_to=moved, raw=raw)
+    if not supported_schema(data):
+        return Loaded(
+            "unsupported",
+            detail=f"schema_version {data.get('schema_version')!r} is not 1",
+            raw=raw,
+        )
+    return Loaded("ok", data=data, raw=raw)
+
+
+def update_json(
+    path: Path,
+    change: Callable[[Loaded], dict[str, Any] | None],
+    *,
+    root: Path,
+    now: datetime.datetime | None = None,
+) -> Updated:
+    """Read, change and write ``path`` under its lock (merge-on-write).
+
+    ``change`` gets what was read (``data`` is ``None`` when the file is missing or was
+    quarantined as corrupt) and returns the object to write, or ``None`` to write nothing. An unsupported schema version
+    or an unreadable file is never overwritten.
+
+    Raises:
+        OSError: locking or writing failed (``TimeoutError`` for a lock held too long).
+    """
+    with locked(path, root=root):
+        loaded = read_json(path, now=now)
+        if loaded.state in ("unsupported", "unreadable"):
+            return Updated(False, skipped=f"{loaded.state}: {loaded.detail}")
+        new = change(loaded)
+        if new is None:
+            return Updated(False, data=loaded.data, skipped="no_change")
+        write_json(path, new, root=root)
+        return Updated(True, data=new, quarantined_to=loaded.quarantined_to)

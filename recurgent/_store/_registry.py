@@ -1,0 +1,207 @@
+"""``<root>/registry.json``: the delegated tools every agent of the user knows (ADR 0036).
+
+The file is ``{"schema_version": 1, "tools": {name: entry}, ...}``. Every change is a
+merge-on-write under the file's lock, so concurrent processes never lose a registration or a
+usage count, and top-level keys this port does not know (``archived_tools``) are written back
+as found. The merge functions are pure; the file functions return what they did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from recurgent._store._files import (
+    SCHEMA_VERSION,
+    Loaded,
+    Updated,
+    quarantine,
+    read_json,
+    update_json,
+)
+from recurgent._store._paths import registry_path
+
+__all__ = [
+    "INTENT_SIGNATURES_KEPT",
+    "load_tools",
+    "merge_known_tools",
+    "merge_registration",
+    "merge_usage",
+    "register",
+    "remove_tools",
+    "touch",
+]
+
+INTENT_SIGNATURES_KEPT = 6
+_CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
+_UNAVAILABLE = "purpose unavailable"
+
+
+def _count(entry: Mapping[str, Any], key: str) -> int:
+    value = entry.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return max(value, 0)
+
+
+def _union(first: Any, second: Any) -> list[Any]:
+    merged: list[Any] = []
+    for source in (first, second):
+        if isinstance(source, list):
+            merged.extend(item for item in source if item not in merged)
+    return merged
+
+
+def merge_registration(
+    entry: Mapping[str, Any] | None, contract: Mapping[str, Any] | None, *, now: str
+) -> dict[str, Any]:
+    """The entry after (re-)registering a tool with ``contract`` (persistence.md 3.2).
+
+    A registration without a purpose keeps the recorded one (Ruby overwrote it with
+    ``purpose unavailable``). Contract summary fields present in ``contract`` win; methods,
+    aliases, counts and ``created_at`` are kept; intent signatures are a union, last six.
+    Registering is not using: ``usage_count`` does not change, ``registration_count`` does.
+    """
+    merged: dict[str, Any] = dict(entry or {})
+    contract = contract or {}
+    purpose = contract.get("purpose")
+    if isinstance(purpose, str) and purpose.strip():
+        merged["purpose"] = purpose
+    elif not merged.get("purpose"):
+        merged["purpose"] = _UNAVAILABLE
+    for key in _CONTRACT_SUMMARY_FIELDS:
+        if contract.get(key) is not None:
+            merged[key] = contract[key]
+    merged["methods"] = _union(merged.get("methods"), [])
+    merged["aliases"] = _union(merged.get("aliases"), [])
+    signature = contract.get("intent_signature")
+    signatures = [s for s in _union(merged.get("intent_signatures"), []) if isinstance(s, str)]
+    if isinstance(signature, str) and signature.strip():
+        signature = signature.strip()
+        signatures = [*(s for s in signatures if s != signature), signature]
+    if signatures:
+        merged["intent_signatures"] = signatures[-INTENT_SIGNATURES_KEPT:]
+        merged["intent_signature"] = merged["intent_signatures"][-1]
+    merged.setdefault("created_at", now)
+    merged["last_used_at"] = now
+    merged["registration_count"] = _count(merged, "registration_count") + 1
+    for key in ("usage_count", "success_count", "failure_count"):
+        merged[key] = _count(merged, key)
+    return merged
+
+
+def merge_known_tools(
+    persisted: Mapping[str, Mapping[str, Any]], memory: Mapping[str, Any] | None
+) -> dict[str, dict[str, Any]]:
+    """The registry an agent works with: the persisted tools merged with those in memory.
+
+    Per tool, scalars from memory win (this process's view is newer); ``methods``, ``aliases``
+    and ``intent_signatures`` are unions, persisted first; ``intent_signature`` is the last of
+    the union. Tools only in memory or only on disk are kept as they are. Non-mapping entries in
+    memory are kept untouched (the registry integrity check reports them).
+    """
+    merged: dict[str, Any] = {name: dict(entry) for name, entry in persisted.items()}
+    for name, entry in (memory or {}).items():
+        stored = merged.get(name)
+        if not isinstance(entry, Mapping) or not isinstance(stored, dict):
+            merged[name] = dict(entry) if isinstance(entry, Mapping) else entry
+            continue
+        combined = {**stored, **entry}
+        for key in ("methods", "aliases", "intent_signatures"):
+            if key in stored or key in entry:
+                combined[key] = _union(stored.get(key), entry.get(key))
+        signatures = combined.get("intent_signatures")
+        if isinstance(signatures, list) and signatures:
+            combined["intent_signatures"] = signatures[-INTENT_SIGNATURES_KEPT:]
+            combined["intent_signature"] = combined["intent_signatures"][-1]
+        merged[name] = combined
+    return merged
+
+
+def merge_usage(entry: Mapping[str, Any], method: str, ok: bool, *, now: str) -> dict[str, Any]:
+    """The entry after one call the tool served: counts +1, and the method recorded when it
+    answered (a failed call does not advertise a method)."""
+    merged = dict(entry)
+    merged["usage_count"] = _count(merged, "usage_count") + 1
+    counter = "success_count" if ok else "failure_count"
+    merged[counter] = _count(merged, counter) + 1
+    merged["methods"] = _union(merged.get("methods"), [method] if ok else [])
+    merged["last_used_at"] = now
+    return merged
+
+
+def _tools_of(loaded: Loaded, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(whole object, tools) to change."""
+    data = dict(loaded.data or {})
+    tools = data.get("tools", {})
+    if not isinstance(tools, dict):
+        # A registry whose tools are not a mapping is damaged: keep a copy, start over.
+        quarantine(path, expected=loaded.raw)
+        data, tools = {}, {}
+    return data, dict(tools)
+
+
+def _update(root: Path, edit: Callable[[dict[str, Any]], bool]) -> Updated:
+    path = registry_path(root)
+
+    def change(loaded: Loaded) -> dict[str, Any] | None:
+        data, tools = _tools_of(loaded, path)
+        if not edit(tools):
+            return None
+        # schema_version and tools first, other keys after, in their order.
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tools": tools,
+            **{k: v for k, v in data.items() if k not in ("schema_version", "tools")},
+        }
+
+    return update_json(path, change, root=root)
+
+
+def load_tools(root: Path) -> tuple[dict[str, dict[str, Any]], Loaded]:
+    """Every registered tool (entries that are not objects are skipped) and what was read.
+
+    A corrupt file is quarantined; an unsupported schema version reads as no tools.
+    """
+    loaded = read_json(registry_path(root))
+    tools = (loaded.data or {}).get("tools") if loaded.state == "ok" else None
+    if not isinstance(tools, dict):
+        return {}, loaded
+    return {str(k): dict(v) for k, v in tools.items() if isinstance(v, dict)}, loaded
+
+
+def register(root: Path, name: str, contract: Mapping[str, Any] | None, *, now: str) -> Updated:
+    """Record (or refresh) a delegated tool."""
+
+    def edit(tools: dict[str, Any]) -> bool:
+        current = tools.get(name)
+        tools[name] = merge_registration(
+            current if isinstance(current, dict) else None, contract, now=now
+        )
+        return True
+
+    return _update(root, edit)
+
+
+def touch(root: Path, name: str, method: str, ok: bool, *, now: str) -> Updated:
+    """Count one call served by a registered tool; writes nothing for an unregistered name."""
+
+    def edit(tools: dict[str, Any]) -> bool:
+        current = tools.get(name)
+        if not isinstance(current, dict):
+            return False
+        tools[name] = merge_usage(current, method, ok, now=now)
+        return True
+
+    return _update(root, edit)
+
+
+def remove_tools(root: Path, names: list[str]) -> Updated:
+    """Drop the named tools from the registry (other keys and tools are kept)."""
+
+    def edit(tools: dict[str, Any]) -> bool:
+        removed = [name for name in names if tools.pop(name, None) is not None]
+        return bool(removed)
+
+    return _update(root, edit)

@@ -1,0 +1,93 @@
+"""The main-function wrapper: hoisted globals, the inferred result, the forgotten-result refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from recurgent._sandbox import compile_program
+from recurgent.errors import InvalidCodeError
+from specs.sandbox.support import value_of
+
+
+class TestGlobalsInHelpers:
+    """``global`` in a helper reaches the program's top-level name, as in a module."""
+
+    def test_helper_increments_a_top_level_counter(self) -> None:
+        """Two calls of a helper declaring ``global counter`` leave it at 2."""
+        source = (
+            "counter = 0\n"
+            "def bump():\n"
+            "    global counter\n"
+            "    counter += 1\n"
+            "bump()\nbump()\n"
+            "result = counter"
+        )
+        assert value_of(source) == 2
+
+    def test_nested_helper_declares_global(self) -> None:
+        """A function inside a function may also declare the top-level name global."""
+        source = (
+            "total = []\n"
+            "def outer():\n"
+            "    def inner(x):\n"
+            "        global total\n"
+            "        total = total + [x]\n"
+            "    inner(1)\n"
+            "    inner(2)\n"
+            "outer()\n"
+            "result = total"
+        )
+        assert value_of(source) == [1, 2]
+
+    def test_global_result_in_a_helper_sets_the_result(self) -> None:
+        """A helper may assign the program's result through ``global result``."""
+        source = "def finish():\n    global result\n    result = 'done'\nfinish()"
+        assert value_of(source) == "done"
+
+
+class TestInferredResult:
+    """A program without ``result`` or ``return`` ending in an expression returns its value."""
+
+    def test_last_call_is_the_result(self) -> None:
+        """``def main(): return 42`` then ``main()`` gives 42 and marks the result inferred."""
+        source = "def main():\n    return 42\nmain()"
+        assert value_of(source) == 42
+        assert compile_program(source).result_inferred is True
+
+    def test_last_expression_is_the_result(self) -> None:
+        """A trailing arithmetic expression is the result."""
+        assert value_of("x = 3\nx * 2") == 6
+
+    def test_assigned_result_wins_over_a_trailing_expression(self) -> None:
+        """When the program assigns result, a trailing expression does not replace it."""
+        assert value_of("result = 7\n8") == 7
+        assert compile_program("result = 7\n8").result_inferred is False
+
+    def test_a_return_anywhere_disables_inference(self) -> None:
+        """A top-level return inside a branch keeps the old rule: the trailing value is unused."""
+        source = "if len(args) > 5:\n    return 'many'\n'few'"
+        assert value_of(source) is None
+        assert compile_program(source).result_inferred is False
+
+    def test_memory_only_program_is_an_ok_none(self) -> None:
+        """A program that only writes memory meant no value: ok None, nothing inferred."""
+        assert value_of("context['x'] = 5") is None
+        assert compile_program("context['x'] = 5").result_inferred is False
+
+
+class TestForgottenResult:
+    """A program made only of definitions that it never calls is refused with a concrete fix."""
+
+    def test_uncalled_main_is_invalid_code(self) -> None:
+        """The message names the function and tells the model how to produce the result."""
+        with pytest.raises(InvalidCodeError) as raised:
+            compile_program("import math\ndef main():\n    return math.pi")
+        assert raised.value.message == (
+            "Generated code produces no result: the program defines main but never calls it "
+            "and never sets result; end with `result = main(...)`"
+        )
+
+    def test_definitions_with_a_runtime_statement_are_not_refused(self) -> None:
+        """Any statement besides definitions means the program may have meant to return None."""
+        source = "def helper():\n    return 1\nx = 2"
+        assert compile_program(source).result_inferred is False

@@ -1,0 +1,41 @@
+"""Helpers shared by the store specs: a frozen clock and call records."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from recurgent._store import CallRecord
+from recurgent._store._cacheability import Cacheability
+
+FROZEN = datetime.datetime(2026, 12, 1, 12, 0, 0, 123000, tzinfo=datetime.UTC)
+"""The instant every frozen store clock returns."""
+
+STABLE = Cacheability(True, "stable_method_default", False)
+"""The classification of an ordinary reusable program."""
+
+
+def frozen() -> datetime.datetime:
+    """A store clock stuck at :data:`FROZEN`."""
+    return FROZEN
+
+
+def call(code: str = "return 42", **overrides: Any) -> CallRecord:
+    """A finished ``calculator.answer`` call that generated ``code`` and answered ok."""
+    fields: dict[str, Any] = {
+        "role": "calculator",
+        "method": "answer",
+        "code": code,
+        "dependencies": [],
+        "contract_fingerprint": "none",
+        "prompt_version": "p1",
+        "runtime_version": "0.1.0",
+        "model": "m1",
+        "cacheability": STABLE,
+        "source": "generated",
+        "result": "ok",
+        "trace_id": "trace-1",
+        "duration_ms": 12.34,
+    }
+    fields.update(overrides)
+    return CallRecord(**fields)
