@@ -17,7 +17,6 @@ import datetime
 import decimal
 import fractions
 import functools
-import html.parser
 import io
 import re
 import types
@@ -27,12 +26,19 @@ from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from recurgent._sandbox._made import (
+    GENERATED_FILENAME,
+    SandboxType,
+    is_namedtuple_class,
+    is_sandbox_made,
+)
 from recurgent._sandbox._modules import ModuleFacade
 from recurgent._sandbox._policy import (
     ALLOWED_DUNDER_METHODS,
     NAMEDTUPLE_ATTRIBUTES,
     READABLE_DUNDER_ATTRIBUTES,
 )
+from recurgent._sandbox._reflection import SealedCallable
 from recurgent._sandbox._sizes import SIZED_DUNDERS, SafeFormatter, sized_dunder, special_methods
 from recurgent.outcome import Outcome
 
@@ -41,6 +47,7 @@ __all__ = [
     "MUTABLE_TYPES",
     "NOT_HANDLED",
     "OPEN_TYPES",
+    "SEALED_TYPE_OF",
     "AttributePolicy",
     "SandboxType",
     "SealedType",
@@ -48,8 +55,6 @@ __all__ = [
     "is_sandbox_made",
     "type_of",
 ]
-
-GENERATED_FILENAME = "<generated>"
 
 _ITERABLE_SAMPLES: tuple[object, ...] = (
     [],
@@ -127,14 +132,11 @@ MUTABLE_TYPES: frozenset[type] = frozenset(
     }
 )
 
-_ALLOWED_BASES = frozenset(
-    {object, dict, list, set, str, int, float, tuple, html.parser.HTMLParser}
-)
-
 # Modules (and their C accelerators) whose classes' instances expose public attributes.
+# Never "builtins": module objects, functions, code objects, frames and cells all claim it;
+# the few builtin types that are trusted are listed by type below.
 _TRUSTED_TYPE_MODULES = frozenset(
     {
-        "builtins",
         "collections",
         "datetime",
         "decimal",
@@ -164,6 +166,9 @@ _TRUSTED_TYPE_MODULES = frozenset(
         "numbers",
     }
 )
+# Builtin types (``__module__ == "builtins"``) whose instances expose their public attributes;
+# builtin exceptions are trusted by a separate test.
+_TRUSTED_BUILTIN_TYPES = frozenset({property, classmethod, staticmethod, memoryview})
 _DENIED_BY_TYPE: dict[type, frozenset[str]] = {
     ElementTree.ElementTree: frozenset({"write", "parse", "write_c14n"}),
     # A partial the host stored in memory may wrap anything; calling it is its purpose,
@@ -173,46 +178,6 @@ _DENIED_BY_TYPE: dict[type, frozenset[str]] = {
 # Exceptions raised by host code may point at host objects (AttributeError.obj is the object
 # whose attribute was missing: a real module, when a facade looked it up).
 _DENIED_EXCEPTION_ATTRIBUTES = frozenset({"obj"})
-
-
-class SandboxType(type):
-    """Metaclass of every class generated code defines (RestrictedPython's ``__metaclass__``)."""
-
-    def __new__(
-        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
-    ) -> SandboxType:
-        for base in bases:
-            allowed = (
-                isinstance(base, SandboxType)
-                or base in _ALLOWED_BASES
-                or is_namedtuple_class(base)
-                or (issubclass(base, BaseException) and base.__module__ == "builtins")
-            )
-            if not allowed:
-                raise TypeError(
-                    f"class {name} may not derive from {base.__name__}; generated classes may "
-                    "derive from object, builtin containers, builtin exceptions, namedtuples "
-                    "or classes defined by the same code"
-                )
-        return super().__new__(mcls, name, bases, namespace, **kwargs)
-
-
-def is_sandbox_made(value: object) -> bool:
-    """True for classes, instances, functions and generators generated code created."""
-    if isinstance(value, SandboxType) or isinstance(type(value), SandboxType):
-        return True
-    code = getattr(value, "__code__", None) or getattr(value, "gi_code", None)
-    return isinstance(code, types.CodeType) and code.co_filename == GENERATED_FILENAME
-
-
-def is_namedtuple_class(value: object) -> bool:
-    """True for a class ``collections.namedtuple`` made."""
-    return (
-        isinstance(value, type)
-        and issubclass(value, tuple)
-        and isinstance(getattr(value, "_fields", None), tuple)
-        and callable(getattr(value, "_make", None))
-    )
 
 
 class SealedType:
@@ -247,7 +212,7 @@ def _exposable_class(cls: type) -> bool:
         return True
     if hasattr(cls, "_sandbox_public_"):
         return True
-    return cls.__module__ in _TRUSTED_TYPE_MODULES and cls.__module__ != "builtins"
+    return cls.__module__ in _TRUSTED_TYPE_MODULES
 
 
 def type_of(obj: Any) -> Any:
@@ -258,13 +223,23 @@ def type_of(obj: Any) -> Any:
     """
     cls = type(obj)
     if issubclass(cls, type):
-        return type_of
+        return SEALED_TYPE_OF
     if cls is object or _exposable_class(cls):
         return cls
     return SealedType(cls)
 
 
 type_of.__name__ = type_of.__qualname__ = "type"
+
+#: ``type`` as generated code holds it (also what ``type(SomeClass)`` returns).
+SEALED_TYPE_OF = SealedCallable(type_of, "type")
+
+
+def _trusted_class(cls: type) -> bool:
+    """Whether instances of ``cls`` (a host class) expose their public attributes."""
+    if cls.__module__ == "builtins":
+        return cls in _TRUSTED_BUILTIN_TYPES or issubclass(cls, BaseException)
+    return cls.__module__ in _TRUSTED_TYPE_MODULES
 
 
 def _unshared(value: Any) -> Any:
@@ -345,7 +320,7 @@ class AttributePolicy:
     def _private(self, obj: Any, name: str) -> Any:
         """The few underscore names generated code may read: see ``_policy``."""
         if name in READABLE_DUNDER_ATTRIBUTES and isinstance(
-            obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType
+            obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType | SealedCallable
         ):
             return getattr(obj, name)
         if name in NAMEDTUPLE_ATTRIBUTES and (
@@ -374,7 +349,7 @@ class AttributePolicy:
             )
         if isinstance(cls, SandboxType) or is_namedtuple_class(cls):
             return getattr(cls, name)
-        trusted = cls in OPEN_TYPES or cls.__module__ in _TRUSTED_TYPE_MODULES
+        trusted = cls in OPEN_TYPES or _trusted_class(cls)
         if not trusted:
             public: frozenset[str] = getattr(cls, "_sandbox_public_", frozenset())
             if name not in public:
@@ -396,7 +371,7 @@ class AttributePolicy:
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in _DENIED_BY_TYPE.get(kind, frozenset()):
             raise AttributeError(f"{kind.__name__}.{name} is not available in the sandbox")
-        if kind.__module__ not in _TRUSTED_TYPE_MODULES:
+        if not _trusted_class(kind):
             public: frozenset[str] = getattr(kind, "_sandbox_public_", frozenset())
             return name in public
         return True
