@@ -226,10 +226,16 @@ def type_of(obj: Any) -> Any:
         return SEALED_TYPE_OF
     if cls is object or _exposable_class(cls):
         return cls
+    if cls is SealedCallable:
+        return _SEALED_FUNCTION_TYPE
     return SealedType(cls)
 
 
 type_of.__name__ = type_of.__qualname__ = "type"
+
+# What type() says of a runtime callable: a function, as it would of the original.
+_SEALED_FUNCTION_TYPE = SealedType(SealedCallable)
+_SEALED_FUNCTION_TYPE.__name__ = _SEALED_FUNCTION_TYPE.__qualname__ = "function"
 
 #: ``type`` as generated code holds it (also what ``type(SomeClass)`` returns).
 SEALED_TYPE_OF = SealedCallable(type_of, "type")
@@ -240,6 +246,11 @@ def _trusted_class(cls: type) -> bool:
     if cls.__module__ == "builtins":
         return cls in _TRUSTED_BUILTIN_TYPES or issubclass(cls, BaseException)
     return cls.__module__ in _TRUSTED_TYPE_MODULES
+
+
+def _call_bound(binder: Callable[[Any], Any], obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``Class.method(obj, ...)`` for a checked method: bind to ``obj``, then call."""
+    return binder(obj)(*args, **kwargs)
 
 
 def _unshared(value: Any) -> Any:
@@ -284,7 +295,8 @@ class AttributePolicy:
             raise AttributeError(f"{name!r} is not accessible in the sandbox")
         special = self._special.get(name)
         if special is not None and isinstance(obj, special[0]):
-            return special[1](obj)
+            # Sealed: the checked method closes over the formatter, the policy and the tick.
+            return SealedCallable(special[1](obj), name)
         kind = type(obj)
         if kind in OPEN_TYPES or isinstance(kind, SandboxType):
             return getattr(obj, name)
@@ -362,8 +374,7 @@ class AttributePolicy:
             )
         special = self._special.get(name)
         if special is not None and issubclass(cls, special[0]):
-            binder = special[1]
-            return lambda obj, *args, **kwargs: binder(obj)(*args, **kwargs)
+            return SealedCallable(functools.partial(_call_bound, special[1]), name)
         if name in _DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
         return _unshared(getattr(cls, name))

@@ -75,8 +75,22 @@ def _own_target(wrapper: Any, what: str) -> None:
         raise TypeError(f"{what} can only update functions or objects your code defined")
 
 
+# Objects whose text attributes are read natively: nothing with a custom __getattr__ (a host
+# object stored in memory might do work when asked for a missing name).
+_NAMED_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    type,
+    SealedCallable,
+    functools.partial,
+)
+
+
 def _update_wrapper(wrapper: Any, wrapped: Any) -> Any:
     _own_target(wrapper, "functools.wraps()")
+    if not (isinstance(wrapped, _NAMED_TYPES) or is_sandbox_made(wrapped)):
+        return wrapper
     for name in _TEXT_ATTRIBUTES:
         try:
             value = getattr(wrapped, name, _MISSING)

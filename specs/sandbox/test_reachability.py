@@ -29,7 +29,12 @@ every such name, so generated code cannot name them and they are not roots.
 from __future__ import annotations
 
 import builtins
+import collections
+import datetime
+import decimal
+import fractions
 import gc
+import re
 import sysconfig
 import types
 from collections.abc import Iterator
@@ -119,12 +124,36 @@ def _roots(sandbox: ExecutionSandbox) -> dict[str, Any]:
     return roots
 
 
+def _attribute_roots(sandbox: ExecutionSandbox) -> dict[str, Any]:
+    """What reading each public attribute of plain values and their classes hands the program."""
+    read = sandbox._namespace["_getattr_"]
+    samples: list[Any] = ["s", b"b", bytearray(b"b"), 7, 1.5, [1], (1,), {1: 2}, {1}]
+    samples += [frozenset({1}), re.compile("a"), re.match("a", "a"), collections.Counter("ab")]
+    samples += [decimal.Decimal(1), fractions.Fraction(1, 3), datetime.date(2026, 1, 1)]
+    roots = {}
+    for sample in samples:
+        for owner in (sample, type(sample)):
+            for name in dir(owner):
+                if name.startswith("_"):
+                    continue
+                try:
+                    roots[f"{type(sample).__name__}.{name}"] = read(owner, name)
+                except AttributeError:
+                    continue
+    return roots
+
+
 class TestReachability:
     """No object generated code can hold leads to a module or a runtime object."""
 
     def test_namespace_builtins_and_served_names_reach_no_runtime_object(self) -> None:
         """The walk from every root of a fresh attempt finds no forbidden object."""
         assert _walk(_roots(_fresh_sandbox())) == []
+
+    def test_attributes_of_plain_values_reach_no_runtime_object(self) -> None:
+        """Checked methods (``str.format``, ``list.__mul__``...) read through the guard are sealed."""
+        roots = _attribute_roots(_fresh_sandbox())
+        assert (len(roots) > 300, _walk(roots)) == (True, [])
 
     def test_every_allowed_module_is_a_root(self) -> None:
         """The audit covers the facade of every allowed module."""

@@ -13,11 +13,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
-from recurgent._sandbox import SandboxLimits
+from recurgent._sandbox import ExecutionSandbox, SandboxLimits
 
 from .support import FakeClock, Host, error_of, execute, value_of
 from .test_escapes import _host_fingerprint
@@ -324,3 +326,58 @@ class TestWhatStillWorks:
             result = [p.items, q.items, s.items is p.items, data['a'][0], deep['c']['a']]
         """
         assert value_of(source) == [[1, [2]], [1, [2, 3]], True, 1, 2]
+
+
+def _host_function() -> None:
+    """A host function carrying a public attribute."""
+
+
+_host_function.secret = "host"  # type: ignore[attr-defined]
+
+
+class TestExplicitTrust:
+    """The guard trusts explicit types only: runtime internals never pass (issue 9)."""
+
+    @pytest.mark.parametrize(
+        ("obj", "name"),
+        [
+            pytest.param(types.ModuleType("m", "doc"), "x", id="module"),
+            pytest.param(json, "loads", id="real-json-module"),
+            pytest.param(_host_function, "secret", id="host-function"),
+            pytest.param(types.CellType("inside"), "cell_contents", id="cell"),
+            pytest.param(sys._getframe(), "f_globals", id="frame"),
+            pytest.param(_host_function.__code__, "co_consts", id="code"),
+            pytest.param(Host().child, "x", id="bound-method"),
+        ],
+    )
+    def test_runtime_internals_never_pass_the_guard(self, obj: object, name: str) -> None:
+        """Reading a public attribute of a module, host function, cell, frame or code fails."""
+        sandbox = ExecutionSandbox(Host().bridge(), limits=SandboxLimits(timeout_seconds=5.0))
+        read = sandbox._namespace["_getattr_"]
+        if isinstance(obj, types.ModuleType):
+            obj.x = 1  # type: ignore[attr-defined]
+        with pytest.raises(AttributeError, match="is not accessible in the sandbox") as caught:
+            read(obj, name)
+        assert type(caught.value) is AttributeError
+
+    def test_builtin_exceptions_and_properties_stay_readable(self) -> None:
+        """The explicitly trusted builtin types keep their public attributes."""
+        source = """
+            class P:
+                def __init__(self):
+                    self.raw = 1
+                @property
+                def v(self):
+                    return self.raw
+                @v.setter
+                def v(self, value):
+                    self.raw = value
+            p = P()
+            p.v = 5
+            try:
+                int('x')
+            except ValueError as e:
+                args = e.args
+            result = [p.v, args[0][:7]]
+        """
+        assert value_of(source) == [5, "invalid"]
