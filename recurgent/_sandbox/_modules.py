@@ -37,23 +37,20 @@ class _Spec:
 
 _MISSING: Any = object()
 _CONTAINERS = (dict, list, set, bytearray)
-# Values of pure names that never change, per module: resolved once per process.
-_PURE_VALUES: dict[str, dict[str, Any]] = {}
 
 
 def _pure_values(name: str) -> dict[str, Any]:
-    values = _PURE_VALUES.get(name)
-    if values is None:
-        module = importlib.import_module(name)
-        values = {}
-        for attribute in CATALOG[name].pure:
-            value = getattr(module, attribute, _MISSING)
-            if value is _MISSING and f"{name}.{attribute}" in CATALOG:
-                # A package whose allowed submodule is not imported yet.
-                value = importlib.import_module(f"{name}.{attribute}")
-            if value is not _MISSING:
-                values[attribute] = value
-        _PURE_VALUES[name] = values
+    """The module's pure names, read now: a host that patches a module (freezegun's
+    ``time.time``) is seen by the next attempt, as with a real import."""
+    module = importlib.import_module(name)
+    values = {}
+    for attribute in CATALOG[name].pure:
+        value = getattr(module, attribute, _MISSING)
+        if value is _MISSING and f"{name}.{attribute}" in CATALOG:
+            # A package whose allowed submodule is not imported yet.
+            value = importlib.import_module(f"{name}.{attribute}")
+        if value is not _MISSING:
+            values[attribute] = value
     return values
 
 

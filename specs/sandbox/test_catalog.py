@@ -110,6 +110,16 @@ class TestFacadeFollowsTheCatalog:
             "available in the sandbox",
         )
 
+    def test_a_host_patch_is_seen_by_the_next_attempt(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Pure names are read when the attempt imports them, not cached for the process."""
+        import time
+
+        assert value_of("import time\nresult = time.time() > 1000") is True
+        monkeypatch.setattr(time, "time", lambda: 42.0)
+        assert value_of("import time\nresult = time.time()") == 42.0
+
     @pytest.mark.parametrize(
         ("module", "name"),
         [

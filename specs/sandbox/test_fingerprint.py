@@ -11,6 +11,7 @@ compares (ADR 0019, 0020).
 
 from __future__ import annotations
 
+import copyreg
 import csv
 import decimal
 import functools
@@ -101,6 +102,7 @@ def process_fingerprint() -> dict[str, Any]:
         "json_default_encoder": dict(vars(json._default_encoder)),  # type: ignore[attr-defined]
         "json_default_decoder": sorted(vars(json._default_decoder)),  # type: ignore[attr-defined]
         "switch_interval": sys.getswitchinterval(),
+        "copyreg_dispatch": sorted(map(repr, copyreg.dispatch_table)),
         "cwd": os.getcwd(),
     }
 
