@@ -18,6 +18,7 @@ import decimal
 import fractions
 import functools
 import io
+import os
 import re
 import types
 import xml.etree.ElementTree as ElementTree
@@ -248,6 +249,24 @@ def _trusted_class(cls: type) -> bool:
     return cls.__module__ in _TRUSTED_TYPE_MODULES
 
 
+_RUNTIME_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _runtime_sealed(value: Any) -> Any:
+    """``value``, sealed if it is a function (or bound method) the runtime itself defined.
+
+    Host classes served to generated code (``Outcome``, the checked stand-ins) define methods
+    in the runtime; read through the guard they come back sealed, so their globals and
+    ``__self__`` stay out of reach (ADR 0021).
+    """
+    function = value.__func__ if type(value) is types.MethodType else value
+    if type(function) is types.FunctionType and function.__code__.co_filename.startswith(
+        _RUNTIME_ROOT
+    ):
+        return SealedCallable(value, function.__name__)
+    return value
+
+
 def _call_bound(binder: Callable[[Any], Any], obj: Any, /, *args: Any, **kwargs: Any) -> Any:
     """``Class.method(obj, ...)`` for a checked method: bind to ``obj``, then call."""
     return binder(obj)(*args, **kwargs)
@@ -307,7 +326,7 @@ class AttributePolicy:
             return handled
         if isinstance(obj, Outcome):
             if name in _OUTCOME_INSTANCE_ATTRIBUTES:
-                return getattr(obj, name)
+                return _runtime_sealed(getattr(obj, name))
             raise AttributeError(
                 f"'Outcome' object has no attribute {name!r}; use .ok, .value, .error_type, "
                 ".error_message, .retriable, .metadata or .value_or(default)"
@@ -354,7 +373,7 @@ class AttributePolicy:
     def _class_attribute(self, cls: type, name: str) -> Any:
         if cls is Outcome:
             if name in ("ok", "error", "call"):
-                return getattr(Outcome, name)
+                return _runtime_sealed(getattr(Outcome, name))
             raise AttributeError(
                 f"Outcome has no accessible attribute {name!r}; use Outcome.ok(...) or "
                 "Outcome.error(...)"
@@ -377,7 +396,7 @@ class AttributePolicy:
             return SealedCallable(functools.partial(_call_bound, special[1]), name)
         if name in _DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
-        return _unshared(getattr(cls, name))
+        return _runtime_sealed(_unshared(getattr(cls, name)))
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in _DENIED_BY_TYPE.get(kind, frozenset()):
@@ -389,7 +408,7 @@ class AttributePolicy:
 
     @staticmethod
     def _instance_attribute(obj: Any, name: str) -> Any:
-        value = getattr(obj, name)
+        value = _runtime_sealed(getattr(obj, name))
         for klass in type(obj).__mro__:
             raw = vars(klass).get(name, _ABSENT)
             if raw is not _ABSENT:
