@@ -111,7 +111,8 @@ def _defines(module_name: str, name: str) -> bool:
     module = importlib.import_module(module_name)
     if hasattr(module, name):
         return True
-    if not hasattr(module, "__path__"):
+    if not hasattr(module, "__path__") or not name.isidentifier():
+        # A dotted name would make find_spec import the packages on the way.
         return False
     return importlib.util.find_spec(f"{module_name}.{name}") is not None
 

@@ -147,3 +147,34 @@ class TestFacadeFollowsTheCatalog:
                 "available in the sandbox",
             ),
         )
+
+
+class TestRefusalMessages:
+    """A refused name says whether the module lacks it or the sandbox withholds it."""
+
+    @pytest.mark.parametrize(
+        ("source", "message"),
+        [
+            ("import json\nresult = json.nope", "module 'json' has no attribute 'nope'"),
+            ("import xml\nresult = xml.dom", "xml.dom is not available in the sandbox"),
+            (
+                "import xml\nresult = getattr(xml, 'dom.minidom')",
+                "module 'xml' has no attribute 'dom.minidom'",
+            ),
+            ("import json\nresult = json.decoder", "json.decoder is not available in the sandbox"),
+        ],
+    )
+    def test_refusal_message(self, source: str, message: str) -> None:
+        """The message names the module and the name, with the reason."""
+        assert error_of(source) == (
+            "execution",
+            f"Execution error in tester.run: AttributeError: {message}",
+        )
+
+    def test_a_dotted_name_imports_nothing(self) -> None:
+        """Asking a package for a dotted name loads no module into the host."""
+        import sys
+
+        before = "xml.sax.saxutils" in sys.modules
+        error_of("import xml\nresult = getattr(xml, 'sax.saxutils')")
+        assert ("xml.sax.saxutils" in sys.modules) == before
