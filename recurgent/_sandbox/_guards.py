@@ -323,7 +323,8 @@ class AttributePolicy:
             return obj._facade_lookup(name)
         handled = self._handle_attribute(obj, name)
         if handled is not NOT_HANDLED:
-            return handled
+            # A handle's methods are closures over the sandbox: sealed like every runtime callable.
+            return _runtime_sealed(handled)
         if isinstance(obj, Outcome):
             if name in _OUTCOME_INSTANCE_ATTRIBUTES:
                 return _runtime_sealed(getattr(obj, name))

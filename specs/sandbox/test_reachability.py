@@ -145,6 +145,11 @@ def _attribute_roots(sandbox: ExecutionSandbox) -> dict[str, Any]:
         Outcome.ok(1),
     ]
     roots = {}
+    # A handle's own slot holds the host's operations (outside this audit); what reading its
+    # attributes hands the program is audited.
+    handle = sandbox._namespace["delegate"]("helper")
+    for name in ("run", "remember", "role", "summarize"):
+        roots[f"handle.{name}"] = read(handle, name)
     for sample in samples:
         for owner in (sample, type(sample)):
             for name in dir(owner):
