@@ -24,6 +24,7 @@ from recurgent._call import enter_frame
 from recurgent._contracts import validate_deliverable
 from recurgent._guardrails import is_terminal, provenance_violation
 from recurgent._history import append_record, history_records
+from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lanes import (
     EXECUTION_REPAIR_BUDGET,
@@ -36,11 +37,12 @@ from recurgent._lifecycle._lanes import (
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
-from recurgent._prompting import build_prompts
+from recurgent._prompting import Prompts, build_prompts
 from recurgent._registry import integrity_violation
 from recurgent._sandbox import ExecutionSandbox, HandleOps, HostBridge, SandboxLimits
 from recurgent._sandbox._limits import Clock, enclosing_remaining, monotonic_clock
 from recurgent._snapshot import MemorySnapshot
+from recurgent._store import Store
 from recurgent._values import json_safe
 from recurgent.errors import (
     ExecutionError,
@@ -76,6 +78,7 @@ class AgentRuntime:
         remember: Writes entries into memory and checks the tool registry.
         handle_for_agent: Handle operations for an agent object, else ``None``.
         clock: Monotonic clock for execution deadlines.
+        store: Its tool store, or ``None`` when persistence is off (ADR 0047).
     """
 
     role: str
@@ -92,6 +95,7 @@ class AgentRuntime:
     remember: Callable[[Mapping[str, Any]], None]
     handle_for_agent: Callable[[object], HandleOps | None]
     clock: Clock = monotonic_clock
+    store: Store | None = None
 
 
 class _Counters:
@@ -156,6 +160,12 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
         state.history_record_appended = True
     except Exception:  # noqa: BLE001 - a malformed history never breaks the call
         state.history_record_appended = False
+    # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
+    try:
+        _persistence.record(runtime, state)
+    except Exception as error:  # noqa: BLE001 - a store problem never breaks the call
+        state.artifact_write = f"error: {type(error).__name__}"
+    # ---
     if runtime.logger is not None:
         try:
             entry = state.log_entry(debug=runtime.options.debug, memory=runtime.memory)
@@ -214,17 +224,28 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     # The prompts promise generated code a history list, so it exists (repaired if malformed)
     # before the first attempt, not only after the first record.
     history_records(runtime.memory)
-    prompts = build_prompts(
-        role=runtime.role,
-        method_name=state.method,
-        args=state.args,
-        kwargs=state.kwargs,
-        depth=state.frame.depth,
-        memory=runtime.memory,
-        contract=options.contract,
-        network=options.network,
-        limits=limits,
+
+    def build() -> Prompts:
+        return build_prompts(
+            role=runtime.role,
+            method_name=state.method,
+            args=state.args,
+            kwargs=state.kwargs,
+            depth=state.frame.depth,
+            memory=runtime.memory,
+            contract=options.contract,
+            network=options.network,
+            limits=limits,
+        )
+
+    # --- persistence (ADR 0047): a stored program may answer with no provider request.
+    stored = _persistence.run_stored(
+        runtime, state, _persistence_hooks(runtime, state, limits, build)
     )
+    if stored is not None:
+        return stored
+    # ---
+    prompts = build()
     state.system_prompt = prompts.system
     counters = _Counters()
     feedback: Feedback | None = None
@@ -264,7 +285,42 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         feedback = _outcome_lane(runtime, state, counters, outcome)
 
 
-def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -> Generated:
+def _persistence_hooks(
+    runtime: AgentRuntime, state: CallState, limits: SandboxLimits, prompts: Callable[[], Prompts]
+) -> _persistence.Hooks:
+    return _persistence.Hooks(
+        prompts=prompts,
+        generate=lambda system, user, purpose: _generate(
+            runtime, state, system, user, purpose=purpose
+        ),
+        execute=lambda generated: _attempt(runtime, state, generated, limits),
+    )
+
+
+def _attempt(
+    runtime: AgentRuntime, state: CallState, generated: Generated, limits: SandboxLimits
+) -> _persistence.AttemptResult:
+    """Run one program as an attempt whose memory writes can be undone (the one place the
+    persisted path touches the rollback machinery)."""
+    snapshot = MemorySnapshot.take(runtime.memory)
+    try:
+        outcome = _execute(runtime, state, generated, limits)
+    except UsageError:
+        snapshot.restore()
+        raise
+    except RecurgentError as error:
+        return _persistence.AttemptResult(None, error, snapshot.restore)
+    return _persistence.AttemptResult(outcome, None, snapshot.restore)
+
+
+def _generate(
+    runtime: AgentRuntime,
+    state: CallState,
+    system: str,
+    user: str,
+    *,
+    purpose: _persistence.Purpose = "generate",
+) -> Generated:
     options = runtime.options
 
     def on_attempt(attempt: int, program: Program | None) -> None:
@@ -284,6 +340,7 @@ def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -
         user_prompt=user,
         attempt=1,
         timeout_seconds=_capped_by_enclosing(options.provider_timeout_seconds),
+        purpose=purpose,
     )
     return generate_program(
         provider=runtime.provider,
