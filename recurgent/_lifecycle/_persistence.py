@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -99,7 +100,16 @@ def _fingerprint(state: CallState) -> str:
 
 def _prepare(code: str, dependencies: Sequence[Any], method: str) -> Generated:
     """A stored program as the generation step would hand it over: parsed, screened, compiled."""
-    program = parse_program({"code": code, "dependencies": list(dependencies)}, method_name=method)
+    return _prepared(code, json.dumps(list(dependencies), sort_keys=True, default=repr), method)
+
+
+@functools.lru_cache(maxsize=256)
+def _prepared(code: str, dependencies: str, method: str) -> Generated:
+    # Keyed by the exact text: the same stored program is screened and compiled once per
+    # process. The result is immutable in use (the tree is only read by the provenance check).
+    program = parse_program(
+        {"code": code, "dependencies": json.loads(dependencies)}, method_name=method
+    )
     try:
         tree = ast.parse(program.code, "<generated>", "exec")
     except SyntaxError as error:
