@@ -12,10 +12,8 @@ from typing import Any
 
 from acceptance.harness import Backend
 from acceptance.programs.calculator import ROLE as CALCULATOR
-from acceptance.programs.debate import GUIDANCE, QUESTION, THINKERS
-from acceptance.programs.debate import ROLE as HOST
-from acceptance.programs.news import NEWS_QUESTION
-from acceptance.programs.news import ROLE as ASSISTANT
+from acceptance.programs.debate import GUIDANCE, QUESTION, ROLE as HOST, THINKERS
+from acceptance.programs.news import NEWS_QUESTION, ROLE as ASSISTANT
 
 Scenario = Callable[[Backend], list[Any]]
 

@@ -341,6 +341,7 @@ class TestTools:
         assert parent.precision().value == 2
         assert parent.tool("converter") is parent.tool("converter")
         assert parent.tool("converter").precision == 2
+        assert provider.calls == 2
 
     def test_registry_is_hydrated_into_a_new_agent(self, tmp_path: Path) -> None:
         """A tool delegated by one agent is known, with its contract, to the next."""
