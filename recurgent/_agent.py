@@ -389,7 +389,12 @@ class Agent:
         current = internals.memory.get(TOOLS_KEY)
         if current is not None and not isinstance(current, Mapping):
             return False  # a broken registry is the integrity guard's to report
-        internals.memory[TOOLS_KEY] = store.known_tools(current)
+        merged = store.known_tools(current)
+        if isinstance(current, dict):
+            # In place: a running program may hold this very dict as context["tools"].
+            current.update(merged)
+        else:
+            internals.memory[TOOLS_KEY] = merged
         return True
 
     def _touch_stored_tool(self, name: str, method: str, ok: bool) -> None:

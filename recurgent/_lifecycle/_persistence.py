@@ -184,6 +184,12 @@ def _finish_attempt(result: AttemptResult) -> Outcome:
     return result.outcome
 
 
+def _answered(state: CallState, result: AttemptResult) -> Outcome:
+    if result.error is None:
+        state.attempt_stage = "executed"
+    return _finish_attempt(result)
+
+
 def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome | None:
     """Answer the call from the store when it can: the stored program's outcome (or its
     repaired version's), or ``None`` when the call must generate.
@@ -216,7 +222,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     )
     state.failure_class = route.failure_class
     if route.action == "return" or _ends_call(result.error):
-        return _finish_attempt(result)
+        return _answered(state, result)
     result.rollback()
     state.rollback_applied = True
     _remember_failure(state, "persisted", result, outcome)
@@ -278,7 +284,7 @@ def _repair(
     if route.action == "return" or _ends_call(result.error):
         state.repair_succeeded = route.kind != "failure"
         state.failure_class = route.failure_class or failed_class
-        return _finish_attempt(result)
+        return _answered(state, result)
     result.rollback()
     state.rollback_applied = True
     state.repair_succeeded = False

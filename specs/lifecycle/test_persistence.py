@@ -394,3 +394,27 @@ class TestTools:
         assert parent.run().value == 4
         assert parent.tool("converter")._agent.options.toolstore_root == root
         assert artifact_path(root, "converter", "convert").is_file()
+
+
+class TestOption:
+    """toolstore_root: a path, None, or the default root; inherited, never overridden."""
+
+    def test_values(self, tmp_path: Path) -> None:
+        """Unset is the default root, None is off, a str is a path; other values are refused."""
+        from recurgent._options import parse_options
+        from recurgent.errors import UsageError
+
+        assert parse_options({}).toolstore_root == default_root()
+        assert parse_options({"toolstore_root": None}).toolstore_root is None
+        assert parse_options({"toolstore_root": str(tmp_path)}).toolstore_root == tmp_path
+        with pytest.raises(UsageError, match="toolstore_root must be a path or None, got 3"):
+            parse_options({"toolstore_root": 3})
+
+    def test_delegates_inherit_and_cannot_override(self, tmp_path: Path) -> None:
+        """for_delegate keeps the parent's root, even when the override names another."""
+        from recurgent._options import parse_options
+
+        parent = parse_options({"toolstore_root": tmp_path})
+        assert parent.for_delegate({"toolstore_root": "/elsewhere"})["toolstore_root"] == tmp_path
+        off = parse_options({"toolstore_root": None})
+        assert off.for_delegate({"toolstore_root": str(tmp_path)})["toolstore_root"] is None
