@@ -128,6 +128,7 @@ class Row:
     fresh: float
     stored: float
     persisted: float
+    generated: float
     sandbox: float
     plain: float
 
@@ -140,6 +141,15 @@ def _measure(program: Program, root: Path, repeats: int) -> tuple[Row, list[str]
     agent = Agent("bench", provider=provider, log=False, toolstore_root=root)
     arg = program.inputs[-1]
     persisted_s, persisted_value = _best(lambda: agent.run(arg).value, repeats)
+    # The same dynamic call with persistence off and a provider that answers at once: what a
+    # call costs around the program, without the store.
+    instant = Agent(
+        "bench",
+        provider=FunctionProvider(lambda request: program.code),
+        log=False,
+        toolstore_root=None,
+    )
+    generated_s, _ = _best(lambda: instant.run(arg).value, repeats)
     sandbox_s, sandbox_value = _best(_sandbox_call(program.code, arg), repeats)
     plain_s, plain_value = _best(_plain_call(program.code, arg), repeats)
     if provider.calls:
@@ -149,7 +159,8 @@ def _measure(program: Program, root: Path, repeats: int) -> tuple[Row, list[str]
         persisted_value = sandbox_value
     if not persisted_value == sandbox_value == plain_value:
         problems.append(f"{program.name}: the three ways disagree")
-    return Row(program.name, fresh, stored, persisted_s, sandbox_s, plain_s), problems
+    row = Row(program.name, fresh, stored, persisted_s, generated_s, sandbox_s, plain_s)
+    return row, problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,14 +175,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             problems.extend(found)
     print(
-        f"{'program':<22} {'req/call':>17} {'persisted ms':>13} {'sandbox ms':>11}"
+        f"{'program':<22} {'req/call':>17} {'persisted ms':>13} {'no-store ms':>12}"
+        f" {'sandbox ms':>11}"
         f" {'ratio':>6} {'plain ms':>9} {'ratio':>7}"
     )
     print(f"{'':<22} {'fresh  persisted':>17}")
     for row in rows:
         print(
             f"{row.name:<22} {row.fresh:>7.2f} {row.stored:>9.3f} {row.persisted * 1000:>13.3f}"
-            f" {row.sandbox * 1000:>11.3f} {row.persisted / row.sandbox:>6.2f}"
+            f" {row.generated * 1000:>12.3f} {row.sandbox * 1000:>11.3f} {row.persisted / row.sandbox:>6.2f}"
             f" {row.plain * 1000:>9.3f} {row.persisted / row.plain:>7.1f}"
         )
     worst = max(row.persisted / row.sandbox for row in rows)

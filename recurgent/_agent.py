@@ -344,7 +344,7 @@ class Agent:
         internals = self._agent
         key = str(name).strip()
         self._refuse_self(key, "tool")
-        kept = internals.children.get(key.lower())
+        kept = internals.children.get(key)
         if kept is not None and not options:
             # tool(name) is the same tool: a child keeps its memory for the parent's lifetime.
             return self._cached_child(key, None) or kept[1]
@@ -410,7 +410,7 @@ class Agent:
     def _cached_child(self, name: str, options: Mapping[str, Any] | None) -> Agent | None:
         """The child kept under ``name``, when it was made with the same ``options`` (any
         options when ``None``)."""
-        kept = self._agent.children.get(name.lower())
+        kept = self._agent.children.get(name)
         if kept is None or (options is not None and kept[0] != self._child_key(options)):
             return None
         child = kept[1]
@@ -419,6 +419,6 @@ class Agent:
 
     def _keep_child(self, name: str, options: Mapping[str, Any], child: Agent) -> None:
         internals = self._agent
-        internals.children[name.lower()] = (self._child_key(options), child)
+        internals.children[name] = (self._child_key(options), child)
         if internals.store is not None:
             internals.store.register_tool(name, child._agent.options.contract)
