@@ -418,3 +418,53 @@ class TestOption:
         assert parent.for_delegate({"toolstore_root": "/elsewhere"})["toolstore_root"] == tmp_path
         off = parse_options({"toolstore_root": None})
         assert off.for_delegate({"toolstore_root": str(tmp_path)})["toolstore_root"] is None
+
+
+class TestNoExtraTrust:
+    """A stored program passes the same policy as a fresh one; a repair needs the provider."""
+
+    def _store(self, root: Path, code: str) -> None:
+        from recurgent._lifecycle._persistence import runtime_version
+        from recurgent._store import Cacheability, CallRecord
+
+        record = CallRecord(
+            role="calculator",
+            method="run",
+            code=code,
+            dependencies=[],
+            contract_fingerprint="none",
+            prompt_version="p",
+            runtime_version=runtime_version(),
+            model="m",
+            cacheability=Cacheability(True, "stable_method_default", False),
+            source="generated",
+            result="ok",
+        )
+        assert Store(root).record_call(record).written
+
+    def test_a_stored_program_breaking_the_policy_never_runs(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """An intact stored 'import os' is refused by the sandbox, rolled back and repaired."""
+        root = tmp_path / "store"
+        self._store(root, "import os\nreturn os.getcwd()")
+        calc, provider = _agent("return 'safe'", root, log_path)
+
+        assert calc.run().value == "safe"
+        assert [r.purpose for r in provider.requests] == ["repair"]
+        failure = read_log(log_path)[0]["attempt_failures"][0]
+        assert (failure["stage"], failure["error_class"]) == ("persisted", "ExecutionError")
+        assert "import of 'os' is not allowed in the sandbox" in failure["error_message"]
+
+    def test_provider_down_during_repair_ends_the_call(self, tmp_path: Path) -> None:
+        """With no provider to repair it, the call returns the provider error at once."""
+        root = tmp_path / "store"
+        self._store(root, "return 100 // args[0]")
+        calc, provider = _agent({"other": "return 1"}, root)
+
+        outcome = calc.run(0)
+
+        assert (outcome.error_type, [r.purpose for r in provider.requests]) == (
+            "provider",
+            ["repair", "repair"],
+        )
