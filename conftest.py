@@ -16,6 +16,9 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     state = tmp_path / "xdg-state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     monkeypatch.delenv("RECURGENT_MODEL", raising=False)
+    # The tool store's default root follows XDG_STATE_HOME into this test's tmp_path: every test
+    # starts from an empty store, and only its own calls can be reused.
+    monkeypatch.delenv("RECURGENT_TOOLSTORE_ROOT", raising=False)
     # Loopback servers only: a proxy from the environment would carry test requests off the host.
     for name in (
         "http_proxy",

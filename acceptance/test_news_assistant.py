@@ -93,7 +93,9 @@ class TestHeadlineJourney:
         assert urls == follow_up.value["sources"]
         assert follow_up.value["answered_from"] == "conversation_history"
         assert ask_entry["call_id"] == follow_up.value["call_id"]
-        assert len(provider.requests_for(FETCHER)) == 3
+        # One fetcher program, generated for the first feed and reused from the tool store for
+        # the other two (ADR 0047).
+        assert len(provider.requests_for(FETCHER)) == 1
 
     def test_delegated_calls_carry_their_contracts(self, offline_provider: Backend) -> None:
         """Fetcher and parser lines log the contract they were delegated with, validated."""
@@ -212,4 +214,6 @@ class TestProvenanceGuardrail:
             "<violation_subtype>missing_external_provenance</violation_subtype>"
             in retry.user_prompt
         )
-        assert len(offline_provider.requests_for(FETCHER)) == 4
+        # Two refused Google programs, one for Yahoo; NY Times reuses Yahoo's stored program
+        # (the refused one never answered, so it was not reused: ADR 0047).
+        assert len(offline_provider.requests_for(FETCHER)) == 3

@@ -32,6 +32,7 @@ from recurgent._observability import CallLogger
 from recurgent._options import KNOWN_OPTIONS, AgentOptions, parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
 from recurgent._sandbox import HandleOps, generated_code_running
+from recurgent._store import Store
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
 from recurgent.providers import Provider, route_provider
@@ -71,6 +72,10 @@ class _Internals:
     logger: CallLogger | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     runtime: AgentRuntime | None = None
+    store: Store | None = None
+    # Tools this agent materialized, by name: tool(name) hands back the same child, so the
+    # memory a tool keeps (handle.x = v, its own programs' writes) is there at its next call.
+    children: dict[str, tuple[str, Agent]] = field(default_factory=dict)
 
 
 class _DynamicMethod:
@@ -124,6 +129,7 @@ class Agent:
             check_provider(internals.options.provider)
         if internals.options.log is not None:
             internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
+        self._open_store()
 
     @classmethod
     def for_(cls, role: str, **options: Any) -> Agent:
@@ -282,6 +288,7 @@ class Agent:
                 remember=self._remember_from_code,
                 handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
                 lock=internals.lock,
+                store=internals.store,
             )
         return internals.runtime
 
@@ -301,6 +308,7 @@ class Agent:
             outcome = child._dispatch(method, args, kwargs)
             if registered is not None:
                 record_tool_use(writable(parent_memory), registered, method, outcome.is_ok)
+                self._touch_stored_tool(registered, method, outcome.is_ok)
             return outcome
 
         def set_value(name: str, value: Any) -> None:
@@ -381,6 +389,9 @@ class Agent:
                 f"[AGENT DELEGATE OPTION IGNORE {internals.role}->{name}] ignored non-runtime "
                 f"options: {', '.join(ignored)}\n"
             )
+        cached = self._cached_child(name, options)
+        if cached is not None:
+            return cached
         fields = {key: options.get(key) for key in CONTRACT_FIELDS}
         if fields["intent_signature"] is None and invocation is not None:
             fields["intent_signature"] = infer_intent_signature(*invocation)
@@ -407,14 +418,23 @@ class Agent:
         violation = integrity_violation(memory, phase="register", role=internals.role, method=api)
         if violation is not None:
             raise violation
+        self._keep_child(name, options, child)
         return child
 
     def _tool(self, name: Any, options: Mapping[str, Any], invocation: _Invocation | None) -> Agent:
         internals = self._agent
         key = str(name).strip()
         self._refuse_self(key, "tool")
+        kept = internals.children.get(key)
+        if kept is not None and not options:
+            # tool(name) is the same tool: a child keeps its memory for the parent's lifetime.
+            return self._cached_child(key, None) or kept[1]
         tools = writable(internals.memory).get(TOOLS_KEY)
         entry = tools.get(key) if isinstance(tools, Mapping) else None
+        if not isinstance(entry, Mapping) and self._hydrate_tools():
+            # Another agent or process may have registered it since this agent was built.
+            tools = writable(internals.memory).get(TOOLS_KEY)
+            entry = tools.get(key) if isinstance(tools, Mapping) else None
         if not isinstance(entry, Mapping):
             known = ", ".join(sorted(map(str, tools))) if isinstance(tools, Mapping) else ""
             raise UsageError(
@@ -425,3 +445,63 @@ class Agent:
             if field_name not in merged and entry.get(field_name) is not None:
                 merged[field_name] = entry[field_name]
         return self._delegate(key, merged, invocation, api="tool")
+
+    # ----------------------------------------------------------------- tool store (ADR 0047)
+
+    def _open_store(self) -> None:
+        """Open the agent's tool store and merge the persisted tool registry into memory."""
+        internals = self._agent
+        root = internals.options.toolstore_root
+        if root is None:
+            return
+        internals.store = Store(root)
+        self._hydrate_tools()
+
+    def _hydrate_tools(self) -> bool:
+        """Merge the persisted registry into ``context["tools"]`` (memory wins for scalars);
+        False when there is nothing persisted to merge."""
+        internals = self._agent
+        store = internals.store
+        if store is None:
+            return False
+        persisted = store.registry_entries()
+        if not persisted:
+            return False
+        # Inside this agent's attempt the merge lands in the attempt's view (ADR 0027).
+        memory = writable(internals.memory)
+        current = memory.get(TOOLS_KEY)
+        if current is not None and not isinstance(current, Mapping):
+            return False  # a broken registry is the integrity guard's to report
+        merged = store.known_tools(current)
+        if isinstance(current, dict):
+            # In place: a running program may hold this very dict as context["tools"].
+            current.update(merged)
+        else:
+            memory[TOOLS_KEY] = merged
+        return True
+
+    def _touch_stored_tool(self, name: str, method: str, ok: bool) -> None:
+        store = self._agent.store
+        if store is not None:
+            store.touch_tool(name, method, ok=ok)
+
+    @staticmethod
+    def _child_key(options: Mapping[str, Any]) -> str:
+        # The inferred intent signature differs per request and does not change the tool.
+        return repr(sorted((k, repr(v)) for k, v in options.items() if k != "intent_signature"))
+
+    def _cached_child(self, name: str, options: Mapping[str, Any] | None) -> Agent | None:
+        """The child kept under ``name``, when it was made with the same ``options`` (any
+        options when ``None``)."""
+        kept = self._agent.children.get(name)
+        if kept is None or (options is not None and kept[0] != self._child_key(options)):
+            return None
+        child = kept[1]
+        register_tool(writable(self._agent.memory), name, child._agent.options.contract)
+        return child
+
+    def _keep_child(self, name: str, options: Mapping[str, Any], child: Agent) -> None:
+        internals = self._agent
+        internals.children[name] = (self._child_key(options), child)
+        if internals.store is not None:
+            internals.store.register_tool(name, child._agent.options.contract)

@@ -398,7 +398,7 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``recurgent`` argument parser (one subcommand: ``watch``)."""
+    """The ``recurgent`` argument parser (``watch``; ``tools`` is parsed by the store's CLI)."""
     parser = argparse.ArgumentParser(prog="recurgent", description="recurgent tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     watch = commands.add_parser(
@@ -434,6 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"with --follow: poll every N milliseconds (default {DEFAULT_POLL_MS})",
     )
+    # Listed for --help only: main() hands ``tools ...`` to the tool store's own parser.
+    commands.add_parser(
+        "tools",
+        add_help=False,
+        help="list, show, prune or forget stored programs (see: recurgent tools --help)",
+    )
     return parser
 
 
@@ -446,8 +452,13 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The exit status (2 for a usage error, as argparse reports it).
     """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["tools"]:
+        from recurgent._store._cli import main as tools_main
+
+        return tools_main(arguments[1:])
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 2
     try:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
 from recurgent._hosts import host_entry_covered, normalize_host_entry
+from recurgent._store._paths import default_root
 from recurgent._values import safe_repr
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider
@@ -48,7 +49,11 @@ _INHERITED = (
     "trace_id",
     "network",
     "forwarded_call_budget",
+    "toolstore_root",
 )
+# Inherited but never overridden by a delegate call: generated code calls delegate() too, and a
+# program must not choose where programs are stored and loaded from (ADR 0047).
+_NOT_OVERRIDABLE = frozenset({"toolstore_root"})
 _RUNTIME_OPTIONS = (*_INHERITED, "delegation_budget")
 KNOWN_OPTIONS = frozenset((*_RUNTIME_OPTIONS, *CONTRACT_FIELDS, "delegation_contract"))
 #: Limits generated code may pass to ``delegate``/``tool``, and only to narrow them (ADR 0024).
@@ -60,6 +65,7 @@ NARROWING_OPTIONS = (
 )
 #: Runtime options that only the host sets: generated code passing one is refused (ADR 0024).
 HOST_ONLY_OPTIONS = frozenset(_RUNTIME_OPTIONS) - frozenset(NARROWING_OPTIONS)
+_UNSET: Any = object()
 
 
 def default_log_path() -> Path:
@@ -86,6 +92,7 @@ class AgentOptions:
     trace_id: str
     network: NetworkPolicy
     forwarded_call_budget: int
+    toolstore_root: Path | None
     contract: Mapping[str, Any] | None
     contract_source: ContractSource
 
@@ -97,7 +104,13 @@ class AgentOptions:
             inherited["delegation_budget"] = None
         else:
             inherited["delegation_budget"] = self.delegation_budget - 1
-        inherited.update({k: v for k, v in overrides.items() if k in _RUNTIME_OPTIONS})
+        inherited.update(
+            {
+                k: v
+                for k, v in overrides.items()
+                if k in _RUNTIME_OPTIONS and k not in _NOT_OVERRIDABLE
+            }
+        )
         return inherited
 
     def narrowing_refusals(self, requested: Mapping[str, Any]) -> list[str]:
@@ -226,6 +239,16 @@ def _check_log_target(path: Path) -> None:
     )
 
 
+def _toolstore_root(value: Any) -> Path | None:
+    if value is _UNSET:
+        return default_root()
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
+        return Path(value).expanduser()
+    raise UsageError(f"toolstore_root must be a path or None, got {value!r}")
+
+
 def _network(value: Any) -> NetworkPolicy:
     if value in ("allow", "deny"):
         return value  # type: ignore[no-any-return]
@@ -313,6 +336,7 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         forwarded_call_budget=_int_option(  # type: ignore[arg-type]
             "forwarded_call_budget", get("forwarded_call_budget", 200), 1
         ),
+        toolstore_root=_toolstore_root(get("toolstore_root", _UNSET)),
         contract=contract,
         contract_source=source,
     )

@@ -121,7 +121,8 @@ class TestExamplesOffline:
         assert lines[0] == f"recurgent {title} — {OFFLINE}"
         assert [line for line in expected_lines if line not in lines] == []
         assert {path.name for path in (state_home / "recurgent").iterdir()} == {
-            "observability_demo.jsonl" if name == "observability_demo" else "recurgent.jsonl"
+            "observability_demo.jsonl" if name == "observability_demo" else "recurgent.jsonl",
+            "tools",
         }
 
     def test_the_calculator_logs_eight_top_level_calls(self, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def _section(prompt: str, name: str) -> str:
 
 def _requests(role: str, method: str, *args: Any, **kwargs: Any) -> list[Any]:
     provider = ScriptedProvider({method: "return 1"})
-    agent = Agent(role, provider=provider, log=False)
+    agent = Agent(role, provider=provider, log=False, toolstore_root=None)
     getattr(agent, method)(*args, **kwargs)
     return list(provider.requests)
 

@@ -108,7 +108,7 @@ class TestSystemPrompt:
     def test_system_prompt_does_not_change_with_memory(self) -> None:
         """Memory, tools and history live in the user prompt, so the system prompt is stable."""
         provider = ScriptedProvider({"run": "return 1"})
-        agent = Agent("tester", provider=provider, log=False)
+        agent = Agent("tester", provider=provider, log=False, toolstore_root=None)
         agent.run()
         agent.remember(value=5, tools={"feed_parser": {"purpose": "parse"}})
         agent.run()
@@ -141,7 +141,7 @@ class TestUserPrompt:
     def test_memory_summarizes_tools_and_history_as_counts(self) -> None:
         """Tools and history appear as counts; other keys as values (keys sorted)."""
         provider = ScriptedProvider({"run": "return 1"})
-        agent = Agent("tester", provider=provider, log=False)
+        agent = Agent("tester", provider=provider, log=False, toolstore_root=None)
         agent.remember(value=5, tools={"a": {}, "b": {}})
         agent.run()
         agent.run()

@@ -27,7 +27,14 @@ SCHEMA: dict[str, Any] = {
 
 
 def _agent(code: str, **options: Any) -> Agent:
-    return Agent("news", provider=ScriptedProvider({("news", "top"): code}), log=False, **options)
+    # Each agent here gets another program for news.top: no stored program may answer.
+    return Agent(
+        "news",
+        provider=ScriptedProvider({("news", "top"): code}),
+        log=False,
+        toolstore_root=None,
+        **options,
+    )
 
 
 class TestPydanticDeliverables:

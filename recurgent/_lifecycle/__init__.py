@@ -26,6 +26,7 @@ from recurgent._contracts import validate_deliverable
 from recurgent._guardrails import is_terminal, provenance_violation
 from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._journal import Writes
+from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lanes import (
     EXECUTION_REPAIR_BUDGET,
@@ -38,7 +39,7 @@ from recurgent._lifecycle._lanes import (
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
-from recurgent._prompting import build_prompts
+from recurgent._prompting import Prompts, build_prompts
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import (
     ExecutionResult,
@@ -54,6 +55,7 @@ from recurgent._sandbox._limits import (
     enclosing_remaining,
     monotonic_clock,
 )
+from recurgent._store import Store
 from recurgent._values import json_safe
 from recurgent.errors import (
     ExecutionError,
@@ -95,6 +97,7 @@ class AgentRuntime:
         lock: Guards the short critical sections on memory: committing an attempt's writes and
             appending a history record. Never held while a call runs (ADR 0027).
         history: How far the history list has been checked (ADR 0028).
+        store: Its tool store, or ``None`` when persistence is off (ADR 0047).
     """
 
     role: str
@@ -113,6 +116,7 @@ class AgentRuntime:
     clock: Clock = monotonic_clock
     lock: threading.RLock = field(default_factory=threading.RLock)
     history: HistoryCursor = field(default_factory=HistoryCursor)
+    store: Store | None = None
 
 
 class _Counters:
@@ -184,6 +188,12 @@ def _stopped(stop: AttemptStopped, role: str, method: str) -> RecurgentError:
 def _finish(runtime: AgentRuntime, state: CallState) -> None:
     if not state.interrupted:
         _append_history(runtime, state)
+        # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
+        try:
+            _persistence.record(runtime, state)
+        except Exception as error:  # noqa: BLE001 - a store problem never breaks the call
+            state.artifact_write = f"error: {type(error).__name__}"
+        # ---
     if runtime.logger is not None:
         try:
             entry = state.log_entry(debug=runtime.options.debug, memory=runtime.memory)
@@ -266,17 +276,28 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     # before the first attempt, not only after the first record.
     with runtime.lock:
         history_records(runtime.memory, runtime.history)
-    prompts = build_prompts(
-        role=runtime.role,
-        method_name=state.method,
-        args=state.args,
-        kwargs=state.kwargs,
-        depth=state.frame.depth,
-        memory=runtime.memory,
-        contract=options.contract,
-        network=options.network,
-        limits=limits,
+
+    def build() -> Prompts:
+        return build_prompts(
+            role=runtime.role,
+            method_name=state.method,
+            args=state.args,
+            kwargs=state.kwargs,
+            depth=state.frame.depth,
+            memory=runtime.memory,
+            contract=options.contract,
+            network=options.network,
+            limits=limits,
+        )
+
+    # --- persistence (ADR 0047): a stored program may answer with no provider request.
+    stored = _persistence.run_stored(
+        runtime, state, _persistence_hooks(runtime, state, limits, build)
     )
+    if stored is not None:
+        return stored
+    # ---
+    prompts = build()
     state.system_prompt = prompts.system
     counters = _Counters()
     feedback: Feedback | None = None
@@ -321,7 +342,40 @@ def _commit(runtime: AgentRuntime, writes: Writes | None) -> None:
             writes.apply(runtime.memory)
 
 
-def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -> Generated:
+def _persistence_hooks(
+    runtime: AgentRuntime, state: CallState, limits: SandboxLimits, prompts: Callable[[], Prompts]
+) -> _persistence.Hooks:
+    return _persistence.Hooks(
+        prompts=prompts,
+        generate=lambda system, user, purpose: _generate(
+            runtime, state, system, user, purpose=purpose
+        ),
+        execute=lambda generated: _attempt(runtime, state, generated, limits),
+    )
+
+
+def _attempt(
+    runtime: AgentRuntime, state: CallState, generated: Generated, limits: SandboxLimits
+) -> _persistence.AttemptResult:
+    """Run one program as an attempt of the persisted path: its writes commit only if the
+    persisted path accepts its outcome, and are dropped otherwise (ADR 0027, 0047)."""
+    try:
+        outcome, writes = _execute(runtime, state, generated, limits)
+    except UsageError:
+        raise
+    except RecurgentError as error:
+        return _persistence.AttemptResult(None, error)
+    return _persistence.AttemptResult(outcome, None, commit=lambda: _commit(runtime, writes))
+
+
+def _generate(
+    runtime: AgentRuntime,
+    state: CallState,
+    system: str,
+    user: str,
+    *,
+    purpose: _persistence.Purpose = "generate",
+) -> Generated:
     options = runtime.options
 
     def on_attempt(attempt: int, program: Program | None) -> None:
@@ -342,6 +396,7 @@ def _generate(runtime: AgentRuntime, state: CallState, system: str, user: str) -
         user_prompt=user,
         attempt=1,
         timeout_seconds=_capped_by_enclosing(options.provider_timeout_seconds),
+        purpose=purpose,
     )
     return generate_program(
         provider=runtime.provider,

@@ -155,6 +155,7 @@ def generate_program(
             user_prompt=user_prompt,
             attempt=attempt,
             timeout_seconds=base_request.timeout_seconds,
+            purpose=base_request.purpose,
         )
         on_attempt(attempt, None)
         try:

@@ -122,6 +122,19 @@ class CallState:
     program_dependencies: list[dict[str, Any]] | None = None
     usage: dict[str, int] | None = None
     program_source: str = "generated"
+    # Persistence (ADR 0047): what the store held and did for this call.
+    artifact_hit: bool = False
+    artifact_lookup: str | None = None
+    artifact_checksum: str | None = None
+    artifact_contract_fingerprint: str | None = None
+    artifact_prompt_version: str | None = None
+    artifact_write: str | None = None
+    cacheable: bool | None = None
+    cacheability_reason: str | None = None
+    input_sensitive: bool | None = None
+    repair_attempted: bool = False
+    repair_succeeded: bool | None = None
+    repaired_failure_class: str | None = None
     failure_class: str | None = None
     attempt_id: int = 1
     attempt_stage: str | None = None
@@ -214,6 +227,17 @@ class CallState:
             "program_dependencies": self.program_dependencies,
             "usage": self.usage,
             "program_source": self.program_source,
+            "artifact_hit": self.artifact_hit,
+            "artifact_lookup": self.artifact_lookup,
+            "artifact_checksum": self.artifact_checksum,
+            "artifact_contract_fingerprint": self.artifact_contract_fingerprint,
+            "artifact_prompt_version": self.artifact_prompt_version,
+            "artifact_write": self.artifact_write,
+            "cacheable": self.cacheable,
+            "cacheability_reason": self.cacheability_reason,
+            "input_sensitive": self.input_sensitive,
+            "repair_attempted": self.repair_attempted,
+            "repair_succeeded": self.repair_succeeded,
             "failure_class": self.failure_class,
             "history_record_appended": self.history_record_appended,
             "conversation_history_size": self.conversation_history_size,

@@ -44,6 +44,7 @@ from recurgent._sandbox._limits import (
 from recurgent._sandbox._modules import ALLOWED_MODULES, ModuleFacade, _Spec, make_importer
 from recurgent._sandbox._network import make_network_modules
 from recurgent._sandbox._policy import MAIN_FUNCTION
+from recurgent._sandbox._reflection import seal
 from recurgent._sandbox._sizes import size_hooks
 from recurgent.errors import (
     BudgetExceededError,
@@ -314,7 +315,11 @@ class ExecutionSandbox:
             host_call("remember", lambda: bridge.remember(plain))
             view.update(plain)
 
-        return {"delegate": delegate, "tool": tool, "remember": remember}
+        # Sealed: the closures hold the sandbox and the bridge (ADR 0021).
+        return {
+            name: seal(forwarder)
+            for name, forwarder in (("delegate", delegate), ("tool", tool), ("remember", remember))
+        }
 
     def _sleep(self, seconds: float) -> None:
         import time

@@ -1,4 +1,9 @@
-"""The vetted builtins of generated code: safe natives, capped constructors, guarded reflection."""
+"""The vetted builtins of generated code: safe natives, capped constructors, guarded reflection.
+
+Natives are served as they are; every builtin the runtime implements is served sealed
+(``_reflection.SealedCallable``), so none exposes the policy, the tick or a module through
+its closure or globals (ADR 0021).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from recurgent._sandbox._guards import AttributePolicy, type_of
+from recurgent._sandbox._guards import SEALED_TYPE_OF, AttributePolicy
 from recurgent._sandbox._limits import TickingIterator
+from recurgent._sandbox._reflection import seal
 from recurgent._sandbox._sizes import check_items, checked_format, checked_modular_pow, pow_
 
 __all__ = ["make_builtins"]
@@ -192,7 +198,6 @@ def make_builtins(
     """Build the ``__builtins__`` mapping of one attempt."""
     table: dict[str, Any] = {name: getattr(builtins, name) for name in _NATIVE}
     table.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
-    table.update({name: _unavailable(name, reason) for name, reason in _UNAVAILABLE.items()})
 
     def guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
         try:
@@ -220,19 +225,22 @@ def make_builtins(
     def guarded_delattr(obj: Any, name: str) -> None:
         policy.delattr(obj, name)
 
-    table.update(
+    runtime: dict[str, Any] = {
+        name: _unavailable(name, reason) for name, reason in _UNAVAILABLE.items()
+    }
+    runtime.update(
         range=_checked_range,
         pow=_checked_pow,
         bytes=_checked_bytes,
         bytearray=_checked_bytearray,
         format=checked_format,
-        type=type_of,
         sum=_checked_sum(tick),
         iter=ticking_iter,
         getattr=guarded_getattr,
         hasattr=guarded_hasattr,
         setattr=guarded_setattr,
         delattr=guarded_delattr,
-        __import__=importer,
     )
+    table.update({name: seal(function, name) for name, function in runtime.items()})
+    table.update(type=SEALED_TYPE_OF, __import__=seal(importer, "__import__"))
     return table

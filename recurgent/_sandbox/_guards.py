@@ -17,8 +17,8 @@ import datetime
 import decimal
 import fractions
 import functools
-import html.parser
 import io
+import os
 import re
 import types
 import xml.etree.ElementTree as ElementTree
@@ -28,6 +28,12 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, MemoryView, redirect_unbound
+from recurgent._sandbox._made import (
+    GENERATED_FILENAME,
+    SandboxType,
+    is_namedtuple_class,
+    is_sandbox_made,
+)
 from recurgent._sandbox._modules import ModuleFacade
 from recurgent._sandbox._policy import (
     ALLOWED_DUNDER_METHODS,
@@ -35,6 +41,7 @@ from recurgent._sandbox._policy import (
     READABLE_DUNDER_ATTRIBUTES,
     is_private_name,
 )
+from recurgent._sandbox._reflection import SealedCallable
 from recurgent._sandbox._sizes import SIZED_DUNDERS, SafeFormatter, sized_dunder, special_methods
 from recurgent.outcome import Outcome
 
@@ -43,6 +50,7 @@ __all__ = [
     "MUTABLE_TYPES",
     "NOT_HANDLED",
     "OPEN_TYPES",
+    "SEALED_TYPE_OF",
     "AttributePolicy",
     "SandboxType",
     "SealedType",
@@ -50,8 +58,6 @@ __all__ = [
     "is_sandbox_made",
     "type_of",
 ]
-
-GENERATED_FILENAME = "<generated>"
 
 _ITERABLE_SAMPLES: tuple[object, ...] = (
     [],
@@ -131,14 +137,11 @@ MUTABLE_TYPES: frozenset[type] = frozenset(
     }
 )
 
-_ALLOWED_BASES = frozenset(
-    {object, dict, list, set, str, int, float, tuple, html.parser.HTMLParser}
-)
-
 # Modules (and their C accelerators) whose classes' instances expose public attributes.
+# Never "builtins": module objects, functions, code objects, frames and cells all claim it;
+# the few builtin types that are trusted are listed by type below.
 _TRUSTED_TYPE_MODULES = frozenset(
     {
-        "builtins",
         "collections",
         "datetime",
         "decimal",
@@ -168,6 +171,9 @@ _TRUSTED_TYPE_MODULES = frozenset(
         "numbers",
     }
 )
+# Builtin types (``__module__ == "builtins"``) whose instances expose their public attributes;
+# builtin exceptions are trusted by a separate test.
+_TRUSTED_BUILTIN_TYPES = frozenset({property, classmethod, staticmethod, memoryview})
 _DENIED_BY_TYPE: dict[type, frozenset[str]] = {
     ElementTree.ElementTree: frozenset({"write", "parse", "write_c14n"}),
     # A partial the host stored in memory may wrap anything; calling it is its purpose,
@@ -179,51 +185,11 @@ _DENIED_BY_TYPE: dict[type, frozenset[str]] = {
 _DENIED_EXCEPTION_ATTRIBUTES = frozenset({"obj"})
 
 
-class SandboxType(type):
-    """Metaclass of every class generated code defines (RestrictedPython's ``__metaclass__``)."""
-
-    def __new__(
-        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
-    ) -> SandboxType:
-        for base in bases:
-            allowed = (
-                isinstance(base, SandboxType)
-                or base in _ALLOWED_BASES
-                or is_namedtuple_class(base)
-                or (issubclass(base, BaseException) and base.__module__ == "builtins")
-            )
-            if not allowed:
-                raise TypeError(
-                    f"class {name} may not derive from {base.__name__}; generated classes may "
-                    "derive from object, builtin containers, builtin exceptions, namedtuples "
-                    "or classes defined by the same code"
-                )
-        return super().__new__(mcls, name, bases, namespace, **kwargs)
-
-
-def is_sandbox_made(value: object) -> bool:
-    """True for classes, instances, functions and generators generated code created."""
-    if isinstance(value, SandboxType) or isinstance(type(value), SandboxType):
-        return True
-    code = getattr(value, "__code__", None) or getattr(value, "gi_code", None)
-    return isinstance(code, types.CodeType) and code.co_filename == GENERATED_FILENAME
-
-
 def _owned(obj: object) -> bool:
     """The program made ``obj`` (or it is ``super()`` of an object the program made)."""
     if isinstance(obj, super):
         return is_sandbox_made(obj.__self__)  # type: ignore[attr-defined]
     return is_sandbox_made(obj)
-
-
-def is_namedtuple_class(value: object) -> bool:
-    """True for a class ``collections.namedtuple`` made."""
-    return (
-        isinstance(value, type)
-        and issubclass(value, tuple)
-        and isinstance(getattr(value, "_fields", None), tuple)
-        and callable(getattr(value, "_make", None))
-    )
 
 
 class SealedType:
@@ -258,7 +224,7 @@ def _exposable_class(cls: type) -> bool:
         return True
     if hasattr(cls, "_sandbox_public_"):
         return True
-    return cls.__module__ in _TRUSTED_TYPE_MODULES and cls.__module__ != "builtins"
+    return cls.__module__ in _TRUSTED_TYPE_MODULES
 
 
 def type_of(obj: Any) -> Any:
@@ -269,13 +235,52 @@ def type_of(obj: Any) -> Any:
     """
     cls = type(obj)
     if issubclass(cls, type):
-        return type_of
+        return SEALED_TYPE_OF
     if cls is object or _exposable_class(cls):
         return cls
+    if cls is SealedCallable:
+        return _SEALED_FUNCTION_TYPE
     return SealedType(cls)
 
 
 type_of.__name__ = type_of.__qualname__ = "type"
+
+# What type() says of a runtime callable: a function, as it would of the original.
+_SEALED_FUNCTION_TYPE = SealedType(SealedCallable)
+_SEALED_FUNCTION_TYPE.__name__ = _SEALED_FUNCTION_TYPE.__qualname__ = "function"
+
+#: ``type`` as generated code holds it (also what ``type(SomeClass)`` returns).
+SEALED_TYPE_OF = SealedCallable(type_of, "type")
+
+
+def _trusted_class(cls: type) -> bool:
+    """Whether instances of ``cls`` (a host class) expose their public attributes."""
+    if cls.__module__ == "builtins":
+        return cls in _TRUSTED_BUILTIN_TYPES or issubclass(cls, BaseException)
+    return cls.__module__ in _TRUSTED_TYPE_MODULES
+
+
+_RUNTIME_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _runtime_sealed(value: Any) -> Any:
+    """``value``, sealed if it is a function (or bound method) the runtime itself defined.
+
+    Host classes served to generated code (``Outcome``, the checked stand-ins) define methods
+    in the runtime; read through the guard they come back sealed, so their globals and
+    ``__self__`` stay out of reach (ADR 0021).
+    """
+    function = value.__func__ if type(value) is types.MethodType else value
+    if type(function) is types.FunctionType and function.__code__.co_filename.startswith(
+        _RUNTIME_ROOT
+    ):
+        return SealedCallable(value, function.__name__)
+    return value
+
+
+def _call_bound(binder: Callable[[Any], Any], obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``Class.method(obj, ...)`` for a checked method: bind to ``obj``, then call."""
+    return binder(obj)(*args, **kwargs)
 
 
 def _unshared(value: Any) -> Any:
@@ -320,7 +325,8 @@ class AttributePolicy:
             raise AttributeError(f"{name!r} is not accessible in the sandbox")
         special = self._special.get(name)
         if special is not None and isinstance(obj, special[0]):
-            return special[1](obj)
+            # Sealed: the checked method closes over the formatter, the policy and the tick.
+            return SealedCallable(special[1](obj), name)
         kind = type(obj)
         if kind in OPEN_TYPES or isinstance(kind, SandboxType):
             return getattr(obj, name)
@@ -328,10 +334,11 @@ class AttributePolicy:
             return obj._facade_lookup(name)
         handled = self._handle_attribute(obj, name)
         if handled is not NOT_HANDLED:
-            return handled
+            # A handle's methods are closures over the sandbox: sealed like every runtime callable.
+            return _runtime_sealed(handled)
         if isinstance(obj, Outcome):
             if name in _OUTCOME_INSTANCE_ATTRIBUTES:
-                return getattr(obj, name)
+                return _runtime_sealed(getattr(obj, name))
             raise AttributeError(
                 f"'Outcome' object has no attribute {name!r}; use .ok, .value, .error_type, "
                 ".error_message, .retriable, .metadata or .value_or(default)"
@@ -378,7 +385,9 @@ class AttributePolicy:
 
     @staticmethod
     def _readable_dunder(obj: Any, name: str) -> Any:
-        named = isinstance(obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType)
+        named = isinstance(
+            obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType | SealedCallable
+        )
         if name == "__class__":
             return type_of(obj)
         if name in ("__name__", "__qualname__") and named:
@@ -402,14 +411,14 @@ class AttributePolicy:
     def _class_attribute(self, cls: type, name: str) -> Any:
         if cls is Outcome:
             if name in ("ok", "error", "call"):
-                return getattr(Outcome, name)
+                return _runtime_sealed(getattr(Outcome, name))
             raise AttributeError(
                 f"Outcome has no accessible attribute {name!r}; use Outcome.ok(...) or "
                 "Outcome.error(...)"
             )
         if isinstance(cls, SandboxType) or is_namedtuple_class(cls):
             return getattr(cls, name)
-        trusted = cls in OPEN_TYPES or cls.__module__ in _TRUSTED_TYPE_MODULES
+        trusted = cls in OPEN_TYPES or _trusted_class(cls)
         if not trusted:
             public: frozenset[str] = getattr(cls, "_sandbox_public_", frozenset())
             if name not in public:
@@ -422,27 +431,26 @@ class AttributePolicy:
             )
         special = self._special.get(name)
         if special is not None and issubclass(cls, special[0]):
-            binder = special[1]
-            return lambda obj, *args, **kwargs: binder(obj)(*args, **kwargs)
+            return SealedCallable(functools.partial(_call_bound, special[1]), name)
         if name in _DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
         value = getattr(cls, name)
         if name in REDIRECTED_DICT_METHODS and value is getattr(dict, name):
             # dict.get(context, k) would read the journal view's storage directly.
-            return redirect_unbound(name, value)
-        return _unshared(value)
+            return SealedCallable(redirect_unbound(name, value), name)
+        return _runtime_sealed(_unshared(value))
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in _DENIED_BY_TYPE.get(kind, frozenset()):
             raise AttributeError(f"{kind.__name__}.{name} is not available in the sandbox")
-        if kind.__module__ not in _TRUSTED_TYPE_MODULES:
+        if not _trusted_class(kind):
             public: frozenset[str] = getattr(kind, "_sandbox_public_", frozenset())
             return name in public
         return True
 
     @staticmethod
     def _instance_attribute(obj: Any, name: str) -> Any:
-        value = getattr(obj, name)
+        value = _runtime_sealed(getattr(obj, name))
         for klass in type(obj).__mro__:
             raw = vars(klass).get(name, _ABSENT)
             if raw is not _ABSENT:

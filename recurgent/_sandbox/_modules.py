@@ -1,281 +1,94 @@
-"""Importable modules: the allow-list of pure standard-library modules, served through facades.
+"""Importable modules: facades serving exactly the names the catalog lets generated code use.
 
 Generated code never holds a real module object. ``import json`` binds a :class:`ModuleFacade`
-whose attribute lookups refuse private names, per-module denied names (anything that touches
-files, process-wide state or host stdout), and submodules outside the allow-list. Functions that
-can build huge values in one C call, or iterate forever in C, are replaced by checked or ticking
-versions (ADR 0011).
+that holds the values of the module's served names (``_catalog``) and nothing else: not the
+module, not an importer. Private, denied and unclassified names are refused; module-level
+containers are copied on every read; submodules outside the allow-list are refused. Functions
+that can build huge values in one C call, iterate forever in C or do attribute work for the
+caller are served as sealed stand-ins (ADR 0011, 0019, 0020).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
+import importlib.util
 import itertools
-import random
 import types
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
 from recurgent._sandbox._limits import TickingIterator
-from recurgent._sandbox._numbers import CheckedDecimal, CheckedFraction
-from recurgent._sandbox._stdlib import (
-    DIFFLIB_NAMES,
-    HASHLIB_NAMES,
-    CheckedTemplate,
-    SandboxRandom,
-    difflib_overrides,
-    hashlib_overrides,
-    itertools_tee,
-    json_overrides,
-    math_overrides,
-    operator_overrides,
-    pprint_overrides,
-    re_overrides,
-    secrets_overrides,
-    textwrap_overrides,
-    unicodedata_overrides,
-)
+from recurgent._sandbox._reflection import SealedCallable, seal
+from recurgent._sandbox._stdlib import SandboxRandom, itertools_tee
 
-__all__ = ["ModuleFacade", "make_importer"]
+__all__ = ["ALLOWED_MODULES", "ModuleFacade", "make_importer"]
 
 
 @dataclass(frozen=True)
 class _Spec:
-    """How one module is exposed: names withheld, names replaced, or an explicit allow-list."""
+    """Values an attempt supplies for a module's ``attempt`` rows (name -> value)."""
 
-    denied: frozenset[str] = frozenset()
-    only: frozenset[str] | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _ticking(function: Callable[..., Any], tick: Callable[[], bool]) -> Callable[..., Any]:
-    def ticking(*args: Any, **kwargs: Any) -> TickingIterator:
-        return TickingIterator(iter(function(*args, **kwargs)), tick)
-
-    ticking.__name__ = getattr(function, "__name__", "iterator")
-    return ticking
-
-
-def _element_tree_parse(source: Any, parser: Any = None) -> Any:
-    if isinstance(source, str | bytes):
-        raise PermissionError(
-            "xml.etree.ElementTree.parse() cannot open files in the sandbox; use "
-            "ElementTree.fromstring(text) or pass an io.StringIO"
-        )
-    return ElementTree.parse(source, parser)
-
-
-def _element_tree(element: Any = None) -> Any:
-    return ElementTree.ElementTree(element)
-
-
-_OPERATOR_DENIED = frozenset({"attrgetter", "methodcaller"})
-_TYPING_NAMES = frozenset(
-    {
-        "Any",
-        "Optional",
-        "Union",
-        "List",
-        "Dict",
-        "Tuple",
-        "Set",
-        "FrozenSet",
-        "Iterable",
-        "Iterator",
-        "Generator",
-        "Sequence",
-        "Mapping",
-        "MutableMapping",
-        "Callable",
-        "Literal",
-        "Type",
-        "cast",
-        "TYPE_CHECKING",
-        "DefaultDict",
-        "Counter",
-        "Deque",
-    }
-)
-_TIME_NAMES = frozenset(
-    {
-        "time",
-        "time_ns",
-        "monotonic",
-        "monotonic_ns",
-        "perf_counter",
-        "perf_counter_ns",
-        "process_time",
-        "sleep",
-        "strftime",
-        "strptime",
-        "gmtime",
-        "localtime",
-        "mktime",
-        "asctime",
-        "ctime",
-        "struct_time",
-        "timezone",
-        "altzone",
-        "daylight",
-        "tzname",
-    }
-)
-_RANDOM_FUNCTIONS = (
-    "random",
-    "randint",
-    "randrange",
-    "choice",
-    "choices",
-    "sample",
-    "shuffle",
-    "uniform",
-    "gauss",
-    "normalvariate",
-    "triangular",
-    "betavariate",
-    "expovariate",
-    "lognormvariate",
-    "vonmisesvariate",
-    "paretovariate",
-    "weibullvariate",
-    "seed",
-    "randbytes",
-)
-
-# Module name -> spec. Parent packages (xml, xml.etree, urllib, collections, html) are
-# importable so dotted imports work, but expose only their allowed submodules.
-_STATIC_SPECS: dict[str, _Spec] = {
-    "math": _Spec(overrides=math_overrides()),
-    "cmath": _Spec(),
-    "json": _Spec(denied=frozenset({"JSONEncoder"}), overrides=json_overrides()),
-    "re": _Spec(overrides=re_overrides()),
-    "datetime": _Spec(),
-    "statistics": _Spec(),
-    "collections": _Spec(),
-    "collections.abc": _Spec(),
-    "functools": _Spec(
-        only=frozenset(
-            {"reduce", "partial", "lru_cache", "cache", "cmp_to_key", "wraps", "total_ordering"}
-        )
-    ),
-    "operator": _Spec(denied=_OPERATOR_DENIED, overrides=operator_overrides()),
-    "string": _Spec(denied=frozenset({"Formatter"}), overrides={"Template": CheckedTemplate}),
-    "textwrap": _Spec(
-        only=frozenset({"dedent", "indent", "wrap", "fill", "shorten"}),
-        overrides=textwrap_overrides(),
-    ),
-    "decimal": _Spec(
-        denied=frozenset(
-            {
-                "Context",
-                "getcontext",
-                "setcontext",
-                "localcontext",
-                "DefaultContext",
-                "BasicContext",
-                "ExtendedContext",
-            }
-        ),
-        overrides={"Decimal": CheckedDecimal},
-    ),
-    "fractions": _Spec(overrides={"Fraction": CheckedFraction}),
-    "html": _Spec(only=frozenset({"escape", "unescape", "parser"})),
-    "html.parser": _Spec(only=frozenset({"HTMLParser"})),
-    "csv": _Spec(denied=frozenset({"field_size_limit", "register_dialect", "unregister_dialect"})),
-    "io": _Spec(only=frozenset({"StringIO", "BytesIO"})),
-    "xml": _Spec(only=frozenset({"etree"})),
-    "xml.etree": _Spec(only=frozenset({"ElementTree"})),
-    "xml.etree.ElementTree": _Spec(
-        denied=frozenset(
-            {"iterparse", "dump", "register_namespace", "canonicalize", "XMLPullParser"}
-        ),
-        overrides={"parse": _element_tree_parse, "ElementTree": _element_tree},
-    ),
-    "urllib": _Spec(only=frozenset({"parse", "request", "error"})),
-    "urllib.parse": _Spec(),
-    "base64": _Spec(),
-    "hashlib": _Spec(only=HASHLIB_NAMES, overrides=hashlib_overrides()),
-    "uuid": _Spec(denied=frozenset({"uuid1", "getnode"})),
-    "unicodedata": _Spec(overrides=unicodedata_overrides()),
-    "heapq": _Spec(),
-    "bisect": _Spec(),
-    "copy": _Spec(),
-    "typing": _Spec(only=_TYPING_NAMES),
-    "difflib": _Spec(only=DIFFLIB_NAMES, overrides=difflib_overrides()),
-    "secrets": _Spec(
-        only=frozenset(
-            {"token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits"}
-            | {"compare_digest"}
-        ),
-        overrides=secrets_overrides(),
-    ),
-    "numbers": _Spec(),
-    "pprint": _Spec(only=frozenset({"pformat", "saferepr"}), overrides=pprint_overrides()),
-}
-
-#: Names generated code may import (the prompt lists them; ADR 0011).
-ALLOWED_MODULES: tuple[str, ...] = tuple(
-    sorted({*_STATIC_SPECS, "itertools", "random", "time", "urllib.request", "urllib.error"})
-)
-
-
 _MISSING: Any = object()
+_CONTAINERS = (dict, list, set, bytearray)
+
+
+def _pure_values(name: str) -> dict[str, Any]:
+    """The module's pure names, read now: a host that patches a module (freezegun's
+    ``time.time``) is seen by the next attempt, as with a real import."""
+    module = importlib.import_module(name)
+    values = {}
+    for attribute in CATALOG[name].pure:
+        value = getattr(module, attribute, _MISSING)
+        if value is _MISSING and f"{name}.{attribute}" in CATALOG:
+            # A package whose allowed submodule is not imported yet.
+            value = importlib.import_module(f"{name}.{attribute}")
+        if value is not _MISSING:
+            values[attribute] = value
+    return values
 
 
 class ModuleFacade:
-    """What ``import name`` binds in generated code: a filtered view of one module.
+    """What ``import name`` binds in generated code: the served names of one module.
 
-    A name that resolves to a value other than a module or a container is cached in the
-    instance ``__dict__``: later reads of it, native or through the attribute policy, return
-    the same object without running the lookup again. Nothing else is ever stored there
-    (``__setattr__`` refuses every write), and generated code cannot reach ``__dict__``.
+    Served values other than containers live in the instance ``__dict__`` (native attribute
+    reads find them directly); containers are kept aside and copied on every read, because the
+    module shares them with the whole process. The facade holds no module, importer or other
+    runtime object, so nothing reachable from it leads back into the runtime (ADR 0021).
+    ``__setattr__`` refuses every write, and generated code cannot reach ``__dict__``.
     """
 
-    __slots__ = (
-        "__dict__",
-        "_facade_module",
-        "_facade_name",
-        "_facade_resolve",
-        "_facade_spec",
-    )
+    __slots__ = ("__dict__", "_facade_containers", "_facade_name")
 
-    def __init__(
-        self, name: str, module: Any, spec: _Spec, resolve: Callable[[str], ModuleFacade]
-    ) -> None:
+    def __init__(self, name: str, served: Mapping[str, Any]) -> None:
         object.__setattr__(self, "_facade_name", name)
-        object.__setattr__(self, "_facade_module", module)
-        object.__setattr__(self, "_facade_spec", spec)
-        object.__setattr__(self, "_facade_resolve", resolve)
+        containers = {key: value for key, value in served.items() if isinstance(value, _CONTAINERS)}
+        object.__setattr__(self, "_facade_containers", containers)
+        self.__dict__.update((key, value) for key, value in served.items() if key not in containers)
 
     def _facade_lookup(self, name: str) -> Any:
-        """``module.name`` under the module's spec (the attribute policy calls this directly)."""
-        cache = self.__dict__
-        cached = cache.get(name, _MISSING)
-        if cached is not _MISSING:
-            return cached
+        """``module.name`` under the catalog (the attribute policy calls this directly)."""
+        value = self.__dict__.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
+        container = self._facade_containers.get(name, _MISSING)
+        if container is not _MISSING:
+            return copy.deepcopy(container)
         label = f"{self._facade_name}.{name}"
         if name.startswith("_"):
             raise AttributeError(f"{label} is private")
-        spec = self._facade_spec
-        if name in spec.overrides:
-            value = spec.overrides[name]
-        elif name in spec.denied or (spec.only is not None and name not in spec.only):
-            raise AttributeError(f"{label} is not available in the sandbox")
-        else:
-            value = getattr(self._facade_module, name, _MISSING)
-        if value is _MISSING:
-            # A fresh error: the one getattr raises carries the real module as its .obj.
+        if classify(self._facade_name, name) == "unclassified" and not _defines(
+            self._facade_name, name
+        ):
+            # A fresh error: the one getattr raises would carry the real module as its .obj.
             raise AttributeError(f"module {self._facade_name!r} has no attribute {name!r}")
-        if isinstance(value, types.ModuleType):
-            return self._facade_resolve(label)
-        if isinstance(value, dict | list | set | bytearray):
-            # Module-level containers are shared with the host; hand out a copy each time.
-            return copy.deepcopy(value)
-        cache[name] = value
-        return value
+        raise AttributeError(f"{label} is not available in the sandbox")
 
     def __getattr__(self, name: str) -> Any:
         return self._facade_lookup(name)
@@ -283,8 +96,54 @@ class ModuleFacade:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{self._facade_name} is read-only in the sandbox")
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{self._facade_name} is read-only in the sandbox")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(f"module {self._facade_name!r} cannot be copied or pickled")
+
     def __repr__(self) -> str:
         return f"<module {self._facade_name!r} (sandbox)>"
+
+
+def _defines(module_name: str, name: str) -> bool:
+    """Whether the real module has ``name``, as an attribute or as a submodule."""
+    module = importlib.import_module(module_name)
+    if hasattr(module, name):
+        return True
+    if not hasattr(module, "__path__") or not name.isidentifier():
+        # A dotted name would make find_spec import the packages on the way.
+        return False
+    return importlib.util.find_spec(f"{module_name}.{name}") is not None
+
+
+def _ticking_call(
+    function: Callable[..., Any], tick: Callable[[], bool], /, *args: Any, **kwargs: Any
+) -> TickingIterator:
+    return TickingIterator(iter(function(*args, **kwargs)), tick)
+
+
+def _attempt_values(
+    *, tick: Callable[[], bool], extra_modules: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The ``attempt`` rows of every module, built for one attempt."""
+    rng = SandboxRandom()
+    values: dict[str, dict[str, Any]] = {
+        "random": {name: getattr(rng, name) for name in CATALOG["random"].attempt},
+        "time": dict(extra_modules.get("time_overrides", {})),
+        "itertools": {
+            name: functools.partial(_ticking_call, getattr(itertools, name), tick)
+            for name in CATALOG["itertools"].attempt
+        },
+    }
+    values["itertools"]["tee"] = itertools_tee
+    for name, (module, spec) in extra_modules.get("modules", {}).items():
+        supplied = dict(getattr(spec, "overrides", {}))
+        for attribute in CATALOG[name].attempt:
+            if attribute not in supplied and hasattr(module, attribute):
+                supplied[attribute] = getattr(module, attribute)
+        values[name] = supplied
+    return values
 
 
 def make_importer(
@@ -296,52 +155,38 @@ def make_importer(
 
     Args:
         tick: The attempt's cheap tick, used by ticking iterators.
-        extra_modules: Modules built per attempt (``urllib.request``, ``urllib.error``) as
-            ``name -> (module-like object, spec)`` pairs.
+        extra_modules: ``"modules"``: modules built per attempt (``urllib.request``,
+            ``urllib.error``) as ``name -> (module-like object, _Spec)`` pairs whose attributes
+            fill the catalog's ``attempt`` rows; ``"time_overrides"``: the attempt's
+            ``time.sleep``.
 
     Returns:
-        The ``__import__`` generated code's import statements call.
+        The ``__import__`` generated code's import statements call, sealed.
     """
-    rng = SandboxRandom()
-    specs: dict[str, tuple[Any, _Spec]] = {}
-    for name, spec in _STATIC_SPECS.items():
-        specs[name] = (None, spec)
-    specs["random"] = (
-        random,
-        _Spec(
-            denied=frozenset({"setstate", "getstate", "SystemRandom"}),
-            overrides={
-                "Random": SandboxRandom,
-                "getrandbits": rng.getrandbits,
-                **{name: getattr(rng, name) for name in _RANDOM_FUNCTIONS},
-            },
-        ),
-    )
-    specs["time"] = (
-        None,
-        _Spec(only=_TIME_NAMES, overrides=extra_modules.get("time_overrides", {})),
-    )
-    iterator_overrides = {
-        name: _ticking(getattr(itertools, name), tick)
-        for name in dir(itertools)
-        if not name.startswith("_") and callable(getattr(itertools, name))
-    }
-    iterator_overrides["tee"] = itertools_tee
-    specs["itertools"] = (itertools, _Spec(overrides=iterator_overrides))
-    for name, (module, spec) in extra_modules.get("modules", {}).items():
-        specs[name] = (module, spec)
-
+    attempt = _attempt_values(tick=tick, extra_modules=extra_modules)
     facades: dict[str, ModuleFacade] = {}
 
     def resolve(name: str) -> ModuleFacade:
-        if name in facades:
-            return facades[name]
-        if name not in specs:
+        facade = facades.get(name)
+        if facade is not None:
+            return facade
+        if name not in CATALOG:
             raise ImportError(_refusal(name))
-        module, spec = specs[name]
-        if module is None:
-            module = importlib.import_module(name)
-        facade = ModuleFacade(name, module, spec, resolve)
+        rows = CATALOG[name]
+        served: dict[str, Any] = {}
+        for attribute, value in _pure_values(name).items():
+            if isinstance(value, types.ModuleType):
+                submodule = f"{name}.{attribute}"
+                if submodule in CATALOG:
+                    served[attribute] = resolve(submodule)
+            else:
+                served[attribute] = value
+        served.update(rows.replaced)
+        supplied = attempt.get(name, {})
+        for attribute in rows.attempt:
+            if attribute in supplied:
+                served[attribute] = seal(supplied[attribute], attribute)
+        facade = ModuleFacade(name, served)
         facades[name] = facade
         return facade
 
@@ -361,10 +206,9 @@ def make_importer(
         if fromlist:
             return facade
         # `import a.b.c` binds `a`; every parent on the way must be allowed too.
-        top = name.split(".")[0]
-        return resolve(top)
+        return resolve(name.split(".")[0])
 
-    return importer
+    return SealedCallable(importer, "__import__")
 
 
 def _refusal(name: str) -> str:

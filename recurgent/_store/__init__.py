@@ -146,7 +146,9 @@ class Store:
     def record_call(self, call: CallRecord) -> WriteResult:
         """Fold one finished call that ran code into its artifact (atomic, under its lock).
 
-        An artifact with another schema version or of another runtime is left untouched.
+        An artifact with another schema version or of another runtime is left untouched. A
+        persisted run's update (counters only, same code) skips fsync: it is written after
+        every call, and losing one to a power cut loses a count, never a program.
         """
         path = artifact_path(self.root, call.role, call.method)
         now = self._now()
@@ -164,7 +166,13 @@ class Store:
             return apply_call(record, call, now=now).to_json()
 
         try:
-            updated = update_json(path, change, root=self.root, now=self._clock())
+            updated = update_json(
+                path,
+                change,
+                root=self.root,
+                now=self._clock(),
+                durable=call.source != "persisted",
+            )
         except (OSError, ValueError) as error:
             return WriteResult(False, f"error: {type(error).__name__}: {error}")
         if refused:

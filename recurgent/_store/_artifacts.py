@@ -243,7 +243,9 @@ def reuse_verdict(
     """``None`` when the record may run without a provider request, else the reason it may not.
 
     Reasons, in the order checked: ``foreign_runtime``, ``no_code``, ``checksum_mismatch``,
-    ``not_cacheable``, ``runtime_version_mismatch``, ``contract_mismatch``, ``degraded``.
+    ``not_cacheable``, ``runtime_version_mismatch``, ``contract_mismatch``, ``degraded``,
+    ``unproven`` (the current version has a scorecard and never produced an answer: a program
+    that only failed is regenerated, not run again and repaired; ADR 0047).
     ``prompt_version`` and ``model`` are metadata only and never block reuse.
     """
     if record.runtime != RUNTIME_TAG:
@@ -260,6 +262,9 @@ def reuse_verdict(
         return "contract_mismatch"
     if is_degraded(record):
         return "degraded"
+    card = record.scorecards.get(record.code_checksum or "")
+    if card is not None and card.successes == 0:
+        return "unproven"
     return None
 
 

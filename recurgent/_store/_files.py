@@ -129,8 +129,12 @@ def ensure_private_dir(directory: Path, root: Path) -> None:
         os.chmod(level, _DIR_MODE)
 
 
-def write_json(path: Path, payload: dict[str, Any], *, root: Path) -> None:
+def write_json(path: Path, payload: dict[str, Any], *, root: Path, durable: bool = True) -> None:
     """Write ``payload`` to ``path`` atomically, as a 0600 file.
+
+    ``durable=False`` skips the two fsyncs: the rename is still atomic (no reader ever sees a
+    torn file), but a power loss may lose this write, or leave a file the next read
+    quarantines. Worth it only for frequent writes whose loss costs little (ADR 0047).
 
     Raises:
         OSError: the directory cannot be created or the file cannot be written; the previous
@@ -144,13 +148,15 @@ def write_json(path: Path, payload: dict[str, Any], *, root: Path) -> None:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.chmod(temp, _FILE_MODE)
         os.replace(temp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -269,8 +275,10 @@ def update_json(
     *,
     root: Path,
     now: datetime.datetime | None = None,
+    durable: bool = True,
 ) -> Updated:
-    """Read, change and write ``path`` under its lock (merge-on-write).
+    """Read, change and write ``path`` under its lock (merge-on-write; ``durable`` as in
+    :func:`write_json`).
 
     ``change`` gets what was read (``data`` is ``None`` when the file is missing or was
     quarantined as corrupt) and returns the object to write, or ``None`` to write nothing. An unsupported schema version
@@ -286,5 +294,5 @@ def update_json(
         new = change(loaded)
         if new is None:
             return Updated(False, data=loaded.data, skipped="no_change")
-        write_json(path, new, root=root)
+        write_json(path, new, root=root, durable=durable)
         return Updated(True, data=new, quarantined_to=loaded.quarantined_to)

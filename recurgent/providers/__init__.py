@@ -71,6 +71,8 @@ class ProviderRequest:
         attempt: Generation attempt number within the current round, from 1.
         timeout_seconds: How long the runtime will wait; ``None`` for no limit.
         response_schema: JSON schema the reply must satisfy.
+        purpose: ``generate`` for a new program, ``repair`` when the user prompt holds a
+            persisted program that failed and asks for a fixed version (ADR 0047).
     """
 
     role: str
@@ -84,6 +86,7 @@ class ProviderRequest:
     attempt: int
     timeout_seconds: float | None
     response_schema: Mapping[str, Any] = field(default_factory=lambda: PROGRAM_SCHEMA)
+    purpose: Literal["generate", "repair"] = "generate"
 
 
 @runtime_checkable

@@ -238,7 +238,8 @@ class TestToolRegistry:
                 ("feed_parser", "head"): "return Outcome.error('parse_error', 'bad feed')",
             }
         )
-        return Agent("builder", provider=provider, log=False), provider
+        # Each run() is a new program here: persistence would answer the second from the first.
+        return Agent("builder", provider=provider, log=False, toolstore_root=None), provider
 
     def test_entry_records_purpose_methods_contract_and_usage(self) -> None:
         """After calls through a handle the entry has methods used and usage counts."""

@@ -269,6 +269,11 @@ class TestDegraded:
             )
         assert record is not None and not is_degraded(record)
 
+    def test_a_version_that_never_answered_is_unproven(self) -> None:
+        """Two failures and no answer: not degraded, but not run again either."""
+        assert _verdict(self._with(2, 0)) == "unproven"
+        assert _verdict(self._with(2, 1)) is None
+
     def test_a_new_version_starts_healthy(self) -> None:
         """After 3 failures of one version, a regenerated version with one success reuses."""
         record = apply_call(self._with(3, 0), call("return 7"), now=NOW)

@@ -1,0 +1,370 @@
+"""Persistence of one call: run the stored program instead of asking the provider, repair it once
+when it fails, and record every program that ran (ADR 0047).
+
+The decisions are the pure functions of :mod:`recurgent._lifecycle._selection`; the files are the
+store's. This module sequences them and fills the call state. It never runs a program itself:
+the lifecycle lends it :class:`Hooks` (build the prompts, ask the provider, run one attempt), so
+a stored program goes through exactly the validation, guardrails, compilation, sandbox and
+contract checks a fresh one does, and its memory writes are undone like any failed attempt's.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any, Literal
+
+from recurgent._guardrails import is_terminal, static_violations
+from recurgent._lifecycle._generation import Generated
+from recurgent._lifecycle._lanes import failure_class
+from recurgent._lifecycle._selection import after_persisted, after_repair, plan_call, result_kind
+from recurgent._lifecycle._state import CallState
+from recurgent._prompting import PROMPT_VERSION, Prompts, render
+from recurgent._redact import redact
+from recurgent._sandbox import compile_program
+from recurgent._store import (
+    ArtifactRecord,
+    Cacheability,
+    CallRecord,
+    FailedAttempt,
+    Store,
+    checksum,
+    classify,
+    contract_fingerprint,
+    record_cacheability,
+)
+from recurgent.errors import GuardrailViolationError, InvalidCodeError, RecurgentError
+from recurgent.outcome import Outcome
+from recurgent.program import parse_program
+
+if TYPE_CHECKING:
+    from recurgent._lifecycle import AgentRuntime
+
+__all__ = ["AttemptResult", "Hooks", "record", "run_stored", "runtime_version"]
+
+_CODE_CHARS = 12000
+_MESSAGE_CHARS = 1000
+
+Purpose = Literal["generate", "repair"]
+ProgramSource = Literal["generated", "persisted", "repaired"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """One program run as an attempt.
+
+    Attributes:
+        outcome: What the program produced, when it finished.
+        error: What it raised instead (a validation, guardrail, execution or limit failure).
+        commit: Applies the attempt's memory writes; called only when its outcome is the
+            call's answer (an attempt that is not accepted is rolled back by never committing).
+    """
+
+    outcome: Outcome | None
+    error: RecurgentError | None
+    commit: Callable[[], None] = lambda: None
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """What the lifecycle lends this module for one call.
+
+    Attributes:
+        prompts: The call's system and user prompts (built on first use).
+        generate: Asks the provider for a program (one generation round) with a user prompt
+            and a request purpose; raises ``ProviderError`` when the round is spent.
+        execute: Runs one prepared program as an attempt.
+    """
+
+    prompts: Callable[[], Prompts]
+    generate: Callable[[str, str, Purpose], Generated]
+    execute: Callable[[Generated], AttemptResult]
+
+
+@functools.cache
+def runtime_version() -> str:
+    """The installed recurgent version: stored programs are reused only by the same version."""
+    try:
+        return version("recurgent")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without install
+        return "0.0.0"
+
+
+def _fingerprint(state: CallState) -> str:
+    return contract_fingerprint(state.contract)
+
+
+def _prepare(code: str, dependencies: Sequence[Any], method: str) -> Generated:
+    """A stored program as the generation step would hand it over: parsed, screened, compiled."""
+    return _prepared(code, json.dumps(list(dependencies), sort_keys=True, default=repr), method)
+
+
+@functools.lru_cache(maxsize=256)
+def _prepared(code: str, dependencies: str, method: str) -> Generated:
+    # Keyed by the exact text: the same stored program is screened and compiled once per
+    # process. The result is immutable in use (the tree is only read by the provenance check).
+    program = parse_program(
+        {"code": code, "dependencies": json.loads(dependencies)}, method_name=method
+    )
+    try:
+        tree = ast.parse(program.code, "<generated>", "exec")
+    except SyntaxError as error:
+        raise InvalidCodeError(
+            f"Stored code has invalid Python syntax: line {error.lineno}: {error.msg}"
+        ) from None
+    violations = static_violations(tree)
+    if violations:
+        return Generated(program, None, tree, violations[0], 0)
+    return Generated(program, compile_program(program.code), tree, None, 0)
+
+
+def _run(hooks: Hooks, prepare: Callable[[], Generated]) -> AttemptResult:
+    try:
+        generated = prepare()
+    except RecurgentError as error:
+        return AttemptResult(None, error)
+    return hooks.execute(generated)
+
+
+def _error_outcome(error: RecurgentError, state: CallState) -> Outcome:
+    # Only the routing reads it: the call's own error Outcome is built by the lifecycle.
+    return Outcome(
+        status="error",
+        error_type=error.error_type,
+        error_message=error.message,
+        retriable=error.retriable,
+        tool_role=state.role,
+        method_name=state.method,
+    )
+
+
+def _ends_call(error: RecurgentError | None) -> bool:
+    """A terminal guardrail (e.g. the caller broke the registry) fails any program alike."""
+    if not isinstance(error, GuardrailViolationError):
+        return False
+    return (
+        is_terminal(error.message) or error.metadata.get("guardrail_class") == "terminal_guardrail"
+    )
+
+
+def _hit(state: CallState, record: ArtifactRecord) -> None:
+    cache = record_cacheability(record)
+    state.program_source = "persisted"
+    state.artifact_hit = True
+    state.generation_attempt = 0
+    state.code = record.code
+    state.program_dependencies = [dict(d) for d in record.dependencies]
+    state.cacheable = cache.cacheable
+    state.cacheability_reason = cache.reason
+    state.input_sensitive = cache.input_sensitive
+    state.artifact_prompt_version = record.prompt_version
+    state.artifact_contract_fingerprint = record.contract_fingerprint
+
+
+def _give_up_program(state: CallState) -> None:
+    """The stored (or repaired) program is not the answer: the call goes on as a generation."""
+    state.program_source = "generated"
+    state.artifact_hit = False
+    state.code = None
+    state.program_dependencies = None
+    state.cacheable = state.cacheability_reason = state.input_sensitive = None
+
+
+def _finish_attempt(result: AttemptResult) -> Outcome:
+    """The routed attempt is the answer: its outcome, or its error raised for the lifecycle."""
+    if result.error is not None:
+        # Raised failures that end the call (timeouts, limits) never leave half an attempt:
+        # their writes are never committed.
+        raise result.error
+    assert result.outcome is not None
+    result.commit()
+    return result.outcome
+
+
+def _answered(state: CallState, result: AttemptResult) -> Outcome:
+    if result.error is None:
+        state.attempt_stage = "executed"
+    return _finish_attempt(result)
+
+
+def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome | None:
+    """Answer the call from the store when it can: the stored program's outcome (or its
+    repaired version's), or ``None`` when the call must generate.
+
+    Raises:
+        RecurgentError: a failure that ends the call as it is (an extrinsic failure of the
+            stored run, a terminal guardrail, a provider outage during a repair).
+    """
+    store: Store | None = runtime.store
+    if store is None:
+        state.artifact_lookup = plan_call(None).reason
+        return None
+    lookup = store.lookup(
+        state.role,
+        state.method,
+        contract_fingerprint=_fingerprint(state),
+        runtime_version=runtime_version(),
+    )
+    start = plan_call(lookup)
+    state.artifact_lookup = start.reason
+    if start.action != "persisted" or lookup.record is None:
+        return None
+    record = lookup.record
+    _hit(state, record)
+    state.attempt_stage = "persisted"
+    result = _run(hooks, lambda: _prepare(record.code, record.dependencies, state.method))
+    outcome = result.outcome if result.error is None else _error_outcome(result.error, state)
+    route = after_persisted(
+        outcome, raised=result.error is not None, repair_count=record.repair_count_since_regen
+    )
+    state.failure_class = route.failure_class
+    if route.action == "return" or _ends_call(result.error):
+        return _answered(state, result)
+    state.rollback_applied = True
+    _remember_failure(state, "persisted", result, outcome)
+    failed_class = route.failure_class
+    _give_up_program(state)
+    if route.action == "regenerate":
+        return None
+    return _repair(state, hooks, record, outcome, failed_class)
+
+
+def _remember_failure(
+    state: CallState, stage: str, result: AttemptResult, outcome: Outcome | None
+) -> None:
+    if result.error is not None:
+        state.record_failure(stage, type(result.error).__name__, result.error.message)
+    elif outcome is not None:
+        message = f"{outcome.error_type}: {outcome.error_message}"
+        state.record_failure(stage, "OutcomeError", message)
+
+
+def _repair(
+    state: CallState,
+    hooks: Hooks,
+    record: ArtifactRecord,
+    failed: Outcome | None,
+    failed_class: str | None,
+) -> Outcome | None:
+    state.repair_attempted = True
+    state.repaired_failure_class = failed_class
+    prompts = hooks.prompts()
+    message = (failed.error_message or failed.error_type or "") if failed else "unknown failure"
+    user = prompts.user + render(
+        "repair",
+        failure_class=failed_class or "unknown",
+        failure_message=redact(f"{failed.error_type}: {message}" if failed else message)[
+            :_MESSAGE_CHARS
+        ],
+        code=record.code[:_CODE_CHARS],
+        prompt_version=record.prompt_version or "unknown",
+        contract_fingerprint=record.contract_fingerprint,
+        repair_count=record.repair_count_since_regen,
+    )
+    state.system_prompt = prompts.system
+    state.user_prompt = user
+    try:
+        generated = hooks.generate(prompts.system, user, "repair")
+    except RecurgentError as error:
+        if failure_class(error.error_type) == "extrinsic":
+            raise
+        # The provider wrote nothing usable: a fresh generation gets its own attempts.
+        state.repair_succeeded = False
+        _give_up_program(state)
+        return None
+    state.program_source = "repaired"
+    state.attempt_stage = "repaired"
+    result = _run(hooks, lambda: generated)
+    outcome = result.outcome if result.error is None else _error_outcome(result.error, state)
+    route = after_repair(outcome, raised=result.error is not None)
+    if route.action == "return" or _ends_call(result.error):
+        state.repair_succeeded = route.kind != "failure"
+        state.failure_class = route.failure_class or failed_class
+        return _answered(state, result)
+    state.rollback_applied = True
+    state.repair_succeeded = False
+    _remember_failure(state, "repair", result, outcome)
+    _give_up_program(state)
+    return None
+
+
+# --------------------------------------------------------------------- recording
+
+
+def _cacheability(state: CallState, code: str) -> Cacheability:
+    if state.program_source == "persisted" and state.cacheable is not None:
+        return Cacheability(
+            state.cacheable, state.cacheability_reason or "unknown", bool(state.input_sensitive)
+        )
+    return classify(
+        state.method, code, state.args, state.kwargs, contracted=state.contract is not None
+    )
+
+
+def _failed_attempt(state: CallState) -> FailedAttempt | None:
+    if not state.attempt_failures:
+        return None
+    latest = state.attempt_failures[-1]
+    return FailedAttempt(latest.stage, latest.error_class, latest.error_message, latest.attempt_id)
+
+
+def record(runtime: AgentRuntime, state: CallState) -> None:
+    """Classify the program that ran last and fold the call into its stored artifact.
+
+    Runs for every call that produced code, whatever its outcome; a call without code (the
+    provider failed before writing any) leaves the store as it was. Never raises.
+    """
+    code = state.code
+    if not code or not code.strip():
+        return
+    state.artifact_checksum = checksum(code)
+    cache = _cacheability(state, code)
+    state.cacheable = cache.cacheable
+    state.cacheability_reason = cache.reason
+    state.input_sensitive = cache.input_sensitive
+    store: Store | None = runtime.store
+    if store is None:
+        return
+    outcome = state.outcome
+    kind = result_kind(outcome, raised=state.error is not None)
+    klass = None
+    if kind == "failure":
+        klass = state.failure_class or failure_class(outcome.error_type if outcome else None)
+    source: ProgramSource = "generated"
+    if state.program_source == "persisted":
+        source = "persisted"
+    elif state.program_source == "repaired":
+        source = "repaired"
+    call = CallRecord(
+        role=state.role,
+        method=state.method,
+        code=code,
+        dependencies=[dict(d) for d in state.program_dependencies or []],
+        contract_fingerprint=_fingerprint(state),
+        prompt_version=PROMPT_VERSION,
+        runtime_version=runtime_version(),
+        model=state.model,
+        cacheability=cache,
+        source=source,
+        result=kind,
+        error_type=outcome.error_type if outcome is not None and outcome.is_error else None,
+        failure_class=klass,
+        failure_message=(
+            f"{outcome.error_type}: {outcome.error_message}"
+            if outcome is not None and outcome.is_error
+            else None
+        ),
+        repaired_class=state.repaired_failure_class,
+        trace_id=state.frame.trace_id,
+        duration_ms=state.duration_ms,
+        contract_passed=(
+            state.contract_validation_passed if state.contract_validation_applied else None
+        ),
+        failed_attempt=_failed_attempt(state) if source != "persisted" else None,
+    )
+    written = store.record_call(call)
+    state.artifact_write = "written" if written.written else (written.reason or "skipped")

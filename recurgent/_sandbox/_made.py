@@ -1,0 +1,60 @@
+"""What generated code made: its metaclass, and the tests that tell its objects from the host's.
+
+Kept apart from the attribute policy so that the stand-ins of the module catalog
+(``_reflection``) can ask "did the program make this?" without importing the policy, which
+itself imports the module facades built from the catalog.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import types
+from typing import Any
+
+__all__ = ["GENERATED_FILENAME", "SandboxType", "is_namedtuple_class", "is_sandbox_made"]
+
+GENERATED_FILENAME = "<generated>"
+
+_ALLOWED_BASES = frozenset(
+    {object, dict, list, set, str, int, float, tuple, html.parser.HTMLParser}
+)
+
+
+def is_namedtuple_class(value: object) -> bool:
+    """True for a class ``collections.namedtuple`` made."""
+    return (
+        isinstance(value, type)
+        and issubclass(value, tuple)
+        and isinstance(getattr(value, "_fields", None), tuple)
+        and callable(getattr(value, "_make", None))
+    )
+
+
+class SandboxType(type):
+    """Metaclass of every class generated code defines (RestrictedPython's ``__metaclass__``)."""
+
+    def __new__(
+        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+    ) -> SandboxType:
+        for base in bases:
+            allowed = (
+                isinstance(base, SandboxType)
+                or base in _ALLOWED_BASES
+                or is_namedtuple_class(base)
+                or (issubclass(base, BaseException) and base.__module__ == "builtins")
+            )
+            if not allowed:
+                raise TypeError(
+                    f"class {name} may not derive from {base.__name__}; generated classes may "
+                    "derive from object, builtin containers, builtin exceptions, namedtuples "
+                    "or classes defined by the same code"
+                )
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+def is_sandbox_made(value: object) -> bool:
+    """True for classes, instances, functions and generators generated code created."""
+    if isinstance(value, SandboxType) or isinstance(type(value), SandboxType):
+        return True
+    code = getattr(value, "__code__", None) or getattr(value, "gi_code", None)
+    return isinstance(code, types.CodeType) and code.co_filename == GENERATED_FILENAME
