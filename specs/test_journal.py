@@ -289,6 +289,51 @@ class TestHostWritesDuringAnAttempt:
         assert (outcome.error_type, agent.runtime_context.get("tools")) == ("execution", None)
 
 
+class TestRememberAndConcurrentCalls:
+    """remember() from code joins the attempt; calls of one agent from two threads both commit."""
+
+    def test_remember_in_a_failed_attempt_is_rolled_back(self) -> None:
+        """``remember(x=1)`` followed by an exception leaves no ``x`` in memory."""
+        code = "remember(x=1)\nraise ValueError('boom')"
+        agent = Agent("t", provider=ScriptedProvider({"run": [code, code]}), log=False)
+
+        outcome = agent.run()
+
+        assert (outcome.error_type, "x" in agent.runtime_context) == ("execution", False)
+
+    def test_remember_is_visible_to_the_rest_of_the_attempt(self) -> None:
+        """What remember() wrote is readable through context in the same attempt."""
+        code = "remember(x=[1])\ncontext['x'].append(2)\nresult = context['x']"
+        agent = Agent("t", provider=ScriptedProvider({"run": code}), log=False)
+
+        outcome = agent.run()
+
+        assert (outcome.value, agent.x) == ([1, 2], [1, 2])
+
+    def test_two_threads_calling_one_agent_both_commit(self) -> None:
+        """Overlapping calls of one agent write different keys; both writes are kept."""
+        both_running = threading.Barrier(2, timeout=10)
+
+        def reply(request: Any) -> str:
+            both_running.wait()  # the two calls overlap; neither holds the agent for long
+            key = request.args[0]
+            return f"context[{key!r}] = True\nresult = {key!r}"
+
+        agent = Agent("t", provider=FunctionProvider(reply), log=False)
+        threads = [threading.Thread(target=agent.mark, args=(key,)) for key in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+
+        memory = agent.runtime_context
+        assert (memory.get("a"), memory.get("b"), len(memory["conversation_history"])) == (
+            True,
+            True,
+            2,
+        )
+
+
 class TestUnboundBypass:
     """``dict.<method>(context, ...)`` goes through the view, not its raw storage."""
 
