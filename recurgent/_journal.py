@@ -37,6 +37,7 @@ from typing import Any, Literal, Protocol
 from recurgent.outcome import Outcome
 
 __all__ = [
+    "REDIRECTED_DICT_METHODS",
     "Journal",
     "MemoryView",
     "Patch",
