@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from recurgent import Agent
-from recurgent._journal import Journal, MemoryView, writable
+from recurgent._journal import Journal, MemoryView, apply_plain, writable
 from recurgent._sandbox import rebuild
 from recurgent.outcome import Outcome
 from recurgent.testing import FunctionProvider, ScriptedProvider
@@ -185,6 +185,41 @@ class TestCommitInPlace:
             ],
         }
         assert json.loads(json.dumps(plain)) == plain
+
+
+class TestPlainWritesForAWorker:
+    """Writes survive a JSON round trip and commit by path into another copy of memory."""
+
+    def test_plain_writes_commit_in_place_by_path(self) -> None:
+        """A worker's plain writes land in the host's own containers, found by path."""
+        rows: list[Any] = [{"n": 1}]
+        host: dict[str, Any] = {"rows": rows, "cfg": {"k": 1}, "gone": 0}
+        worker = json.loads(json.dumps(host))
+        journal = Journal(worker)
+        view = journal.view
+        view["rows"][0]["n"] = 2
+        view["rows"].append({"n": 3})
+        view["cfg"]["k"] = 2
+        del view["gone"]
+        view["new"] = [1]
+        shipped = json.loads(json.dumps(journal.prepare(rebuild).as_plain()))
+
+        apply_plain(host, shipped)
+
+        assert (host, host["rows"] is rows) == (
+            {"rows": [{"n": 2}, {"n": 3}], "cfg": {"k": 2}, "new": [1]},
+            True,
+        )
+
+    def test_discard_leaves_memory_and_forgets_the_copies(self) -> None:
+        """``discard()`` empties the view; memory is as it was."""
+        memory: dict[str, Any] = {"rows": [1]}
+        journal = Journal(memory)
+        journal.view["rows"].append(2)
+
+        journal.discard()
+
+        assert (memory, dict.__len__(journal.view)) == ({"rows": [1]}, 0)
 
 
 class TestRollbackLeavesOthersAlone:
