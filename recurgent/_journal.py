@@ -20,28 +20,31 @@ Usage::
     journal = Journal(memory)          # begin
     view = journal.view                # hand to generated code
     writes = journal.prepare(rebuild)  # raises NonSerializableResultError for code objects
-    writes.apply(memory)               # commit (or just drop the journal: rollback)
+    writes.apply(memory)               # commit (or journal.discard(): rollback)
 
 ``Writes.as_plain()`` renders the writes as plain data (top-level sets and deletes, and container
-patches addressed by their path from the memory root), for a worker that ships them over a pipe.
+patches addressed by their path from the memory root), for a worker that ships them over a pipe;
+:func:`apply_plain` commits such plain writes on the host side.
 """
 
 from __future__ import annotations
 
 import collections
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from recurgent.outcome import Outcome
 
 __all__ = [
+    "REDIRECTED_DICT_METHODS",
     "Journal",
     "MemoryView",
     "Patch",
     "Rebuild",
     "Writes",
+    "apply_plain",
     "redirect_unbound",
     "writable",
 ]
@@ -166,6 +169,47 @@ class Writes:
             "delete": list(self.delete),
             "patches": [patch.as_plain() for patch in self.patches],
         }
+
+
+def apply_plain(memory: dict[str, Any], plain: Mapping[str, Any]) -> None:
+    """Commit writes received as plain data (:meth:`Writes.as_plain`), e.g. from a worker.
+
+    Each patch is addressed by its path from the memory root; a patch whose container is no
+    longer there (the host replaced or removed it meanwhile) is skipped, as the host's later
+    write wins. The caller holds the agent's memory lock.
+    """
+    for entry in plain.get("patches", ()):
+        target = _follow(memory, entry["path"])
+        if target is _MISSING:
+            continue
+        Patch(
+            target,
+            tuple(entry["path"]),
+            entry["kind"],
+            set=dict(entry["set"]),
+            delete=list(entry["delete"]),
+            items=list(entry["items"]),
+        ).apply()
+    for key in plain.get("delete", ()):
+        memory.pop(key, None)
+    memory.update(plain.get("set", {}))
+
+
+def _follow(memory: dict[str, Any], path: Sequence[Any]) -> Any:
+    node: Any = memory
+    for step in path:
+        try:
+            if isinstance(node, Outcome):
+                node = getattr(node, step) if step in ("value", "metadata") else _MISSING
+            elif isinstance(node, collections.deque):
+                node = list(node)[step]
+            else:
+                node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return _MISSING
+        if node is _MISSING:
+            return _MISSING
+    return node
 
 
 class MemoryView(dict):  # type: ignore[type-arg]
@@ -335,6 +379,14 @@ class Journal:
         self._originals: dict[int, Any] = {}  # id(copy) -> original
         self._copied: list[_Copied] = []
         self._keep: list[Any] = []  # originals of immutable copies, so their ids stay unique
+
+    def discard(self) -> None:
+        """Rollback: forget everything the attempt did (memory was never written)."""
+        dict.clear(self.view)
+        self._copies.clear()
+        self._originals.clear()
+        self._copied.clear()
+        self._keep.clear()
 
     def activate(self) -> contextvars.Token[tuple[tuple[int, MemoryView], ...]]:
         """Route host writes to this agent's memory, made in this context, into the view."""

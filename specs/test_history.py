@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from recurgent import Agent
-from recurgent._history import append_record, history_records, outcome_summary
+from recurgent._history import (
+    HISTORY_LIMIT,
+    HistoryCursor,
+    append_record,
+    history_records,
+    outcome_summary,
+)
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider, read_log
 
@@ -266,3 +273,79 @@ class TestHistoryHelpers:
             1.3,
             ["<class 'object'>"],
         )
+
+
+def _append(memory: dict[str, object], n: int, cursor: HistoryCursor | None = None) -> int:
+    size = 0
+    for i in range(n):
+        size = append_record(
+            memory,
+            call_id=f"c{i}",
+            method_name="m",
+            args=(),
+            kwargs={},
+            outcome=Outcome.ok(i),
+            trace_id="t",
+            parent_call_id=None,
+            depth=0,
+            duration_ms=1.0,
+            cursor=cursor,
+        )
+    return size
+
+
+class _Untouchable(Mapping[str, object]):
+    """A history entry that fails the moment anything reads it."""
+
+    def __getitem__(self, key: str) -> object:
+        raise AssertionError("an already checked record was read again")
+
+    def __iter__(self) -> Iterator[str]:
+        raise AssertionError("an already checked record was read again")
+
+    def __len__(self) -> int:
+        raise AssertionError("an already checked record was read again")
+
+
+class TestHistoryCost:
+    """No per-call step walks the whole history (ADR 0028)."""
+
+    def test_memory_keeps_the_last_thousand_records(self) -> None:
+        """After 1,005 appends memory holds 1,000 records, the oldest five dropped."""
+        memory: dict[str, object] = {}
+
+        size = _append(memory, HISTORY_LIMIT + 5, HistoryCursor())
+
+        records = memory["conversation_history"]
+        assert isinstance(records, list)
+        assert (size, len(records), records[0]["call_id"], records[-1]["call_id"]) == (
+            1000,
+            1000,
+            "c5",
+            "c1004",
+        )
+
+    def test_checked_records_are_not_read_again(self) -> None:
+        """With a cursor, a later check looks only at records added since the last one."""
+        memory: dict[str, object] = {}
+        cursor = HistoryCursor()
+        _append(memory, 3, cursor)
+        records = memory["conversation_history"]
+        assert isinstance(records, list)
+        records[0] = _Untouchable()
+        records.append(7)  # malformed, added after the last check
+
+        checked = history_records(memory, cursor)
+
+        assert (len(checked), isinstance(checked[0], _Untouchable)) == (3, True)
+
+    def test_a_replaced_list_is_checked_in_full(self) -> None:
+        """When code replaces the list, the cursor starts over and repairs all of it."""
+        memory: dict[str, object] = {}
+        cursor = HistoryCursor()
+        _append(memory, 2, cursor)
+        memory["conversation_history"] = [5, {"call_id": "kept"}]
+
+        checked = history_records(memory, cursor)
+
+        assert [record["call_id"] for record in checked] == ["kept"]

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from recurgent import Agent
-from recurgent._journal import Journal, MemoryView, writable
+from recurgent._journal import Journal, MemoryView, apply_plain, writable
 from recurgent._sandbox import rebuild
 from recurgent.outcome import Outcome
 from recurgent.testing import FunctionProvider, ScriptedProvider
@@ -187,6 +187,41 @@ class TestCommitInPlace:
         assert json.loads(json.dumps(plain)) == plain
 
 
+class TestPlainWritesForAWorker:
+    """Writes survive a JSON round trip and commit by path into another copy of memory."""
+
+    def test_plain_writes_commit_in_place_by_path(self) -> None:
+        """A worker's plain writes land in the host's own containers, found by path."""
+        rows: list[Any] = [{"n": 1}]
+        host: dict[str, Any] = {"rows": rows, "cfg": {"k": 1}, "gone": 0}
+        worker = json.loads(json.dumps(host))
+        journal = Journal(worker)
+        view = journal.view
+        view["rows"][0]["n"] = 2
+        view["rows"].append({"n": 3})
+        view["cfg"]["k"] = 2
+        del view["gone"]
+        view["new"] = [1]
+        shipped = json.loads(json.dumps(journal.prepare(rebuild).as_plain()))
+
+        apply_plain(host, shipped)
+
+        assert (host, host["rows"] is rows) == (
+            {"rows": [{"n": 2}, {"n": 3}], "cfg": {"k": 2}, "new": [1]},
+            True,
+        )
+
+    def test_discard_leaves_memory_and_forgets_the_copies(self) -> None:
+        """``discard()`` empties the view; memory is as it was."""
+        memory: dict[str, Any] = {"rows": [1]}
+        journal = Journal(memory)
+        journal.view["rows"].append(2)
+
+        journal.discard()
+
+        assert (memory, dict.__len__(journal.view)) == ({"rows": [1]}, 0)
+
+
 class TestRollbackLeavesOthersAlone:
     """Dropping a journal undoes only its own attempt."""
 
@@ -287,6 +322,51 @@ class TestHostWritesDuringAnAttempt:
         outcome = agent.plan()
 
         assert (outcome.error_type, agent.runtime_context.get("tools")) == ("execution", None)
+
+
+class TestRememberAndConcurrentCalls:
+    """remember() from code joins the attempt; calls of one agent from two threads both commit."""
+
+    def test_remember_in_a_failed_attempt_is_rolled_back(self) -> None:
+        """``remember(x=1)`` followed by an exception leaves no ``x`` in memory."""
+        code = "remember(x=1)\nraise ValueError('boom')"
+        agent = Agent("t", provider=ScriptedProvider({"run": [code, code]}), log=False)
+
+        outcome = agent.run()
+
+        assert (outcome.error_type, "x" in agent.runtime_context) == ("execution", False)
+
+    def test_remember_is_visible_to_the_rest_of_the_attempt(self) -> None:
+        """What remember() wrote is readable through context in the same attempt."""
+        code = "remember(x=[1])\ncontext['x'].append(2)\nresult = context['x']"
+        agent = Agent("t", provider=ScriptedProvider({"run": code}), log=False)
+
+        outcome = agent.run()
+
+        assert (outcome.value, agent.x) == ([1, 2], [1, 2])
+
+    def test_two_threads_calling_one_agent_both_commit(self) -> None:
+        """Overlapping calls of one agent write different keys; both writes are kept."""
+        both_running = threading.Barrier(2, timeout=10)
+
+        def reply(request: Any) -> str:
+            both_running.wait()  # the two calls overlap; neither holds the agent for long
+            key = request.args[0]
+            return f"context[{key!r}] = True\nresult = {key!r}"
+
+        agent = Agent("t", provider=FunctionProvider(reply), log=False)
+        threads = [threading.Thread(target=agent.mark, args=(key,)) for key in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+
+        memory = agent.runtime_context
+        assert (memory.get("a"), memory.get("b"), len(memory["conversation_history"])) == (
+            True,
+            True,
+            2,
+        )
 
 
 class TestUnboundBypass:

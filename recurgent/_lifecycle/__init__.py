@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._call import enter_frame
-from recurgent._contracts import validate_deliverable
-from recurgent._guardrails import is_terminal, provenance_violation
+from recurgent._guardrails import is_terminal
 from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._journal import Writes
 from recurgent._lifecycle import _persistence
+from recurgent._lifecycle._attempt import execute_attempt
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lanes import (
     EXECUTION_REPAIR_BUDGET,
@@ -40,14 +40,7 @@ from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
 from recurgent._prompting import Prompts, build_prompts
-from recurgent._registry import TOOLS_KEY, integrity_violation
-from recurgent._sandbox import (
-    ExecutionResult,
-    ExecutionSandbox,
-    HandleOps,
-    HostBridge,
-    SandboxLimits,
-)
+from recurgent._sandbox import HandleOps, SandboxLimits
 from recurgent._sandbox._limits import (
     AttemptStopped,
     Clock,
@@ -62,13 +55,12 @@ from recurgent.errors import (
     ExecutionTimeoutError,
     GuardrailRetryExhaustedError,
     GuardrailViolationError,
-    NonSerializableResultError,
     OutcomeRepairRetryExhaustedError,
     RecurgentError,
     ResourceLimitError,
     UsageError,
 )
-from recurgent.outcome import Outcome, coerce_outcome
+from recurgent.outcome import Outcome
 from recurgent.program import Program
 from recurgent.providers import Provider, ProviderRequest
 
@@ -314,7 +306,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         # Every failed attempt is rolled back by dropping its journal: its writes never
         # reached memory. Only an accepted attempt commits (ADR 0027).
         try:
-            outcome, writes = _execute(runtime, state, generated, limits)
+            outcome, writes = execute_attempt(runtime, state, generated, limits)
         except GuardrailViolationError as violation:
             feedback = _guardrail_lane(runtime, state, counters, violation)
             continue
@@ -360,7 +352,7 @@ def _attempt(
     """Run one program as an attempt of the persisted path: its writes commit only if the
     persisted path accepts its outcome, and are dropped otherwise (ADR 0027, 0047)."""
     try:
-        outcome, writes = _execute(runtime, state, generated, limits)
+        outcome, writes = execute_attempt(runtime, state, generated, limits)
     except UsageError:
         raise
     except RecurgentError as error:
@@ -403,117 +395,6 @@ def _generate(
         base_request=request,
         max_attempts=options.max_generation_attempts,
         on_attempt=on_attempt,
-    )
-
-
-def _execute(
-    runtime: AgentRuntime, state: CallState, generated: Generated, limits: SandboxLimits
-) -> tuple[Outcome, Writes | None]:
-    """Run one validated program; raise the failures the lanes handle.
-
-    Returns the outcome and the attempt's memory writes, not yet committed.
-    """
-    if generated.violation is not None:
-        raise generated.violation
-    state.attempt_stage = "validated"
-    role, method = runtime.role, state.method
-    broken = integrity_violation(runtime.memory, phase="pre_execution", role=role, method=method)
-    if broken is not None:
-        # The caller broke the registry before the program ran, and rollback restores exactly
-        # that state: no regenerated program can fix it, so retrying would only spend calls.
-        broken.metadata["guardrail_class"] = "terminal_guardrail"
-        raise broken
-    invocation = (method, state.args, state.kwargs)
-    bridge = HostBridge(
-        role=role,
-        method_name=method,
-        memory=runtime.memory,
-        args=state.args,
-        kwargs=state.kwargs,
-        delegate=lambda name, **opts: runtime.delegate(name, opts, invocation),
-        tool=lambda name, **opts: runtime.tool(name, opts, invocation),
-        remember=lambda entries: _vet_remember(entries, role),
-        handle_for_agent=runtime.handle_for_agent,
-    )
-    sandbox = ExecutionSandbox(
-        bridge,
-        limits=limits,
-        network=runtime.options.network,
-        clock=runtime.clock,
-        commit_memory=False,
-    )
-    assert generated.compiled is not None
-    result = sandbox.run(generated.compiled)
-    outcome = _attempt_outcome(runtime, state, generated, result)
-    return outcome, result.writes
-
-
-def _vet_remember(entries: Mapping[str, Any], role: str) -> None:
-    """``remember()`` from generated code may not put executable objects in the registry."""
-    if TOOLS_KEY in entries:
-        violation = integrity_violation(
-            {TOOLS_KEY: entries[TOOLS_KEY]}, phase="remember", role=role, method="remember"
-        )
-        if violation is not None:
-            raise violation
-
-
-def _attempt_outcome(
-    runtime: AgentRuntime, state: CallState, generated: Generated, result: ExecutionResult
-) -> Outcome:
-    role, method = runtime.role, state.method
-    state.execution_receiver = "sandbox"
-    state.stdout = result.stdout
-    state.forwarded_calls = result.forwarded_calls
-    if result.violations:
-        raise result.violations[0]
-    if result.error is None or isinstance(result.error, NonSerializableResultError):
-        # An executable object in the registry is a registry violation before it is a
-        # non-plain memory value: the guardrail lane's feedback names the registry.
-        after = result.memory if result.memory is not None else runtime.memory
-        broken = integrity_violation(after, phase="post_execution", role=role, method=method)
-        if broken is not None:
-            raise broken
-    if result.error is not None:
-        raise result.error
-    outcome = coerce_outcome(result.value, tool_role=role, method_name=method)
-    if outcome.is_ok:
-        violation = provenance_violation(generated.tree, outcome.value)
-        if violation is not None:
-            raise violation
-        outcome = _check_contract(runtime, state, outcome)
-    return outcome
-
-
-def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -> Outcome:
-    contract = runtime.options.contract
-    deliverable = contract.get("deliverable") if contract else None
-    check = validate_deliverable(deliverable, outcome.value, state.args, state.kwargs)
-    state.contract_validation_applied = check.applied
-    state.contract_validation_passed = check.passed
-    state.contract_validation_mismatch = check.mismatch
-    state.contract_validation_expected_keys = check.expected_keys
-    state.contract_validation_actual_keys = check.actual_keys
-    if not check.applied or check.passed:
-        if check.typed_value is not None and state.frame.depth == 0:
-            # Only the caller outside the runtime gets the typed value; generated code (any
-            # deeper call) keeps seeing plain data.
-            return outcome.model_copy(update={"value": check.typed_value})
-        if check.canonical_value is not None:
-            return outcome.model_copy(update={"value": check.canonical_value})
-        return outcome
-    where = check.details.get("validator_path")
-    detail = f": {where}: {check.details.get('validator_message')}" if where else ""
-    return Outcome(
-        status="error",
-        error_type="contract_violation",
-        error_message=(
-            f"Delegated outcome does not satisfy deliverable contract ({check.mismatch}{detail})"
-        ),
-        retriable=False,
-        tool_role=runtime.role,
-        method_name=state.method,
-        metadata=check.metadata(),
     )
 
 

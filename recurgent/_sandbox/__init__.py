@@ -301,12 +301,14 @@ class ExecutionSandbox:
         host_call, to_host, bridge = self._host_call, self._to_host, self._bridge
 
         def delegate(role: Any, **options: Any) -> AgentHandle:
+            plain_role = to_host(role, "delegate role")
             plain = to_host(options, "delegate options")
-            return AgentHandle(host_call("delegate", lambda: bridge.delegate(role, **plain)))
+            return AgentHandle(host_call("delegate", lambda: bridge.delegate(plain_role, **plain)))
 
         def tool(name: Any, **options: Any) -> AgentHandle:
+            plain_name = to_host(name, "tool name")
             plain = to_host(options, "tool options")
-            return AgentHandle(host_call("tool", lambda: bridge.tool(name, **plain)))
+            return AgentHandle(host_call("tool", lambda: bridge.tool(plain_name, **plain)))
 
         view = self._journal.view
 

@@ -1,8 +1,8 @@
 """The sandbox boundary: values leaving an attempt are rebuilt from plain types, never inspected.
 
 Everything that leaves an attempt (its result, what it writes to memory, ``remember()`` entries,
-arguments of forwarded calls, values set on handles) is rebuilt by the runtime (ADR 0028 of
-issue 9, R5/R6; see ``docs/adr/0029-boundary-rebuilds-values.md``):
+arguments of forwarded calls, values set on handles) is rebuilt by the runtime (ADR 0029; issue 9,
+R5 and R6):
 
 * exact scalars (``str``, ``int``, ``float``, ``bool``, ``bytes``, ``None``) pass as they are;
 * containers (dicts, lists, tuples, sets, deques, Counters, ...) are rebuilt item by item;
@@ -108,10 +108,8 @@ class _Rebuilder:
         self._memo: dict[int, Any] = {}
 
     def key(self, key: Any, where: str, depth: int) -> Any:
-        plain = self.value(key, f"{where} key", depth)
-        # Only hashable plain values come back from a hashable key; the hash of a rebuilt key
-        # runs no generated code.
-        return plain
+        # Rebuilt before it is hashed into the new dict: hashing a plain key runs no program code.
+        return self.value(key, f"{where} key", depth)
 
     def value(self, value: Any, where: str, depth: int) -> Any:
         kind = type(value)

@@ -149,6 +149,20 @@ class TestProviderThreads:
         assert value == 7
 
 
+class TestOneWatchdog:
+    """The deadline watchdog is one long-lived thread, not a thread per attempt."""
+
+    def test_calls_share_one_watchdog_thread(self) -> None:
+        """After each of three calls the same single watchdog thread is alive."""
+        agent = Agent("w", provider=ScriptedProvider({"run": "result = 1"}), log=False)
+        seen = []
+        for _ in range(3):
+            agent.run()
+            seen.append([t.ident for t in threading.enumerate() if t.name == "recurgent-watchdog"])
+
+        assert (len(seen[0]), seen[0] == seen[1] == seen[2]) == (1, True)
+
+
 class _AsyncProvider:
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay

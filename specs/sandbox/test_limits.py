@@ -90,6 +90,7 @@ class TestDeadline:
 
     def test_a_worker_thread_is_stopped_and_no_thread_remains(self) -> None:
         """Run in a non-main thread, a runaway stops by deadline + 0.5 s and leaves no thread."""
+        value_of("result = 1")  # the process's one watchdog thread exists from here on (ADR 0030)
         before = threading.active_count()
         outcome: dict[str, Any] = {}
 
@@ -110,7 +111,8 @@ class TestDeadline:
         ) == (False, "timeout", True, before)
 
     def test_no_thread_outlives_an_attempt(self) -> None:
-        """The attempt's watchdog thread is gone when ``run`` returns, success or timeout."""
+        """No thread per attempt: after the first, attempts start no thread (ADR 0030)."""
+        value_of("result = 1")  # starts the process's one watchdog thread, if not yet running
         before = threading.active_count()
 
         value_of("result = 1")
@@ -145,6 +147,7 @@ class TestDeadlineThroughAgent:
             {"spin": "while True:\n    pass", "add": "result = args[0] + 1"}
         )
         agent = Agent("tester", provider=provider, log=False, execution_timeout_seconds=1)
+        agent.add(0)  # the long-lived helper threads exist from the first call on (ADR 0030)
         before = threading.active_count()
 
         started = time.monotonic()

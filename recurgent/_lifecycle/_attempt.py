@@ -1,0 +1,136 @@
+"""One attempt's execution: the sandbox run, the checks on what it returned, the contract.
+
+Split from :mod:`recurgent._lifecycle` (which decides what happens next); this module only
+raises the failures the lanes handle and returns the attempt's Outcome and uncommitted writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from recurgent._contracts import validate_deliverable
+from recurgent._guardrails import provenance_violation
+from recurgent._journal import Writes
+from recurgent._lifecycle._generation import Generated
+from recurgent._lifecycle._state import CallState
+from recurgent._registry import TOOLS_KEY, integrity_violation
+from recurgent._sandbox import ExecutionResult, ExecutionSandbox, HostBridge, SandboxLimits
+from recurgent.errors import NonSerializableResultError
+from recurgent.outcome import Outcome, coerce_outcome
+
+if TYPE_CHECKING:
+    from recurgent._lifecycle import AgentRuntime
+
+__all__ = ["execute_attempt"]
+
+
+def execute_attempt(
+    runtime: AgentRuntime, state: CallState, generated: Generated, limits: SandboxLimits
+) -> tuple[Outcome, Writes | None]:
+    """Run one validated program; raise the failures the lanes handle.
+
+    Returns the outcome and the attempt's memory writes, not yet committed.
+    """
+    if generated.violation is not None:
+        raise generated.violation
+    state.attempt_stage = "validated"
+    role, method = runtime.role, state.method
+    broken = integrity_violation(runtime.memory, phase="pre_execution", role=role, method=method)
+    if broken is not None:
+        # The caller broke the registry before the program ran, and rollback restores exactly
+        # that state: no regenerated program can fix it, so retrying would only spend calls.
+        broken.metadata["guardrail_class"] = "terminal_guardrail"
+        raise broken
+    invocation = (method, state.args, state.kwargs)
+    bridge = HostBridge(
+        role=role,
+        method_name=method,
+        memory=runtime.memory,
+        args=state.args,
+        kwargs=state.kwargs,
+        delegate=lambda name, **opts: runtime.delegate(name, opts, invocation),
+        tool=lambda name, **opts: runtime.tool(name, opts, invocation),
+        remember=lambda entries: _vet_remember(entries, role),
+        handle_for_agent=runtime.handle_for_agent,
+    )
+    sandbox = ExecutionSandbox(
+        bridge,
+        limits=limits,
+        network=runtime.options.network,
+        clock=runtime.clock,
+        commit_memory=False,
+    )
+    assert generated.compiled is not None
+    result = sandbox.run(generated.compiled)
+    outcome = _attempt_outcome(runtime, state, generated, result)
+    return outcome, result.writes
+
+
+def _vet_remember(entries: Mapping[str, Any], role: str) -> None:
+    """``remember()`` from generated code may not put executable objects in the registry."""
+    if TOOLS_KEY in entries:
+        violation = integrity_violation(
+            {TOOLS_KEY: entries[TOOLS_KEY]}, phase="remember", role=role, method="remember"
+        )
+        if violation is not None:
+            raise violation
+
+
+def _attempt_outcome(
+    runtime: AgentRuntime, state: CallState, generated: Generated, result: ExecutionResult
+) -> Outcome:
+    role, method = runtime.role, state.method
+    state.execution_receiver = "sandbox"
+    state.stdout = result.stdout
+    state.forwarded_calls = result.forwarded_calls
+    if result.violations:
+        raise result.violations[0]
+    if result.error is None or isinstance(result.error, NonSerializableResultError):
+        # An executable object in the registry is a registry violation before it is a
+        # non-plain memory value: the guardrail lane's feedback names the registry.
+        after = result.memory if result.memory is not None else runtime.memory
+        broken = integrity_violation(after, phase="post_execution", role=role, method=method)
+        if broken is not None:
+            raise broken
+    if result.error is not None:
+        raise result.error
+    outcome = coerce_outcome(result.value, tool_role=role, method_name=method)
+    if outcome.is_ok:
+        violation = provenance_violation(generated.tree, outcome.value)
+        if violation is not None:
+            raise violation
+        outcome = _check_contract(runtime, state, outcome)
+    return outcome
+
+
+def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -> Outcome:
+    contract = runtime.options.contract
+    deliverable = contract.get("deliverable") if contract else None
+    check = validate_deliverable(deliverable, outcome.value, state.args, state.kwargs)
+    state.contract_validation_applied = check.applied
+    state.contract_validation_passed = check.passed
+    state.contract_validation_mismatch = check.mismatch
+    state.contract_validation_expected_keys = check.expected_keys
+    state.contract_validation_actual_keys = check.actual_keys
+    if not check.applied or check.passed:
+        if check.typed_value is not None and state.frame.depth == 0:
+            # Only the caller outside the runtime gets the typed value; generated code (any
+            # deeper call) keeps seeing plain data (ADR 0045).
+            return outcome.model_copy(update={"value": check.typed_value})
+        if check.canonical_value is not None:
+            return outcome.model_copy(update={"value": check.canonical_value})
+        return outcome
+    where = check.details.get("validator_path")
+    detail = f": {where}: {check.details.get('validator_message')}" if where else ""
+    return Outcome(
+        status="error",
+        error_type="contract_violation",
+        error_message=(
+            f"Delegated outcome does not satisfy deliverable contract ({check.mismatch}{detail})"
+        ),
+        retriable=False,
+        tool_role=runtime.role,
+        method_name=state.method,
+        metadata=check.metadata(),
+    )
