@@ -42,6 +42,7 @@ from recurgent._sandbox._limits import (
 from recurgent._sandbox._marshal import find_unplain, inbound, preexisting_unplain
 from recurgent._sandbox._modules import ALLOWED_MODULES, ModuleFacade, _Spec, make_importer
 from recurgent._sandbox._network import make_network_modules
+from recurgent._sandbox._numbers import attempt_decimal_context
 from recurgent._sandbox._policy import MAIN_FUNCTION
 from recurgent._sandbox._sizes import size_hooks
 from recurgent.errors import (
@@ -441,6 +442,7 @@ class ExecutionSandbox:
             running = _RUNNING.set(True)
             try:
                 with (
+                    attempt_decimal_context(),
                     outcome_context(bridge.role, bridge.method_name),
                     attempt_deadline(self._ticker.remaining),
                 ):

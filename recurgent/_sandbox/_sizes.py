@@ -90,13 +90,10 @@ def _mul_(a: Any, b: Any) -> Any:
 
 def pow_(a: Any, b: Any) -> Any:
     """``a ** b`` with the result's size checked first."""
-    if (
-        isinstance(b, int)
-        and int(b) > 1
-        and isinstance(a, int | fractions.Fraction)
-        and not (isinstance(a, int) and -1 <= int(a) <= 1)
-    ):
-        check_bits(int_bits(a) * int(b), "exponentiation")
+    if isinstance(b, int) and int(b) > 1 and isinstance(a, int | fractions.Fraction):
+        bits = int_bits(a)
+        if bits > 1:  # 0, 1, -1 (and Fraction(1)) stay that small at any power
+            check_bits(bits * int(b), "exponentiation")
     return a**b
 
 
