@@ -389,20 +389,34 @@ def _expansion_bound(template: Any, string_length: int) -> int:
     return len(template) + len(pattern.findall(template)) * string_length
 
 
-def checked_expand(match: re.Match[Any], template: Any) -> Any:
+def checked_expand(match: Any, template: Any) -> Any:
     """``Match.expand`` with the expansion's size checked first."""
     check_items(_expansion_bound(template, len(match.string)), "re.Match.expand")
     return match.expand(template)
 
 
 def checked_sub(
-    pattern: re.Pattern[Any], repl: Any, text: Any, count: int = 0, *, with_count: bool = False
+    pattern: Any,
+    repl: Any,
+    text: Any,
+    count: int = 0,
+    *,
+    with_count: bool = False,
+    timeout: float | None = None,
 ) -> Any:
-    """``Pattern.sub``/``subn`` that stops once the result would pass the size cap."""
+    """``Pattern.sub``/``subn`` that stops once the result would pass the size cap.
+
+    ``pattern`` is an ``re`` or ``regex`` pattern; ``timeout`` is passed on to a ``regex`` one.
+    """
+    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     if isinstance(repl, str | bytes):
         matches = len(text) + 1 if count <= 0 else min(count, len(text) + 1)
         if len(text) + matches * _expansion_bound(repl, len(text)) <= MAX_ITEMS:
-            return pattern.subn(repl, text, count) if with_count else pattern.sub(repl, text, count)
+            return (
+                pattern.subn(repl, text, count, **options)
+                if with_count
+                else pattern.sub(repl, text, count, **options)
+            )
     budget = MAX_ITEMS - len(text)
     backslash = "\\" if isinstance(repl, str) else b"\\"
     literal = isinstance(repl, str | bytes) and backslash not in repl  # type: ignore[operator]
@@ -421,9 +435,9 @@ def checked_sub(
         return piece
 
     return (
-        pattern.subn(replacement, text, count)
+        pattern.subn(replacement, text, count, **options)
         if with_count
-        else pattern.sub(replacement, text, count)
+        else pattern.sub(replacement, text, count, **options)
     )
 
 

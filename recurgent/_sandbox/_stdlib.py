@@ -16,7 +16,6 @@ import json
 import math
 import pprint
 import random
-import re
 import secrets
 import string
 import textwrap
@@ -26,10 +25,10 @@ from typing import Any
 
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import true_length
+from recurgent._sandbox._regex import module_names as regex_module_names
 from recurgent._sandbox._sizes import (
     check_bits,
     check_items,
-    checked_sub,
     int_bits,
     size_hooks,
 )
@@ -315,17 +314,9 @@ def unicodedata_overrides() -> dict[str, Any]:
     return {"normalize": _checked_normalize}
 
 
-def _module_sub(pattern: Any, repl: Any, string: Any, count: int = 0, flags: int = 0) -> Any:
-    return checked_sub(re.compile(pattern, flags), repl, string, count)
-
-
-def _module_subn(pattern: Any, repl: Any, string: Any, count: int = 0, flags: int = 0) -> Any:
-    return checked_sub(re.compile(pattern, flags), repl, string, count, with_count=True)
-
-
 def re_overrides() -> dict[str, Any]:
-    """Checked ``re`` functions."""
-    return {"sub": _module_sub, "subn": _module_subn}
+    """``re`` served through the deadline-bounded ``regex`` engine (see ``_regex``)."""
+    return regex_module_names()
 
 
 # ----------------------------------------------------------------------------- operator, misc
