@@ -28,7 +28,7 @@ from recurgent._sandbox._stdlib import (
     SandboxRandom,
     difflib_overrides,
     hashlib_overrides,
-    itertools_tee,
+    itertools_overrides,
     json_overrides,
     math_overrides,
     operator_overrides,
@@ -326,7 +326,7 @@ def make_importer(
         for name in dir(itertools)
         if not name.startswith("_") and callable(getattr(itertools, name))
     }
-    iterator_overrides["tee"] = itertools_tee
+    iterator_overrides.update(itertools_overrides(tick))
     specs["itertools"] = (itertools, _Spec(overrides=iterator_overrides))
     for name, (module, spec) in extra_modules.get("modules", {}).items():
         specs[name] = (module, spec)
