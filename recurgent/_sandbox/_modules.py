@@ -26,6 +26,7 @@ from recurgent._sandbox._stdlib import (
     HASHLIB_NAMES,
     CheckedTemplate,
     SandboxRandom,
+    checked_element_indent,
     difflib_overrides,
     hashlib_overrides,
     itertools_overrides,
@@ -192,7 +193,11 @@ _STATIC_SPECS: dict[str, _Spec] = {
         denied=frozenset(
             {"iterparse", "dump", "register_namespace", "canonicalize", "XMLPullParser"}
         ),
-        overrides={"parse": _element_tree_parse, "ElementTree": _element_tree},
+        overrides={
+            "parse": _element_tree_parse,
+            "ElementTree": _element_tree,
+            "indent": checked_element_indent,
+        },
     ),
     "urllib": _Spec(only=frozenset({"parse", "request", "error"})),
     "urllib.parse": _Spec(),

@@ -20,6 +20,7 @@ import secrets
 import string
 import textwrap
 import unicodedata
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -46,6 +47,7 @@ __all__ = [
     "SIZE_CAPS",
     "CheckedTemplate",
     "SandboxRandom",
+    "checked_element_indent",
     "difflib_overrides",
     "hashlib_overrides",
     "itertools_overrides",
@@ -302,6 +304,13 @@ def _wrapping(function: Callable[..., Any]) -> Callable[..., Any]:
     return checked
 
 
+def checked_element_indent(tree: Any, space: Any = "  ", level: Any = 0) -> None:
+    """``ElementTree.indent`` with its ``level * space`` indentation capped."""
+    if isinstance(level, int) and isinstance(space, str):
+        check_items(true_length(space) * (int.__index__(level) + 1), "ElementTree.indent()")
+    ElementTree.indent(tree, space, level)
+
+
 def textwrap_overrides() -> dict[str, Any]:
     """Checked ``textwrap`` functions."""
     return {
@@ -537,6 +546,7 @@ SIZE_CAPS: dict[str, int] = {
     "hashlib.pbkdf2_hmac(iterations)": _MAX_PBKDF2_ITERATIONS,
     "hashlib.pbkdf2_hmac(dklen)": _MAX_DERIVED_KEY,
     "json.dumps/dump/pprint.pformat(indent)": _MAX_INDENT,
+    "xml.etree.ElementTree.indent(space * level)": MAX_ITEMS,
     "itertools.tee(n)": _MAX_TEE,
     "itertools.product(len(iterables) * repeat)": _MAX_WIDTH,
     "itertools.combinations/combinations_with_replacement/permutations(r)": _MAX_WIDTH,

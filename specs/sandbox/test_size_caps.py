@@ -50,6 +50,7 @@ EXPECTED_CAPS = {
     "hashlib.pbkdf2_hmac(iterations)": 1_000_000,
     "hashlib.pbkdf2_hmac(dklen)": 1024,
     "json.dumps/dump/pprint.pformat(indent)": 100,
+    "xml.etree.ElementTree.indent(space * level)": M,
     "itertools.tee(n)": 1000,
     "itertools.product(len(iterables) * repeat)": 10_000,
     "itertools.combinations/combinations_with_replacement/permutations(r)": 10_000,
@@ -182,6 +183,11 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
         105,
         "json.dumps([1], indent=101)",
     ),
+    "xml.etree.ElementTree.indent(space * level)": (
+        "ET.indent(ET.fromstring('<a><b/></a>'), ' ' * 5_000_000, 1)",
+        None,
+        "ET.indent(ET.fromstring('<a><b/></a>'), ' ' * 5_000_000, 2)",
+    ),
     "itertools.tee(n)": ("len(itertools.tee([], 1000))", 1000, "itertools.tee([], 1001)"),
     "itertools.product(len(iterables) * repeat)": (
         "len(next(itertools.product([1], repeat=10_000)))",
@@ -214,7 +220,7 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
 
 PRELUDE = (
     "import difflib, hashlib, itertools, json, math, random, re, secrets, string, textwrap\n"
-    "import unicodedata\nfrom decimal import Decimal\nfrom fractions import Fraction\n"
+    "import unicodedata\nimport xml.etree.ElementTree as ET\nfrom decimal import Decimal\nfrom fractions import Fraction\n"
     f"M = {M}\nBITS = {BITS}\n"
 )
 
