@@ -154,7 +154,7 @@ _STATIC_SPECS: dict[str, _Spec] = {
     "json": _Spec(denied=frozenset({"JSONEncoder"}), overrides=json_overrides()),
     "re": _Spec(overrides=re_overrides()),
     "datetime": _Spec(),
-    "statistics": _Spec(),
+    "statistics": _Spec(overrides={"Decimal": CheckedDecimal, "Fraction": CheckedFraction}),
     "collections": _Spec(),
     "collections.abc": _Spec(),
     "functools": _Spec(
@@ -182,7 +182,7 @@ _STATIC_SPECS: dict[str, _Spec] = {
         ),
         overrides={"Decimal": CheckedDecimal},
     ),
-    "fractions": _Spec(overrides={"Fraction": CheckedFraction}),
+    "fractions": _Spec(overrides={"Fraction": CheckedFraction, "Decimal": CheckedDecimal}),
     "html": _Spec(only=frozenset({"escape", "unescape", "parser"})),
     "html.parser": _Spec(only=frozenset({"HTMLParser"})),
     "csv": _Spec(denied=frozenset({"field_size_limit", "register_dialect", "unregister_dialect"})),

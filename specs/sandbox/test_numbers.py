@@ -183,3 +183,19 @@ def test_sandbox_fraction_equals_the_plain_fraction() -> None:
         True,
         "Fraction(1, 3)",
     )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import statistics\nresult = statistics.Decimal('1e999999999')",
+        "import statistics\nresult = statistics.Fraction('1e999999999')",
+        "import fractions\nresult = fractions.Decimal('1e999999999')",
+        "import json, decimal\nresult = json.loads('1e999999999', parse_float=decimal.Decimal)",
+    ],
+)
+def test_re_exported_number_classes_are_the_checked_ones(source: str) -> None:
+    """Modules that re-export Decimal or Fraction serve the checked classes, not the raw ones."""
+    kind, message = error_of(source)
+    assert kind == "resource_limit"
+    assert EXPONENT_LIMIT in message

@@ -256,3 +256,23 @@ def test_a_call_one_past_the_cap_is_a_resource_limit(name: str, source: str) -> 
     result = execute(PRELUDE + f"result = {source}")
     assert result.error is not None, f"{name}: expected a refusal, got {result.value!r}"
     assert result.error.error_type == "resource_limit", f"{name}: {result.error}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "json.dumps([0] * 150, separators=(' ' * 10 ** 7, ':'))",
+        "json.dumps([0] * 150, indent=100, separators=(',' * 10 ** 6, ':'))",
+        "itertools.product([1], repeat=2 * 10 ** 8)",
+        "itertools.product(*[range(5_000_000)] * 3)",
+        "itertools.combinations_with_replacement([1], 10 ** 9)",
+        "round(1, -10 ** 9)",
+        "random.sample(['a'], 10 ** 9, counts=[10 ** 10])",
+        "ET.indent(ET.fromstring('<a><b/></a>'), 'ab', 10 ** 9)",
+    ],
+)
+def test_the_issue_examples_are_refused_before_they_run(source: str) -> None:
+    """The size parameters issue 9 found unchecked are refused up front: ``resource_limit``."""
+    result = execute(PRELUDE + f"result = {source}")
+    assert result.error is not None
+    assert result.error.error_type == "resource_limit", str(result.error)
