@@ -36,6 +36,7 @@ from recurgent._sandbox._stdlib import (
     pprint_overrides,
     re_overrides,
     secrets_overrides,
+    statistics_overrides,
     textwrap_overrides,
     unicodedata_overrides,
 )
@@ -154,7 +155,7 @@ _STATIC_SPECS: dict[str, _Spec] = {
     "json": _Spec(denied=frozenset({"JSONEncoder"}), overrides=json_overrides()),
     "re": _Spec(overrides=re_overrides()),
     "datetime": _Spec(),
-    "statistics": _Spec(overrides={"Decimal": CheckedDecimal, "Fraction": CheckedFraction}),
+    "statistics": _Spec(overrides=statistics_overrides()),
     "collections": _Spec(),
     "collections.abc": _Spec(),
     "functools": _Spec(

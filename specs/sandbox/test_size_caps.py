@@ -42,6 +42,7 @@ EXPECTED_CAPS = {
     "int * int, int ** n, int << n (bits)": BITS,
     "Fraction arithmetic (bits of a part)": BITS,
     "math.prod/lcm (bits)": BITS,
+    "statistics functions: bits of values over 64 bits": BITS,
     "random.getrandbits(k)/secrets.randbits(k)": BITS,
     "round(x, ndigits) digits": 300_000,
     "pow(base, exp, mod) exponent bits * modulus bits": 2**26,
@@ -147,6 +148,11 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
         999_999,
         "math.prod([1 << 999_999])",
     ),
+    "statistics functions: bits of values over 64 bits": (
+        "statistics.mean([1 << 499_999, 1 << 499_999]).bit_length()",
+        500_000,
+        "statistics.mean([1 << 499_999, 1 << 500_000])",
+    ),
     "random.getrandbits(k)/secrets.randbits(k)": (
         "random.getrandbits(BITS).bit_length() <= BITS",
         True,
@@ -219,7 +225,8 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
 }
 
 PRELUDE = (
-    "import difflib, hashlib, itertools, json, math, random, re, secrets, string, textwrap\n"
+    "import difflib, hashlib, itertools, json, math, random, re, secrets, statistics, string\n"
+    "import textwrap\n"
     "import unicodedata\nimport xml.etree.ElementTree as ET\nfrom decimal import Decimal\nfrom fractions import Fraction\n"
     f"M = {M}\nBITS = {BITS}\n"
 )
@@ -269,6 +276,8 @@ def test_a_call_one_past_the_cap_is_a_resource_limit(name: str, source: str) -> 
         "round(1, -10 ** 9)",
         "random.sample(['a'], 10 ** 9, counts=[10 ** 10])",
         "ET.indent(ET.fromstring('<a><b/></a>'), 'ab', 10 ** 9)",
+        "statistics.variance([3 ** 500_000, 3 ** 500_000 + 1] * 500)",
+        "statistics.mean(iter([3 ** 500_000] * 100_000))",
     ],
 )
 def test_the_issue_examples_are_refused_before_they_run(source: str) -> None:
