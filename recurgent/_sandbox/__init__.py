@@ -43,6 +43,7 @@ from recurgent._sandbox._limits import (
 )
 from recurgent._sandbox._modules import ALLOWED_MODULES, ModuleFacade, _Spec, make_importer
 from recurgent._sandbox._network import make_network_modules
+from recurgent._sandbox._numbers import attempt_decimal_context
 from recurgent._sandbox._policy import MAIN_FUNCTION
 from recurgent._sandbox._reflection import seal
 from recurgent._sandbox._sizes import size_hooks
@@ -470,6 +471,7 @@ class ExecutionSandbox:
             active = self._journal.activate()
             try:
                 with (
+                    attempt_decimal_context(),
                     outcome_context(bridge.role, bridge.method_name),
                     attempt_deadline(self._ticker.remaining),
                 ):

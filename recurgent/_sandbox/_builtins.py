@@ -14,7 +14,13 @@ from typing import Any
 from recurgent._sandbox._guards import SEALED_TYPE_OF, AttributePolicy
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._reflection import seal
-from recurgent._sandbox._sizes import check_items, checked_format, checked_modular_pow, pow_
+from recurgent._sandbox._sizes import (
+    check_items,
+    checked_format,
+    checked_modular_pow,
+    checked_round,
+    pow_,
+)
 
 __all__ = ["make_builtins"]
 
@@ -234,6 +240,7 @@ def make_builtins(
         bytes=_checked_bytes,
         bytearray=_checked_bytearray,
         format=checked_format,
+        round=checked_round,
         sum=_checked_sum(tick),
         iter=ticking_iter,
         getattr=guarded_getattr,

@@ -23,6 +23,7 @@ from recurgent._sandbox._reflection import reflection_overrides, seal
 from recurgent._sandbox._stdlib import (
     CheckedTemplate,
     SandboxRandom,
+    checked_element_indent,
     difflib_overrides,
     hashlib_overrides,
     json_overrides,
@@ -31,6 +32,7 @@ from recurgent._sandbox._stdlib import (
     pprint_overrides,
     re_overrides,
     secrets_overrides,
+    statistics_overrides,
     textwrap_overrides,
     unicodedata_overrides,
 )
@@ -76,7 +78,13 @@ def _element_tree(element: Any = None) -> Any:
 _STAND_INS: dict[str, dict[str, Any]] = {
     "math": math_overrides(),
     "json": json_overrides(),
-    "re": re_overrides(),
+    # Scanner and template compile with the standard engine and purge clears a process-wide
+    # cache: _regex refuses them, and the catalog denies them outright.
+    "re": {
+        name: value
+        for name, value in re_overrides().items()
+        if name not in ("Scanner", "template", "purge")
+    },
     "operator": operator_overrides(),
     "textwrap": textwrap_overrides(),
     "hashlib": hashlib_overrides(),
@@ -86,9 +94,14 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     "pprint": pprint_overrides(),
     "string": {"Template": CheckedTemplate},
     "decimal": {"Decimal": CheckedDecimal},
-    "fractions": {"Fraction": CheckedFraction},
+    "fractions": {"Fraction": CheckedFraction, "Decimal": CheckedDecimal},
+    "statistics": statistics_overrides(),
     "random": {"Random": SandboxRandom},
-    "xml.etree.ElementTree": {"parse": _element_tree_parse, "ElementTree": _element_tree},
+    "xml.etree.ElementTree": {
+        "parse": _element_tree_parse,
+        "ElementTree": _element_tree,
+        "indent": checked_element_indent,
+    },
     **reflection_overrides(),
 }
 
@@ -176,8 +189,8 @@ _TABLE: dict[str, ModuleRows] = {
         denied="Differ GenericAlias HtmlDiff Match diff_bytes restore",
     ),
     "fractions": _rows(
-        replaced="Fraction",
-        denied="Decimal math numbers operator re sys",
+        replaced="Decimal Fraction",
+        denied="math numbers operator re sys",
     ),
     "functools": _rows(
         pure="WRAPPER_ASSIGNMENTS WRAPPER_UPDATES cmp_to_key partial reduce",
@@ -271,12 +284,14 @@ _TABLE: dict[str, ModuleRows] = {
     ),
     "re": _rows(
         pure="""
-            A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE Match NOFLAG Pattern
-            RegexFlag S Scanner T TEMPLATE U UNICODE VERBOSE X compile error escape findall
-            finditer fullmatch match search split
+            A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG RegexFlag S T
+            TEMPLATE U UNICODE VERBOSE X escape
             """,
-        replaced="sub subn",
-        denied="copyreg enum functools purge template",
+        replaced="""
+            Match Pattern compile error findall finditer fullmatch match search split sub
+            subn
+            """,
+        denied="Scanner copyreg enum functools purge template",
     ),
     "secrets": _rows(
         pure="choice compare_digest randbelow",
@@ -286,12 +301,15 @@ _TABLE: dict[str, ModuleRows] = {
     "statistics": _rows(
         pure="""
             Counter LinearRegression NormalDist StatisticsError bisect_left bisect_right
-            correlation covariance defaultdict erf exp fabs fmean fsum geometric_mean
-            groupby harmonic_mean hypot linear_regression log mean median median_grouped
-            median_high median_low mode mul multimode namedtuple pstdev pvariance quantiles
-            reduce repeat sqrt stdev tau variance
+            defaultdict erf exp fabs fsum groupby hypot log mul namedtuple reduce repeat
+            sqrt tau
             """,
-        denied="Decimal Fraction math numbers random sys",
+        replaced="""
+            Decimal Fraction correlation covariance fmean geometric_mean harmonic_mean
+            linear_regression mean median median_grouped median_high median_low mode
+            multimode pstdev pvariance quantiles stdev variance
+            """,
+        denied="math numbers random sys",
     ),
     "string": _rows(
         pure="""
@@ -393,9 +411,9 @@ _TABLE: dict[str, ModuleRows] = {
         pure="""
             C14NWriterTarget Comment Element HTML_EMPTY PI ParseError ProcessingInstruction
             QName SubElement TreeBuilder VERSION XML XMLID XMLParser fromstring
-            fromstringlist indent iselement tostring tostringlist
+            fromstringlist iselement tostring tostringlist
             """,
-        replaced="ElementTree parse",
+        replaced="ElementTree indent parse",
         denied="""
             ElementPath XMLPullParser canonicalize collections contextlib dump io iterparse
             re register_namespace sys warnings

@@ -35,6 +35,7 @@ from recurgent._sandbox._made import (
     is_sandbox_made,
 )
 from recurgent._sandbox._modules import ModuleFacade
+from recurgent._sandbox._numbers import number_class
 from recurgent._sandbox._policy import (
     ALLOWED_DUNDER_METHODS,
     NAMEDTUPLE_ATTRIBUTES,
@@ -233,7 +234,7 @@ def type_of(obj: Any) -> Any:
     Classes are made with ``class`` statements; a metaclass (the type of a class) would make
     them without the sandbox's checks, so ``type(SomeClass)`` is this function itself.
     """
-    cls = type(obj)
+    cls = number_class(type(obj))  # raw Decimal/Fraction -> checked stand-in (ADR 0022)
     if issubclass(cls, type):
         return SEALED_TYPE_OF
     if cls is object or _exposable_class(cls):

@@ -23,7 +23,7 @@ from typing import Any
 from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._reflection import SealedCallable, seal
-from recurgent._sandbox._stdlib import SandboxRandom, itertools_tee
+from recurgent._sandbox._stdlib import SandboxRandom, itertools_overrides
 
 __all__ = ["ALLOWED_MODULES", "ModuleFacade", "make_importer"]
 
@@ -136,7 +136,12 @@ def _attempt_values(
             for name in CATALOG["itertools"].attempt
         },
     }
-    values["itertools"]["tee"] = itertools_tee
+    # Functions whose tuple width or pool size is caller-chosen are checked first (ADR 0022).
+    values["itertools"].update(
+        (name, function)
+        for name, function in itertools_overrides(tick).items()
+        if name in CATALOG["itertools"].attempt
+    )
     for name, (module, spec) in extra_modules.get("modules", {}).items():
         supplied = dict(getattr(spec, "overrides", {}))
         for attribute in CATALOG[name].attempt:

@@ -36,11 +36,14 @@ from recurgent._sandbox._measure import (
 __all__ = [
     "MAX_INT_BITS",
     "MAX_ITEMS",
+    "MAX_MODPOW_WORK",
+    "MAX_ROUND_DIGITS",
     "SIZED_DUNDERS",
     "SafeFormatter",
     "check_bits",
     "check_items",
     "checked_format",
+    "checked_round",
     "int_bits",
     "pow_",
     "size_hooks",
@@ -50,8 +53,10 @@ __all__ = [
 ]
 
 # Three-argument pow costs about (exponent bits) x (modulus bits)^1.6; this bound keeps it short.
-_MAX_MODPOW_WORK = 2**26
+MAX_MODPOW_WORK = 2**26
 
+# round(x, n) of an int, Fraction or Decimal builds 10 ** abs(n): about 3.3 bits per digit.
+MAX_ROUND_DIGITS = MAX_INT_BITS * 3 // 10
 _EXACT_STR = frozenset({str})
 _WIDTH = re.compile(r"(\d+)")
 _PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
@@ -90,13 +95,10 @@ def _mul_(a: Any, b: Any) -> Any:
 
 def pow_(a: Any, b: Any) -> Any:
     """``a ** b`` with the result's size checked first."""
-    if (
-        isinstance(b, int)
-        and int(b) > 1
-        and isinstance(a, int | fractions.Fraction)
-        and not (isinstance(a, int) and -1 <= int(a) <= 1)
-    ):
-        check_bits(int_bits(a) * int(b), "exponentiation")
+    if isinstance(b, int) and int(b) > 1 and isinstance(a, int | fractions.Fraction):
+        bits = int_bits(a)
+        if bits > 1:  # 0, 1, -1 (and Fraction(1)) stay that small at any power
+            check_bits(bits * int(b), "exponentiation")
     return a**b
 
 
@@ -104,12 +106,24 @@ def checked_modular_pow(base: Any, exponent: Any, modulus: Any) -> Any:
     """Three-argument ``pow`` with its running time bounded."""
     if isinstance(exponent, int) and isinstance(modulus, int):
         exponent_bits, modulus_bits = int_bits(int(exponent)), int_bits(int(modulus))
-        if exponent_bits * max(modulus_bits, 64) > _MAX_MODPOW_WORK:
+        if exponent_bits * max(modulus_bits, 64) > MAX_MODPOW_WORK:
             raise SizeLimitExceeded(
                 f"pow() with a {exponent_bits}-bit exponent and a {modulus_bits}-bit modulus "
                 "exceeds the sandbox limit"
             )
     return pow(base, exponent, modulus)
+
+
+def checked_round(number: Any, ndigits: Any = None) -> Any:
+    """The sandbox's ``round()``: an int rounded to ``-n`` digits computes ``10 ** n`` first."""
+    if ndigits is not None and isinstance(ndigits, int) and not isinstance(number, float):
+        places = abs(int.__index__(ndigits))
+        if places > MAX_ROUND_DIGITS:
+            raise SizeLimitExceeded(
+                f"round() to {int.__index__(ndigits)} digits exceeds the sandbox limit of "
+                f"{MAX_ROUND_DIGITS} digits"
+            )
+    return round(number) if ndigits is None else round(number, ndigits)
 
 
 def _lshift_(a: Any, b: Any) -> Any:
@@ -120,7 +134,7 @@ def _lshift_(a: Any, b: Any) -> Any:
 
 def _check_spec(spec: str) -> None:
     for digits in _WIDTH.findall(spec):
-        if len(digits) > 7 or int(digits) > MAX_ITEMS:
+        if len(digits) > 8 or int(digits) > MAX_ITEMS:
             raise SizeLimitExceeded(
                 f"format width {digits} exceeds the sandbox limit of {MAX_ITEMS}"
             )
@@ -392,20 +406,34 @@ def _expansion_bound(template: Any, string_length: int) -> int:
     return len(template) + len(pattern.findall(template)) * string_length
 
 
-def checked_expand(match: re.Match[Any], template: Any) -> Any:
+def checked_expand(match: Any, template: Any) -> Any:
     """``Match.expand`` with the expansion's size checked first."""
     check_items(_expansion_bound(template, len(match.string)), "re.Match.expand")
     return match.expand(template)
 
 
 def checked_sub(
-    pattern: re.Pattern[Any], repl: Any, text: Any, count: int = 0, *, with_count: bool = False
+    pattern: Any,
+    repl: Any,
+    text: Any,
+    count: int = 0,
+    *,
+    with_count: bool = False,
+    timeout: float | None = None,
 ) -> Any:
-    """``Pattern.sub``/``subn`` that stops once the result would pass the size cap."""
+    """``Pattern.sub``/``subn`` that stops once the result would pass the size cap.
+
+    ``pattern`` is an ``re`` or ``regex`` pattern; ``timeout`` is passed on to a ``regex`` one.
+    """
+    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     if isinstance(repl, str | bytes):
         matches = len(text) + 1 if count <= 0 else min(count, len(text) + 1)
         if len(text) + matches * _expansion_bound(repl, len(text)) <= MAX_ITEMS:
-            return pattern.subn(repl, text, count) if with_count else pattern.sub(repl, text, count)
+            return (
+                pattern.subn(repl, text, count, **options)
+                if with_count
+                else pattern.sub(repl, text, count, **options)
+            )
     budget = MAX_ITEMS - len(text)
     backslash = "\\" if isinstance(repl, str) else b"\\"
     literal = isinstance(repl, str | bytes) and backslash not in repl  # type: ignore[operator]
@@ -424,9 +452,9 @@ def checked_sub(
         return piece
 
     return (
-        pattern.subn(replacement, text, count)
+        pattern.subn(replacement, text, count, **options)
         if with_count
-        else pattern.sub(replacement, text, count)
+        else pattern.sub(replacement, text, count, **options)
     )
 
 

@@ -16,29 +16,42 @@ import json
 import math
 import pprint
 import random
-import re
 import secrets
+import statistics
 import string
 import textwrap
 import unicodedata
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from recurgent._sandbox._limits import SizeLimitExceeded
+from recurgent._sandbox._limits import SizeLimitExceeded, TickingIterator
 from recurgent._sandbox._measure import true_length
+from recurgent._sandbox._numbers import MAX_EXPONENT, CheckedDecimal, CheckedFraction
+from recurgent._sandbox._regex import (
+    MAX_PATTERN_LENGTH,
+    MAX_UNROLLED,
+    module_names as regex_module_names,
+)
 from recurgent._sandbox._sizes import (
+    MAX_INT_BITS,
+    MAX_ITEMS,
+    MAX_MODPOW_WORK,
+    MAX_ROUND_DIGITS,
     check_bits,
     check_items,
-    checked_sub,
     int_bits,
     size_hooks,
 )
 
 __all__ = [
+    "SIZE_CAPS",
     "CheckedTemplate",
     "SandboxRandom",
+    "checked_element_indent",
     "difflib_overrides",
     "hashlib_overrides",
+    "itertools_overrides",
     "itertools_tee",
     "json_overrides",
     "math_overrides",
@@ -46,6 +59,7 @@ __all__ = [
     "pprint_overrides",
     "re_overrides",
     "secrets_overrides",
+    "statistics_overrides",
     "textwrap_overrides",
     "unicodedata_overrides",
 ]
@@ -55,6 +69,8 @@ _MAX_PBKDF2_ITERATIONS = 1_000_000
 _MAX_DERIVED_KEY = 1024
 _MAX_INDENT = 100
 _MAX_TEE = 1000
+_MAX_WIDTH = 10_000  # tuple width of itertools.product/combinations/permutations
+_DEFAULT_SEPARATORS = frozenset({None, (", ", ": "), (",", ":"), (", ", ":"), (",", ": ")})
 _MAX_DIFF_WORK = 10_000_000
 _NFKD_EXPANSION = 18  # the longest decomposition of one code point
 
@@ -130,7 +146,8 @@ class SandboxRandom(random.Random):
     def randbytes(self, n: int) -> bytes:
         """``Random.randbytes`` with ``n`` capped."""
         check_items(n, "randbytes()")
-        return super().randbytes(n)
+        # Random.randbytes goes through getrandbits, whose bit cap would refuse 125 001 bytes.
+        return random.Random.getrandbits(self, n * 8).to_bytes(n, "little") if n else b""
 
     def choices(
         self,
@@ -143,6 +160,11 @@ class SandboxRandom(random.Random):
         """``Random.choices`` with ``k`` capped."""
         check_items(k, "choices()")
         return super().choices(population, weights, cum_weights=cum_weights, k=k)
+
+    def sample(self, population: Any, k: int, *, counts: Any = None) -> list[Any]:
+        """``Random.sample`` with ``k`` capped (``counts`` can make a population of any size)."""
+        check_items(k, "sample()")
+        return super().sample(population, k, counts=counts)
 
 
 def _bytes_capped(function: Callable[..., Any], what: str) -> Callable[..., Any]:
@@ -228,14 +250,26 @@ def _check_indent(indent: Any, what: str) -> None:
         raise SizeLimitExceeded(f"{what} indent {width} exceeds the sandbox limit of {_MAX_INDENT}")
 
 
-def _checked_dumps(obj: Any, *args: Any, indent: Any = None, **kwargs: Any) -> str:
+def _checked_dumps(obj: Any, *, indent: Any = None, separators: Any = None, **kwargs: Any) -> str:
     _check_indent(indent, "json.dumps()")
-    return json.dumps(obj, *args, indent=indent, **kwargs)
+    if indent is None and separators in _DEFAULT_SEPARATORS:
+        # The C encoder's output is at most a few times the size of its input.
+        return json.dumps(obj, separators=separators, **kwargs)
+    # Indents and long separators multiply the output: encode in pieces and count them.
+    encoder_class = kwargs.pop("cls", None) or json.JSONEncoder
+    encoder = encoder_class(indent=indent, separators=separators, **kwargs)
+    produced = 0
+    pieces: list[str] = []
+    for piece in encoder.iterencode(obj):
+        produced += len(piece)
+        if produced > MAX_ITEMS:
+            check_items(produced, "json.dumps()")
+        pieces.append(piece)
+    return "".join(pieces)
 
 
-def _checked_dump(obj: Any, fp: Any, *args: Any, indent: Any = None, **kwargs: Any) -> None:
-    _check_indent(indent, "json.dump()")
-    json.dump(obj, fp, *args, indent=indent, **kwargs)
+def _checked_dump(obj: Any, fp: Any, **kwargs: Any) -> None:
+    fp.write(_checked_dumps(obj, **kwargs))
 
 
 def json_overrides() -> dict[str, Any]:
@@ -270,6 +304,13 @@ def _wrapping(function: Callable[..., Any]) -> Callable[..., Any]:
 
     checked.__name__ = function.__name__
     return checked
+
+
+def checked_element_indent(tree: Any, space: Any = "  ", level: Any = 0) -> None:
+    """``ElementTree.indent`` with its ``level * space`` indentation capped."""
+    if isinstance(level, int) and isinstance(space, str):
+        check_items(true_length(space) * (int.__index__(level) + 1), "ElementTree.indent()")
+    ElementTree.indent(tree, space, level)
 
 
 def textwrap_overrides() -> dict[str, Any]:
@@ -315,17 +356,69 @@ def unicodedata_overrides() -> dict[str, Any]:
     return {"normalize": _checked_normalize}
 
 
-def _module_sub(pattern: Any, repl: Any, string: Any, count: int = 0, flags: int = 0) -> Any:
-    return checked_sub(re.compile(pattern, flags), repl, string, count)
-
-
-def _module_subn(pattern: Any, repl: Any, string: Any, count: int = 0, flags: int = 0) -> Any:
-    return checked_sub(re.compile(pattern, flags), repl, string, count, with_count=True)
-
-
 def re_overrides() -> dict[str, Any]:
-    """Checked ``re`` functions."""
-    return {"sub": _module_sub, "subn": _module_subn}
+    """``re`` served through the deadline-bounded ``regex`` engine (see ``_regex``)."""
+    return regex_module_names()
+
+
+# ----------------------------------------------------------------------------- statistics
+
+_STATISTICS_FUNCTIONS = (
+    "mean",
+    "fmean",
+    "geometric_mean",
+    "harmonic_mean",
+    "median",
+    "median_low",
+    "median_high",
+    "median_grouped",
+    "mode",
+    "multimode",
+    "pstdev",
+    "pvariance",
+    "stdev",
+    "variance",
+    "quantiles",
+    "correlation",
+    "covariance",
+    "linear_regression",
+)
+# Values up to this many bits take statistics' fast paths; only the excess is big-int work.
+_SMALL_BITS = 64
+
+
+def _statistics_function(name: str) -> Callable[..., Any]:
+    function = getattr(statistics, name)
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        # statistics sums, squares and divides every value in pure Python that never ticks:
+        # 1 000 values of 800 000 bits ran for minutes. Big values are paid for up front.
+        data = [
+            list(arg) if not isinstance(arg, str | bytes | int | float) else arg for arg in args
+        ]
+        big = sum(
+            bits
+            for values in data
+            if isinstance(values, list)
+            for bits in map(int_bits, values)
+            if bits > _SMALL_BITS
+        )
+        check_bits(big, f"statistics.{name}() over big numbers")
+        return function(*data, **kwargs)
+
+    checked.__name__ = checked.__qualname__ = name
+    return checked
+
+
+def statistics_overrides() -> dict[str, Any]:
+    """Checked ``statistics`` functions, and the checked number classes it re-exports."""
+    served: dict[str, Any] = {
+        name: _statistics_function(name)
+        for name in _STATISTICS_FUNCTIONS
+        if hasattr(statistics, name)
+    }
+    served.update(Decimal=CheckedDecimal, Fraction=CheckedFraction)
+    return served
 
 
 # ----------------------------------------------------------------------------- operator, misc
@@ -354,6 +447,60 @@ def itertools_tee(iterable: Any, n: int = 2) -> tuple[Any, ...]:
             f"itertools.tee() with n={n} exceeds the sandbox limit of {_MAX_TEE}"
         )
     return itertools.tee(iterable, n)
+
+
+def _check_width(width: Any, what: str) -> None:
+    if isinstance(width, int) and int.__index__(width) > _MAX_WIDTH:
+        raise SizeLimitExceeded(
+            f"{what} would build tuples of {int.__index__(width)} items; the sandbox limit is "
+            f"{_MAX_WIDTH}"
+        )
+
+
+def itertools_overrides(tick: Callable[[], bool]) -> dict[str, Any]:
+    """``itertools`` functions whose tuple width or pool size is caller-chosen, checked first.
+
+    Their results tick like every other served iterator (``_modules`` wraps the rest).
+    """
+
+    def product(*iterables: Any, repeat: int = 1) -> TickingIterator:
+        _check_width(len(iterables) * int.__index__(repeat), "itertools.product()")
+        pools: list[tuple[Any, ...]] = []
+        items = 0
+        for iterable in iterables:
+            # product copies every input before its first item; count the copies as they grow.
+            pools.append(tuple(iterable))
+            items += len(pools[-1])
+            check_items(items, "itertools.product()")
+        return TickingIterator(itertools.product(*pools, repeat=repeat), tick)
+
+    def combinations(iterable: Any, r: int) -> TickingIterator:
+        _check_width(r, "itertools.combinations()")
+        return TickingIterator(itertools.combinations(iterable, r), tick)
+
+    def combinations_with_replacement(iterable: Any, r: int) -> TickingIterator:
+        _check_width(r, "itertools.combinations_with_replacement()")
+        return TickingIterator(itertools.combinations_with_replacement(iterable, r), tick)
+
+    def permutations(iterable: Any, r: int | None = None) -> TickingIterator:
+        _check_width(r, "itertools.permutations()")
+        return TickingIterator(itertools.permutations(iterable, r), tick)
+
+    served: dict[str, Any] = {
+        "tee": itertools_tee,
+        "product": product,
+        "combinations": combinations,
+        "combinations_with_replacement": combinations_with_replacement,
+        "permutations": permutations,
+    }
+    if hasattr(itertools, "batched"):  # Python 3.12+: batched allocates n slots up front
+
+        def batched(iterable: Any, n: int) -> TickingIterator:
+            _check_width(n, "itertools.batched()")
+            return TickingIterator(itertools.batched(iterable, n), tick)  # type: ignore[attr-defined]
+
+        served["batched"] = batched
+    return served
 
 
 def _check_diff(a: Any, b: Any, what: str) -> None:
@@ -421,3 +568,52 @@ def difflib_overrides() -> dict[str, Any]:
         "ndiff": _diffing(difflib.ndiff),
         "get_close_matches": _checked_close_matches,
     }
+
+
+# ----------------------------------------------------------------------------- the cap table
+
+#: Every caller-chosen count, size, width, repeat or exponent a served callable accepts, with
+#: its cap (ADR 0022). A value past the cap is a ``resource_limit``; ``docs/security.md`` and
+#: ``specs/sandbox/test_size_caps.py`` (which runs each at the cap and one past it) read this.
+SIZE_CAPS: dict[str, int] = {
+    "sequence * n (items)": MAX_ITEMS,
+    "str.ljust/rjust/center/zfill(width)": MAX_ITEMS,
+    "str.expandtabs(tabsize) result": MAX_ITEMS,
+    "str.replace(old, new) result": MAX_ITEMS,
+    "str.join(iterable) result": MAX_ITEMS,
+    "str.translate(table) result": MAX_ITEMS,
+    "format()/str.format/f-string width and precision": MAX_ITEMS,
+    "%-formatting width and result": MAX_ITEMS,
+    "range() length": MAX_ITEMS,
+    "bytes(n)/bytearray(n)": MAX_ITEMS,
+    "int.to_bytes(length)": MAX_ITEMS,
+    "re.sub/subn result": MAX_ITEMS,
+    "json.dumps output with indent or separators": MAX_ITEMS,
+    "textwrap.indent result": MAX_ITEMS,
+    "string.Template.substitute result": MAX_ITEMS,
+    "unicodedata.normalize input * 18 / 4": MAX_ITEMS,
+    "random.randbytes(n)": MAX_ITEMS,
+    "random.choices(k)": MAX_ITEMS,
+    "random.sample(k)": MAX_ITEMS,
+    "secrets.token_bytes/token_hex/token_urlsafe(nbytes)": MAX_ITEMS,
+    "itertools.product items copied": MAX_ITEMS,
+    "int * int, int ** n, int << n (bits)": MAX_INT_BITS,
+    "Fraction arithmetic (bits of a part)": MAX_INT_BITS,
+    "math.prod/lcm (bits)": MAX_INT_BITS,
+    "statistics functions: bits of values over 64 bits": MAX_INT_BITS,
+    "random.getrandbits(k)/secrets.randbits(k)": MAX_INT_BITS,
+    "round(x, ndigits) digits": MAX_ROUND_DIGITS,
+    "pow(base, exp, mod) exponent bits * modulus bits": MAX_MODPOW_WORK,
+    "Decimal/Fraction exponent (construction and decimal context)": MAX_EXPONENT,
+    "math.factorial/comb/perm(n)": _MAX_FACTORIAL,
+    "hashlib.pbkdf2_hmac(iterations)": _MAX_PBKDF2_ITERATIONS,
+    "hashlib.pbkdf2_hmac(dklen)": _MAX_DERIVED_KEY,
+    "json.dumps/dump/pprint.pformat(indent)": _MAX_INDENT,
+    "xml.etree.ElementTree.indent(space * level)": MAX_ITEMS,
+    "itertools.tee(n)": _MAX_TEE,
+    "itertools.product(len(iterables) * repeat)": _MAX_WIDTH,
+    "itertools.combinations/combinations_with_replacement/permutations(r)": _MAX_WIDTH,
+    "difflib input items a * b": _MAX_DIFF_WORK,
+    "re pattern length": MAX_PATTERN_LENGTH,
+    "re longest unrolled sequence": MAX_UNROLLED,
+}

@@ -129,8 +129,6 @@ class TestFacadeFollowsTheCatalog:
             ("numbers", "ABCMeta"),
             ("operator", "attrgetter"),
             ("operator", "methodcaller"),
-            ("fractions", "Decimal"),
-            ("statistics", "Fraction"),
             ("csv", "field_size_limit"),
             ("datetime", "sys"),
             ("uuid", "os"),

@@ -143,8 +143,9 @@ def test_a_memory_bomb_is_a_resource_limit_and_the_host_does_not_grow(
 @pytest.mark.parametrize(
     "source",
     [
-        "import re\nreturn re.match(r'(a+)+$', 'a' * 40 + 'b')",
-        "import re\nreturn re.fullmatch(r'(\\w+\\s?)+$', 'word ' * 12 + 'word!' * 8)",
+        # Patterns the regex engine behind the sandbox's re still backtracks on exponentially.
+        "import re\nreturn re.match(r'(a|aa)+$', 'a' * 60 + 'b')",
+        "import re\nreturn re.fullmatch(r'(a|aa)+', 'a' * 60 + 'b')",
     ],
 )
 def test_uninterruptible_c_calls_end_as_timeouts_within_the_deadline(
