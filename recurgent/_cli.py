@@ -158,6 +158,23 @@ def _one_line(text: str) -> str:
     return flat[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
+def _source(entry: Entry) -> str:
+    """``source=persisted`` and, when the log says so, the program's reuse facts (ADR 0047).
+
+    ``#1a2b3c4d`` is the start of the checksum of the program that ran; ``noreuse=ask`` says
+    why it will not be reused; ``repair=ok``/``repair=failed`` marks a repaired stored program.
+    """
+    text = f"source={entry.get('program_source') or '-'}"
+    checksum = entry.get("artifact_checksum")
+    if isinstance(checksum, str) and checksum:
+        text += f" #{checksum[:8]}"
+    if entry.get("cacheable") is False:
+        text += f" noreuse={entry.get('cacheability_reason') or '?'}"
+    if entry.get("repair_attempted") is True:
+        text += " repair=ok" if entry.get("repair_succeeded") is True else " repair=failed"
+    return text
+
+
 def render_entry(entry: Entry, *, show_code: bool = False) -> list[str]:
     """The printed lines of one log entry: the call line, then details for errors.
 
@@ -183,7 +200,7 @@ def render_entry(entry: Entry, *, show_code: bool = False) -> list[str]:
             f"{indent}{entry.get('role') or '?'}.{entry.get('method') or '?'}",
             outcome,
             f"attempts={_attempts(entry)}",
-            f"source={entry.get('program_source') or '-'}",
+            _source(entry),
             _duration(duration),
             f"trace={_short_id(entry.get('trace_id'))} call={_short_id(entry.get('call_id'))}",
         ]

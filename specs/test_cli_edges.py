@@ -143,3 +143,23 @@ class TestBadLines:
         ]
         assert printer.unshowable == 1
         assert printer.counts == {"ok": 2, "error": 0, "interrupted": 0}
+
+
+class TestReuseFacts:
+    """The call line shows where the program came from and whether it will be reused."""
+
+    def test_persisted_program_shows_its_checksum(self) -> None:
+        """A persisted run shows ``source=persisted`` and the start of the program checksum."""
+        line = render_entry(_entry(program_source="persisted", artifact_checksum="ab" * 32))[0]
+        assert "source=persisted #abababab" in line
+
+    def test_unreusable_program_says_why(self) -> None:
+        """A program that is never reused names the reason."""
+        line = render_entry(_entry(cacheable=False, cacheability_reason="conversational"))[0]
+        assert "noreuse=conversational" in line
+
+    def test_repair_outcome_is_marked(self) -> None:
+        """A repaired stored program is ``repair=ok``; a failed repair ``repair=failed``."""
+        ok = render_entry(_entry(repair_attempted=True, repair_succeeded=True))[0]
+        failed = render_entry(_entry(repair_attempted=True, repair_succeeded=False))[0]
+        assert ("repair=ok" in ok, "repair=failed" in failed) == (True, True)
