@@ -47,6 +47,7 @@ def main() -> int:
             "meter",
             provider=FunctionProvider(lambda request: "result = len(args[0])"),
             log=log,
+            toolstore_root=None,  # the argument's cost, not the store's, is measured
         )
         baseline = _best(agent, "small", options.repeats)
         print(f"{'argument':>10}  {'best ms':>9}  {'overhead ms':>11}")
