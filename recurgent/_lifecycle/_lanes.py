@@ -200,6 +200,14 @@ _DEFAULT_CORRECTION = (
 )
 
 
+# A retriable error the program chose to return, with no Python error behind it (ADR 0037).
+_RETRIABLE_OUTCOME_CORRECTION = (
+    "if this error is the right answer for these inputs, return it with retriable=False (a "
+    "domain error such as invalid_input is an answer); otherwise fix the code path that "
+    "produced it so the call succeeds"
+)
+
+
 # Corrections for violations raised without one (the sandbox's runtime mutation guard).
 _GUARDRAIL_CORRECTIONS = {"singleton_method_mutation": MUTATION_CORRECTION}
 _DEFAULT_GUARDRAIL_CORRECTION = (
@@ -325,13 +333,16 @@ def outcome_feedback(
     """
     named = _EXCEPTION_NAME.search(message)
     root_class = named.group(0) if named else "OutcomeError"
+    correction = required_correction(message)
+    if named is None and correction == _DEFAULT_CORRECTION:
+        correction = _RETRIABLE_OUTCOME_CORRECTION
     text = render(
         "feedback_outcome",
         failure_type=error_type or "execution",
         failure_message=message,
         root_error_class=root_class,
         root_error_message=message,
-        required_correction=required_correction(message),
+        required_correction=correction,
         attempt_number=attempt_number,
         remaining_budget=remaining,
     )

@@ -153,3 +153,27 @@ class TestHelpers:
         """Whitespace is collapsed, a trailing period is not doubled, the text is capped."""
         assert last_cause("boom:\n  it broke.") == "Last cause: boom: it broke."
         assert last_cause("x" * 400) == "Last cause: " + "x" * 297 + "..."
+
+
+class TestOutcomeFeedback:
+    """A retriable error the program returned is answered with the domain-error choice."""
+
+    def test_retriable_domain_error_feedback(self) -> None:
+        """With no Python error behind it, the correction offers retriable=False or a fix."""
+        agent, provider = scripted(
+            [
+                "result = Outcome.error(error_type='fetch_failed', error_message='try again', "
+                "retriable=True)",
+                FIXED,
+            ]
+        )
+
+        agent.run()
+
+        prompt = provider.requests[1].user_prompt
+        assert (tag(prompt, "root_error_class"), tag(prompt, "required_correction")) == (
+            "OutcomeError",
+            "if this error is the right answer for these inputs, return it with retriable=False "
+            "(a domain error such as invalid_input is an answer); otherwise fix the code path "
+            "that produced it so the call succeeds",
+        )
