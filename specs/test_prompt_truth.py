@@ -199,3 +199,27 @@ class TestPersistence:
         agent = Agent("t", provider=provider, log=False, toolstore_root=tmp_path)
         values = [agent.double(2).value, agent.double(5).value]
         assert (values, provider.calls) == ([4, 10], 1)
+
+
+class TestEnvironment:
+    """Imports and memory lifetime as the prompt states them."""
+
+    def test_import_outside_the_list_is_refused(self) -> None:
+        """import os is refused (the call is retried)."""
+        _states("Nothing else (no os, sys, subprocess, socket, pathlib, open()).")
+        outcome, _, calls = _run("import os\nresult = os.getcwd()")
+        assert (outcome.value, calls) == ("retried", 2)
+
+    def test_listed_import_works(self) -> None:
+        """A module from the allowed list imports and works."""
+        _states("Allowed imports: ", "heapq")
+        assert _run("import heapq\nresult = heapq.nsmallest(2, [5, 1, 3])")[0].value == [1, 3]
+
+    def test_context_lives_with_the_agent_object_only(self, tmp_path: Path) -> None:
+        """A new agent of the same role starts with empty working memory."""
+        _states("`context` lives as long as this agent object, in this process only")
+        provider = ScriptedProvider({("t", "note"): "context['seen'] = True\nresult = 1"})
+        first = Agent("t", provider=provider, log=False, toolstore_root=tmp_path)
+        first.note()
+        second = Agent("t", provider=provider, log=False, toolstore_root=tmp_path)
+        assert ("seen" in first.runtime_context, "seen" in second.runtime_context) == (True, False)

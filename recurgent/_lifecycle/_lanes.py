@@ -208,6 +208,16 @@ _RETRIABLE_OUTCOME_CORRECTION = (
 )
 
 
+# A read that walks from an object into the host (``x.__class__.__bases__``) is reported as a
+# mutation subtype; its fix is about reading, not about attaching functions.
+_DUNDER_WALK = re.compile(r"reaches host internals through '(?!__class__'|__dict__')")
+_DUNDER_WALK_CORRECTION = (
+    "read only x.__class__, __name__, __qualname__, __doc__ and __dict__ of your own objects; "
+    "walking further (__bases__, __subclasses__, __globals__, __mro__) is refused: use "
+    "type(x), isinstance(x, T) and the allowed modules instead"
+)
+
+
 # Corrections for violations raised without one (the sandbox's runtime mutation guard).
 _GUARDRAIL_CORRECTIONS = {"singleton_method_mutation": MUTATION_CORRECTION}
 _DEFAULT_GUARDRAIL_CORRECTION = (
@@ -292,7 +302,9 @@ def guardrail_feedback(
         violation_location=offending_line(code, violation.line)
         if code
         else (f"line {violation.line}" if violation.line else "unknown"),
-        required_correction=violation.correction
+        required_correction=_DUNDER_WALK_CORRECTION
+        if _DUNDER_WALK.search(violation.message)
+        else violation.correction
         or _GUARDRAIL_CORRECTIONS.get(violation.subtype, _DEFAULT_GUARDRAIL_CORRECTION),
         attempt_number=attempt_number,
         remaining_budget=remaining,

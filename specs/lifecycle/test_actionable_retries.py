@@ -177,3 +177,25 @@ class TestOutcomeFeedback:
             "(a domain error such as invalid_input is an answer); otherwise fix the code path "
             "that produced it so the call succeeds",
         )
+
+
+class TestGuardrailFeedback:
+    """A dunder walk is answered with a reading fix, not the attach-functions one."""
+
+    def test_dunder_walk_gets_the_reading_correction(self) -> None:
+        """x.__class__.__bases__ is quoted and told which dunders may be read."""
+        agent, provider = scripted(["kind = ().__class__.__bases__\nresult = 1", FIXED])
+
+        outcome = agent.run()
+
+        prompt = provider.requests[1].user_prompt
+        assert outcome.value == "fixed"
+        assert (
+            tag(prompt, "violation_location"),
+            tag(prompt, "required_correction"),
+        ) == (
+            "line 1: kind = ().__class__.__bases__",
+            "read only x.__class__, __name__, __qualname__, __doc__ and __dict__ of your own "
+            "objects; walking further (__bases__, __subclasses__, __globals__, __mro__) is "
+            "refused: use type(x), isinstance(x, T) and the allowed modules instead",
+        )
