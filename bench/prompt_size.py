@@ -31,7 +31,7 @@ def _calls() -> dict[str, Any]:
             ("calculator", "multiply"): "return args[0] * args[1]",
         }
     )
-    # No tool store: every call must reach the provider to be measured.
+    # No store: a program stored by an earlier run would answer without a prompt (ADR 0047).
     news = Agent("news assistant", provider=provider, log=False, toolstore_root=None)
     calc = Agent("calculator", provider=provider, log=False, toolstore_root=None)
     news.latest("https://example.com/feed.xml")

@@ -35,7 +35,7 @@ __all__ = [
     "shared_system_prefix",
 ]
 
-PROMPT_VERSION = "2026-12-01.python.v3"
+PROMPT_VERSION = "2026-12-01.python.v4"
 KNOWN_TOOLS_LIMIT = 12
 _MEMORY_CHARS = 6000
 _ARGUMENT_CHARS = 4000

@@ -86,7 +86,10 @@ class TestOneRecordPerCall:
             "ok": False,
             "error_type": "guardrail_retry_exhausted",
             "retriable": False,
-            "error_message": "This request couldn't be completed after multiple attempts.",
+            "error_message": "This request couldn't be completed after multiple attempts. "
+            "Last cause: singleton_method_mutation: Generated code defines methods on an existing "
+            "object or class; defining singleton methods on Agent instances or mutating host "
+            "classes is not supported; use tool/delegate invocation paths.",
         }
         assert "x" not in agent.runtime_context
 

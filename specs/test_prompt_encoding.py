@@ -55,7 +55,14 @@ class TestInert:
     def test_render_encodes_variables_but_not_rendered_blocks(self) -> None:
         """A Rendered block nests as is; a plain string with the same text is encoded."""
         block = render("known_tools", entries="- a: b\n")
-        as_text = render("retry_generation", previous_error=str(block), attempt=2, max_attempts=2)
+        as_text = render(
+            "retry_generation",
+            previous_error=str(block),
+            offending_line="unknown",
+            required_correction="none",
+            attempt=2,
+            max_attempts=2,
+        )
         nested = render("user", **_user_variables(known_tools=block))
 
         assert isinstance(block, Rendered)

@@ -276,7 +276,9 @@ class TestRetryPrompts:
         assert second.startswith(first)
         assert (
             "IMPORTANT: Previous generation failed: Provider returned invalid program for run "
-            "(provider returned NoneType; expected object)\nRetry 2/2." in second
+            "(provider returned NoneType; expected object)\nOffending line: unknown\n"
+            "Required correction: fix the failing code path and regenerate with explicit None, "
+            "type and shape checks\nRetry 2/2." in second
         )
         assert "non-empty `code`" in second
         assert 'error_type="unsupported_capability"' in second
@@ -298,14 +300,22 @@ class TestTemplates:
     def test_missing_variable_fails_loudly(self) -> None:
         """A template rendered without one of its variables raises, naming it."""
         with pytest.raises(PromptTemplateError) as raised:
-            render("retry_generation", previous_error="boom", attempt=2)
+            render("retry_generation", previous_error="boom", attempt=2, offending_line="x")
 
         assert (
-            str(raised.value) == "prompt template 'retry_generation' needs variable 'max_attempts'"
+            str(raised.value)
+            == "prompt template 'retry_generation' needs variable 'required_correction'"
         )
 
     def test_values_are_inserted_verbatim(self) -> None:
         """Dollar signs inside values are not treated as placeholders."""
-        text = render("retry_generation", previous_error="cost $5 ${x}", attempt=2, max_attempts=2)
+        text = render(
+            "retry_generation",
+            previous_error="cost $5 ${x}",
+            offending_line="unknown",
+            required_correction="none",
+            attempt=2,
+            max_attempts=2,
+        )
 
         assert "Previous generation failed: cost $5 ${x}" in text

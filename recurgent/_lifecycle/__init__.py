@@ -34,6 +34,7 @@ from recurgent._lifecycle._lanes import (
     execution_feedback,
     failure_class,
     guardrail_feedback,
+    last_cause,
     outcome_feedback,
 )
 from recurgent._lifecycle._state import CallState
@@ -223,6 +224,9 @@ def _outcome_from_error(error: RecurgentError, role: str, method: str, depth: in
     metadata = json_safe(error.metadata)
     message = error.message
     if isinstance(error, GuardrailRetryExhaustedError) and depth == 0:
+        cause = last_cause(
+            f"{metadata.get('last_violation_subtype')}: {metadata.get('last_violation_message')}"
+        )
         metadata = {
             **metadata,
             "normalized": True,
@@ -232,7 +236,8 @@ def _outcome_from_error(error: RecurgentError, role: str, method: str, depth: in
             or "unknown_guardrail_violation",
             "raw_error_message": message,
         }
-        message = USER_FACING_EXHAUSTION
+        # The standard text, then one sentence naming what kept failing (issue 13).
+        message = f"{USER_FACING_EXHAUSTION} {cause}"
     return Outcome(
         status="error",
         error_type=error.error_type,
@@ -390,11 +395,21 @@ def _generate(
         timeout_seconds=_capped_by_enclosing(options.provider_timeout_seconds),
         purpose=purpose,
     )
+
+    def on_refusal(error: RecurgentError, retried: bool) -> None:
+        # A refused reply is a failed attempt too: the log shows it beside the lane failures.
+        state.record_failure(
+            "generation", type(error).__name__, error.message, feedback_injected=retried
+        )
+        if retried:
+            state.retry_feedback_injected = True
+
     return generate_program(
         provider=runtime.provider,
         base_request=request,
         max_attempts=options.max_generation_attempts,
         on_attempt=on_attempt,
+        on_refusal=on_refusal,
     )
 
 
@@ -426,8 +441,9 @@ def _guardrail_lane(
     remaining = runtime.options.guardrail_recovery_budget - counters.guardrail
     if remaining < 0:
         state.guardrail_retry_exhausted = True
+        cause = last_cause(f"{violation.subtype}: {violation.message}")
         raise GuardrailRetryExhaustedError(
-            f"Recoverable guardrail retries exhausted for {runtime.role}.{state.method}",
+            f"Recoverable guardrail retries exhausted for {runtime.role}.{state.method}. {cause}",
             metadata={
                 "guardrail_recovery_attempts": counters.guardrail,
                 "guardrail_class": "recoverable_guardrail",
@@ -436,7 +452,10 @@ def _guardrail_lane(
                 "last_violation_message": violation.message,
             },
         )
-    return guardrail_feedback(violation, attempt_number=counters.attempt_id, remaining=remaining)
+    state.mark_feedback_injected()
+    return guardrail_feedback(
+        violation, attempt_number=counters.attempt_id, remaining=remaining, code=state.code
+    )
 
 
 def _execution_lane(state: CallState, counters: _Counters, error: ExecutionError) -> Feedback:
@@ -448,10 +467,12 @@ def _execution_lane(state: CallState, counters: _Counters, error: ExecutionError
         raise error
     counters.execution += 1
     state.execution_repair_attempts = counters.execution
+    state.mark_feedback_injected()
     return execution_feedback(
         error,
         attempt_number=counters.attempt_id,
         remaining=EXECUTION_REPAIR_BUDGET - counters.execution,
+        code=state.code,
     )
 
 
@@ -467,8 +488,9 @@ def _outcome_lane(
     budget = runtime.options.fresh_outcome_repair_budget
     if counters.outcome >= budget:
         state.outcome_repair_retry_exhausted = True
+        cause = last_cause(message)
         raise OutcomeRepairRetryExhaustedError(
-            f"Retriable outcome-error repairs exhausted for {runtime.role}.{state.method}",
+            f"Retriable outcome-error repairs exhausted for {runtime.role}.{state.method}. {cause}",
             metadata={
                 "outcome_repair_attempts": counters.outcome,
                 "last_error_type": outcome.error_type,
@@ -477,6 +499,7 @@ def _outcome_lane(
         )
     counters.outcome += 1
     state.outcome_repair_attempts = counters.outcome
+    state.mark_feedback_injected()
     return outcome_feedback(
         outcome.error_type or "execution",
         outcome.error_message or "",

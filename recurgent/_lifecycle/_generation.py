@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from recurgent._guardrails import static_violations
+from recurgent._lifecycle._lanes import generation_feedback
 from recurgent._lifecycle._workers import AsyncRunner, ProviderPool, RequestTimedOut
-from recurgent._prompting import render
 from recurgent._redact import redact
 from recurgent._sandbox import CompiledProgram, compile_program
 from recurgent.errors import (
@@ -111,17 +111,13 @@ def _normalize(error: BaseException, request: ProviderRequest) -> ProviderError:
     return ProviderError(f"Provider error in {where}: {message}")
 
 
-def _validate(reply: object, method_name: str) -> tuple[Program, ast.Module]:
-    program = parse_program(reply, method_name=method_name)
-    return program, parse_code(program.code, where=method_name)
-
-
 def generate_program(
     *,
     provider: Callable[[], Provider],
     base_request: ProviderRequest,
     max_attempts: int,
     on_attempt: Callable[[int, Program | None], None],
+    on_refusal: Callable[[ProviderError, bool], None] | None = None,
 ) -> Generated:
     """Run one generation round.
 
@@ -130,17 +126,20 @@ def generate_program(
         base_request: The request of attempt 1; later attempts get the retry block appended.
         max_attempts: ``max_generation_attempts``.
         on_attempt: Told each attempt number and, when it parsed, the program (for the log).
+        on_refusal: Told each refused reply (invalid reply, invalid code, a compile-time policy
+            refusal, a forgotten result) and whether a retry with its feedback follows.
 
     Raises:
         ProviderError: (or a subclass) when every attempt failed; the last failure wins.
     """
     last: ProviderError | None = None
+    last_code: str | None = None
     for attempt in range(1, max_attempts + 1):
         user_prompt = base_request.user_prompt
         if attempt > 1:
-            user_prompt += render(
-                "retry_generation",
-                previous_error=last.message if last else "invalid provider output",
+            user_prompt += generation_feedback(
+                last.message if last else "invalid provider output",
+                last_code,
                 attempt=attempt,
                 max_attempts=max_attempts,
             )
@@ -166,8 +165,11 @@ def generate_program(
                 # The provider says asking again cannot help (bad credentials, say).
                 raise last from None
             continue
+        last_code = None
         try:
-            program, tree = _validate(reply, request.method_name)
+            program = parse_program(reply, method_name=request.method_name)
+            last_code = program.code
+            tree = parse_code(program.code, where=request.method_name)
             usage = reply_usage(reply)
             if usage:
                 program = program.model_copy(update={"usage": usage})
@@ -178,5 +180,7 @@ def generate_program(
             return Generated(program, compile_program(program.code), tree, None, attempt)
         except Exception as error:  # noqa: BLE001 - every invalid reply is classified
             last = _normalize(error, request)
+            if on_refusal is not None:
+                on_refusal(last, attempt < max_attempts)
     assert last is not None
     raise last

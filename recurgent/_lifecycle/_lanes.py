@@ -28,7 +28,10 @@ __all__ = [
     "Feedback",
     "execution_feedback",
     "failure_class",
+    "generation_feedback",
     "guardrail_feedback",
+    "last_cause",
+    "offending_line",
     "outcome_feedback",
 ]
 
@@ -112,7 +115,8 @@ class Feedback:
     text: str
 
 
-# (pattern over the failure message, correction) — Python's own error texts, first match wins.
+# (pattern over the failure message, correction) — the runtime's and Python's own error texts,
+# first match wins. Each correction names the construct and a concrete replacement.
 _CORRECTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), correction)
     for pattern, correction in (
@@ -129,17 +133,50 @@ _CORRECTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "string) and check for None before indexing or iterating",
         ),
         (
+            r'"__\w+__" is an invalid (attribute|variable) name',
+            "do not use dunder names: call len(x), str(x), iter(x) instead of x.__len__() and the "
+            "like; only x.__class__, __name__, __doc__ and __dict__ may be read, and your own "
+            "classes may define __init__, __repr__ and similar methods in the class body",
+        ),
+        (
+            r"produces no result",
+            "end the program with `result = main(...)` (or assign `result` directly) so the call "
+            "returns a value",
+        ),
+        (
+            r"invalid Python syntax",
+            "return complete, valid Python: close every bracket and string, indent each block "
+            "consistently, and send code only (no prose outside comments)",
+        ),
+        (
             r"is not accessible|not available in the sandbox",
             "use only attributes of plain values, of objects your code defines, of allowed modules, "
             "of Outcomes and of agent handles; the message names what was refused",
         ),
         (
             r"import of .* is not allowed",
-            "import only the modules the system prompt lists as allowed",
+            "import only the modules the system prompt lists as allowed; for a capability no "
+            'allowed module gives, return Outcome.error(error_type="unsupported_capability", '
+            "...)",
+        ),
+        (
+            r"ZeroDivisionError",
+            "check the divisor before dividing; when the caller asked to divide by zero, return "
+            'Outcome.error(error_type="division_by_zero", error_message=..., retriable=False)',
         ),
         (
             r"^KeyError|KeyError:",
             "check that keys exist ('key' in d) or use d.get(key, default) before reading them",
+        ),
+        (
+            r"IndexError",
+            "check the length before indexing (`if i < len(items)`) and handle the empty case "
+            "explicitly",
+        ),
+        (
+            r"NameError",
+            "define every name before reading it: assign variables first and import the modules "
+            "you use; a helper that rebinds a top-level name declares it `global`",
         ),
         (
             r"memory may hold only plain data|can leave the sandbox",
@@ -151,10 +188,33 @@ _CORRECTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "work on smaller sizes: the sandbox caps ranges, repetitions, powers and output; "
             "iterate in chunks or return a typed error",
         ),
+        (
+            r"ValueError",
+            "validate inputs before converting them (e.g. str.isdigit() before int()) and return "
+            'Outcome.error(error_type="invalid_input", ...) for input that cannot be used',
+        ),
     )
 )
 _DEFAULT_CORRECTION = (
     "fix the failing code path and regenerate with explicit None, type and shape checks"
+)
+
+
+# A retriable error the program chose to return, with no Python error behind it (ADR 0037).
+_RETRIABLE_OUTCOME_CORRECTION = (
+    "if this error is the right answer for these inputs, return it with retriable=False (a "
+    "domain error such as invalid_input is an answer); otherwise fix the code path that "
+    "produced it so the call succeeds"
+)
+
+
+# A read that walks from an object into the host (``x.__class__.__bases__``) is reported as a
+# mutation subtype; its fix is about reading, not about attaching functions.
+_DUNDER_WALK = re.compile(r"reaches host internals through '(?!__class__'|__dict__')")
+_DUNDER_WALK_CORRECTION = (
+    "read only x.__class__, __name__, __qualname__, __doc__ and __dict__ of your own objects; "
+    "walking further (__bases__, __subclasses__, __globals__, __mro__) is refused: use "
+    "type(x), isinstance(x, T) and the allowed modules instead"
 )
 
 
@@ -176,8 +236,61 @@ def required_correction(message: str) -> str:
     return _DEFAULT_CORRECTION
 
 
+#: How much of one source line the feedback quotes.
+_QUOTED_LINE_CHARS = 200
+#: How much of the last failure the exhaustion sentence quotes.
+_CAUSE_CHARS = 300
+_MESSAGE_LINE = re.compile(r"\bline (\d+)\b", re.IGNORECASE)
+
+
+def offending_line(code: str | None, line: int | None) -> str:
+    """``line N: <source line>`` of the failed program, or ``unknown`` when it cannot be told."""
+    if not code or not line or line < 1:
+        return "unknown"
+    lines = code.splitlines()
+    if line > len(lines):
+        return f"line {line}"
+    text = " ".join(lines[line - 1].split())
+    if len(text) > _QUOTED_LINE_CHARS:
+        text = text[: _QUOTED_LINE_CHARS - 3] + "..."
+    return f"line {line}: {text}"
+
+
+def _line_in(message: str) -> int | None:
+    found = _MESSAGE_LINE.search(message)
+    return int(found.group(1)) if found else None
+
+
+def last_cause(detail: str) -> str:
+    """One sentence naming the last failure, appended to an exhausted lane's message."""
+    text = " ".join(detail.split()).rstrip(". ")
+    if len(text) > _CAUSE_CHARS:
+        return f"Last cause: {text[: _CAUSE_CHARS - 3]}..."
+    return f"Last cause: {text}."
+
+
+def generation_feedback(message: str, code: str | None, *, attempt: int, max_attempts: int) -> str:
+    """The block appended to a generation retry: the refusal, its line and a concrete fix.
+
+    The compiler reports ``Line N`` (RestrictedPython) or ``line N`` (syntax errors); that line
+    of the refused program is quoted so the model need not guess which construct was meant.
+    """
+    return render(
+        "retry_generation",
+        previous_error=message,
+        offending_line=offending_line(code, _line_in(message)),
+        required_correction=required_correction(message),
+        attempt=attempt,
+        max_attempts=max_attempts,
+    )
+
+
 def guardrail_feedback(
-    violation: GuardrailViolationError, *, attempt_number: int, remaining: int
+    violation: GuardrailViolationError,
+    *,
+    attempt_number: int,
+    remaining: int,
+    code: str | None = None,
 ) -> Feedback:
     """Feedback after a recoverable guardrail violation (terminal ones end the call instead)."""
     text = render(
@@ -186,8 +299,12 @@ def guardrail_feedback(
         violation_type=violation.error_type,
         violation_subtype=violation.subtype,
         violation_message=violation.message,
-        violation_location=f"line {violation.line}" if violation.line else "unknown",
-        required_correction=violation.correction
+        violation_location=offending_line(code, violation.line)
+        if code
+        else (f"line {violation.line}" if violation.line else "unknown"),
+        required_correction=_DUNDER_WALK_CORRECTION
+        if _DUNDER_WALK.search(violation.message)
+        else violation.correction
         or _GUARDRAIL_CORRECTIONS.get(violation.subtype, _DEFAULT_GUARDRAIL_CORRECTION),
         attempt_number=attempt_number,
         remaining_budget=remaining,
@@ -195,8 +312,10 @@ def guardrail_feedback(
     return Feedback("guardrail", text)
 
 
-def execution_feedback(error: ExecutionError, *, attempt_number: int, remaining: int) -> Feedback:
-    """Feedback after generated code raised."""
+def execution_feedback(
+    error: ExecutionError, *, attempt_number: int, remaining: int, code: str | None = None
+) -> Feedback:
+    """Feedback after generated code raised; the line the sandbox reports is quoted."""
     root_class = error.root_class or type(error).__name__
     root_message = error.root_message or error.message
     line = error.line
@@ -206,7 +325,9 @@ def execution_feedback(error: ExecutionError, *, attempt_number: int, remaining:
         failure_message=error.message,
         root_error_class=root_class,
         root_error_message=root_message,
-        failure_location=f"line {line}" if line else "unknown",
+        failure_location=offending_line(code, line)
+        if code
+        else (f"line {line}" if line else "unknown"),
         required_correction=required_correction(f"{root_class}: {root_message}"),
         attempt_number=attempt_number,
         remaining_budget=remaining,
@@ -224,13 +345,16 @@ def outcome_feedback(
     """
     named = _EXCEPTION_NAME.search(message)
     root_class = named.group(0) if named else "OutcomeError"
+    correction = required_correction(message)
+    if named is None and correction == _DEFAULT_CORRECTION:
+        correction = _RETRIABLE_OUTCOME_CORRECTION
     text = render(
         "feedback_outcome",
         failure_type=error_type or "execution",
         failure_message=message,
         root_error_class=root_class,
         root_error_message=message,
-        required_correction=required_correction(message),
+        required_correction=correction,
         attempt_number=attempt_number,
         remaining_budget=remaining,
     )

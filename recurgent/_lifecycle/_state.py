@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recurgent._call import CallFrame
@@ -84,6 +84,8 @@ class AttemptFailure:
     timestamp: str
     call_id: str
     subtype: str | None = None  # the guardrail subtype of a validation failure
+    #: Whether the next attempt (or generation retry) was told about this failure.
+    retry_feedback_injected: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +94,7 @@ class AttemptFailure:
             "error_class": self.error_class,
             "error_message": self.error_message,
             "subtype": self.subtype,
+            "retry_feedback_injected": self.retry_feedback_injected,
             "timestamp": self.timestamp,
             "call_id": self.call_id,
         }
@@ -191,7 +194,13 @@ class CallState:
         self.contract_validation_actual_keys = []
 
     def record_failure(
-        self, stage: str, error_class: str, message: str, subtype: str | None = None
+        self,
+        stage: str,
+        error_class: str,
+        message: str,
+        subtype: str | None = None,
+        *,
+        feedback_injected: bool = False,
     ) -> None:
         """Remember a failed attempt (only the last eight are kept)."""
         self.attempt_failures.append(
@@ -203,9 +212,17 @@ class CallState:
                 timestamp=utc_timestamp(),
                 call_id=self.frame.call_id,
                 subtype=subtype,
+                retry_feedback_injected=feedback_injected,
             )
         )
         del self.attempt_failures[:-MAX_ATTEMPT_FAILURES]
+
+    def mark_feedback_injected(self) -> None:
+        """Note that the latest failure is fed back to the next attempt."""
+        if self.attempt_failures:
+            self.attempt_failures[-1] = replace(
+                self.attempt_failures[-1], retry_feedback_injected=True
+            )
 
     def log_entry(self, *, debug: bool, memory: dict[str, Any]) -> dict[str, Any]:
         """The JSONL entry of this call: every key present (null when unknown), stable order."""

@@ -124,7 +124,12 @@ class _Rebuilder:
             return done[1]
         if depth > MAX_DEPTH:
             raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
-        if kind in _KEPT or (issubclass(kind, _KEPT_BASES) and not is_sandbox_made(value)):
+        if kind in _KEPT:
+            return value
+        if issubclass(kind, fractions.Fraction) and not is_sandbox_made(value):
+            # The sandbox's checked Fraction leaves as the plain one (same value and hash).
+            return fractions.Fraction(value.numerator, value.denominator)
+        if issubclass(kind, _KEPT_BASES) and not is_sandbox_made(value):
             return value
         if kind is AgentHandle and self._handles is not None:
             return self._handles(value._handle_ops)

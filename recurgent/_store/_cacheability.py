@@ -100,8 +100,11 @@ def classify(
     if (args or kwargs) and not _NAMES_INPUTS.search(code):
         if any(literal in code for literal in input_literals(args, kwargs)):
             return Cacheability(False, "input_baked_code", True)
-        if _USES_MEMORY.search(code):
-            return Cacheability(False, "arg_ignored_code", True)
+        # A program that never reads its arguments answered this call from what it already
+        # knew (memory, or the model's own answer written in as a constant, like a
+        # translation): run again for other arguments it would give this call's answer.
+        # Ruby reused it when it did not read memory either; that is the bug, not the rule.
+        return Cacheability(False, "arg_ignored_code", True)
     if contracted:
         return Cacheability(True, "delegated_contract_tool", False)
     return Cacheability(True, "stable_method_default", False)

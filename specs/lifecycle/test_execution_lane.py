@@ -55,7 +55,7 @@ class TestExecutionFeedback:
             "has no attribute 'append'",
             "root_error_class": "AttributeError",
             "root_error_message": "'NoneType' object has no attribute 'append'",
-            "failure_location": "line 3",
+            "failure_location": "line 3: items.append('x')",
             "required_correction": ACCUMULATOR_CORRECTION,
             "attempt_number": "2",
             "remaining_execution_repair_budget": "0",
@@ -76,7 +76,9 @@ class TestExecutionFeedback:
             (
                 "import os",
                 "ImportError",
-                "import only the modules the system prompt lists as allowed",
+                "import only the modules the system prompt lists as allowed; for a capability "
+                'no allowed module gives, return Outcome.error(error_type="unsupported_capability",'
+                " ...)",
             ),
         ],
         ids=["iadd-none", "outcome-method", "index-error-outcome", "key-error", "import"],

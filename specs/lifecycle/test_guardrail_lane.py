@@ -19,6 +19,8 @@ MUTATION_MESSAGE = (
     "on Agent instances or mutating host classes is not supported; use tool/delegate "
     "invocation paths"
 )
+MUTATION_CAUSE = f"Last cause: singleton_method_mutation: {MUTATION_MESSAGE}."
+"""The one sentence an exhausted guardrail lane appends to its message."""
 
 
 class TestGuardrailFeedback:
@@ -57,7 +59,7 @@ class TestGuardrailFeedback:
             "violation_type": "tool_registry_violation",
             "violation_subtype": "singleton_method_mutation",
             "violation_message": MUTATION_MESSAGE,
-            "violation_location": "line 2",
+            "violation_location": "line 2: h.helper = lambda: 1",
             "required_correction": MUTATION_CORRECTION,
             "attempt_number": "2",
             "remaining_guardrail_budget": "0",
@@ -191,9 +193,9 @@ class TestGuardrailExhaustion:
             "guardrail_retry_exhausted",
             False,
         )
-        assert outcome.error_message == USER_FACING_EXHAUSTION
-        assert outcome.error_message == (
-            "This request couldn't be completed after multiple attempts."
+        assert outcome.error_message == f"{USER_FACING_EXHAUSTION} {MUTATION_CAUSE}"
+        assert outcome.error_message.startswith(
+            "This request couldn't be completed after multiple attempts. Last cause: "
         )
         assert outcome.metadata == {
             "guardrail_recovery_attempts": 2,
@@ -204,7 +206,8 @@ class TestGuardrailExhaustion:
             "normalized": True,
             "normalization_policy": "guardrail_exhaustion_boundary_v1",
             "guardrail_subtype": "singleton_method_mutation",
-            "raw_error_message": "Recoverable guardrail retries exhausted for tester.run",
+            "raw_error_message": "Recoverable guardrail retries exhausted for tester.run. "
+            + MUTATION_CAUSE,
         }
 
     def test_exhaustion_log_fields(self, log_path: Path) -> None:
@@ -230,9 +233,10 @@ class TestGuardrailExhaustion:
             "guardrail_recovery_attempts": 2,
             "failure_class": "adaptive",
             "error_class": "GuardrailRetryExhaustedError",
-            "error_message": "Recoverable guardrail retries exhausted for tester.run",
+            "error_message": "Recoverable guardrail retries exhausted for tester.run. "
+            + MUTATION_CAUSE,
             "outcome_error_type": "guardrail_retry_exhausted",
-            "outcome_error_message": USER_FACING_EXHAUSTION,
+            "outcome_error_message": f"{USER_FACING_EXHAUSTION} {MUTATION_CAUSE}",
         }
         assert [f["stage"] for f in entry["attempt_failures"]] == ["validation", "validation"]
 
@@ -275,8 +279,8 @@ class TestGuardrailExhaustion:
             "guardrail_retry_exhausted",
             "child_tool",
         )
-        assert (
-            outcome.error_message == "Recoverable guardrail retries exhausted for child_tool.work"
+        assert outcome.error_message == (
+            f"Recoverable guardrail retries exhausted for child_tool.work. {MUTATION_CAUSE}"
         )
         assert "normalized" not in outcome.metadata
         assert outcome.metadata["last_violation_subtype"] == "singleton_method_mutation"

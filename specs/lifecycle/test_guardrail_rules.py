@@ -53,7 +53,8 @@ class TestSingletonMethodMutation:
         prompt = provider.requests[1].user_prompt
         assert (outcome.value, provider.calls) == ("fixed", 2)
         assert tag(prompt, "violation_subtype") == "singleton_method_mutation"
-        assert tag(prompt, "violation_location") == f"line {line}"
+        quoted = program.splitlines()[line - 1]
+        assert tag(prompt, "violation_location") == f"line {line}: {quoted}"
         assert tag(prompt, "required_correction") == MUTATION_CORRECTION
         assert agent.runtime_context["items"] == [1]
         assert "tools" not in agent.runtime_context
@@ -89,7 +90,10 @@ class TestContextToolsShapeMisuse:
         prompt = provider.requests[1].user_prompt
         assert (outcome.value, provider.calls) == (True, 2)
         assert tag(prompt, "violation_subtype") == "context_tools_shape_misuse"
-        assert tag(prompt, "violation_location") == "line 1"
+        assert (
+            tag(prompt, "violation_location")
+            == "line 1: names = [t['name'] for t in context['tools']]"
+        )
         assert "context['tools'].items()" in tag(prompt, "required_correction")
 
     def test_indexing_the_registry_by_position_is_refused(self) -> None:

@@ -72,10 +72,10 @@ class TestTwoLanesInOneCall:
 
         entry = last_entry(log_path)
         assert (outcome.error_type, outcome.retriable, provider.calls) == ("invalid_code", True, 3)
-        assert ([f["stage"] for f in entry["attempt_failures"]], entry["generation_attempt"]) == (
-            ["validation"],
-            2,
-        )
+        assert (
+            [(f["stage"], f["retry_feedback_injected"]) for f in entry["attempt_failures"]],
+            entry["generation_attempt"],
+        ) == ([("validation", True), ("generation", True), ("generation", False)], 2)
 
     def test_attempt_failures_keep_only_the_last_eight(self, log_path: Path) -> None:
         """Eleven violations log the failures of attempts 4 to 11 only."""

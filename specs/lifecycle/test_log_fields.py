@@ -79,6 +79,7 @@ class TestLogFields:
             "call_id",
             "error_class",
             "error_message",
+            "retry_feedback_injected",
             "stage",
             "subtype",
             "timestamp",

@@ -78,7 +78,10 @@ class TestOutcomeRepairExhaustion:
 
         assert provider.calls == 2
         assert (outcome.error_type, outcome.retriable) == ("outcome_repair_retry_exhausted", False)
-        assert outcome.error_message == "Retriable outcome-error repairs exhausted for tester.run"
+        assert outcome.error_message == (
+            "Retriable outcome-error repairs exhausted for tester.run. "
+            "Last cause: fetch_failed: try again."
+        )
         assert outcome.metadata == {
             "outcome_repair_attempts": 1,
             "last_error_type": "fetch_failed",
