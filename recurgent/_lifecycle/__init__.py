@@ -50,6 +50,7 @@ from recurgent._sandbox._limits import (
 )
 from recurgent._store import Store
 from recurgent._values import json_safe
+from recurgent._worker._lane import LaneSlot
 from recurgent.errors import (
     ExecutionError,
     ExecutionTimeoutError,
@@ -90,6 +91,8 @@ class AgentRuntime:
             appending a history record. Never held while a call runs (ADR 0027).
         history: How far the history list has been checked (ADR 0028).
         store: Its tool store, or ``None`` when persistence is off (ADR 0047).
+        workers: Its worker lane (made on first use): programs with dependencies, or every
+            program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
     """
 
     role: str
@@ -109,6 +112,7 @@ class AgentRuntime:
     lock: threading.RLock = field(default_factory=threading.RLock)
     history: HistoryCursor = field(default_factory=HistoryCursor)
     store: Store | None = None
+    workers: LaneSlot | None = None
 
 
 class _Counters:
