@@ -137,7 +137,7 @@ def test_sys_exit_never_kills_the_worker(plain_executor: ProcessExecutor) -> Non
 
 
 def test_errors_of_the_program_keep_their_taxonomy(plain_executor: ProcessExecutor) -> None:
-    """1/0 is an execution error with root class and line; a policy breach is invalid_code."""
+    """1/0 is an execution error with root class and line; a syntax error is invalid_code."""
     result = run(plain_executor, "x = 1\nreturn x / 0")
     assert result.error is not None
     assert (result.error.error_type, result.error.root_class, result.error.line) == (
@@ -150,7 +150,7 @@ def test_errors_of_the_program_keep_their_taxonomy(plain_executor: ProcessExecut
     )
     refused = run(plain_executor, "import os\nreturn os.getcwd()")
     assert refused.error is not None and "import of 'os' is not allowed" in refused.error.message
-    policy = run(plain_executor, "return ().__class__")
+    policy = run(plain_executor, "return (1")
     assert policy.error is not None and policy.error.error_type == "invalid_code"
 
 
@@ -301,7 +301,7 @@ def test_package_objects_cannot_cross_back(demo_executor: ProcessExecutor) -> No
     """Returning a package object is non_serializable_result."""
     result = run(demo_executor, "import recurgent_demo_dep as d\nreturn d.Greeter('x')")
     assert result.error is not None and result.error.error_type == "non_serializable_result"
-    assert result.error.message.startswith("the result holds a Greeter")
+    assert result.error.message.startswith("the result holds an object of type Greeter")
 
 
 def test_the_parent_caps_forwarded_calls_even_for_a_subverted_worker() -> None:
