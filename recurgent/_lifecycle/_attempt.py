@@ -70,6 +70,7 @@ def execute_attempt(
         assert generated.compiled is not None
         result = sandbox.run(generated.compiled)
         state.execution_receiver = "sandbox"
+        state.worker = None
     outcome = _attempt_outcome(runtime, state, generated, result)
     return outcome, result.writes
 
