@@ -257,3 +257,50 @@ class TestOptions:
 
         assert (child.isolation, child.environment_cache_root) == ("process", tmp_path)
         assert child.dependency_policy.blocked_packages == frozenset({"evil"})
+
+
+def test_process_isolation_forwards_delegation_and_commits(tmp_path: Path) -> None:
+    """A worker program delegates over the pipe; the delegate runs in its own worker."""
+    log = tmp_path / "calls.jsonl"
+    provider = ScriptedProvider(
+        {
+            ("boss", "total"): (
+                "out = delegate('adder').add(2)\ncontext['got'] = out.value\nresult = out.value"
+            ),
+            ("adder", "add"): "result = args[0] + 40",
+        }
+    )
+    agent = Agent("boss", provider=provider, log=log, toolstore_root=None, isolation="process")
+
+    outcome = agent.total()
+
+    assert (outcome.value, agent.runtime_context["got"]) == (42, 42)
+    entries = {entry["role"]: entry for entry in read_log(log)}
+    assert (entries["adder"]["execution_receiver"], entries["boss"]["forwarded_calls"]) == (
+        "worker",
+        2,
+    )
+    assert entries["adder"]["worker_pid"] != entries["boss"]["worker_pid"]
+
+
+def test_process_isolation_timeout_commits_nothing_and_the_agent_goes_on(tmp_path: Path) -> None:
+    """A program that never ends is a timeout with no writes; the next call runs normally."""
+    provider = ScriptedProvider(
+        {
+            "spin": "context['x'] = 1\nwhile True:\n    pass",
+            "one": "result = 1",
+        }
+    )
+    agent = Agent(
+        "spinner",
+        provider=provider,
+        log=False,
+        toolstore_root=None,
+        isolation="process",
+        execution_timeout_seconds=1,
+    )
+
+    outcome = agent.spin()
+
+    assert (outcome.error_type, "x" in agent.runtime_context) == ("timeout", False)
+    assert agent.one().value == 1
