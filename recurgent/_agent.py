@@ -33,7 +33,7 @@ from recurgent._options import KNOWN_OPTIONS, AgentOptions, parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
 from recurgent._sandbox import HandleOps, generated_code_running
 from recurgent._store import Store
-from recurgent._worker._lane import LaneSlot, Preparation
+from recurgent._worker._slot import LaneSlot, Preparation
 from recurgent.errors import (
     BudgetExceededError,
     GuardrailViolationError,

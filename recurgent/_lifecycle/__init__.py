@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recurgent._call import enter_frame
 from recurgent._guardrails import is_terminal
@@ -50,7 +50,6 @@ from recurgent._sandbox._limits import (
 )
 from recurgent._store import Store
 from recurgent._values import json_safe
-from recurgent._worker._lane import LaneSlot
 from recurgent.errors import (
     ExecutionError,
     ExecutionTimeoutError,
@@ -64,6 +63,9 @@ from recurgent.errors import (
 from recurgent.outcome import Outcome
 from recurgent.program import Program
 from recurgent.providers import Provider, ProviderRequest
+
+if TYPE_CHECKING:
+    from recurgent._worker._slot import LaneSlot
 
 __all__ = ["USER_FACING_EXHAUSTION", "AgentRuntime", "run_call"]
 

@@ -17,12 +17,12 @@ from recurgent._lifecycle._generation import Generated
 from recurgent._lifecycle._state import CallState
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import ExecutionResult, ExecutionSandbox, HostBridge, SandboxLimits
-from recurgent._worker._executor import ProcessExecutor
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome, coerce_outcome
 
 if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
+    from recurgent._worker._executor import ProcessExecutor
 
 __all__ = ["execute_attempt"]
 
