@@ -47,7 +47,8 @@ class ExecutionInputs:
     """What one call passes to its program.
 
     Attributes:
-        memory: The agent's live memory; the executor applies the program's writes to it.
+        memory: The memory the program sees; with ``commit_memory`` the executor applies the
+            program's writes to it.
         args: Positional arguments.
         kwargs: Keyword arguments.
         network: The agent's network policy (``"allow"``, ``"deny"`` or host names).

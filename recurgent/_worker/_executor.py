@@ -2,11 +2,10 @@
 
 It encodes the call's memory and arguments for the pipe (agents become numbered references
 valid for one run), answers the worker's forwarded calls with the host bridge under the
-attempt's deadline, applies the worker's memory writes to the live memory, and turns the
-worker's answer back into an ``ExecutionResult`` carrying the worker's log fields. The worker's
-memory writes are applied to the live memory, or, for the lifecycle, returned uncommitted as
-journal ``Writes`` (whole top-level values: a container the program changed is replaced, not
-patched in place).
+attempt's deadline, and turns the worker's answer back into an ``ExecutionResult`` carrying
+the worker's log fields. The worker's memory writes are applied to the given memory, or, for
+the lifecycle, returned uncommitted as journal ``Writes`` (whole top-level values: a container
+the program changed is replaced, not patched in place).
 """
 
 from __future__ import annotations
