@@ -12,8 +12,8 @@ Dispatch rules:
 * ``str(agent)`` is ``repr(agent)``; copying or pickling an agent raises ``TypeError``.
 
 The instance keeps everything in one underscored slot, so the public namespace is only
-``for_``, ``remember``, ``runtime_context``, ``delegate``, ``tool``, ``responds_to`` and
-``getdoc``.
+``for_``, ``prepare``, ``remember``, ``runtime_context``, ``delegate``, ``tool``,
+``responds_to`` and ``getdoc``.
 """
 
 from __future__ import annotations
@@ -33,15 +33,31 @@ from recurgent._options import KNOWN_OPTIONS, AgentOptions, parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
 from recurgent._sandbox import HandleOps, generated_code_running
 from recurgent._store import Store
-from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
+from recurgent._worker._slot import LaneSlot, Preparation
+from recurgent.errors import (
+    BudgetExceededError,
+    GuardrailViolationError,
+    RecurgentError,
+    UsageError,
+)
 from recurgent.outcome import Outcome
+from recurgent.program import parse_program
 from recurgent.providers import Provider, route_provider
 
 __all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
 
 _Invocation = tuple[str, tuple[Any, ...], Mapping[str, Any]]
 _PUBLIC = frozenset(
-    {"for_", "remember", "runtime_context", "delegate", "tool", "responds_to", "getdoc"}
+    {
+        "for_",
+        "prepare",
+        "remember",
+        "runtime_context",
+        "delegate",
+        "tool",
+        "responds_to",
+        "getdoc",
+    }
 )
 
 # Public names that introspection machinery looks up on any object it is shown. Each would
@@ -76,6 +92,7 @@ class _Internals:
     # Tools this agent materialized, by name: tool(name) hands back the same child, so the
     # memory a tool keeps (handle.x = v, its own programs' writes) is there at its next call.
     children: dict[str, tuple[str, Agent]] = field(default_factory=dict)
+    workers: LaneSlot | None = None
 
 
 class _DynamicMethod:
@@ -129,12 +146,40 @@ class Agent:
             check_provider(internals.options.provider)
         if internals.options.log is not None:
             internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
+        opts = internals.options
+        internals.workers = LaneSlot(
+            policy=opts.dependency_policy,
+            isolation=opts.isolation,
+            network=opts.network,
+            cache_root=opts.environment_cache_root,
+        )
         self._open_store()
 
     @classmethod
     def for_(cls, role: str, **options: Any) -> Agent:
         """Create an agent (the canonical constructor; ``Agent(role, ...)`` is the same)."""
         return cls(role, **options)
+
+    @classmethod
+    def prepare(
+        cls, role: str, *, dependencies: list[Mapping[str, Any]], **options: Any
+    ) -> Preparation[Agent]:
+        """Create an agent and build its dependency environment in the background.
+
+        ``dependencies`` is a list of ``{"name", "version"}`` objects, checked at once against
+        the manifest rules (``UsageError``) and later against ``dependency_policy``. The
+        result's ``agent`` is usable at once; ``wait(timeout)`` and ``status`` follow the
+        preparation, whose failure is ``environment_preparing`` (ADR 0042).
+        """
+        agent = cls(role, **options)
+        try:
+            parse_program({"code": "pass", "dependencies": dependencies}, method_name="prepare")
+        except RecurgentError as invalid:
+            raise UsageError(f"dependencies: {invalid.message}") from None
+        slot = agent._agent.workers
+        assert slot is not None
+        ticket = slot.lane().prepare(dependencies, role=agent._agent.role)
+        return Preparation(agent, ticket)
 
     # ----------------------------------------------------------------- public surface
 
@@ -289,6 +334,7 @@ class Agent:
                 handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
                 lock=internals.lock,
                 store=internals.store,
+                workers=internals.workers,
             )
         return internals.runtime
 

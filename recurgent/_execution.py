@@ -47,16 +47,21 @@ class ExecutionInputs:
     """What one call passes to its program.
 
     Attributes:
-        memory: The agent's live memory; the executor applies the program's writes to it.
+        memory: The memory the program sees; with ``commit_memory`` the executor applies the
+            program's writes to it.
         args: Positional arguments.
         kwargs: Keyword arguments.
         network: The agent's network policy (``"allow"``, ``"deny"`` or host names).
+        commit_memory: Apply the program's writes to ``memory`` (the default); when False they
+            come back uncommitted in ``ExecutionResult.writes`` for the lifecycle to commit only
+            if it accepts the attempt (ADR 0027).
     """
 
     memory: dict[str, Any]
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     network: Any = "allow"
+    commit_memory: bool = True
 
 
 @runtime_checkable
@@ -105,4 +110,7 @@ class InProcessExecutor:
         bound = dataclasses.replace(
             bridge, memory=inputs.memory, args=tuple(inputs.args), kwargs=dict(inputs.kwargs)
         )
-        return ExecutionSandbox(bound, limits=limits, network=inputs.network).run(compiled)
+        sandbox = ExecutionSandbox(
+            bound, limits=limits, network=inputs.network, commit_memory=inputs.commit_memory
+        )
+        return sandbox.run(compiled)

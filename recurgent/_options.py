@@ -18,6 +18,7 @@ from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contra
 from recurgent._hosts import host_entry_covered, normalize_host_entry
 from recurgent._store._paths import default_root
 from recurgent._values import safe_repr
+from recurgent._worker._manifest import DependencyPolicy
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider
 
@@ -33,6 +34,8 @@ __all__ = [
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 NetworkPolicy = Literal["allow", "deny"] | tuple[str, ...]
+Isolation = Literal["in_process", "process"]
+_POLICY_KEYS = frozenset({"index_urls", "source_mode", "allowed_packages", "blocked_packages"})
 
 # Options a delegate takes over from its parent unless the delegate call overrides them.
 _INHERITED = (
@@ -50,10 +53,16 @@ _INHERITED = (
     "network",
     "forwarded_call_budget",
     "toolstore_root",
+    "isolation",
+    "dependency_policy",
+    "environment_cache_root",
 )
 # Inherited but never overridden by a delegate call: generated code calls delegate() too, and a
-# program must not choose where programs are stored and loaded from (ADR 0047).
-_NOT_OVERRIDABLE = frozenset({"toolstore_root"})
+# program must not choose where programs are stored and loaded from (ADR 0047), which packages
+# and indexes its environment may use, or its own confinement (ADR 0042).
+_NOT_OVERRIDABLE = frozenset(
+    {"toolstore_root", "isolation", "dependency_policy", "environment_cache_root"}
+)
 _RUNTIME_OPTIONS = (*_INHERITED, "delegation_budget")
 KNOWN_OPTIONS = frozenset((*_RUNTIME_OPTIONS, *CONTRACT_FIELDS, "delegation_contract"))
 #: Limits generated code may pass to ``delegate``/``tool``, and only to narrow them (ADR 0024).
@@ -93,6 +102,9 @@ class AgentOptions:
     network: NetworkPolicy
     forwarded_call_budget: int
     toolstore_root: Path | None
+    isolation: Isolation
+    dependency_policy: DependencyPolicy
+    environment_cache_root: Path | None
     contract: Mapping[str, Any] | None
     contract_source: ContractSource
 
@@ -249,6 +261,42 @@ def _toolstore_root(value: Any) -> Path | None:
     raise UsageError(f"toolstore_root must be a path or None, got {value!r}")
 
 
+def _isolation(value: Any) -> Isolation:
+    if value in ("in_process", "process"):
+        return value  # type: ignore[no-any-return]
+    raise UsageError(f"isolation must be 'in_process' or 'process', got {_shown(value)}")
+
+
+def _dependency_policy(value: Any) -> DependencyPolicy:
+    """``None``, a ``DependencyPolicy``, or a mapping of its fields (ADR 0042)."""
+    if value is None:
+        return DependencyPolicy()
+    if isinstance(value, DependencyPolicy):
+        return value
+    if not isinstance(value, Mapping):
+        raise UsageError(
+            f"dependency_policy must be a mapping with keys {sorted(_POLICY_KEYS)}, "
+            f"got {_shown(value)}"
+        )
+    unknown = sorted(map(str, set(value) - _POLICY_KEYS))
+    if unknown:
+        raise UsageError(
+            f"dependency_policy has unknown key(s) {unknown}; known: {sorted(_POLICY_KEYS)}"
+        )
+    try:
+        return DependencyPolicy.build(**value)
+    except (TypeError, AttributeError) as error:
+        raise UsageError(f"dependency_policy is malformed: {error}") from None
+
+
+def _cache_root(value: Any) -> Path | None:
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
+        return Path(value).expanduser()
+    raise UsageError(f"environment_cache_root must be a path or None, got {_shown(value)}")
+
+
 def _network(value: Any) -> NetworkPolicy:
     if value in ("allow", "deny"):
         return value  # type: ignore[no-any-return]
@@ -337,6 +385,9 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
             "forwarded_call_budget", get("forwarded_call_budget", 200), 1
         ),
         toolstore_root=_toolstore_root(get("toolstore_root", _UNSET)),
+        isolation=_isolation(get("isolation", "in_process")),
+        dependency_policy=_dependency_policy(get("dependency_policy")),
+        environment_cache_root=_cache_root(get("environment_cache_root")),
         contract=contract,
         contract_source=source,
     )

@@ -292,13 +292,15 @@ class TestConstruction:
         assert _options(made_by_for) == _options(made_directly)
 
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
-        """The agent's own public names are exactly the seven pinned ones (getdoc: ADR 0031)."""
+        """The agent's own public names are exactly the eight pinned ones (getdoc: ADR 0031;
+        prepare: ADR 0042)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
             "delegate",
             "for_",
             "getdoc",
+            "prepare",
             "remember",
             "responds_to",
             "runtime_context",
@@ -314,6 +316,7 @@ class TestConstruction:
             "delegate",
             "for_",
             "getdoc",
+            "prepare",
             "remember",
             "responds_to",
             "runtime_context",

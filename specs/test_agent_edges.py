@@ -148,7 +148,9 @@ class TestReservedSetters:
 
         message = str(raised.value)
         assert f"{name!r} is reserved by Agent" in message
-        assert "for_, getdoc, pytestmark, remember, responds_to, runtime_context" in message
+        assert (
+            "for_, getdoc, prepare, pytestmark, remember, responds_to, runtime_context" in message
+        )
         assert f"agent.remember({name}=value)" in message
         assert agent.runtime_context == {}
         assert provider.calls == 0
@@ -160,6 +162,7 @@ class TestReservedSetters:
             "delegate",
             "for_",
             "getdoc",
+            "prepare",
             "pytestmark",
             "remember",
             "responds_to",

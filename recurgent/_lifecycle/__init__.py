@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recurgent._call import enter_frame
 from recurgent._guardrails import is_terminal
@@ -65,6 +65,9 @@ from recurgent.outcome import Outcome
 from recurgent.program import Program
 from recurgent.providers import Provider, ProviderRequest
 
+if TYPE_CHECKING:
+    from recurgent._worker._slot import LaneSlot
+
 __all__ = ["USER_FACING_EXHAUSTION", "AgentRuntime", "run_call"]
 
 USER_FACING_EXHAUSTION = "This request couldn't be completed after multiple attempts."
@@ -91,6 +94,8 @@ class AgentRuntime:
             appending a history record. Never held while a call runs (ADR 0027).
         history: How far the history list has been checked (ADR 0028).
         store: Its tool store, or ``None`` when persistence is off (ADR 0047).
+        workers: Its worker lane (made on first use): programs with dependencies, or every
+            program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
     """
 
     role: str
@@ -110,6 +115,7 @@ class AgentRuntime:
     lock: threading.RLock = field(default_factory=threading.RLock)
     history: HistoryCursor = field(default_factory=HistoryCursor)
     store: Store | None = None
+    workers: LaneSlot | None = None
 
 
 class _Counters:

@@ -1,4 +1,4 @@
-"""One attempt's execution: the sandbox run, the checks on what it returned, the contract.
+"""One attempt's execution: the sandbox or worker run, the checks on its result, the contract.
 
 Split from :mod:`recurgent._lifecycle` (which decides what happens next); this module only
 raises the failures the lanes handle and returns the attempt's Outcome and uncommitted writes.
@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from recurgent._contracts import validate_deliverable
+from recurgent._execution import ExecutionInputs
 from recurgent._guardrails import provenance_violation
 from recurgent._journal import Writes
 from recurgent._lifecycle._generation import Generated
@@ -21,6 +22,7 @@ from recurgent.outcome import Outcome, coerce_outcome
 
 if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
+    from recurgent._worker._executor import ProcessExecutor
 
 __all__ = ["execute_attempt"]
 
@@ -54,17 +56,59 @@ def execute_attempt(
         remember=lambda entries: _vet_remember(entries, role),
         handle_for_agent=runtime.handle_for_agent,
     )
-    sandbox = ExecutionSandbox(
-        bridge,
-        limits=limits,
-        network=runtime.options.network,
-        clock=runtime.clock,
-        commit_memory=False,
-    )
-    assert generated.compiled is not None
-    result = sandbox.run(generated.compiled)
+    executor = _worker_for(runtime, generated)
+    if executor is not None:
+        result = _run_in_worker(runtime, state, generated, limits, bridge, executor)
+    else:
+        sandbox = ExecutionSandbox(
+            bridge,
+            limits=limits,
+            network=runtime.options.network,
+            clock=runtime.clock,
+            commit_memory=False,
+        )
+        assert generated.compiled is not None
+        result = sandbox.run(generated.compiled)
+        state.execution_receiver = "sandbox"
+        state.worker = None
     outcome = _attempt_outcome(runtime, state, generated, result)
     return outcome, result.writes
+
+
+def _worker_for(runtime: AgentRuntime, generated: Generated) -> ProcessExecutor | None:
+    """The worker executor of this program, or ``None`` for the in-process sandbox.
+
+    Raises the manifest, policy and environment errors (typed, before anything ran).
+    """
+    slot = runtime.workers
+    if slot is None:
+        return None
+    dependencies = [{"name": d.name, "version": d.version} for d in generated.program.dependencies]
+    return slot.select(dependencies or None, role=runtime.role)
+
+
+def _run_in_worker(
+    runtime: AgentRuntime,
+    state: CallState,
+    generated: Generated,
+    limits: SandboxLimits,
+    bridge: HostBridge,
+    executor: ProcessExecutor,
+) -> ExecutionResult:
+    """Run in the worker; its writes come back uncommitted, like the sandbox's journal."""
+    with runtime.lock:
+        snapshot = dict(runtime.memory)
+    inputs = ExecutionInputs(
+        memory=snapshot,
+        args=state.args,
+        kwargs=state.kwargs,
+        network=runtime.options.network,
+        commit_memory=False,
+    )
+    result = executor.run(generated.program, inputs, limits, bridge)
+    state.execution_receiver = "worker"
+    state.worker = dict(result.log_fields)
+    return result
 
 
 def _vet_remember(entries: Mapping[str, Any], role: str) -> None:
@@ -81,7 +125,6 @@ def _attempt_outcome(
     runtime: AgentRuntime, state: CallState, generated: Generated, result: ExecutionResult
 ) -> Outcome:
     role, method = runtime.role, state.method
-    state.execution_receiver = "sandbox"
     state.stdout = result.stdout
     state.forwarded_calls = result.forwarded_calls
     if result.violations:
@@ -89,7 +132,7 @@ def _attempt_outcome(
     if result.error is None or isinstance(result.error, NonSerializableResultError):
         # An executable object in the registry is a registry violation before it is a
         # non-plain memory value: the guardrail lane's feedback names the registry.
-        after = result.memory if result.memory is not None else runtime.memory
+        after = result.memory if result.memory is not None else _after(runtime, result.writes)
         broken = integrity_violation(after, phase="post_execution", role=role, method=method)
         if broken is not None:
             raise broken
@@ -102,6 +145,17 @@ def _attempt_outcome(
             raise violation
         outcome = _check_contract(runtime, state, outcome)
     return outcome
+
+
+def _after(runtime: AgentRuntime, writes: Writes | None) -> Mapping[str, Any]:
+    """Memory as it would be after committing a worker's writes (for the integrity check)."""
+    if writes is None or writes.empty:
+        return runtime.memory
+    after = dict(runtime.memory)
+    for key in writes.delete:
+        after.pop(key, None)
+    after.update(writes.set)
+    return after
 
 
 def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -> Outcome:

@@ -92,7 +92,7 @@ TAXONOMY: dict[str, ErrorKind] = {
     "capability_unavailable": ErrorKind("extrinsic", None),
     "unsupported_capability": ErrorKind("intrinsic", None),
     "missing_capability": ErrorKind("intrinsic", None),
-    # Recognised from the Ruby runtime's dependency workers (not produced by this port).
+    # The worker lane (ADR 0039-0042): preparing environments and running worker processes.
     "environment_preparing": ErrorKind("extrinsic", True),
     "worker_crash": ErrorKind("extrinsic", True),
     "dependency_resolution_failed": ErrorKind("extrinsic", False),

@@ -17,6 +17,15 @@ from recurgent.outcome import Outcome
 __all__ = ["AttemptFailure", "CallState"]
 
 MAX_ATTEMPT_FAILURES = 8
+#: Keys every log line carries about the worker (null when the call ran in process).
+WORKER_LOG_FIELDS = (
+    "isolation_backend",
+    "env_id",
+    "environment_cache_hit",
+    "env_prepare_ms",
+    "worker_pid",
+    "worker_restarts",
+)
 MAX_FAILURE_MESSAGE = 400
 # Log copies of values are bounded so one line stays well under 1 MB whatever the call carried
 # (ADR 0032): each string, each container and each value field has a cap.
@@ -146,6 +155,8 @@ class CallState:
     retry_feedback_injected: bool = False
     attempt_failures: list[AttemptFailure] = field(default_factory=list)
     execution_receiver: str | None = None
+    # The worker's log fields (ADR 0042) when the attempt ran in a worker process.
+    worker: dict[str, Any] | None = None
     guardrail_violation_subtype: str | None = None
     guardrail_recovery_attempts: int = 0
     execution_repair_attempts: int = 0
@@ -270,6 +281,7 @@ class CallState:
             "latest_failure_class": latest.error_class if latest else None,
             "latest_failure_message": view.text(latest.error_message) if latest else None,
             "execution_receiver": self.execution_receiver,
+            **{name: (self.worker or {}).get(name) for name in WORKER_LOG_FIELDS},
             "guardrail_violation_subtype": self.guardrail_violation_subtype,
             "guardrail_recovery_attempts": self.guardrail_recovery_attempts,
             "execution_repair_attempts": self.execution_repair_attempts,

@@ -2,8 +2,10 @@
 
 It encodes the call's memory and arguments for the pipe (agents become numbered references
 valid for one run), answers the worker's forwarded calls with the host bridge under the
-attempt's deadline, applies the worker's memory writes to the live memory, and turns the
-worker's answer back into an ``ExecutionResult`` carrying the worker's log fields.
+attempt's deadline, and turns the worker's answer back into an ``ExecutionResult`` carrying
+the worker's log fields. The worker's memory writes are applied to the given memory, or, for
+the lifecycle, returned uncommitted as journal ``Writes`` (whole top-level values: a container
+the program changed is replaced, not patched in place).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._execution import Capabilities, ExecutionInputs
+from recurgent._journal import Writes
 from recurgent._redact import redact
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
 from recurgent._sandbox._limits import attempt_deadline
@@ -224,7 +227,8 @@ class ProcessExecutor:
             return self._failed(
                 NonSerializableResultError(f"{problem}; it cannot cross to the worker process")
             )
-        return self._finish(self._call(request, run, limits.timeout_seconds), run, inputs.memory)
+        answer = self._call(request, run, limits.timeout_seconds)
+        return self._finish(answer, run, inputs.memory if inputs.commit_memory else None)
 
     def _call(
         self, request: RunRequest | RawExecRequest, run: _Run, timeout: float
@@ -238,18 +242,21 @@ class ProcessExecutor:
         return WorkerExecutionResult(error=error, log_fields=self._fields())
 
     def _finish(
-        self, answer: RunResult | RecurgentError, run: _Run, memory: dict[str, Any]
+        self, answer: RunResult | RecurgentError, run: _Run, memory: dict[str, Any] | None
     ) -> WorkerExecutionResult:
+        """Decode the worker's answer; its writes go to ``memory``, or (``None``) come back."""
         if isinstance(answer, RecurgentError):
             return self._failed(answer)
         try:
-            for key, value in answer.memory_set.items():
-                memory[key] = run.decode(value)
-            for key in answer.memory_deleted:
-                memory.pop(key, None)
+            writes = Writes(
+                set={key: run.decode(value) for key, value in answer.memory_set.items()},
+                delete=list(answer.memory_deleted),
+            )
             value = run.decode(answer.value)
         except WorkerCrashError as error:
             return self._failed(error)
+        if memory is not None:
+            writes.apply(memory)
         violations = [error_from_wire(item) for item in answer.violations]
         return WorkerExecutionResult(
             value=value,
@@ -257,6 +264,7 @@ class ProcessExecutor:
             stdout=answer.stdout,
             violations=[v for v in violations if isinstance(v, GuardrailViolationError)],
             forwarded_calls=answer.forwarded_calls,
+            writes=writes,
             log_fields=self._fields(),
         )
 

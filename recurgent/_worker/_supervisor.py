@@ -53,6 +53,9 @@ from recurgent.errors import DependencyActivationError, ExecutionTimeoutError, W
 
 __all__ = ["WorkerExited", "WorkerProcess", "WorkerSupervisor", "WorkerTimedOut"]
 
+#: Extra time a run on a freshly started worker gets before the parent kills it (start-up).
+STARTUP_ALLOWANCE_SECONDS = 10.0
+
 _STDERR_TAIL_BYTES = 64 * 1024
 #: Largest protocol line accepted from a worker; a longer one is a protocol breach.
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -396,9 +399,15 @@ class WorkerSupervisor:
         timeout_seconds: float,
         grace_seconds: float,
     ) -> RunResult:
+        starts = self._starts
         worker = self._ensure()
         self._last_pid = worker.pid
         deadline = time.monotonic() + timeout_seconds + grace_seconds
+        if self._starts != starts:
+            # A worker started for this run still has to import the runtime (seconds on a busy
+            # host) before the program's clock starts inside it; that start-up is not the
+            # program's time. The worker's own deadline and its CPU rlimit still bound the run.
+            deadline += STARTUP_ALLOWANCE_SECONDS
         try:
             worker.send(request)
             while True:

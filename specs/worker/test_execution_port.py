@@ -35,7 +35,7 @@ def test_in_process_executor_runs_with_the_inputs_it_is_given() -> None:
 
 
 def test_in_process_executor_reports_compile_failures() -> None:
-    """A policy breach is an invalid_code error in the result, not an exception."""
+    """Code that does not compile is an invalid_code error in the result, not an exception."""
     result = InProcessExecutor().run(
         Program(code="return ().__class__.__bases__"),
         ExecutionInputs(memory={}),

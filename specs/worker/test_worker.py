@@ -137,7 +137,7 @@ def test_sys_exit_never_kills_the_worker(plain_executor: ProcessExecutor) -> Non
 
 
 def test_errors_of_the_program_keep_their_taxonomy(plain_executor: ProcessExecutor) -> None:
-    """1/0 is an execution error with root class and line; a policy breach is invalid_code."""
+    """1/0 is an execution error with root class and line; a syntax error is invalid_code."""
     result = run(plain_executor, "x = 1\nreturn x / 0")
     assert result.error is not None
     assert (result.error.error_type, result.error.root_class, result.error.line) == (

@@ -1,0 +1,132 @@
+"""``LaneSlot``: an agent's worker lane made on first use, and ``Preparation`` (``Agent.prepare``).
+
+Light on purpose: importing it loads neither the supervisor nor the environment manager, so an
+agent whose programs all run in process pays nothing for the worker room at import or call time.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from recurgent._worker._manifest import DependencyPolicy
+from recurgent._worker._tickets import PreparationTicket, TicketStatus
+from recurgent.errors import EnvironmentPreparingError
+
+if TYPE_CHECKING:
+    from recurgent._worker._env import Environment
+    from recurgent._worker._executor import ProcessExecutor
+    from recurgent._worker._lane import WorkerLane
+
+__all__ = ["LaneSlot", "Preparation"]
+
+
+class LaneSlot:
+    """An agent's worker lane, made on first use: agents that never need a worker pay nothing.
+
+    Args:
+        policy: The agent's dependency policy.
+        isolation: ``"in_process"`` or ``"process"``.
+        network: The agent's network policy (a denied network gets its own namespace in bwrap).
+        cache_root: Where environments are cached (``None``: the default cache).
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: DependencyPolicy,
+        isolation: str,
+        network: object,
+        cache_root: Path | None,
+    ) -> None:
+        self._policy = policy
+        self._confined = isolation == "process"
+        self._network = network
+        self._cache_root = cache_root
+        self._lane: WorkerLane | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def confined(self) -> bool:
+        """True when every program of the agent runs in a worker (``isolation="process"``)."""
+        return self._confined
+
+    @property
+    def started(self) -> bool:
+        """True once the lane exists."""
+        return self._lane is not None
+
+    def lane(self) -> WorkerLane:
+        """The lane, created on the first call."""
+        with self._lock:
+            if self._lane is None:
+                # Imported here: agents that never need a worker never load the worker room.
+                from recurgent._worker._env import EnvironmentManager
+                from recurgent._worker._isolation import IsolationSettings
+                from recurgent._worker._lane import WorkerLane
+
+                self._lane = WorkerLane(
+                    policy=self._policy,
+                    isolation=IsolationSettings(
+                        mode="process" if self._confined else "in_process",
+                        network=self._network,
+                    ),
+                    environments=EnvironmentManager(self._policy, cache_root=self._cache_root),
+                )
+            return self._lane
+
+    def select(self, dependencies: Any, *, role: str) -> ProcessExecutor | None:
+        """The executor of one attempt, without making a lane an in-process program never needs."""
+        if not dependencies and not self._confined and self._lane is None:
+            return None
+        return self.lane().select(dependencies, role=role)
+
+    def shutdown(self) -> None:
+        """Stop the agent's worker, if one was started."""
+        if self._lane is not None:
+            self._lane.shutdown()
+
+
+_A = TypeVar("_A")
+
+
+class Preparation(Generic[_A]):
+    """What ``Agent.prepare`` returns: the agent at once, and its environment's ticket.
+
+    Attributes:
+        agent: The agent, usable now; a call that needs the environment before it is ready
+            waits for it (``environment_preparing`` if the preparation failed).
+    """
+
+    def __init__(self, agent: _A, ticket: PreparationTicket[Environment]) -> None:
+        self.agent = agent
+        self._ticket = ticket
+
+    @property
+    def ticket_id(self) -> str:
+        """The ticket's id (``prep_ticket_id`` in errors)."""
+        return self._ticket.ticket_id
+
+    @property
+    def status(self) -> TicketStatus:
+        """``"pending"``, ``"ready"`` or ``"error"``."""
+        return self._ticket.status
+
+    @property
+    def env_id(self) -> str | None:
+        """The prepared environment's id, once ready."""
+        environment = self._ticket.value
+        return environment.env_id if environment is not None else None
+
+    @property
+    def error(self) -> EnvironmentPreparingError | None:
+        """The ``environment_preparing`` error when the preparation failed."""
+        return self._ticket.error
+
+    def wait(self, timeout: float | None = None) -> TicketStatus:
+        """Block until the environment is ready or failed, or ``timeout`` seconds pass."""
+        return self._ticket.wait(timeout)
+
+    def __repr__(self) -> str:
+        return f"<Preparation {self.ticket_id} {self.status}>"
