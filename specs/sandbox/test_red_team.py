@@ -141,6 +141,80 @@ class TestJournalCopiesHostNamedtuples:
         assert host.memory["rec"] is record and record.items is inner and inner == [1, 2]
 
 
+def _child_memory() -> dict[str, Any]:
+    return {
+        "queue": collections.deque([1]),
+        "raw": bytearray(b"a"),
+        "ordered": collections.OrderedDict(a=[1]),
+        "counts": collections.Counter(a=1),
+        "groups": collections.defaultdict(list),
+        "rec": Point([1]),
+    }
+
+
+class TestValuesFromOtherAgentsAreCopied:
+    """Finding 8 (fixed): reading another agent's memory handed out its deques, bytearrays,
+    OrderedDicts, Counters, defaultdicts and namedtuples themselves.
+
+    Payload: ``delegate('c').queue.append(2)``. ``inbound`` copied exact dicts, lists, tuples
+    and sets only, so the parent changed the child's memory in place, outside any journal.
+    """
+
+    @pytest.mark.parametrize(
+        "mutation",
+        [
+            "h.queue.append(2)",
+            "h.raw.extend(b'z')",
+            "h.ordered['z'] = 1",
+            "h.ordered['a'].append(2)",
+            "h.counts['z'] = 1",
+            "h.groups['z'].append(1)",
+            "h.rec.items.append(2)",
+        ],
+    )
+    def test_changing_what_was_read_leaves_the_child_alone(self, mutation: str) -> None:
+        """The parent's program succeeds; the child's memory is exactly what it was."""
+        host = Host()
+        child = host.child("c")
+        child.memory.update(_child_memory())
+
+        result = execute(f"h = delegate('c')\n{mutation}\nresult = 1", host=host)
+
+        assert result.error is None
+        assert child.memory == _child_memory()
+
+    def test_copies_keep_types_sharing_and_cycles(self) -> None:
+        """A deque keeps its maxlen, a shared list stays shared, a cyclic list stays cyclic."""
+        shared: list[Any] = [1]
+        loop: list[Any] = []
+        loop.append(loop)
+        host = Host()
+        host.child("c").memory.update(
+            queue=collections.deque([1], maxlen=3), pair=[shared, shared], loop=loop
+        )
+        source = (
+            "h = delegate('c')\n"
+            "q, pair, loop = h.queue, h.pair, h.loop\n"
+            "result = [type(q).__name__, q.maxlen, pair[0] is pair[1], loop[0] is loop]"
+        )
+
+        assert execute(source, host=host).value == ["deque", 3, True, True]
+
+    def test_a_structure_deeper_than_the_boundary_limit_is_still_copied(self) -> None:
+        """A list nested 80 deep: appending at the bottom leaves the child's list empty."""
+        bottom: list[Any] = []
+        nested: list[Any] = bottom
+        for _ in range(80):
+            nested = [nested]
+        host = Host()
+        host.child("c").memory["deep"] = nested
+        source = "node = delegate('c').deep\nwhile node:\n    node = node[0]\nnode.append(1)"
+
+        result = execute(source + "\nresult = 1", host=host)
+
+        assert result.error is None and bottom == []
+
+
 # Attacks on the journal view that held: each mutates what it reached, then fails.
 _VIEW_READS = [
     "context.__class__.get(context, 'lst')",
