@@ -7,9 +7,11 @@ regression pin). Findings left open are marked ``xfail`` with the payload and wh
 from __future__ import annotations
 
 import collections
+import gc
 import io
 import json
 import random
+import sys
 import threading
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
@@ -213,6 +215,57 @@ class TestValuesFromOtherAgentsAreCopied:
         result = execute(source + "\nresult = 1", host=host)
 
         assert result.error is None and bottom == []
+
+
+class TestLeakedGeneratorsStayInTheirAttempt:
+    """Finding 9 (fixed): a generator in a reference cycle is finalized by a later host garbage
+    collection, after the attempt returned; its ``finally`` block still reached agents and memory.
+
+    Payload: a generator whose ``finally`` calls ``h.late()`` / ``remember(...)``, kept in a
+    cycle (``c = [x]; c.append(c)``) so it outlives the attempt. Loops stopped at their first
+    tick, but forwarded calls never ticked.
+    """
+
+    @pytest.mark.parametrize(
+        "late",
+        ["h.late()", "remember(late=1)", "h.late = 1", "delegate('other')", "tool('c')"],
+    )
+    def test_forwarded_calls_after_the_attempt_are_refused(
+        self, late: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After ``gc.collect()`` the child saw no call, memory holds no write, and the late
+        call raised the attempt's stop (reported to ``sys.unraisablehook``, not the caller)."""
+        host = Host()
+        child = host.child("c")
+        source = (
+            "h = delegate('c')\n"
+            "def g():\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            f"        {late}\n"
+            "x = g()\n"
+            "next(x)\n"
+            "loop = [x]\n"
+            "loop.append(loop)\n"
+            "result = 1"
+        )
+        result = execute(source, host=host)
+        delegations = list(host.delegations)
+
+        unraisable: list[str] = []
+        monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u.exc_type.__name__))
+        gc.collect()
+        monkeypatch.undo()
+
+        assert result.error is None and result.value == 1
+        assert unraisable == ["DeadlineExceeded"]
+        assert (child.calls, child.memory, host.memory, host.delegations) == (
+            [],
+            {},
+            {},
+            delegations,
+        )
 
 
 # Attacks on the journal view that held: each mutates what it reached, then fails.
