@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import jsonschema
+import referencing
+import referencing.exceptions
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
@@ -353,9 +355,30 @@ def _check_typed(deliverable: TypedDeliverable, value: Any) -> ContractCheck:
     return ContractCheck(applied=True, passed=True, typed_value=typed)
 
 
+def _refuse_retrieval(uri: str) -> referencing.Resource[Any]:
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+# jsonschema's default registry fetches a remote "$ref" over HTTP from the host, outside the
+# sandbox's network policy; a deliverable may come from generated code (delegate options).
+_OFFLINE_REFERENCES: referencing.Registry[Any] = referencing.Registry(
+    retrieve=_refuse_retrieval,  # type: ignore[call-arg]
+)
+
+
 def _check_json_schema(schema: Mapping[str, Any], value: Any) -> ContractCheck | None:
     validator_class = jsonschema.validators.validator_for(schema)
-    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+    validator = validator_class(schema, registry=_OFFLINE_REFERENCES)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except referencing.exceptions.Unresolvable as unresolvable:
+        return _fail(
+            "unresolvable_reference",
+            [],
+            value,
+            validator_message=f"$ref cannot be resolved (remote references are never fetched): "
+            f"{str(getattr(unresolvable, 'ref', ''))[:200]}",
+        )
     if error is None:
         return None
     return _fail(

@@ -212,6 +212,11 @@ def _follow(memory: dict[str, Any], path: Sequence[Any]) -> Any:
     return node
 
 
+def _is_namedtuple(kind: type) -> bool:
+    """A class ``collections.namedtuple`` made (or a host subclass of one)."""
+    return issubclass(kind, tuple) and isinstance(getattr(kind, "_fields", None), tuple)
+
+
 class MemoryView(dict):  # type: ignore[type-arg]
     """``context``/``memory`` as generated code sees it: a dict, private to one attempt.
 
@@ -432,9 +437,13 @@ class Journal:
             return self._record(set(value), value, set(value), path)
         if kind is bytearray:
             return self._record(bytearray(value), value, bytes(value), path)
-        if kind is tuple:
+        if kind is tuple or _is_namedtuple(kind):
             items = tuple(self._copy(item, (*path, i)) for i, item in enumerate(value))
-            return self._immutable(value, items, path)
+            # A namedtuple the host stored may hold a list generated code can append to: its
+            # items are copied like a tuple's, and the copy keeps the class (without calling
+            # the class, so a custom __new__ never runs).
+            built = items if kind is tuple else tuple.__new__(kind, items)
+            return self._immutable(value, built, path)
         if kind is Outcome:
             inner = self._copy(value.value, (*path, "value"))
             metadata = self._copy(value.metadata, (*path, "metadata"))

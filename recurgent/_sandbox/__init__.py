@@ -337,6 +337,10 @@ class ExecutionSandbox:
     # ----------------------------------------------------------------- boundary
 
     def _spend(self, what: str) -> None:
+        if self._ticker.expired:
+            # A generator the attempt leaked, finalized later by the host's garbage collector,
+            # must not reach agents or memory after the attempt ended.
+            self._ticker.tick()
         self._forwarded += 1
         if self._forwarded > self._limits.max_forwarded_calls:
             raise SizeLimitExceeded(

@@ -23,6 +23,7 @@ agents are copied by :func:`inbound`, so generated code cannot mutate another ag
 from __future__ import annotations
 
 import collections
+import copy
 import datetime
 import decimal
 import fractions
@@ -294,29 +295,74 @@ def find_unplain(value: Any, path: str) -> str | None:
     return None
 
 
-def inbound(value: Any, handle_for: Callable[[object], HandleOps | None], depth: int = 0) -> Any:
+def inbound(value: Any, handle_for: Callable[[object], HandleOps | None]) -> Any:
     """A value from another agent, as generated code receives it.
 
-    Agents become handles; dicts, lists, sets and tuples are copied (so writes stay in the
-    attempt); an Outcome is copied with its value and metadata marshalled the same way.
+    Agents become handles; every mutable container the program could change in place (dicts
+    and their collections subclasses, lists, deques, sets, bytearrays, and the tuples,
+    namedtuples and Outcomes holding them) is copied, so writes stay in the attempt and never
+    reach the other agent's memory. Shared and cyclic containers stay shared and cyclic.
     """
-    if type(value) in _SCALARS or depth > MAX_DEPTH:
+    return _Inbound(handle_for).value(value, 0)
+
+
+class _Inbound:
+    __slots__ = ("_handle_for", "_memo")
+
+    def __init__(self, handle_for: Callable[[object], HandleOps | None]) -> None:
+        self._handle_for = handle_for
+        self._memo: dict[int, Any] = {}
+
+    def value(self, value: Any, depth: int) -> Any:
+        kind = type(value)
+        if kind in _SCALARS or kind in _KEPT:
+            return value
+        done = self._memo.get(id(value))
+        if done is not None:
+            return done
+        if depth > MAX_DEPTH:
+            # Deeper than any value an attempt can write: copied whole rather than handed out.
+            return copy.deepcopy(value)
+        ops = self._handle_for(value)
+        if ops is not None:
+            return AgentHandle(ops)
+        depth += 1
+        if isinstance(value, Outcome):
+            return value.model_copy(
+                update={
+                    "value": self.value(value.value, depth),
+                    "metadata": self.value(value.metadata, depth),
+                }
+            )
+        if kind in _INBOUND_DICTS:
+            built: Any = (
+                collections.defaultdict(value.default_factory)
+                if kind is collections.defaultdict
+                else kind()
+            )
+            self._memo[id(value)] = built
+            for key, item in list(dict.items(value)):
+                dict.__setitem__(built, key, self.value(item, depth))
+            return built
+        if kind is list or kind is collections.deque:
+            built = [] if kind is list else collections.deque(maxlen=value.maxlen)
+            self._memo[id(value)] = built
+            built.extend([self.value(item, depth) for item in list(value)])
+            return built
+        if kind is set or kind is frozenset:
+            # Members are hashable (nothing mutable inside), but an agent may be one.
+            return kind(self.value(item, depth) for item in value)
+        if kind is bytearray:
+            return bytearray(value)
+        if kind is tuple or (issubclass(kind, tuple) and hasattr(kind, "_fields")):
+            items = tuple(self.value(item, depth) for item in tuple.__iter__(value))
+            return items if kind is tuple else tuple.__new__(kind, items)
         return value
-    ops = handle_for(value)
-    if ops is not None:
-        return AgentHandle(ops)
-    if isinstance(value, Outcome):
-        return value.model_copy(
-            update={
-                "value": inbound(value.value, handle_for, depth + 1),
-                "metadata": inbound(value.metadata, handle_for, depth + 1),
-            }
-        )
-    if type(value) is dict:
-        return {key: inbound(child, handle_for, depth + 1) for key, child in value.items()}
-    if type(value) in (list, tuple, set, frozenset):
-        return type(value)(inbound(child, handle_for, depth + 1) for child in value)
-    return value
+
+
+_INBOUND_DICTS = frozenset(
+    {dict, collections.OrderedDict, collections.Counter, collections.defaultdict}
+)
 
 
 def exception_text(error: BaseException) -> str:

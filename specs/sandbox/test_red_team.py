@@ -1,0 +1,404 @@
+"""Red-team findings against the merged boundary: each attack a hostile program would write.
+
+Every class names a finding (fixed: the spec failed before the fix) or an attack that held (a
+regression pin). Findings left open are marked ``xfail`` with the payload and what happens.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import io
+import json
+import random
+import sys
+import threading
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import pytest
+
+from recurgent import Agent
+from recurgent._contracts import validate_deliverable
+from recurgent.testing import ScriptedProvider
+from specs.sandbox.support import Host, execute
+
+Point = collections.namedtuple("Point", "items")
+
+
+class _SchemaServer:
+    """A loopback HTTP server that serves a JSON Schema and records every path requested."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        hits = self.hits
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                body = json.dumps({"type": "object"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _SchemaServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def schema_server() -> Iterator[_SchemaServer]:
+    """A running loopback schema server."""
+    with _SchemaServer() as server:
+        yield server
+
+
+class TestDeliverableReferencesStayOffline:
+    """Finding 1 (fixed): a ``$ref`` to a URL made the host fetch it, past the network policy.
+
+    Payload: ``delegate('child_tool', deliverable={'$ref': 'http://169.254.169.254/...'})``.
+    jsonschema's default registry retrieved remote references with ``urllib`` from the host,
+    outside the sandbox and with ``network='deny'``.
+    """
+
+    def test_a_delegated_remote_ref_is_never_fetched(self, schema_server: _SchemaServer) -> None:
+        """The child's outcome fails its contract as unresolvable; the server sees no request."""
+        schema = {"$ref": f"{schema_server.url}/latest/meta-data"}
+        provider = ScriptedProvider(
+            {
+                ("builder", "run"): f"return delegate('child_tool', deliverable={schema!r}).work()",
+                ("child_tool", "work"): "return {'a': 1}",
+            }
+        )
+        builder = Agent("builder", provider=provider, log=False, network="deny")
+
+        outcome = builder.run()
+
+        assert (outcome.status, outcome.error_type, outcome.metadata["mismatch"]) == (
+            "error",
+            "contract_violation",
+            "unresolvable_reference",
+        )
+        assert schema_server.hits == []
+
+    def test_a_remote_ref_in_the_callers_deliverable_is_never_fetched(
+        self, schema_server: _SchemaServer
+    ) -> None:
+        """validate_deliverable with a URL ``$ref`` reports unresolvable_reference, offline."""
+        check = validate_deliverable({"$ref": f"{schema_server.url}/schema.json"}, {"a": 1}, (), {})
+
+        assert (check.passed, check.mismatch) == (False, "unresolvable_reference")
+        assert schema_server.hits == []
+
+    def test_local_references_still_resolve(self) -> None:
+        """``$ref`` into the schema's own ``$defs`` validates as before."""
+        schema = {"$defs": {"name": {"type": "string"}}, "$ref": "#/$defs/name"}
+
+        good = validate_deliverable(schema, "ada", (), {})
+        bad = validate_deliverable(schema, 7, (), {})
+
+        assert (good.passed, bad.passed, bad.mismatch) == (True, False, "schema_violation")
+
+
+class TestJournalCopiesHostNamedtuples:
+    """Finding 2 (fixed): a list inside a namedtuple in memory escaped rollback.
+
+    Payload: ``context['rec'].items.append('x'); raise ValueError()``. The journal copied exact
+    tuples only, so a namedtuple came back as the original and its list was appended in place.
+    """
+
+    def test_a_failed_attempt_leaves_the_inner_list_alone(self) -> None:
+        """The append made before the failure is not in memory."""
+        host = Host(memory={"rec": Point([1])})
+
+        result = execute("context['rec'].items.append(2)\nraise ValueError('boom')", host=host)
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert host.memory["rec"] == Point([1])
+
+    def test_a_successful_attempt_commits_into_the_same_list(self) -> None:
+        """The append commits in place: the namedtuple and its list keep their identity."""
+        record = Point([1])
+        inner = record.items
+        host = Host(memory={"rec": record})
+
+        result = execute("context['rec'].items.append(2)\nresult = context['rec'].items", host=host)
+
+        assert result.error is None and result.value == [1, 2]
+        assert host.memory["rec"] is record and record.items is inner and inner == [1, 2]
+
+
+def _child_memory() -> dict[str, Any]:
+    return {
+        "queue": collections.deque([1]),
+        "raw": bytearray(b"a"),
+        "ordered": collections.OrderedDict(a=[1]),
+        "counts": collections.Counter(a=1),
+        "groups": collections.defaultdict(list),
+        "rec": Point([1]),
+    }
+
+
+class TestValuesFromOtherAgentsAreCopied:
+    """Finding 8 (fixed): reading another agent's memory handed out its deques, bytearrays,
+    OrderedDicts, Counters, defaultdicts and namedtuples themselves.
+
+    Payload: ``delegate('c').queue.append(2)``. ``inbound`` copied exact dicts, lists, tuples
+    and sets only, so the parent changed the child's memory in place, outside any journal.
+    """
+
+    @pytest.mark.parametrize(
+        "mutation",
+        [
+            "h.queue.append(2)",
+            "h.raw.extend(b'z')",
+            "h.ordered['z'] = 1",
+            "h.ordered['a'].append(2)",
+            "h.counts['z'] = 1",
+            "h.groups['z'].append(1)",
+            "h.rec.items.append(2)",
+        ],
+    )
+    def test_changing_what_was_read_leaves_the_child_alone(self, mutation: str) -> None:
+        """The parent's program succeeds; the child's memory is exactly what it was."""
+        host = Host()
+        child = host.child("c")
+        child.memory.update(_child_memory())
+
+        result = execute(f"h = delegate('c')\n{mutation}\nresult = 1", host=host)
+
+        assert result.error is None
+        assert child.memory == _child_memory()
+
+    def test_copies_keep_types_sharing_and_cycles(self) -> None:
+        """A deque keeps its maxlen, a shared list stays shared, a cyclic list stays cyclic."""
+        shared: list[Any] = [1]
+        loop: list[Any] = []
+        loop.append(loop)
+        host = Host()
+        host.child("c").memory.update(
+            queue=collections.deque([1], maxlen=3), pair=[shared, shared], loop=loop
+        )
+        source = (
+            "h = delegate('c')\n"
+            "q, pair, loop = h.queue, h.pair, h.loop\n"
+            "result = [type(q).__name__, q.maxlen, pair[0] is pair[1], loop[0] is loop]"
+        )
+
+        assert execute(source, host=host).value == ["deque", 3, True, True]
+
+    def test_a_structure_deeper_than_the_boundary_limit_is_still_copied(self) -> None:
+        """A list nested 80 deep: appending at the bottom leaves the child's list empty."""
+        bottom: list[Any] = []
+        nested: list[Any] = bottom
+        for _ in range(80):
+            nested = [nested]
+        host = Host()
+        host.child("c").memory["deep"] = nested
+        source = "node = delegate('c').deep\nwhile node:\n    node = node[0]\nnode.append(1)"
+
+        result = execute(source + "\nresult = 1", host=host)
+
+        assert result.error is None and bottom == []
+
+
+class TestLeakedGeneratorsStayInTheirAttempt:
+    """Finding 9 (fixed): a generator in a reference cycle is finalized by a later host garbage
+    collection, after the attempt returned; its ``finally`` block still reached agents and memory.
+
+    Payload: a generator whose ``finally`` calls ``h.late()`` / ``remember(...)``, kept in a
+    cycle (``c = [x]; c.append(c)``) so it outlives the attempt. Loops stopped at their first
+    tick, but forwarded calls never ticked.
+    """
+
+    @pytest.mark.parametrize(
+        "late",
+        ["h.late()", "remember(late=1)", "h.late = 1", "delegate('other')", "tool('c')"],
+    )
+    def test_forwarded_calls_after_the_attempt_are_refused(
+        self, late: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After ``gc.collect()`` the child saw no call, memory holds no write, and the late
+        call raised the attempt's stop (reported to ``sys.unraisablehook``, not the caller)."""
+        host = Host()
+        child = host.child("c")
+        source = (
+            "h = delegate('c')\n"
+            "def g():\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            f"        {late}\n"
+            "x = g()\n"
+            "next(x)\n"
+            "loop = [x]\n"
+            "loop.append(loop)\n"
+            "result = 1"
+        )
+        result = execute(source, host=host)
+        delegations = list(host.delegations)
+
+        unraisable: list[str] = []
+        monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u.exc_type.__name__))
+        gc.collect()
+        monkeypatch.undo()
+
+        assert result.error is None and result.value == 1
+        assert unraisable == ["DeadlineExceeded"]
+        assert (child.calls, child.memory, host.memory, host.delegations) == (
+            [],
+            {},
+            {},
+            delegations,
+        )
+
+
+# Attacks on the journal view that held: each mutates what it reached, then fails.
+_VIEW_READS = [
+    "context.__class__.get(context, 'lst')",
+    "type(context).get(context, 'lst')",
+    "dict.get(context, 'lst')",
+    "dict.setdefault(context, 'lst')",
+    "dict.pop(context, 'lst')",
+    "[v for v in dict.values(context) if type(v) is list][0]",
+    "[v for k, v in reversed(context.items()) if k == 'lst'][0]",
+    "dict(context)['lst']",
+    "{**context}['lst']",
+    "(context | {})['lst']",
+    "({} | context)['lst']",
+    "collections.ChainMap(context)['lst']",
+    "collections.OrderedDict(context)['lst']",
+    "collections.defaultdict(None, context)['lst']",
+    "operator.itemgetter('lst')(context)",
+    "sorted(context.items())[1][1]",
+    "context['nested']['lst']",
+]
+
+
+class TestViewReadsThatHeld:
+    """Regression pins: every way of reaching a memory list hands out the attempt's copy."""
+
+    @pytest.mark.parametrize("reach", _VIEW_READS)
+    def test_mutation_after_the_read_rolls_back(self, reach: str) -> None:
+        """Appending to what the read returned, then failing, leaves memory as it was."""
+        host = Host(memory={"lst": [1], "nested": {"lst": [1]}})
+        source = (
+            "import collections, operator\n"
+            f"target = {reach}\n"
+            "target.append(2)\n"
+            "raise ValueError('boom')"
+        )
+
+        result = execute(source, host=host)
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert host.memory == {"lst": [1], "nested": {"lst": [1]}}
+
+
+def _open_types_memory() -> dict[str, Any]:
+    return {
+        "buf": io.StringIO("abc"),
+        "tree": ElementTree.Element("root"),
+        "table": collections.UserDict(a=1),
+        "rows": collections.UserList([1]),
+        "rng": random.Random(1),
+    }
+
+
+def _state(memory: dict[str, Any]) -> list[Any]:
+    return [
+        memory["buf"].getvalue(),
+        dict(memory["tree"].attrib),
+        dict(memory["table"]),
+        list(memory["rows"]),
+        memory["rng"].getstate(),
+    ]
+
+
+class TestHostObjectsTheJournalDoesNotCopy:
+    """Finding 3 (open): mutable host objects in memory are changed in place, past rollback.
+
+    The journal copies dicts, lists, sets, deques, bytearrays, tuples, namedtuples and Outcomes.
+    Other mutable objects a host stores in memory, whose methods the policy opens (io.StringIO,
+    ElementTree.Element, collections.UserDict/UserList/ChainMap, random.Random), come back as
+    the originals; their mutating methods change memory even when the attempt then fails.
+    """
+
+    @pytest.mark.xfail(strict=True, reason="open: the journal does not copy these host objects")
+    @pytest.mark.parametrize(
+        "mutation",
+        [
+            "context['buf'].write('ZZZ')",
+            "context['tree'].set('owned', '1')",
+            "context['table'].update(b=2)",
+            "context['rows'].append(2)",
+            "context['rng'].seed(5)",
+        ],
+    )
+    def test_mutation_in_a_failed_attempt_does_not_reach_memory(self, mutation: str) -> None:
+        """The failed attempt's change is not visible in memory afterwards."""
+        host = Host(memory=_open_types_memory())
+        before = _state(host.memory)
+
+        result = execute(f"{mutation}\nraise ValueError('boom')", host=host)
+
+        assert result.error is not None
+        assert _state(host.memory) == before
+
+
+class TestHostWorkOutsideTheDeadline:
+    """Findings 4-7 (open): single host calls that run far past the attempt's deadline.
+
+    Not run (each takes tens of seconds or more); the payloads are recorded here so the fix can
+    turn them into specs. Measured with ``timeout_seconds=2``.
+    """
+
+    @pytest.mark.xfail(run=False, reason="open: JSON Schema validation runs with no deadline")
+    def test_a_deliverable_pattern_cannot_backtrack_in_the_host(self) -> None:
+        """F4: the program picks the child's schema, the child the value; jsonschema then runs in
+        the host with no deadline. ``{'pattern': '^(a+)+$'}`` on 'a'*26+'b': 15 s;
+        ``patternProperties`` ``'^(a|a)+$'`` on a 25-char key: 8 s; ``uniqueItems`` on 20000
+        lists: 3 s (quadratic); 14 nested ``{'anyOf': [s, s]}`` (a shared DAG, 28 deep): 82 s."""
+        provider = ScriptedProvider(
+            {
+                ("builder", "run"): "return delegate('child_tool', deliverable="
+                "{'type': 'string', 'pattern': '^(a+)+$'}).work()",
+                ("child_tool", "work"): "return 'a' * 40 + 'b'",
+            }
+        )
+        outcome = Agent("builder", provider=provider, log=False).run()
+        assert outcome.error_type == "contract_violation"
+
+    @pytest.mark.xfail(run=False, reason="open (P3, _regex): catastrophic backtracking in re")
+    def test_regex_backtracking_stops_at_the_deadline(self) -> None:
+        """F5: ``re.match('(a+)+$', 'a'*40+'b')`` ran past 30 s with a 2 s deadline."""
+        result = execute("import re\nresult = bool(re.match('(a+)+$', 'a' * 40 + 'b'))")
+        assert result.error is not None and result.error.error_type == "execution_timeout"
+
+    @pytest.mark.xfail(run=False, reason="open (P3, _stdlib): json.dumps output is not capped")
+    def test_json_dumps_of_a_shared_row_is_capped(self) -> None:
+        """F6: ``json.dumps([[0]*10**4]*10**4)``: each repetition is under the item cap, the
+        output is 2e8 characters from one C call; ran past 30 s (300 MB) with a 2 s deadline."""
+        result = execute("import json\nresult = len(json.dumps([[0] * 10**4] * 10**4))")
+        assert result.error is not None and result.error.error_type == "resource_limit"
+
+    @pytest.mark.xfail(run=False, reason="open (P3, _stdlib): textwrap work is not ticked")
+    def test_textwrap_stops_at_the_deadline(self) -> None:
+        """F7: ``textwrap.fill('a ' * 10**6, width=1)`` took 5-8 s with a 2 s deadline."""
+        result = execute("import textwrap\nresult = len(textwrap.fill('a ' * 10**6, width=1))")
+        assert result.error is not None and result.error.error_type == "execution_timeout"
