@@ -2,8 +2,10 @@
 
 The provider is a :class:`~recurgent.testing.ScriptedProvider` answering ``result = 1`` at once,
 and logging is on (to a file in a temporary directory), so every figure is runtime overhead:
-prompting, generation bookkeeping, the sandbox, the memory journal, the history record and the
-log line. Three figures, each the median of ``--samples`` calls:
+prompting, generation bookkeeping, the sandbox, the memory journal, the history record, the log
+line and, in the ``store on`` column, the tool store's artifact lookup and record (one JSON file
+read and rewritten per call, in a temporary store root). Three rows, each the median of
+``--samples`` calls, measured with the store on and off:
 
 * ``fresh``: a new agent's first calls;
 * ``after N calls``: the same kind of agent after ``--session`` earlier calls;
@@ -29,8 +31,13 @@ FRESH_TARGET_MS = 1.0
 RATIO_TARGET = 1.5
 
 
-def _agent(log: Path) -> Any:
-    return Agent.for_("bench", provider=ScriptedProvider({"tick": "result = 1"}), log=log)
+def _agent(log: Path, store: Path | None) -> Any:
+    return Agent.for_(
+        "bench",
+        provider=ScriptedProvider({"tick": "result = 1"}),
+        log=log,
+        toolstore_root=store,
+    )
 
 
 def _median_ms(agent: Any, samples: int) -> float:
@@ -44,8 +51,25 @@ def _median_ms(agent: Any, samples: int) -> float:
     return statistics.median(timings)
 
 
+def _measure(root: Path, store: Path | None, options: argparse.Namespace) -> list[float]:
+    gc.collect()
+    fresh = _median_ms(_agent(root / "fresh.jsonl", store), options.samples)
+
+    long_lived = _agent(root / "session.jsonl", store)
+    for _ in range(options.session):
+        long_lived.tick()
+    gc.collect()
+    session = _median_ms(long_lived, options.samples)
+
+    loaded = _agent(root / "rows.jsonl", store)
+    loaded.rows = [{"id": i, "name": f"row {i}", "score": i * 0.5} for i in range(options.rows)]
+    gc.collect()
+    rows = _median_ms(loaded, options.samples)
+    return [fresh, session, rows]
+
+
 def main() -> None:
-    """Run the three measurements and print them with their targets."""
+    """Run the three measurements with the store on and off and print them with their targets."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--session", type=int, default=2000)
@@ -53,36 +77,31 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        gc.collect()
-        fresh = _median_ms(_agent(root / "fresh.jsonl"), options.samples)
-
-        long_lived = _agent(root / "session.jsonl")
-        for _ in range(options.session):
-            long_lived.tick()
-        gc.collect()
-        session = _median_ms(long_lived, options.samples)
-
-        loaded = _agent(root / "rows.jsonl")
-        loaded.rows = [{"id": i, "name": f"row {i}", "score": i * 0.5} for i in range(options.rows)]
-        gc.collect()
-        rows = _median_ms(loaded, options.samples)
+        (root / "on").mkdir()
+        (root / "off").mkdir()
+        on = _measure(root / "on", root / "store", options)
+        off = _measure(root / "off", None, options)
 
     def verdict(ok: bool) -> str:
         return "ok" if ok else "TARGET MISSED"
 
-    print(f"{'measurement':<32} {'median ms':>10} {'ratio':>7}  target")
     print(
-        f"{'fresh agent':<32} {fresh:>10.3f} {'':>7}  <= {FRESH_TARGET_MS:g} ms  "
-        f"{verdict(fresh <= FRESH_TARGET_MS)}"
+        f"{'measurement':<28} {'store on ms':>11} {'ratio':>6} {'store off ms':>12} {'ratio':>6}"
+        "  target"
     )
-    for label, value in (
-        (f"after {options.session} calls", session),
-        (f"{options.rows} rows in memory", rows),
-    ):
-        ratio = value / fresh
+    print(
+        f"{'fresh agent':<28} {on[0]:>11.3f} {'':>6} {off[0]:>12.3f} {'':>6}  "
+        f"<= {FRESH_TARGET_MS:g} ms  on: {verdict(on[0] <= FRESH_TARGET_MS)}, "
+        f"off: {verdict(off[0] <= FRESH_TARGET_MS)}"
+    )
+    labels = (f"after {options.session} calls", f"{options.rows} rows in memory")
+    for index, label in enumerate(labels, start=1):
+        ratio_on = on[index] / on[0]
+        ratio_off = off[index] / off[0]
         print(
-            f"{label:<32} {value:>10.3f} {ratio:>7.2f}  ratio <= {RATIO_TARGET:g}  "
-            f"{verdict(ratio <= RATIO_TARGET)}"
+            f"{label:<28} {on[index]:>11.3f} {ratio_on:>6.2f} {off[index]:>12.3f} "
+            f"{ratio_off:>6.2f}  ratio <= {RATIO_TARGET:g}  "
+            f"on: {verdict(ratio_on <= RATIO_TARGET)}, off: {verdict(ratio_off <= RATIO_TARGET)}"
         )
 
 

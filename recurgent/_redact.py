@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["MASK", "environment_secrets", "is_secret_key", "redact"]
 
@@ -62,18 +63,39 @@ def is_secret_key(name: str) -> bool:
     )
 
 
+def _environment_fingerprint() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    # os.environ mirrors every change made through it in its ``_data`` dict (encoded names and
+    # values). Equal names and values in the same order give the same secrets, so this pair is
+    # an exact cache key; building and comparing it costs ~1 us, decoding every variable ~30 us.
+    data: Mapping[Any, Any] = getattr(os.environ, "_data", os.environ)
+    return tuple(data), tuple(data.values())
+
+
+_environment_cache: tuple[tuple[tuple[Any, ...], tuple[Any, ...]], tuple[str, ...]] | None = None
+
+
 def environment_secrets() -> tuple[str, ...]:
     """Values of secret-named environment variables (8+ characters), longest first.
 
-    Read afresh on each call, so a key set after import is still masked. Callers redacting
-    many strings at once read it once and pass it to :func:`redact`.
+    Current on each call, so a key set (through ``os.environ``) after import is still masked:
+    the scan is cached against an exact fingerprint of the environment and redone whenever a
+    variable was added, removed or changed. Callers redacting many strings at once read it once
+    and pass it to :func:`redact`.
     """
+    global _environment_cache  # a process-wide cache of a process-wide table
+    fingerprint = _environment_fingerprint()
+    cached = _environment_cache
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
     values = {
         value
         for name, value in os.environ.items()
         if len(value) >= _MIN_SECRET_LENGTH and _is_secret_name(name)
     }
-    return tuple(sorted(values, key=len, reverse=True))
+    found = tuple(sorted(values, key=len, reverse=True))
+    # One assignment, so a thread reading the cache sees an old or a new pair, never half.
+    _environment_cache = (fingerprint, found)
+    return found
 
 
 def redact(text: str, secrets: Sequence[str] | None = None) -> str:
