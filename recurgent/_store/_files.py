@@ -116,6 +116,10 @@ def ensure_private_dir(directory: Path, root: Path) -> None:
 
     Directories that already exist keep their mode: a root the user made is theirs.
     """
+    if directory.is_dir():
+        # Every level above an existing directory exists too: one stat instead of a mkdir per
+        # level on every store write.
+        return
     if not root.exists():
         root.parent.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
     levels = [directory, *directory.parents]
