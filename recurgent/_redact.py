@@ -23,6 +23,8 @@ _ASSIGNED_SECRET = re.compile(
 _ASSIGNED_WORDS = ("key", "token", "secret", "password")
 _SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)")
 _MIN_SECRET_LENGTH = 8
+# The fewest characters any pattern above matches: ``sk-`` and 8 more (the others need 12+).
+_SHORTEST_PATTERN_MATCH = 11
 _MASK = "[REDACTED]"
 MASK = _MASK
 """What a redacted value or secret is replaced with."""
@@ -108,6 +110,10 @@ def redact(text: str, secrets: Sequence[str] | None = None) -> str:
     for secret in environment_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, _MASK)
+    if len(text) < _SHORTEST_PATTERN_MATCH:
+        # No pattern below can match so few characters; a log line holds dozens of short
+        # strings (field values, keys), and this spares each one the casefold and the scans.
+        return text
     # Each pattern runs only when its key word is present: scanning long text with the
     # case-insensitive patterns costs ~1 us per character, a substring test almost nothing.
     # casefold() maps every character those patterns accept (K, long s) to the ASCII letter.
