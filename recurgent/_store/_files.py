@@ -156,9 +156,11 @@ def write_json(path: Path, payload: dict[str, Any], *, root: Path, durable: bool
                 os.fsync(handle.fileno())
         os.chmod(temp, _FILE_MODE)
         os.replace(temp, path)
-    finally:
+    except BaseException:
+        # Only a failed write leaves the temp file; after the rename there is none to remove.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        raise
     if durable:
         _fsync_dir(path.parent)
 
