@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["MASK", "environment_secrets", "is_secret_key", "redact"]
 
@@ -22,6 +23,8 @@ _ASSIGNED_SECRET = re.compile(
 _ASSIGNED_WORDS = ("key", "token", "secret", "password")
 _SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)")
 _MIN_SECRET_LENGTH = 8
+# The fewest characters any pattern above matches: ``sk-`` and 8 more (the others need 12+).
+_SHORTEST_PATTERN_MATCH = 11
 _MASK = "[REDACTED]"
 MASK = _MASK
 """What a redacted value or secret is replaced with."""
@@ -62,18 +65,39 @@ def is_secret_key(name: str) -> bool:
     )
 
 
+def _environment_fingerprint() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    # os.environ mirrors every change made through it in its ``_data`` dict (encoded names and
+    # values). Equal names and values in the same order give the same secrets, so this pair is
+    # an exact cache key; building and comparing it costs ~1 us, decoding every variable ~30 us.
+    data: Mapping[Any, Any] = getattr(os.environ, "_data", os.environ)
+    return tuple(data), tuple(data.values())
+
+
+_environment_cache: tuple[tuple[tuple[Any, ...], tuple[Any, ...]], tuple[str, ...]] | None = None
+
+
 def environment_secrets() -> tuple[str, ...]:
     """Values of secret-named environment variables (8+ characters), longest first.
 
-    Read afresh on each call, so a key set after import is still masked. Callers redacting
-    many strings at once read it once and pass it to :func:`redact`.
+    Current on each call, so a key set (through ``os.environ``) after import is still masked:
+    the scan is cached against an exact fingerprint of the environment and redone whenever a
+    variable was added, removed or changed. Callers redacting many strings at once read it once
+    and pass it to :func:`redact`.
     """
+    global _environment_cache  # a process-wide cache of a process-wide table
+    fingerprint = _environment_fingerprint()
+    cached = _environment_cache
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
     values = {
         value
         for name, value in os.environ.items()
         if len(value) >= _MIN_SECRET_LENGTH and _is_secret_name(name)
     }
-    return tuple(sorted(values, key=len, reverse=True))
+    found = tuple(sorted(values, key=len, reverse=True))
+    # One assignment, so a thread reading the cache sees an old or a new pair, never half.
+    _environment_cache = (fingerprint, found)
+    return found
 
 
 def redact(text: str, secrets: Sequence[str] | None = None) -> str:
@@ -86,6 +110,10 @@ def redact(text: str, secrets: Sequence[str] | None = None) -> str:
     for secret in environment_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, _MASK)
+    if len(text) < _SHORTEST_PATTERN_MATCH:
+        # No pattern below can match so few characters; a log line holds dozens of short
+        # strings (field values, keys), and this spares each one the casefold and the scans.
+        return text
     # Each pattern runs only when its key word is present: scanning long text with the
     # case-insensitive patterns costs ~1 us per character, a substring test almost nothing.
     # casefold() maps every character those patterns accept (K, long s) to the ASCII letter.

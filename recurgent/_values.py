@@ -295,6 +295,7 @@ _SECRET_VALUE_MIN_CHARS = 4
 _SECRET_WALK_ITEMS = 200
 _SECRET_WALK_DEPTH = 8
 _SECRET_WALK_NODES = 10_000
+_SECRET_WALK_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def secret_values(*values: Any) -> tuple[str, ...]:
@@ -311,7 +312,8 @@ def secret_values(*values: Any) -> tuple[str, ...]:
         item, depth = stack.pop()
         if depth > _SECRET_WALK_DEPTH:
             continue
-        if isinstance(item, Mapping):
+        kind = type(item)
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(item, Mapping)):
             try:
                 pairs = list(itertools.islice(item.items(), _SECRET_WALK_ITEMS))
             except Exception:  # noqa: BLE001 - a mapping that cannot be read hides nothing
@@ -320,10 +322,18 @@ def secret_values(*values: Any) -> tuple[str, ...]:
                 if isinstance(key, str) and is_secret_key(key) and isinstance(child, str):
                     if len(child) >= _SECRET_VALUE_MIN_CHARS and child != MASK:
                         found.add(child)
+                elif type(child) in _SECRET_WALK_LEAVES:
+                    # Nothing can hide below a scalar; counting it keeps the node bound honest
+                    # without a push and pop per leaf (most nodes are leaves).
+                    visited += 1
                 else:
                     stack.append((child, depth + 1))
         elif isinstance(item, list | tuple):
-            stack.extend((child, depth + 1) for child in item[:_SECRET_WALK_ITEMS])
+            for child in item[:_SECRET_WALK_ITEMS]:
+                if type(child) in _SECRET_WALK_LEAVES:
+                    visited += 1
+                else:
+                    stack.append((child, depth + 1))
     return tuple(found)
 
 

@@ -152,3 +152,44 @@ class TestFastPath:
         text = "w" * 1_000_000
 
         assert redact(text, ()) is text
+
+    def test_cached_scan_follows_every_environment_change(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The cached scan is redone when a secret is added, changed or removed after a read."""
+        monkeypatch.delenv("P4_LATE_TOKEN", raising=False)
+        before = environment_secrets()
+        assert environment_secrets() is before
+
+        monkeypatch.setenv("P4_LATE_TOKEN", "first-late-value")
+        assert "first-late-value" in environment_secrets()
+        assert redact("x first-late-value y") == "x [REDACTED] y"
+
+        monkeypatch.setenv("P4_LATE_TOKEN", "second-late-value")
+        assert "second-late-value" in environment_secrets()
+        assert "first-late-value" not in environment_secrets()
+
+        monkeypatch.delenv("P4_LATE_TOKEN")
+        assert "second-late-value" not in environment_secrets()
+        assert environment_secrets() == before
+
+
+class TestShortText:
+    """Text shorter than any pattern skips the pattern scans but not the given secrets."""
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("sk-abcdefgh", "[REDACTED]"),
+            ("sk-abcdefg", "sk-abcdefg"),
+            ("token=abcdef", "token=[REDACTED]"),
+            ("token=abcde", "token=abcde"),
+        ],
+    )
+    def test_boundary_of_the_shortest_pattern(self, text: str, expected: str) -> None:
+        """An 11-character API key is still masked; 10 characters cannot be one."""
+        assert redact(text, ()) == expected
+
+    def test_short_given_secret_is_still_masked(self) -> None:
+        """A 4-character secret passed in is masked inside short text."""
+        assert redact("pin 4242", ("4242",)) == "pin [REDACTED]"

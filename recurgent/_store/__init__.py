@@ -163,7 +163,8 @@ class Store:
                 record = _parse(loaded)
                 if record is None:
                     quarantine(path, expected=loaded.raw, now=self._clock())
-            return apply_call(record, call, now=now).to_json()
+            # The record was parsed from the file a moment ago and nothing else holds it.
+            return apply_call(record, call, now=now, in_place=True).to_json()
 
         try:
             updated = update_json(

@@ -322,13 +322,18 @@ def _trigger(call: CallRecord, previous: str | None) -> str:
     return "initial_forge" if previous is None else "regenerate:new_code"
 
 
-def apply_call(record: ArtifactRecord | None, call: CallRecord, *, now: str) -> ArtifactRecord:
-    """Fold one finished call into the (possibly absent) record and return the new record."""
-    new = (
-        ArtifactRecord(role=call.role, method_name=call.method)
-        if record is None
-        else record.model_copy(deep=True)
-    )
+def apply_call(
+    record: ArtifactRecord | None, call: CallRecord, *, now: str, in_place: bool = False
+) -> ArtifactRecord:
+    """Fold one finished call into the (possibly absent) record and return the new record.
+
+    ``in_place=True`` updates ``record`` itself, for a caller that owns it (parsed from the file
+    just now): the deep copy otherwise made is most of the cost of recording a call.
+    """
+    if record is None:
+        new = ArtifactRecord(role=call.role, method_name=call.method)
+    else:
+        new = record if in_place else record.model_copy(deep=True)
     previous = new.code_checksum if new.code.strip() else None
     digest = checksum(call.code)
     new.role = call.role

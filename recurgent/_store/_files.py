@@ -116,6 +116,10 @@ def ensure_private_dir(directory: Path, root: Path) -> None:
 
     Directories that already exist keep their mode: a root the user made is theirs.
     """
+    if directory.is_dir():
+        # Every level above an existing directory exists too: one stat instead of a mkdir per
+        # level on every store write.
+        return
     if not root.exists():
         root.parent.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
     levels = [directory, *directory.parents]
@@ -152,9 +156,11 @@ def write_json(path: Path, payload: dict[str, Any], *, root: Path, durable: bool
                 os.fsync(handle.fileno())
         os.chmod(temp, _FILE_MODE)
         os.replace(temp, path)
-    finally:
+    except BaseException:
+        # Only a failed write leaves the temp file; after the rename there is none to remove.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        raise
     if durable:
         _fsync_dir(path.parent)
 

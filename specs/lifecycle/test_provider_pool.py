@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from recurgent._lifecycle._workers import ProviderPool, _Job
+from recurgent._lifecycle._workers import ProviderPool, _Done, _Job
 
 
 class TestDispatch:
@@ -28,3 +28,16 @@ class TestDispatch:
             job.done.wait(10)
 
         assert ([job.reply for job in jobs], pool.workers) == (["a", "b"], 2)
+
+
+def test_done_flag_waits_until_set_from_another_thread() -> None:
+    """A job's completion flag times out while unset and wakes its waiter once set elsewhere."""
+    done = _Done()
+    assert (done.is_set(), done.wait(0), done.wait(-1)) == (False, False, False)
+
+    setter = threading.Thread(target=done.set)
+    setter.start()
+    woke = done.wait(10)
+    setter.join()
+
+    assert (woke, done.is_set(), done.wait(0), done.wait()) == (True, True, True, True)

@@ -147,6 +147,28 @@ class TestApplyCall:
         assert second.last_used_at == "2026-12-02T00:00:00.000Z"
         assert second.created_at == NOW
 
+    def test_in_place_updates_the_given_record_and_the_default_copies(self) -> None:
+        """in_place=True folds into the caller's record; the default leaves it untouched."""
+        first = apply_call(None, call(), now=NOW)
+        copied = apply_call(first, call(source="persisted"), now="2026-12-02T00:00:00.000Z")
+        assert first.last_used_at == NOW
+        assert first.success_count == 1
+        assert copied.success_count == 2
+
+        same = apply_call(
+            first, call(source="persisted"), now="2026-12-03T00:00:00.000Z", in_place=True
+        )
+
+        assert same is first
+        assert first.success_count == 2
+        assert first.last_used_at == "2026-12-03T00:00:00.000Z"
+        expected = apply_call(
+            apply_call(None, call(), now=NOW),
+            call(source="persisted"),
+            now="2026-12-03T00:00:00.000Z",
+        ).model_dump(exclude={"history"})
+        assert first.model_dump(exclude={"history"}) == expected
+
     def test_failed_attempt_diagnostics_go_into_the_new_entry(self) -> None:
         """A call that recovered from a failed attempt says so in its history entry."""
         attempt = FailedAttempt("execution", "ExecutionError", "x" * 500, attempt_id=1)

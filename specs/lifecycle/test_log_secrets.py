@@ -1,0 +1,53 @@
+"""Secret values in the log line: memory beside a long history, and the newest history records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recurgent import Agent
+from recurgent.testing import ScriptedProvider, read_log
+
+
+def _agent(log_path: Path, code: str) -> Agent:
+    return Agent(
+        "service",
+        provider=ScriptedProvider({"tick": "result = 1", "leak": code}),
+        log=log_path,
+        toolstore_root=None,
+    )
+
+
+def test_memory_secret_is_masked_after_a_long_history(tmp_path: Path) -> None:
+    """With 30 history records, a secret kept in memory is still masked in stdout."""
+    log_path = tmp_path / "calls.jsonl"
+    agent = _agent(log_path, "print('using', context['db_token'])\nresult = 'ok'")
+    for _ in range(30):
+        assert agent.tick().value == 1
+    agent.db_token = "tok-abc-123-xyz"
+
+    assert agent.leak().value == "ok"
+
+    entry = read_log(log_path)[-1]
+    assert entry["stdout"] == "using [REDACTED]\n"
+    assert "tok-abc-123-xyz" not in log_path.read_text("utf-8")
+
+
+def test_secret_written_into_the_newest_history_record_is_masked(tmp_path: Path) -> None:
+    """A program that stores a secret under a secret-named key in a recent record and prints it
+    has the value masked in its stdout."""
+    log_path = tmp_path / "calls.jsonl"
+    code = (
+        "record = context['conversation_history'][-1]\n"
+        "record['api_key'] = 'planted-secret-value'\n"
+        "print('key', record['api_key'])\n"
+        "result = 'ok'"
+    )
+    agent = _agent(log_path, code)
+    for _ in range(30):
+        assert agent.tick().value == 1
+
+    assert agent.leak().value == "ok"
+
+    entry = read_log(log_path)[-1]
+    assert entry["stdout"] == "key [REDACTED]\n"
+    assert "planted-secret-value" not in log_path.read_text("utf-8")
