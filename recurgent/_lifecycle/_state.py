@@ -49,7 +49,7 @@ class _LogView:
     def __init__(self, args: Any, kwargs: Any, memory: dict[str, Any]) -> None:
         # Only the newest history records are searched, the ones a debug line copies: the
         # runtime writes records with secret-named values already masked, so searching all of
-        # them cost ~2 us a record on every call for nothing (ADR 0058).
+        # them cost ~2 us a record on every call for nothing (ADR 0053).
         found = {*environment_secrets(), *secret_values(args, kwargs, _recent(memory))}
         self.secrets = tuple(sorted(found, key=len, reverse=True))
 
