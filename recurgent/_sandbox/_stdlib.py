@@ -68,6 +68,8 @@ _MAX_FACTORIAL = 20_000
 _MAX_PBKDF2_ITERATIONS = 1_000_000
 _MAX_DERIVED_KEY = 1024
 _MAX_INDENT = 100
+#: Longest text textwrap.wrap/fill/shorten take: their pure-Python loop never ticks.
+MAX_WRAP_TEXT = 200_000
 _MAX_TEE = 1000
 _MAX_WIDTH = 10_000  # tuple width of itertools.product/combinations/permutations
 _DEFAULT_SEPARATORS = frozenset({None, (", ", ": "), (",", ":"), (", ", ":"), (",", ": ")})
@@ -252,10 +254,9 @@ def _check_indent(indent: Any, what: str) -> None:
 
 def _checked_dumps(obj: Any, *, indent: Any = None, separators: Any = None, **kwargs: Any) -> str:
     _check_indent(indent, "json.dumps()")
-    if indent is None and separators in _DEFAULT_SEPARATORS:
-        # The C encoder's output is at most a few times the size of its input.
-        return json.dumps(obj, separators=separators, **kwargs)
-    # Indents and long separators multiply the output: encode in pieces and count them.
+    # Always encoded in pieces and counted: the same row shared 10**4 times
+    # (`[[0] * 10**4] * 10**4`) is a small object whose output is 2 * 10**8 characters, and
+    # indents and long separators multiply the output too (red-team finding F6).
     encoder_class = kwargs.pop("cls", None) or json.JSONEncoder
     encoder = encoder_class(indent=indent, separators=separators, **kwargs)
     produced = 0
@@ -300,6 +301,13 @@ def _wrapping(function: Callable[..., Any]) -> Callable[..., Any]:
         ]
         indents = sum(true_length(p) if isinstance(p, str) else len(str(p)) for p in parts)
         check_items(true_length(text) * (1 + indents), f"textwrap.{function.__name__}()")
+        length = true_length(text)
+        if length > MAX_WRAP_TEXT:
+            # textwrap is pure Python that never ticks: about 2 us a character (F7).
+            raise SizeLimitExceeded(
+                f"textwrap.{function.__name__}() of {length} characters exceeds the sandbox "
+                f"limit of {MAX_WRAP_TEXT}"
+            )
         return function(text, width, **kwargs)
 
     checked.__name__ = function.__name__
@@ -588,7 +596,8 @@ SIZE_CAPS: dict[str, int] = {
     "bytes(n)/bytearray(n)": MAX_ITEMS,
     "int.to_bytes(length)": MAX_ITEMS,
     "re.sub/subn result": MAX_ITEMS,
-    "json.dumps output with indent or separators": MAX_ITEMS,
+    "json.dumps output": MAX_ITEMS,
+    "textwrap.wrap/fill text length": MAX_WRAP_TEXT,
     "textwrap.indent result": MAX_ITEMS,
     "string.Template.substitute result": MAX_ITEMS,
     "unicodedata.normalize input * 18 / 4": MAX_ITEMS,

@@ -30,7 +30,8 @@ EXPECTED_CAPS = {
     "bytes(n)/bytearray(n)": M,
     "int.to_bytes(length)": M,
     "re.sub/subn result": M,
-    "json.dumps output with indent or separators": M,
+    "json.dumps output": M,
+    "textwrap.wrap/fill text length": 200_000,
     "textwrap.indent result": M,
     "string.Template.substitute result": M,
     "unicodedata.normalize input * 18 / 4": M,
@@ -100,10 +101,15 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
         M - 1,
         "re.sub('x', 'y' * M, 'x')",
     ),
-    "json.dumps output with indent or separators": (
+    "json.dumps output": (
         "len(json.dumps(['a' * (M - 6)], indent=0))",
         M,
         "json.dumps(['a' * (M - 5)], indent=0)",
+    ),
+    "textwrap.wrap/fill text length": (
+        "len(textwrap.fill('a' * 200_000, width=100_000))",
+        200_001,
+        "textwrap.fill('a' * 200_001, width=100_000)",
     ),
     "textwrap.indent result": (
         "len(textwrap.indent('x', 'p' * (M - 1)))",
