@@ -72,7 +72,6 @@ _MAX_INDENT = 100
 MAX_WRAP_TEXT = 200_000
 _MAX_TEE = 1000
 _MAX_WIDTH = 10_000  # tuple width of itertools.product/combinations/permutations
-_DEFAULT_SEPARATORS = frozenset({None, (", ", ": "), (",", ":"), (", ", ":"), (",", ": ")})
 _MAX_DIFF_WORK = 10_000_000
 _NFKD_EXPANSION = 18  # the longest decomposition of one code point
 
