@@ -10,6 +10,7 @@ mode, so a string where an integer is declared fails exactly as it would on the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import Any, Literal
 import jsonschema
 import referencing
 import referencing.exceptions
+import regex
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
@@ -107,6 +109,9 @@ def as_deliverable(value: Any) -> Any:
     """
     if value is None or isinstance(value, Mapping | str | list | tuple | int | float | bool):
         if isinstance(value, Mapping) and _is_json_schema(value):
+            too_big = _schema_size_problem(value)
+            if too_big is not None:
+                raise UsageError(f"deliverable JSON Schema is refused: {too_big}")
             try:
                 jsonschema.validators.validator_for(value).check_schema(value)
             except jsonschema.SchemaError as error:
@@ -366,8 +371,78 @@ _OFFLINE_REFERENCES: referencing.Registry[Any] = referencing.Registry(
 )
 
 
+# A JSON Schema may come from generated code (a child's deliverable) and is checked in the host:
+# its size is bounded when the contract is made, and its patterns run on the regex engine with a
+# timeout instead of the standard one (red-team finding F4: `^(a+)+$` held the host for 15 s).
+MAX_SCHEMA_NODES = 5_000
+MAX_SCHEMA_DEPTH = 40
+_PATTERN_SECONDS = 0.5
+
+
+def _schema_size_problem(schema: Any) -> str | None:
+    """Why a schema is too big to check safely (shared parts count once per use), or ``None``."""
+    budget = MAX_SCHEMA_NODES
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"it has more than {MAX_SCHEMA_NODES} nodes (shared parts counted per use)"
+        if depth > MAX_SCHEMA_DEPTH:
+            return f"it is nested more than {MAX_SCHEMA_DEPTH} levels deep"
+        if isinstance(node, Mapping):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend((child, depth + 1) for child in node)
+    return None
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return regex.search(pattern, text, timeout=_PATTERN_SECONDS) is not None
+    except regex.error as error:
+        raise jsonschema.ValidationError(f"pattern {pattern[:80]!r} is invalid: {error}") from None
+    except TimeoutError:
+        raise jsonschema.ValidationError(
+            f"pattern {pattern[:80]!r} took longer than {_PATTERN_SECONDS:g}s on this value"
+        ) from None
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "string") or not isinstance(pattern, str):
+        return
+    try:
+        matched = _search(pattern, instance)
+    except jsonschema.ValidationError as error:
+        yield error
+        return
+    if not matched:
+        yield jsonschema.ValidationError(f"{instance[:80]!r} does not match {pattern[:80]!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
+        return
+    for pattern, subschema in patterns.items():
+        for key, item in instance.items():
+            try:
+                matched = _search(str(pattern), str(key))
+            except jsonschema.ValidationError as error:
+                yield error
+                return
+            if matched:
+                yield from validator.descend(item, subschema, path=key, schema_path=pattern)
+
+
+@functools.cache
+def _bounded(validator_class: Any) -> Any:
+    return jsonschema.validators.extend(
+        validator_class, {"pattern": _pattern, "patternProperties": _pattern_properties}
+    )
+
+
 def _check_json_schema(schema: Mapping[str, Any], value: Any) -> ContractCheck | None:
-    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class = _bounded(jsonschema.validators.validator_for(schema))
     validator = validator_class(schema, registry=_OFFLINE_REFERENCES)
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))

@@ -368,7 +368,6 @@ class TestHostWorkOutsideTheDeadline:
     turn them into specs. Measured with ``timeout_seconds=2``.
     """
 
-    @pytest.mark.xfail(run=False, reason="open: JSON Schema validation runs with no deadline")
     def test_a_deliverable_pattern_cannot_backtrack_in_the_host(self) -> None:
         """F4: the program picks the child's schema, the child the value; jsonschema then runs in
         the host with no deadline. ``{'pattern': '^(a+)+$'}`` on 'a'*26+'b': 15 s;
@@ -383,6 +382,37 @@ class TestHostWorkOutsideTheDeadline:
         )
         outcome = Agent("builder", provider=provider, log=False).run()
         assert outcome.error_type == "contract_violation"
+        assert "does not match '^(a+)+$'" in (outcome.error_message or "")
+
+    def test_a_deliverable_pattern_that_still_backtracks_times_out(self) -> None:
+        """F4: a pattern the regex engine does backtrack on stops after 0.5 s as a violation."""
+        provider = ScriptedProvider(
+            {
+                ("builder", "run"): "return delegate('child_tool', deliverable="
+                "{'type': 'string', 'pattern': '(a|aa)+$'}).work()",
+                ("child_tool", "work"): "return 'a' * 60 + 'b'",
+            }
+        )
+        outcome = Agent("builder", provider=provider, log=False).run()
+        assert outcome.error_type == "contract_violation"
+        assert "took longer than 0.5s" in (outcome.error_message or "")
+
+    def test_a_deliverable_schema_that_explodes_is_refused(self) -> None:
+        """F4: 14 nested ``anyOf: [s, s]`` (a shared DAG) is refused when the child is made."""
+        provider = ScriptedProvider(
+            {
+                ("builder", "run"): "s = {'type': 'string'}\n"
+                "for _ in range(14):\n    s = {'anyOf': [s, s]}\n"
+                "return delegate('child_tool', deliverable=s).work()",
+                ("child_tool", "work"): "return 'x'",
+            }
+        )
+        outcome = Agent("builder", provider=provider, log=False).run()
+        assert outcome.error_type == "execution"
+        assert "deliverable JSON Schema is refused: it has more than 5000 nodes" in (
+            outcome.error_message or ""
+        )
+        assert [request.role for request in provider.requests] == ["builder", "builder"]
 
     def test_regex_backtracking_stops_at_the_deadline(self) -> None:
         """F5: ``re.match('(a+)+$', 'a'*40+'b')`` ran past 30 s; on the regex engine it ends."""
