@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from recurgent._sandbox._dataclass import dataclass_overrides
 from recurgent._sandbox._idioms import decimal_overrides
 from recurgent._sandbox._native import abstractmethod, calendar_overrides
 from recurgent._sandbox._numbers import CheckedDecimal, CheckedFraction
@@ -94,6 +95,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     "abc": {"abstractmethod": abstractmethod},
     "typing": {"abstractmethod": abstractmethod},
     "calendar": calendar_overrides(),
+    "dataclasses": dataclass_overrides(),
     **reflection_overrides(),
 }
 
@@ -181,6 +183,16 @@ _TABLE: dict[str, ModuleRows] = {
             reader unix_dialect writer
             """,
         denied="field_size_limit re register_dialect unregister_dialect",
+    ),
+    "dataclasses": _rows(
+        pure="FrozenInstanceError KW_ONLY MISSING",
+        replaced="Field asdict astuple dataclass field fields is_dataclass replace",
+        # make_dataclass builds a class outside the sandbox's metaclass; InitVar is not
+        # supported by the sandbox's dataclass; the rest are re-exported modules (ADR 0049).
+        denied="""
+            FunctionType GenericAlias InitVar abc builtins copy functools inspect itertools
+            keyword make_dataclass re sys types
+            """,
     ),
     "datetime": _rows(
         pure="MAXYEAR MINYEAR UTC date datetime time timedelta timezone tzinfo",

@@ -38,6 +38,9 @@ class _Spec:
 
 
 _MISSING: Any = object()
+
+#: Modules whose attempt rows are built when the attempt first imports them.
+_BUILT_ON_IMPORT: Mapping[str, Callable[[], dict[str, Any]]] = {"abc": make_abc}
 _CONTAINERS = (dict, list, set, bytearray)
 
 
@@ -146,7 +149,6 @@ def _attempt_values(
     values["itertools"]["chain"] = SealedWithHelpers(
         chain, "chain", {"from_iterable": from_iterable}
     )
-    values["abc"] = make_abc()
     read = extra_modules.get("getattr")
     if read is not None:
         # Without the attempt's attribute policy there is no safe attrgetter: not served.
@@ -201,6 +203,9 @@ def make_importer(
                 served[attribute] = value
         served.update(rows.replaced)
         supplied = attempt.get(name, {})
+        if name in _BUILT_ON_IMPORT:
+            # Built only when imported: a class per attempt costs more than the import check.
+            supplied = _BUILT_ON_IMPORT[name]()
         for attribute in rows.attempt:
             if attribute in supplied:
                 served[attribute] = seal(supplied[attribute], attribute)

@@ -8,6 +8,7 @@ import pytest
 
 from recurgent._sandbox import ALLOWED_MODULES
 from recurgent._sandbox._catalog import CATALOG
+from recurgent.errors import InvalidCodeError
 
 from .support import error_of, value_of
 
@@ -33,6 +34,17 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ("calendar", "weekheader"): ("weekheader(2)", "Mo Tu We Th Fr Sa Su"),
     ("copy", "copy"): ("copy([1, [2]])", [1, [2]]),
     ("copy", "deepcopy"): ("deepcopy({'a': [1]})", {"a": [1]}),
+    ("dataclasses", "Field"): ("[f for f in fields(P) if isinstance(f, Field)][0].name", "x"),
+    ("dataclasses", "asdict"): ("asdict(P(1))", {"x": 1, "y": 2}),
+    ("dataclasses", "astuple"): ("astuple(P(1))", (1, 2)),
+    ("dataclasses", "dataclass"): ("repr(P(1))", "P(x=1, y=2)"),
+    ("dataclasses", "field"): ("field(default=3).default", 3),
+    ("dataclasses", "fields"): ("[f.name for f in fields(P)]", ["x", "y"]),
+    ("dataclasses", "is_dataclass"): (
+        "[is_dataclass(P), is_dataclass(P(1)), is_dataclass(1)]",
+        [True, True, False],
+    ),
+    ("dataclasses", "replace"): ("replace(P(1), y=5).y", 5),
     ("decimal", "Context"): ("str(Context(prec=3).divide(1, 7))", "0.143"),
     ("decimal", "Decimal"): ("str(Decimal('1.10') + Decimal('2.20'))", "3.30"),
     ("decimal", "getcontext"): ("getcontext().prec", 28),
@@ -147,7 +159,22 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ),
 }
 
+_DATACLASS = (
+    "from dataclasses import dataclass, fields\n@dataclass\nclass P:\n    x: int\n    y: int = 2\n"
+)
 _EXTRA_IMPORTS = {
+    **{
+        ("dataclasses", name): _DATACLASS
+        for name in (
+            "Field",
+            "asdict",
+            "astuple",
+            "dataclass",
+            "fields",
+            "is_dataclass",
+            "replace",
+        )
+    },
     ("abc", "abstractmethod"): "from abc import ABC\n",
     ("typing", "abstractmethod"): "from abc import ABC\n",
     ("decimal", "setcontext"): "from decimal import Context\n",
@@ -169,6 +196,11 @@ class TestEveryServedNameImports:
     @pytest.mark.parametrize(("module", "name"), _DENIED, ids=[f"{m}.{n}" for m, n in _DENIED])
     def test_denied_name_fails_with_the_reason(self, module: str, name: str) -> None:
         """``from module import denied`` names the module, the name and the reason."""
+        if name == "builtins":
+            # A reserved name: refused when the program is compiled, before any import.
+            with pytest.raises(InvalidCodeError, match='"builtins" is a reserved name'):
+                error_of(f"from {module} import {name}")
+            return
         assert error_of(f"from {module} import {name}") == (
             "execution",
             f"Execution error in tester.run: ImportError: cannot import name {name!r} from "
@@ -429,3 +461,104 @@ class TestModulesAModelReachesFor:
             f"Execution error in tester.run: ImportError: cannot import name {name!r} from "
             f"'typing': typing.{name} is not available in the sandbox",
         )
+
+
+_RECORDS = (
+    "from dataclasses import dataclass, field, asdict, replace, fields\n"
+    "@dataclass\n"
+    "class Item:\n"
+    "    name: str\n"
+    "    price: float = 0.0\n"
+    "    tags: list = field(default_factory=list)\n"
+    "@dataclass(frozen=True, order=True)\n"
+    "class Version:\n"
+    "    major: int\n"
+    "    minor: int = 0\n"
+)
+
+
+class TestSandboxDataclasses:
+    """The sandbox's ``dataclasses`` behaves as the real one for what models write (ADR 0049)."""
+
+    def test_generated_methods(self) -> None:
+        """``__init__`` with defaults and factories, ``__repr__``, ``__eq__``, ``asdict``."""
+        source = _RECORDS + (
+            "a = Item('pen', 1.5)\n"
+            "a.tags.append('red')\n"
+            "result = [repr(a), a == Item('pen', 1.5, ['red']), asdict(a), "
+            "replace(a, price=2.0).price, [f.name for f in fields(Item)], "
+            "Item('a').tags is not Item('b').tags]"
+        )
+        assert value_of(source) == [
+            "Item(name='pen', price=1.5, tags=['red'])",
+            True,
+            {"name": "pen", "price": 1.5, "tags": ["red"]},
+            2.0,
+            ["name", "price", "tags"],
+            True,
+        ]
+
+    def test_frozen_and_order(self) -> None:
+        """Frozen instances refuse writes and hash by value; ``order`` sorts by fields."""
+        source = _RECORDS + (
+            "from dataclasses import FrozenInstanceError\n"
+            "v = Version(1, 2)\n"
+            "try:\n"
+            "    v.major = 3\n"
+            "    refused = None\n"
+            "except FrozenInstanceError as error:\n"
+            "    refused = str(error)\n"
+            "result = [sorted([Version(2), Version(1, 5), v]) == [v, Version(1, 5), Version(2)], "
+            "refused, hash(v) == hash(Version(1, 2)), len({v, Version(1, 2)})]"
+        )
+        assert value_of(source) == [True, "cannot assign to field 'major'", True, 1]
+
+    def test_post_init_and_inheritance(self) -> None:
+        """``__post_init__`` runs after the fields are set; subclass fields follow the base's."""
+        source = (
+            "from dataclasses import dataclass\n"
+            "@dataclass\n"
+            "class Base:\n"
+            "    x: int\n"
+            "    def __post_init__(self):\n"
+            "        self.double = self.x * 2\n"
+            "@dataclass\n"
+            "class Child(Base):\n"
+            "    z: int = 3\n"
+            "c = Child(1)\n"
+            "result = [c.x, c.double, c.z, repr(c)]"
+        )
+        assert value_of(source) == [1, 2, 3, "Child(x=1, z=3)"]
+
+    @pytest.mark.parametrize(
+        ("source", "message"),
+        [
+            (
+                "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\nP()",
+                "TypeError: __init__() missing 1 required argument: 'x'",
+            ),
+            (
+                "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: list = []",
+                "ValueError: mutable default <class 'list'> for field x is not allowed: use "
+                "default_factory",
+            ),
+            (
+                "from dataclasses import dataclass\ndataclass(Outcome)",
+                "TypeError: dataclass() can only decorate classes your code defined",
+            ),
+        ],
+    )
+    def test_errors_match_the_real_module(self, source: str, message: str) -> None:
+        """Missing arguments, mutable defaults and host classes are refused as in Python."""
+        assert error_of(source) == ("execution", f"Execution error in tester.run: {message}")
+
+    def test_annotations_stay_unreadable(self) -> None:
+        """Keeping class-body annotations does not open ``__annotations__`` to the program."""
+        with pytest.raises(InvalidCodeError) as refused:
+            value_of("class P:\n    x: int = 1\nresult = P.__annotations__")
+        assert "__annotations__" in str(refused.value)
+
+    def test_plain_annotated_class_keeps_its_values(self) -> None:
+        """An annotated class attribute is still a class attribute; a bare one declares none."""
+        source = "class P:\n    x: int = 1\n    y: str\nresult = [P.x, hasattr(P, 'y')]"
+        assert value_of(source) == [1, False]
