@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recurgent._sandbox._dataclass import dataclass_overrides
+from recurgent._sandbox._enum import auto, unique
 from recurgent._sandbox._idioms import decimal_overrides
 from recurgent._sandbox._native import abstractmethod, calendar_overrides
 from recurgent._sandbox._numbers import CheckedDecimal, CheckedFraction
@@ -96,6 +97,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     "typing": {"abstractmethod": abstractmethod},
     "calendar": calendar_overrides(),
     "dataclasses": dataclass_overrides(),
+    "enum": {"auto": auto, "unique": unique},
     **reflection_overrides(),
 }
 
@@ -214,6 +216,19 @@ _TABLE: dict[str, ModuleRows] = {
         pure="IS_CHARACTER_JUNK IS_LINE_JUNK",
         replaced="SequenceMatcher context_diff get_close_matches ndiff unified_diff",
         denied="Differ GenericAlias HtmlDiff Match diff_bytes restore",
+    ),
+    "enum": _rows(
+        replaced="auto unique",
+        attempt="Enum IntEnum StrEnum",
+        # Flags, the real metaclass, member()/nonmember()/verify and the global_* helpers
+        # are not part of the sandbox's enum (ADR 0049).
+        denied="""
+            CONFORM CONTINUOUS DynamicClassAttribute EJECT EnumCheck EnumMeta EnumType Flag
+            FlagBoundary IntFlag KEEP MappingProxyType NAMED_FLAGS ReprEnum STRICT UNIQUE bin
+            bltns global_enum global_enum_repr global_flag_repr global_str member nonmember
+            pickle_by_enum_name pickle_by_global_name property reduce show_flag_values sys
+            verify
+            """,
     ),
     "fractions": _rows(
         replaced="Fraction",

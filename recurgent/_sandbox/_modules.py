@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
+from recurgent._sandbox._enum import make_enum
 from recurgent._sandbox._idioms import make_attrgetter, make_methodcaller
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._native import make_abc
@@ -40,7 +41,10 @@ class _Spec:
 _MISSING: Any = object()
 
 #: Modules whose attempt rows are built when the attempt first imports them.
-_BUILT_ON_IMPORT: Mapping[str, Callable[[], dict[str, Any]]] = {"abc": make_abc}
+_BUILT_ON_IMPORT: Mapping[str, Callable[[], dict[str, Any]]] = {
+    "abc": make_abc,
+    "enum": make_enum,
+}
 _CONTAINERS = (dict, list, set, bytearray)
 
 

@@ -58,6 +58,11 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ),
     ("difflib", "ndiff"): ("list(ndiff(['a'], ['b']))", ["- a", "+ b"]),
     ("difflib", "unified_diff"): ("len(list(unified_diff(['a'], ['b'])))", 5),
+    ("enum", "Enum"): ("class C(Enum):\n    A = 1\nresult = C(1).name", "A"),
+    ("enum", "IntEnum"): ("class C(IntEnum):\n    A = 1\nresult = C.A + 1", 2),
+    ("enum", "StrEnum"): ("class C(StrEnum):\n    A = 'a'\nresult = C.A.upper()", "A"),
+    ("enum", "auto"): ("class C(Enum):\n    A = auto()\n    B = auto()\nresult = C.B.value", 2),
+    ("enum", "unique"): ("@unique\nclass C(Enum):\n    A = 1\nresult = len(C)", 1),
     ("fractions", "Fraction"): ("str(Fraction(1, 3) + Fraction(1, 6))", "1/2"),
     ("functools", "cache"): ("cache(lambda x: x * 2)(4)", 8),
     ("functools", "lru_cache"): ("lru_cache(maxsize=2)(lambda x: x + 1)(4)", 5),
@@ -163,6 +168,8 @@ _DATACLASS = (
     "from dataclasses import dataclass, fields\n@dataclass\nclass P:\n    x: int\n    y: int = 2\n"
 )
 _EXTRA_IMPORTS = {
+    ("enum", "auto"): "from enum import Enum\n",
+    ("enum", "unique"): "from enum import Enum\n",
     **{
         ("dataclasses", name): _DATACLASS
         for name in (
@@ -562,3 +569,99 @@ class TestSandboxDataclasses:
         """An annotated class attribute is still a class attribute; a bare one declares none."""
         source = "class P:\n    x: int = 1\n    y: str\nresult = [P.x, hasattr(P, 'y')]"
         assert value_of(source) == [1, False]
+
+
+_COLORS = (
+    "from enum import Enum, IntEnum, StrEnum, auto\n"
+    "class Color(Enum):\n"
+    "    RED = 1\n"
+    "    GREEN = 2\n"
+    "    BLUE = 3\n"
+    "    CRIMSON = 1\n"
+    "    def describe(self):\n"
+    "        return self.name.lower()\n"
+    "class Level(IntEnum):\n"
+    "    LOW = auto()\n"
+    "    HIGH = auto()\n"
+    "class Mode(StrEnum):\n"
+    "    FAST = auto()\n"
+)
+
+
+class TestSandboxEnum:
+    """The sandbox's ``enum`` behaves as the real one for what models write (ADR 0049)."""
+
+    def test_members_iteration_and_lookup(self) -> None:
+        """Iteration skips aliases; lookup by value and by name; repr and str as in 3.11."""
+        source = _COLORS + (
+            "result = [[c.name for c in Color], Color(2).name, Color['BLUE'].value, "
+            "Color.CRIMSON is Color.RED, len(Color), Color.RED in Color, repr(Color.RED), "
+            "str(Color.GREEN), Color.GREEN.describe(), isinstance(Color.RED, Color), "
+            "{Color.RED: 'r'}[Color.RED]]"
+        )
+        assert value_of(source) == [
+            ["RED", "GREEN", "BLUE"],
+            "GREEN",
+            3,
+            True,
+            3,
+            True,
+            "<Color.RED: 1>",
+            "Color.GREEN",
+            "green",
+            True,
+            "r",
+        ]
+
+    def test_int_and_str_enums_are_their_values(self) -> None:
+        """``IntEnum`` compares and computes as int, ``StrEnum`` as str; ``auto`` numbers."""
+        source = _COLORS + (
+            "result = [Level.HIGH + 1, Level.LOW < Level.HIGH, str(Level.HIGH), "
+            "Mode.FAST == 'fast', f'{Mode.FAST}', sorted(Level)[0].name]"
+        )
+        assert value_of(source) == [3, True, "2", True, "fast", "LOW"]
+
+    def test_tuple_values_reach_the_members_init(self) -> None:
+        """A class-defined ``__init__`` receives the unpacked value."""
+        source = (
+            "from enum import Enum\n"
+            "class Planet(Enum):\n"
+            "    EARTH = (5.97, 6.37)\n"
+            "    def __init__(self, mass, radius):\n"
+            "        self.mass = mass\n"
+            "        self.radius = radius\n"
+            "result = [Planet.EARTH.mass, Planet.EARTH.value]"
+        )
+        assert value_of(source) == [5.97, (5.97, 6.37)]
+
+    @pytest.mark.parametrize(
+        ("source", "message"),
+        [
+            (_COLORS + "Color(5)", "ValueError: 5 is not a valid Color"),
+            (_COLORS + "Color.RED = 2", "AttributeError: cannot reassign member 'RED'"),
+            (
+                _COLORS + "Color.RED.value = 2",
+                "AttributeError: cannot set attribute 'value' of an enum member",
+            ),
+            (
+                "from enum import Enum, unique\n@unique\nclass C(Enum):\n    A = 1\n    B = 1",
+                "ValueError: duplicate values found in <enum 'C'>: B -> A",
+            ),
+            (
+                _COLORS + "class More(Color):\n    PINK = 4",
+                "TypeError: 'More' cannot extend 'Color', which has members",
+            ),
+        ],
+    )
+    def test_errors_match_the_real_module(self, source: str, message: str) -> None:
+        """Unknown values, reassignment, aliases under ``unique`` and extension are refused."""
+        assert error_of(source) == ("execution", f"Execution error in tester.run: {message}")
+
+    def test_enum_bases_are_fresh_per_attempt(self) -> None:
+        """A write to ``Enum`` in one attempt is not seen by the next."""
+        value_of("from enum import Enum\nEnum.marker = 1")
+        assert value_of("from enum import Enum\nresult = hasattr(Enum, 'marker')") is False
+
+    def test_the_metaclass_is_not_reachable(self) -> None:
+        """``type()`` of an enum class is the sandbox's sealed ``type``, as for any class."""
+        assert value_of(_COLORS + "result = type(Color) is type") is True
