@@ -138,8 +138,9 @@ def _setcontext(context: Any) -> None:
 class _LocalContext:
     """``decimal.localcontext()`` on sandbox contexts."""
 
+    # No _sandbox_public_: type() of it is sealed, so the program cannot build one around
+    # a context of its own choosing.
     __slots__ = ("_context", "_saved")
-    _sandbox_public_: frozenset[str] = frozenset()
 
     def __init__(self, context: SandboxContext) -> None:
         self._context = context

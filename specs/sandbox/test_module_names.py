@@ -314,6 +314,14 @@ class TestIdiomsFromTheIssue:
         value_of(source)
         assert decimal.getcontext().prec == before
 
+    def test_a_local_context_cannot_be_built_around_another_context(self) -> None:
+        """``type()`` of the ``localcontext()`` manager is sealed: it constructs nothing."""
+        assert error_of("from decimal import localcontext\nresult = type(localcontext())(5)") == (
+            "execution",
+            "Execution error in tester.run: TypeError: _LocalContext objects cannot be created "
+            "by generated code",
+        )
+
     def test_decimal_precision_is_capped(self) -> None:
         """A precision whose arithmetic would run for minutes in C is refused."""
         assert error_of("from decimal import getcontext\ngetcontext().prec = 10**5") == (
