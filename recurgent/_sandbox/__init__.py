@@ -29,6 +29,7 @@ from recurgent._sandbox._guards import (
     SandboxType,
 )
 from recurgent._sandbox._handles import AgentHandle, HandleOps, HandleWriter
+from recurgent._sandbox._idioms import sandbox_decimal_context
 from recurgent._sandbox._limits import (
     Clock,
     DeadlineExceeded,
@@ -239,18 +240,19 @@ class ExecutionSandbox:
             remaining=self._ticker.remaining,
             spend=self._spend,
         )
-        importer = make_importer(
-            tick=self._cheap_tick,
-            extra_modules={
-                "modules": {name: (module, _Spec()) for name, module in network.items()},
-                "time_overrides": {"sleep": self._sleep},
-            },
-        )
         policy = AttributePolicy(
             handle_attribute=self._handle_attribute,
             handle_writer=self._handle_writer,
             on_violation=self._violation,
             tick=self._cheap_tick,
+        )
+        importer = make_importer(
+            tick=self._cheap_tick,
+            extra_modules={
+                "modules": {name: (module, _Spec()) for name, module in network.items()},
+                "time_overrides": {"sleep": self._sleep},
+                "getattr": policy.getattr,
+            },
         )
         ns["__builtins__"] = make_builtins(policy=policy, importer=importer, tick=self._cheap_tick)
         ns.update(size_hooks())
@@ -478,6 +480,7 @@ class ExecutionSandbox:
                     attempt_decimal_context(),
                     outcome_context(bridge.role, bridge.method_name),
                     attempt_deadline(self._ticker.remaining),
+                    sandbox_decimal_context(),
                 ):
                     value = main()
             finally:

@@ -18,6 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from recurgent._sandbox._dataclass import dataclass_overrides
+from recurgent._sandbox._enum import auto, unique
+from recurgent._sandbox._idioms import decimal_overrides
+from recurgent._sandbox._native import abstractmethod, calendar_overrides
 from recurgent._sandbox._numbers import CheckedDecimal, CheckedFraction
 from recurgent._sandbox._reflection import reflection_overrides, seal
 from recurgent._sandbox._stdlib import (
@@ -93,7 +97,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     "secrets": secrets_overrides(),
     "pprint": pprint_overrides(),
     "string": {"Template": CheckedTemplate},
-    "decimal": {"Decimal": CheckedDecimal},
+    "decimal": {"Decimal": CheckedDecimal, **decimal_overrides()},
     "fractions": {"Fraction": CheckedFraction, "Decimal": CheckedDecimal},
     "statistics": statistics_overrides(),
     "random": {"Random": SandboxRandom},
@@ -102,6 +106,11 @@ _STAND_INS: dict[str, dict[str, Any]] = {
         "ElementTree": _element_tree,
         "indent": checked_element_indent,
     },
+    "abc": {"abstractmethod": abstractmethod},
+    "typing": {"abstractmethod": abstractmethod},
+    "calendar": calendar_overrides(),
+    "dataclasses": dataclass_overrides(),
+    "enum": {"auto": auto, "unique": unique},
     **reflection_overrides(),
 }
 
@@ -120,6 +129,16 @@ def _rows(*, pure: str = "", replaced: str = "", attempt: str = "", denied: str 
 
 
 _TABLE: dict[str, ModuleRows] = {
+    "abc": _rows(
+        replaced="abstractmethod",
+        attempt="ABC",
+        # ABCMeta makes classes outside the sandbox's metaclass; the others write attributes
+        # on classes they are given or are deprecated spellings (ADR 0048).
+        denied="""
+            ABCMeta abstractclassmethod abstractproperty abstractstaticmethod
+            get_cache_token update_abstractmethods
+            """,
+    ),
     "base64": _rows(
         pure="""
             MAXBINSIZE MAXLINESIZE a85decode a85encode b16decode b16encode b32decode
@@ -131,6 +150,21 @@ _TABLE: dict[str, ModuleRows] = {
     ),
     "bisect": _rows(
         pure="bisect bisect_left bisect_right insort insort_left insort_right",
+    ),
+    "calendar": _rows(
+        pure="""
+            Calendar EPOCH FRIDAY February HTMLCalendar IllegalMonthError IllegalWeekdayError
+            January MONDAY SATURDAY SUNDAY THURSDAY TUESDAY WEDNESDAY day_abbr day_name error
+            firstweekday isleap leapdays mdays month_abbr month_name monthcalendar monthrange
+            timegm weekday
+            """,
+        replaced="TextCalendar calendar formatstring month week weekheader",
+        # c is the module's shared calendar (setfirstweekday changes it for the process);
+        # pr*/format print to the host's stdout; the Locale* classes switch the process locale.
+        denied="""
+            LocaleHTMLCalendar LocaleTextCalendar c datetime different_locale format main
+            prcal prmonth prweek repeat setfirstweekday sys
+            """,
     ),
     "cmath": _rows(
         pure="""
@@ -165,6 +199,16 @@ _TABLE: dict[str, ModuleRows] = {
             """,
         denied="field_size_limit re register_dialect unregister_dialect",
     ),
+    "dataclasses": _rows(
+        pure="FrozenInstanceError KW_ONLY MISSING",
+        replaced="Field asdict astuple dataclass field fields is_dataclass replace",
+        # make_dataclass builds a class outside the sandbox's metaclass; InitVar is not
+        # supported by the sandbox's dataclass; the rest are re-exported modules (ADR 0049).
+        denied="""
+            FunctionType GenericAlias InitVar abc builtins copy functools inspect itertools
+            keyword make_dataclass re sys types
+            """,
+    ),
     "datetime": _rows(
         pure="MAXYEAR MINYEAR UTC date datetime time timedelta timezone tzinfo",
         denied="datetime_CAPI sys",
@@ -177,16 +221,27 @@ _TABLE: dict[str, ModuleRows] = {
             Overflow ROUND_05UP ROUND_CEILING ROUND_DOWN ROUND_FLOOR ROUND_HALF_DOWN
             ROUND_HALF_EVEN ROUND_HALF_UP ROUND_UP Rounded Subnormal Underflow
             """,
-        replaced="Decimal",
-        denied="""
-            BasicContext Context DefaultContext ExtendedContext getcontext localcontext
-            setcontext
-            """,
+        replaced="Context Decimal getcontext localcontext setcontext",
+        # Process-wide templates: a change would reach every thread's next context.
+        denied="BasicContext DefaultContext ExtendedContext",
     ),
     "difflib": _rows(
         pure="IS_CHARACTER_JUNK IS_LINE_JUNK",
         replaced="SequenceMatcher context_diff get_close_matches ndiff unified_diff",
         denied="Differ GenericAlias HtmlDiff Match diff_bytes restore",
+    ),
+    "enum": _rows(
+        replaced="auto unique",
+        attempt="Enum IntEnum StrEnum",
+        # Flags, the real metaclass, member()/nonmember()/verify and the global_* helpers
+        # are not part of the sandbox's enum (ADR 0049).
+        denied="""
+            CONFORM CONTINUOUS DynamicClassAttribute EJECT EnumCheck EnumMeta EnumType Flag
+            FlagBoundary IntFlag KEEP MappingProxyType NAMED_FLAGS ReprEnum STRICT UNIQUE bin
+            bltns global_enum global_enum_repr global_flag_repr global_str member nonmember
+            pickle_by_enum_name pickle_by_global_name property reduce show_flag_values sys
+            verify
+            """,
     ),
     "fractions": _rows(
         replaced="Decimal Fraction",
@@ -265,7 +320,7 @@ _TABLE: dict[str, ModuleRows] = {
             rshift setitem sub truediv truth xor
             """,
         replaced="ilshift imod imul ipow lshift mod mul pow",
-        denied="attrgetter methodcaller",
+        attempt="attrgetter methodcaller",
     ),
     "pprint": _rows(
         pure="saferepr",
@@ -340,26 +395,29 @@ _TABLE: dict[str, ModuleRows] = {
     ),
     "typing": _rows(
         pure="""
-            Any Callable Counter DefaultDict Deque Dict FrozenSet Generator Iterable
-            Iterator List Literal Mapping MutableMapping Optional Sequence Set TYPE_CHECKING
-            Tuple Type Union cast
+            AbstractSet Annotated Any AnyStr AsyncContextManager AsyncGenerator AsyncIterable
+            AsyncIterator Awaitable BinaryIO ByteString CT_co Callable ChainMap ClassVar
+            Collection Concatenate Container ContextManager Coroutine Counter DefaultDict
+            Deque Dict Final FrozenSet Generator Generic Hashable IO ItemsView Iterable
+            Iterator KT KeysView List Literal LiteralString Mapping MappingView Match
+            MutableMapping MutableSequence MutableSet NamedTuple Never NewType NoReturn
+            NotRequired Optional OrderedDict ParamSpec ParamSpecArgs ParamSpecKwargs Pattern
+            Protocol Required Reversible Self Sequence Set Sized SupportsAbs SupportsBytes
+            SupportsComplex SupportsFloat SupportsIndex SupportsInt SupportsRound T
+            TYPE_CHECKING T_co T_contra Text TextIO Tuple Type TypeAlias TypeGuard TypeVar
+            TypeVarTuple TypedDict Union Unpack VT VT_co V_co ValuesView assert_never
+            assert_type cast defaultdict get_args get_origin is_typeddict
             """,
+        replaced="abstractmethod",
+        # final, no_type_check, runtime_checkable and dataclass_transform set attributes on
+        # whatever they are given (a host class too); overload fills a process-wide registry;
+        # get_type_hints evaluates strings; reveal_type writes to the host's stderr.
         denied="""
-            ABCMeta AbstractSet Annotated AnyStr AsyncContextManager AsyncGenerator
-            AsyncIterable AsyncIterator Awaitable BinaryIO ByteString CT_co ChainMap
-            ClassVar Collection Concatenate Container ContextManager Coroutine
-            EXCLUDED_ATTRIBUTES Final ForwardRef Generic GenericAlias Hashable IO ItemsView
-            KT KeysView LiteralString MappingView Match MethodDescriptorType
-            MethodWrapperType MutableSequence MutableSet NamedTuple NamedTupleMeta Never
-            NewType NoReturn NotRequired OrderedDict ParamSpec ParamSpecArgs ParamSpecKwargs
-            Pattern Protocol Required Reversible Self Sized SupportsAbs SupportsBytes
-            SupportsComplex SupportsFloat SupportsIndex SupportsInt SupportsRound T T_co
-            T_contra Text TextIO TypeAlias TypeGuard TypeVar TypeVarTuple TypedDict Unpack
-            VT VT_co V_co ValuesView WrapperDescriptorType abstractmethod assert_never
-            assert_type clear_overloads collections contextlib dataclass_transform
-            defaultdict final functools get_args get_origin get_overloads get_type_hints io
-            is_typeddict no_type_check no_type_check_decorator operator overload re
-            reveal_type runtime_checkable stdlib_re sys types warnings
+            ABCMeta EXCLUDED_ATTRIBUTES ForwardRef GenericAlias MethodDescriptorType
+            MethodWrapperType NamedTupleMeta WrapperDescriptorType clear_overloads collections
+            contextlib dataclass_transform final functools get_overloads get_type_hints io
+            no_type_check no_type_check_decorator operator overload re reveal_type
+            runtime_checkable stdlib_re sys types warnings
             """,
     ),
     "unicodedata": _rows(
@@ -399,6 +457,13 @@ _TABLE: dict[str, ModuleRows] = {
             uuid5
             """,
         denied="Enum getnode os platform sys uuid1",
+    ),
+    "zoneinfo": _rows(
+        # ZoneInfo reads the system tz database (keys are validated: no paths); the cache
+        # and search path are process-wide, so reset_tzpath is denied and so is
+        # ZoneInfo.clear_cache (in the guard's per-type denials).
+        pure="InvalidTZPathWarning TZPATH ZoneInfo ZoneInfoNotFoundError available_timezones",
+        denied="reset_tzpath",
     ),
     "xml": _rows(
         pure="etree",

@@ -59,6 +59,13 @@ def compile_program(source: str) -> CompiledProgram:
         raise InvalidCodeError(
             f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
         ) from None
+    except ValueError as error:
+        # CPython's compiler refuses some trees the policy produces from valid source
+        # (`case Color.RED:` once its attribute read is guarded): the program's problem.
+        raise InvalidCodeError(
+            f"Generated code uses a construct the sandbox cannot compile: {error}; "
+            "for a match on a constant, compare with == instead"
+        ) from None
     except RecursionError:
         # The depth cap keeps ordinary stacks clear; a caller already deep in nested delegations
         # may still run out, and that is the program's size, not a host failure.

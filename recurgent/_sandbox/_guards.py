@@ -22,12 +22,14 @@ import os
 import re
 import types
 import xml.etree.ElementTree as ElementTree
+import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, MemoryView, redirect_unbound
+from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -135,6 +137,7 @@ MUTABLE_TYPES: frozenset[type] = frozenset(
         collections.OrderedDict,
         collections.defaultdict,
         MemoryView,
+        SandboxContext,  # the attempt's own decimal context (ADR 0048)
     }
 )
 
@@ -162,6 +165,8 @@ _TRUSTED_TYPE_MODULES = frozenset(
         "string",
         "textwrap",
         "difflib",
+        "calendar",  # ADR 0048: text widths capped in the served TextCalendar
+        "zoneinfo",
         "random",
         "functools",
         "html.parser",
@@ -180,6 +185,8 @@ _DENIED_BY_TYPE: dict[type, frozenset[str]] = {
     # A partial the host stored in memory may wrap anything; calling it is its purpose,
     # unwrapping it is not.
     functools.partial: frozenset({"func", "args", "keywords"}),
+    # The tz cache is shared by the process (ADR 0048).
+    zoneinfo.ZoneInfo: frozenset({"clear_cache"}),
 }
 # Exceptions raised by host code may point at host objects (AttributeError.obj is the object
 # whose attribute was missing: a real module, when a facade looked it up).

@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
+from recurgent._sandbox._enum import make_enum
+from recurgent._sandbox._idioms import make_attrgetter, make_methodcaller
 from recurgent._sandbox._limits import TickingIterator
-from recurgent._sandbox._reflection import SealedCallable, seal
+from recurgent._sandbox._native import make_abc
+from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers, seal
 from recurgent._sandbox._stdlib import SandboxRandom, itertools_overrides
 
 __all__ = ["ALLOWED_MODULES", "ModuleFacade", "make_importer"]
@@ -36,6 +39,12 @@ class _Spec:
 
 
 _MISSING: Any = object()
+
+#: Modules whose attempt rows are built when the attempt first imports them.
+_BUILT_ON_IMPORT: Mapping[str, Callable[[], dict[str, Any]]] = {
+    "abc": make_abc,
+    "enum": make_enum,
+}
 _CONTAINERS = (dict, list, set, bytearray)
 
 
@@ -142,6 +151,20 @@ def _attempt_values(
         for name, function in itertools_overrides(tick).items()
         if name in CATALOG["itertools"].attempt
     )
+    chain = values["itertools"]["chain"]
+    from_iterable = SealedCallable(
+        functools.partial(_ticking_call, itertools.chain.from_iterable, tick), "from_iterable"
+    )
+    values["itertools"]["chain"] = SealedWithHelpers(
+        chain, "chain", {"from_iterable": from_iterable}
+    )
+    read = extra_modules.get("getattr")
+    if read is not None:
+        # Without the attempt's attribute policy there is no safe attrgetter: not served.
+        values["operator"] = {
+            "attrgetter": make_attrgetter(read),
+            "methodcaller": make_methodcaller(read),
+        }
     for name, (module, spec) in extra_modules.get("modules", {}).items():
         supplied = dict(getattr(spec, "overrides", {}))
         for attribute in CATALOG[name].attempt:
@@ -160,7 +183,8 @@ def make_importer(
 
     Args:
         tick: The attempt's cheap tick, used by ticking iterators.
-        extra_modules: ``"modules"``: modules built per attempt (``urllib.request``,
+        extra_modules: ``"getattr"``: the attempt's attribute policy read, used by
+            ``operator.attrgetter``/``methodcaller``; ``"modules"``: modules built per attempt (``urllib.request``,
             ``urllib.error``) as ``name -> (module-like object, _Spec)`` pairs whose attributes
             fill the catalog's ``attempt`` rows; ``"time_overrides"``: the attempt's
             ``time.sleep``.
@@ -188,6 +212,9 @@ def make_importer(
                 served[attribute] = value
         served.update(rows.replaced)
         supplied = attempt.get(name, {})
+        if name in _BUILT_ON_IMPORT:
+            # Built only when imported: a class per attempt costs more than the import check.
+            supplied = _BUILT_ON_IMPORT[name]()
         for attribute in rows.attempt:
             if attribute in supplied:
                 served[attribute] = seal(supplied[attribute], attribute)
@@ -209,11 +236,28 @@ def make_importer(
             return None
         facade = resolve(name)
         if fromlist:
+            if type(fromlist) is tuple:
+                _check_fromlist(facade, name, fromlist)
             return facade
         # `import a.b.c` binds `a`; every parent on the way must be allowed too.
         return resolve(name.split(".")[0])
 
     return SealedCallable(importer, "__import__")
+
+
+def _check_fromlist(facade: ModuleFacade, module: str, names: tuple[Any, ...]) -> None:
+    """Refuse ``from module import name`` with the facade's reason.
+
+    ``from m import n`` reads ``n`` natively and replaces a failed read's message with
+    "cannot import name ... from '<unknown module name>'"; checking here keeps the reason.
+    """
+    for name in names:
+        if name == "*" or not isinstance(name, str) or name in facade.__dict__:
+            continue
+        try:
+            facade._facade_lookup(name)
+        except AttributeError as refused:
+            raise ImportError(f"cannot import name {name!r} from {module!r}: {refused}") from None
 
 
 def _refusal(name: str) -> str:

@@ -63,6 +63,7 @@ MAIN_FUNCTION = "__recurgent_main__"
 ALLOWED_DUNDER_METHODS = frozenset(
     {
         "__init__",
+        "__post_init__",  # called by the sandbox's dataclass __init__ (ADR 0049)
         "__repr__",
         "__str__",
         "__eq__",
@@ -411,6 +412,15 @@ class SandboxPolicy(RestrictingNodeTransformer):
             yield ast.If(test=test, body=[statement], orelse=guarded)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        if (
+            self._class_body_depth
+            and not self._function_depth
+            and isinstance(node.target, ast.Name)
+        ):
+            # In a class body the annotation is kept: the sandbox's dataclass reads the field
+            # names and their order from the class's own __annotations__ (ADR 0049), which
+            # generated code itself cannot read (a private name).
+            return self.node_contents_visit(node)
         # `x: int = 1` is `x = 1`; a bare `x: int` declares nothing at runtime.
         if node.value is None:
             replacement: ast.stmt = ast.Pass()

@@ -23,7 +23,7 @@ from typing import Any
 
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class, is_sandbox_made
 
-__all__ = ["SealedCallable", "reflection_overrides", "seal"]
+__all__ = ["SealedCallable", "SealedWithHelpers", "reflection_overrides", "seal"]
 
 _MISSING: Any = object()
 
@@ -52,6 +52,31 @@ class SealedCallable:
 
     def __repr__(self) -> str:
         return f"<function {self.__name__}>"
+
+
+class SealedWithHelpers(SealedCallable):
+    """A sealed callable that also carries the class-level helpers of what it stands for.
+
+    ``itertools.chain`` is served as a ticking stand-in; ``chain.from_iterable`` must work as
+    it does on the real class, so the stand-in carries it (itself sealed). Only the names in
+    ``_sandbox_public_`` are readable through the attribute policy.
+    """
+
+    __slots__ = ("_sealed_helpers",)
+    _sandbox_public_ = frozenset({"from_iterable"})
+
+    def __init__(
+        self, call: Callable[..., Any], name: str, helpers: dict[str, SealedCallable]
+    ) -> None:
+        super().__init__(call, name)
+        self._sealed_helpers = helpers
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("_"):
+            helper = self._sealed_helpers.get(name)
+            if helper is not None:
+                return helper
+        raise AttributeError(f"{self.__name__!r} has no attribute {name!r}")
 
 
 def seal(value: Any, name: str | None = None) -> Any:

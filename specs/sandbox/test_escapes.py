@@ -150,7 +150,7 @@ IMPORTS = [
     ("typing-sys", "import typing\nresult = typing.sys", "execution"),
     (
         "operator-attrgetter",
-        "import operator\nresult = operator.attrgetter('__class__')(1)",
+        "import operator\nresult = operator.attrgetter('__globals__')(len)",
         "execution",
     ),
     (
@@ -295,7 +295,8 @@ HOST_MUTATION = [
     ("str-method", "str.upper = 1", "tool_registry_violation"),
     ("textwrap-wrapper-class", "import textwrap\nresult = textwrap.TextWrapper", "execution"),
     ("abc-register", "import numbers\nnumbers.Number.register(str)", "execution"),
-    ("decimal-context", "import decimal\ndecimal.getcontext().prec = 1", "execution"),
+    # The attempt's own context (ADR 0048): allowed, and the host's context stays unchanged.
+    ("decimal-context", "import decimal\ndecimal.getcontext().prec = 1", "none"),
     ("csv-dialect", "import csv\ncsv.register_dialect('x', delimiter=';')", "execution"),
     (
         "operator-setitem-class",
@@ -378,7 +379,7 @@ RESOURCE_BOMBS = [
     (
         "decimal-precision",
         "import decimal\nctx = decimal.Context(prec=10**9)\nresult = ctx.sqrt(2)",
-        "execution",
+        "resource_limit",
     ),
     ("itertools-tee", "import itertools\nresult = len(itertools.tee([], 10**9))", "resource_limit"),
     (

@@ -190,8 +190,8 @@ class TestProcessWideSettingsAreRefused:
     @pytest.mark.parametrize(
         "source",
         [
-            "import decimal\nresult = decimal.getcontext()",
-            "import decimal\nresult = decimal.setcontext",
+            "import decimal\nresult = decimal.BasicContext",
+            "import decimal\nresult = decimal.ExtendedContext",
             "import decimal\nresult = decimal.DefaultContext",
             "import random\nresult = random.getstate",
             "import random\nresult = random.setstate",

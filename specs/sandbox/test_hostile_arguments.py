@@ -70,7 +70,7 @@ def _served_names() -> dict[str, list[str]]:
     served: dict[str, list[str]] = {}
     for module_name in ALLOWED_MODULES:
         try:
-            facade = importer(module_name, None, None, ("x",), 0)
+            facade = importer(module_name, None, None, ("*",), 0)
         except ImportError:  # per-attempt modules (time, urllib.request, urllib.error)
             continue
         callables = []

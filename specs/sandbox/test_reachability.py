@@ -121,7 +121,7 @@ def _roots(sandbox: ExecutionSandbox) -> dict[str, Any]:
     roots.update({f"builtins.{name}": value for name, value in vetted.items()})
     importer = vetted["__import__"]._sealed_call
     for module in ALLOWED_MODULES:
-        roots[f"import {module}"] = importer(module, None, None, ("x",), 0)
+        roots[f"import {module}"] = importer(module, None, None, ("*",), 0)
     return roots
 
 
@@ -135,7 +135,7 @@ def _attribute_roots(sandbox: ExecutionSandbox) -> dict[str, Any]:
     samples += [frozenset({1}), re.compile("a"), re.match("a", "a"), collections.Counter("ab")]
     samples += [decimal.Decimal(1), fractions.Fraction(1, 3), datetime.date(2026, 1, 1)]
     importer = sandbox._namespace["__builtins__"]["__import__"]
-    stand_ins = {name: importer(name, None, None, ("x",), 0) for name in _STAND_IN_MODULES}
+    stand_ins = {name: importer(name, None, None, ("*",), 0) for name in _STAND_IN_MODULES}
     samples += [
         stand_ins["random"].Random(1),
         stand_ins["decimal"].Decimal("1.5"),
