@@ -56,6 +56,8 @@ def execute_attempt(
         remember=lambda entries: _vet_remember(entries, role),
         handle_for_agent=runtime.handle_for_agent,
     )
+    # A program that never set result but ended in an expression returns it (ADR 0043).
+    state.result_inferred = generated.compiled is not None and generated.compiled.result_inferred
     executor = _worker_for(runtime, generated)
     if executor is not None:
         result = _run_in_worker(runtime, state, generated, limits, bridge, executor)

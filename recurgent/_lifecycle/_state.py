@@ -161,6 +161,7 @@ class CallState:
     retry_feedback_injected: bool = False
     attempt_failures: list[AttemptFailure] = field(default_factory=list)
     execution_receiver: str | None = None
+    result_inferred: bool = False
     # The worker's log fields (ADR 0042) when the attempt ran in a worker process.
     worker: dict[str, Any] | None = None
     guardrail_violation_subtype: str | None = None
@@ -287,6 +288,7 @@ class CallState:
             "latest_failure_class": latest.error_class if latest else None,
             "latest_failure_message": view.text(latest.error_message) if latest else None,
             "execution_receiver": self.execution_receiver,
+            "result_inferred": self.result_inferred,
             **{name: (self.worker or {}).get(name) for name in WORKER_LOG_FIELDS},
             "guardrail_violation_subtype": self.guardrail_violation_subtype,
             "guardrail_recovery_attempts": self.guardrail_recovery_attempts,

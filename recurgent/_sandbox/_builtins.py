@@ -128,7 +128,6 @@ _UNAVAILABLE = {
     "compile": "compiling code is not available in the sandbox",
     "globals": "globals() is not available in the sandbox",
     "locals": "locals() is not available in the sandbox",
-    "vars": "vars() is not available in the sandbox",
     "dir": "dir() is not available in the sandbox",
     "id": "id() is not available in the sandbox",
     "memoryview": "memoryview is not available in the sandbox",
@@ -213,6 +212,12 @@ def make_builtins(
                 raise
             return default
 
+    def guarded_vars(obj: Any = _MISSING) -> Any:
+        # vars(x) is x.__dict__: a copy, and only of objects the program made (ADR 0044).
+        if obj is _MISSING:
+            raise PermissionError("vars() without an argument is not available in the sandbox")
+        return policy.getattr(obj, "__dict__")
+
     def guarded_hasattr(obj: Any, name: str) -> bool:
         try:
             policy.getattr(obj, name)
@@ -245,6 +250,7 @@ def make_builtins(
         iter=ticking_iter,
         getattr=guarded_getattr,
         hasattr=guarded_hasattr,
+        vars=guarded_vars,
         setattr=guarded_setattr,
         delattr=guarded_delattr,
     )

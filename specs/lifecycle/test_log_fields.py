@@ -33,6 +33,7 @@ LIFECYCLE_FIELDS = {
     "history_record_appended": True,
     "conversation_history_size": 1,
     "execution_receiver": "sandbox",
+    "result_inferred": False,
 }
 
 
@@ -47,6 +48,13 @@ class TestLogFields:
 
         entry = last_entry(log_path)
         assert {key: entry[key] for key in LIFECYCLE_FIELDS} == LIFECYCLE_FIELDS
+
+    def test_an_inferred_result_is_logged(self, log_path: Path) -> None:
+        """A program whose trailing expression is its result logs ``result_inferred: true``."""
+        agent, _ = scripted("def main():\n    return 42\nmain()", log=log_path)
+
+        assert agent.run().value == 42
+        assert last_entry(log_path)["result_inferred"] is True
 
     def test_contracted_call_logs_a_passed_validation(self, log_path: Path) -> None:
         """A contracted ok outcome logs the applied, passed validation and its keys."""

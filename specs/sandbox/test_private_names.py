@@ -118,3 +118,17 @@ class TestReadableDunders:
         """``__dict__`` of an object the program did not make is refused."""
         kind, message = error_of("result = Outcome.ok(1).__dict__")
         assert (kind, "private in the sandbox" in message) == ("execution", True)
+
+
+class TestVars:
+    """``vars(obj)`` is ``obj.__dict__``: a copy for the program's own objects, refused otherwise."""
+
+    def test_vars_of_an_own_object(self) -> None:
+        """``vars(p)`` of a program-made instance is a copy of its attributes."""
+        source = "class P:\n    def __init__(self):\n        self.a = 1\nresult = vars(P())"
+        assert value_of(source) == {"a": 1}
+
+    def test_vars_of_a_host_object_is_refused(self) -> None:
+        """``vars(Outcome.ok(1))`` is refused like its ``__dict__``."""
+        kind, message = error_of("result = vars(Outcome.ok(1))")
+        assert (kind, "private in the sandbox" in message) == ("execution", True)
