@@ -12,7 +12,6 @@ reply is returned as a :class:`~recurgent.providers.ProviderReply` with its toke
 from __future__ import annotations
 
 import importlib
-import json
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -20,20 +19,16 @@ from recurgent import providers
 from recurgent.errors import (
     InvalidCodeError,
     ProviderError,
-    ProviderReplyTooLargeError,
-    ProviderTimeoutError,
     UsageError,
 )
 from recurgent.providers import ProviderReply, ProviderRequest
-from recurgent.providers._http import DEFAULT_MAX_REPLY_BYTES, capped_client, reply_too_large
+from recurgent.providers._classify import SdkErrors, classify_sdk_error
+from recurgent.providers._http import DEFAULT_MAX_REPLY_BYTES, capped_client
 from recurgent.providers._reply import SNIPPET_CHARS, Redactor, no_program, token_counts
 from recurgent.providers._retry import (
     Failure,
     RetryPolicy,
     check_option,
-    describe_error,
-    sdk_failure_headers,
-    status_failure,
 )
 
 if TYPE_CHECKING:
@@ -220,41 +215,23 @@ class AnthropicProvider:
 
     def _classify(self, error: Exception, timeout: float | None) -> Failure:
         sdk = self._sdk
-        too_large = reply_too_large(error)
-        if too_large is not None:
-            return Failure(
-                ProviderReplyTooLargeError(
-                    f"Anthropic reply body exceeded max_reply_bytes ({too_large.limit} bytes)",
-                    metadata={"max_reply_bytes": too_large.limit},
-                ),
-                retry=False,
-            )
-        if isinstance(error, sdk.APITimeoutError):
-            limit = f" after {timeout:g}s" if timeout is not None else ""
-            return Failure(ProviderTimeoutError(f"Anthropic request timed out{limit}"), retry=False)
-        if isinstance(error, sdk.APIStatusError):
-            return status_failure(
-                service=_SERVICE,
-                status=error.status_code,
-                detail=self._redact(_detail(error)),
-                headers=sdk_failure_headers(error),
-                key_variable="ANTHROPIC_API_KEY",
-                base_url=self._redact(str(self._client.base_url)),
-                now=self._policy.wall_clock,
-            )
-        if isinstance(error, sdk.APIConnectionError):
-            cause = error.__cause__
-            suffix = f" ({describe_error(cause)})" if cause is not None else ""
-            message = f"Could not reach the Anthropic API: {error.message}{suffix}"
-            return Failure(ProviderError(self._redact(message)), retry=True)
-        if isinstance(error, json.JSONDecodeError):
-            # The SDK decodes a 200 reply with json.loads and lets malformed bodies through.
-            return Failure(no_program(_SERVICE, f"body is not JSON ({error})", self._redact), False)
-        if isinstance(error, sdk.AnthropicError):
-            message = f"Anthropic SDK error: {describe_error(error)}"
-            return Failure(ProviderError(self._redact(message)), retry=False)
-        message = f"Anthropic provider failed: {describe_error(error)}"
-        return Failure(ProviderError(self._redact(message)), retry=False)
+        errors = SdkErrors(
+            timeout=sdk.APITimeoutError,
+            status=sdk.APIStatusError,
+            connection=sdk.APIConnectionError,
+            base=sdk.AnthropicError,
+            detail=_detail,
+        )
+        return classify_sdk_error(
+            error,
+            errors=errors,
+            service=_SERVICE,
+            key_variable="ANTHROPIC_API_KEY",
+            base_url=str(self._client.base_url),
+            timeout=timeout,
+            redact=self._redact,
+            now=self._policy.wall_clock,
+        )
 
     def _program_from(self, message: object) -> ProviderReply:
         usage = token_counts(getattr(message, "usage", None), _USAGE)

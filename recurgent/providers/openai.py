@@ -10,7 +10,6 @@ into a typed :class:`~recurgent.errors.ProviderError` whose message carries no c
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -22,12 +21,11 @@ from recurgent import providers
 from recurgent.errors import (
     InvalidCodeError,
     ProviderError,
-    ProviderReplyTooLargeError,
-    ProviderTimeoutError,
     UsageError,
 )
 from recurgent.providers import ProviderReply, ProviderRequest
-from recurgent.providers._http import DEFAULT_MAX_REPLY_BYTES, capped_client, reply_too_large
+from recurgent.providers._classify import SdkErrors, classify_sdk_error
+from recurgent.providers._http import DEFAULT_MAX_REPLY_BYTES, capped_client
 from recurgent.providers._reply import (
     SNIPPET_CHARS,
     Redactor,
@@ -39,9 +37,6 @@ from recurgent.providers._retry import (
     Failure,
     RetryPolicy,
     check_option,
-    describe_error,
-    sdk_failure_headers,
-    status_failure,
 )
 
 __all__ = ["OpenAIProvider", "strict_problems", "strict_schema"]
@@ -370,44 +365,16 @@ class OpenAIProvider:
     def _classify(self, error: Exception, timeout: float | None) -> Failure:
         # The one place SDK errors are translated; messages are redacted (the SDK may quote
         # the key) and the SDK exception itself is never kept.
-        too_large = reply_too_large(error)
-        if too_large is not None:
-            return Failure(
-                ProviderReplyTooLargeError(
-                    f"OpenAI reply body exceeded max_reply_bytes ({too_large.limit} bytes)",
-                    metadata={"max_reply_bytes": too_large.limit},
-                ),
-                retry=False,
-            )
-        if isinstance(error, openai.APITimeoutError):
-            limit = f" after {timeout:g}s" if timeout is not None else ""
-            return Failure(ProviderTimeoutError(f"OpenAI request timed out{limit}"), retry=False)
-        if isinstance(error, openai.APIStatusError):
-            return status_failure(
-                service=_SERVICE,
-                status=error.status_code,
-                detail=self._redact(_detail(error)),
-                headers=sdk_failure_headers(error),
-                key_variable="OPENAI_API_KEY",
-                base_url=self._redact(str(self._client.base_url)),
-                now=self._policy.wall_clock,
-            )
-        if isinstance(error, openai.APIResponseValidationError):
-            message = f"OpenAI API error (HTTP {error.status_code}): {_detail(error)}"
-            return Failure(ProviderError(self._redact(message)), retry=False)
-        if isinstance(error, openai.APIConnectionError):
-            cause = error.__cause__
-            suffix = f" ({describe_error(cause)})" if cause is not None else ""
-            message = f"Could not reach the OpenAI API: {error.message}{suffix}"
-            return Failure(ProviderError(self._redact(message)), retry=True)
-        if isinstance(error, json.JSONDecodeError):
-            # The SDK decodes a 200 reply with json.loads and lets malformed bodies through.
-            return Failure(no_program(_SERVICE, f"body is not JSON ({error})", self._redact), False)
-        if isinstance(error, openai.OpenAIError):
-            message = f"OpenAI SDK error: {describe_error(error)}"
-            return Failure(ProviderError(self._redact(message)), retry=False)
-        message = f"OpenAI provider failed: {describe_error(error)}"
-        return Failure(ProviderError(self._redact(message)), retry=False)
+        return classify_sdk_error(
+            error,
+            errors=_SDK_ERRORS,
+            service=_SERVICE,
+            key_variable="OPENAI_API_KEY",
+            base_url=str(self._client.base_url),
+            timeout=timeout,
+            redact=self._redact,
+            now=self._policy.wall_clock,
+        )
 
     def _program_from_completion(self, completion: object) -> ProviderReply:
         # Replies are checked field by field: without strict validation the SDK builds its
@@ -471,3 +438,13 @@ def _detail(error: openai.APIStatusError | openai.APIResponseValidationError) ->
     if not isinstance(detail, str) or not detail:
         detail = error.message
     return detail[:SNIPPET_CHARS]
+
+
+_SDK_ERRORS = SdkErrors(
+    timeout=openai.APITimeoutError,
+    status=openai.APIStatusError,
+    connection=openai.APIConnectionError,
+    base=openai.OpenAIError,
+    detail=_detail,
+    invalid_response=openai.APIResponseValidationError,
+)
