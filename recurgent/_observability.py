@@ -128,6 +128,14 @@ def _render(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> str:
     return _fit(safe if isinstance(safe, dict) else {"entry": safe})
 
 
+def _render_prepared(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> str:
+    # The entry's values are already bounded, redacted JSON types (CallState.log_entry); a
+    # second walk over them doubled the cost of a line (ADR 0063). _fit still bounds the line.
+    fields = dict(event_dict)
+    fields.pop("event", None)
+    return _fit(fields)
+
+
 def _warn_once(path: Path, error: BaseException) -> None:
     key = str(path)
     with _WARNED_LOCK:
@@ -158,22 +166,32 @@ class CallLogger:
         self._debug = debug
         # Every setting is explicit: a host's structlog.configure() (a level filter, its own
         # context class) must neither silence nor reshape these lines.
-        self._logger = structlog.wrap_logger(
-            _AppendWriter(path),
-            processors=[_render],
-            wrapper_class=structlog.BoundLogger,
-            context_class=dict,
-            cache_logger_on_first_use=False,
+        writer = _AppendWriter(path)
+        self._logger, self._prepared_logger = (
+            structlog.wrap_logger(
+                writer,
+                processors=[render],
+                wrapper_class=structlog.BoundLogger,
+                context_class=dict,
+                cache_logger_on_first_use=False,
+            )
+            for render in (_render, _render_prepared)
         )
 
-    def emit(self, entry: Mapping[str, Any]) -> bool:
+    def emit(self, entry: Mapping[str, Any], *, prepared: bool = False) -> bool:
         """Write one entry; return False (and never raise) when it could not be written.
 
         The first failure for a log file is reported with a ``RuntimeWarning`` (or on stderr
         when warnings are errors); later ones stay quiet unless ``debug`` is on.
+
+        Args:
+            entry: The line's fields, any values (made JSON-safe, bounded and redacted here).
+            prepared: The values already are (``CallState.log_entry`` makes them so); only the
+                line's size is checked.
         """
+        logger = self._prepared_logger if prepared else self._logger
         try:
-            self._logger.info("call", **entry)
+            logger.info("call", **entry)
         except Exception as error:  # noqa: BLE001 - logging must never break a call
             if self._debug:
                 where = f"{entry.get('role')}.{entry.get('method')}"

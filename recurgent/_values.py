@@ -8,6 +8,7 @@ redacted, so a large value costs one bounded slice, never a walk over all of it 
 from __future__ import annotations
 
 import datetime
+import functools
 import itertools
 import json
 import math
@@ -200,6 +201,13 @@ class _Walk:
         limit = self.max_chars
         if self.remaining is not None:
             limit = max(0, min(limit, self.remaining))
+        if len(raw) <= limit and raw.isascii():
+            # Most strings of a log line (field values, keys, short messages): ASCII text has no
+            # lone surrogates to replace and needs no cut, so only the redaction runs.
+            clean = redact(raw, self.secrets)
+            result = shorten(clean, limit)
+            self.spend(len(result))
+            return result
         head = raw[: limit + _REDACT_MARGIN]
         clean = redact(head.encode("utf-8", "replace").decode("utf-8"), self.secrets)
         if len(raw) > len(head):
@@ -292,7 +300,7 @@ class _Walk:
 
 _SECRET_VALUES_MAX = 64
 _SECRET_VALUE_MIN_CHARS = 4
-_SECRET_WALK_ITEMS = 200
+_SECRET_WALK_ITEMS = 64
 _SECRET_WALK_DEPTH = 8
 _SECRET_WALK_NODES = 10_000
 _SECRET_WALK_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
@@ -301,40 +309,71 @@ _SECRET_WALK_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
 def secret_values(*values: Any) -> tuple[str, ...]:
     """Strings stored under secret-named keys anywhere in ``values``, so text can be masked too.
 
-    A bounded walk (8 levels, 200 entries per container, 10 000 nodes, at most 64 values of 4+
+    A bounded walk (8 levels, 64 entries per container, 10 000 nodes, at most 64 values of 4+
     characters); values already masked are skipped.
     """
     found: set[str] = set()
     stack: list[tuple[Any, int]] = [(value, 0) for value in values]
     visited = 0
     while stack and len(found) < _SECRET_VALUES_MAX and visited < _SECRET_WALK_NODES:
-        visited += 1
         item, depth = stack.pop()
         if depth > _SECRET_WALK_DEPTH:
             continue
         kind = type(item)
         if kind is dict or (kind is not list and kind is not tuple and isinstance(item, Mapping)):
             try:
-                pairs = list(itertools.islice(item.items(), _SECRET_WALK_ITEMS))
+                # A snapshot (another thread may change the mapping), sliced only when long.
+                if kind is dict and len(item) <= _SECRET_WALK_ITEMS:
+                    keys, children = list(item), list(item.values())
+                else:
+                    pairs = list(itertools.islice(item.items(), _SECRET_WALK_ITEMS))
+                    keys, children = [key for key, _ in pairs], [child for _, child in pairs]
             except Exception:  # noqa: BLE001 - a mapping that cannot be read hides nothing
                 continue
-            for key, child in pairs:
-                if isinstance(key, str) and is_secret_key(key) and isinstance(child, str):
-                    if len(child) >= _SECRET_VALUE_MIN_CHARS and child != MASK:
-                        found.add(child)
-                elif type(child) in _SECRET_WALK_LEAVES:
-                    # Nothing can hide below a scalar; counting it keeps the node bound honest
-                    # without a push and pop per leaf (most nodes are leaves).
-                    visited += 1
-                else:
-                    stack.append((child, depth + 1))
-        elif isinstance(item, list | tuple):
-            for child in item[:_SECRET_WALK_ITEMS]:
-                if type(child) in _SECRET_WALK_LEAVES:
-                    visited += 1
-                else:
-                    stack.append((child, depth + 1))
+            for index in _secret_positions(keys):
+                child = children[index]
+                if (
+                    isinstance(child, str)
+                    and len(child) >= _SECRET_VALUE_MIN_CHARS
+                    and child != MASK
+                ):
+                    found.add(child)
+        elif kind is list or kind is tuple or isinstance(item, list | tuple):
+            children = item[:_SECRET_WALK_ITEMS]
+        else:
+            visited += 1
+            continue
+        # Every node counts against the bound, but scalar children (most of them) are counted in
+        # one step: nothing can hide below a scalar, so they are never pushed.
+        visited += 1 + len(children)
+        if not _SECRET_WALK_LEAVES.issuperset(map(type, children)):
+            stack.extend(
+                (child, depth + 1) for child in children if type(child) not in _SECRET_WALK_LEAVES
+            )
     return tuple(found)
+
+
+_SECRET_KEY_TUPLE_MAX = 16
+
+
+def _secret_positions(keys: list[Any]) -> tuple[int, ...]:
+    """Indexes of the secret-named string keys in ``keys``."""
+    if len(keys) <= _SECRET_KEY_TUPLE_MAX:
+        try:
+            return _secret_positions_cached(tuple(keys))
+        except TypeError:  # an unhashable key cannot be a key of a dict; a Mapping may have one
+            pass
+    return tuple(
+        index for index, key in enumerate(keys) if isinstance(key, str) and is_secret_key(key)
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _secret_positions_cached(keys: tuple[Any, ...]) -> tuple[int, ...]:
+    # Rows of one table share their keys, so a walk over many rows asks the same question.
+    return tuple(
+        index for index, key in enumerate(keys) if isinstance(key, str) and is_secret_key(key)
+    )
 
 
 def json_safe(

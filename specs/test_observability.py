@@ -265,3 +265,40 @@ class TestGlobalLoggingUntouched:
 
         [line] = log_path.read_text("utf-8").splitlines()
         assert "event" not in json.loads(line)
+
+
+class TestOneSafePass:
+    """The lifecycle's entry is made safe once, by CallState.log_entry; emit trusts it (ADR 0063)."""
+
+    def test_short_fields_from_the_caller_are_redacted_and_bounded(
+        self, log_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A secret in the role and a huge model name are cut and masked with prepared lines."""
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        agent = Agent(
+            f"role-{SECRET}",
+            provider=ScriptedProvider({"tick": "result = 1"}),
+            log=log_path,
+            model="m" * 5_000,
+            toolstore_root=None,
+        )
+
+        assert agent.tick().value == 1
+
+        [entry] = read_log(log_path)
+        assert entry["role"] == "role-[REDACTED]"
+        assert entry["model"] == "m" * 4_096 + "...<904 more chars>"
+        assert SECRET not in log_path.read_text("utf-8")
+
+    def test_prepared_entries_are_written_as_given(self, tmp_path: Path) -> None:
+        """emit(prepared=True) writes the values unchanged; emit() still redacts them."""
+        path = tmp_path / "calls.jsonl"
+        logger = CallLogger(path)
+        fields = {"role": "r", "note": "Bearer abcdefghijklmnop"}
+
+        assert logger.emit(fields, prepared=True) is True
+        assert logger.emit(fields) is True
+
+        first, second = read_log(path)
+        assert first == {"role": "r", "note": "Bearer abcdefghijklmnop"}
+        assert second == {"role": "r", "note": "Bearer [REDACTED]"}

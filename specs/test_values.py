@@ -5,12 +5,21 @@ from __future__ import annotations
 import datetime
 import enum
 import json
+from collections import UserDict
 from typing import Any
 
 import pytest
 
 from recurgent import Agent, Outcome
-from recurgent._values import SafeRepr, describe, int_text, json_safe, safe_repr, utc_timestamp
+from recurgent._values import (
+    SafeRepr,
+    describe,
+    int_text,
+    json_safe,
+    safe_repr,
+    secret_values,
+    utc_timestamp,
+)
 
 
 class Colour(enum.Enum):
@@ -211,3 +220,30 @@ class TestSafeReprClass:
         shortened.maxlong = 10
 
         assert shortened.repr(10**30) == "1000000..."
+
+
+class TestSecretValues:
+    """secret_values: which strings under secret-named keys a log line masks (ADR 0063)."""
+
+    def test_values_under_secret_keys_are_found_at_any_depth(self) -> None:
+        """Nested dicts, lists and tuples are searched; masks and short values are skipped."""
+        found = secret_values(
+            {"config": {"db": ({"password": "hunter22"},), "api_key": "[REDACTED]"}},
+            [{"token": "abc"}, {"session_token": "tok-123456"}],
+        )
+
+        assert sorted(found) == ["hunter22", "tok-123456"]
+
+    def test_each_container_is_searched_up_to_64_entries(self) -> None:
+        """Row 64 (the 64th) is searched, row 65 is not: the walk is bounded per container."""
+        rows = [{"id": index} for index in range(100)]
+        rows[63] = {"id": 63, "password": "inside-the-cap"}
+        rows[64] = {"id": 64, "password": "past-the-cap"}
+
+        assert secret_values({"rows": rows}) == ("inside-the-cap",)
+
+    def test_a_mapping_with_unhashable_or_odd_keys_is_read(self) -> None:
+        """A Mapping whose keys are not all strings is searched key by key."""
+        table = UserDict({1: "one", "token": "value-1234", ("a",): "tuple key"})
+
+        assert secret_values(table) == ("value-1234",)

@@ -202,7 +202,7 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
                     f"[AGENT LOG ERROR {state.role}.{state.method}] {type(error).__name__}\n"
                 )
             return
-        runtime.logger.emit(entry)
+        runtime.logger.emit(entry, prepared=True)
 
 
 def _append_history(runtime: AgentRuntime, state: CallState) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -9,7 +10,7 @@ from typing import Any
 
 from recurgent._call import CallFrame
 from recurgent._history import HISTORY_KEY
-from recurgent._redact import environment_secrets
+from recurgent._redact import environment_secrets, redact
 from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
@@ -46,11 +47,15 @@ class _LogView:
     messages too, where no key marks it.
     """
 
-    def __init__(self, args: Any, kwargs: Any, memory: dict[str, Any]) -> None:
-        # Only the newest history records are searched, the ones a debug line copies: the
-        # runtime writes records with secret-named values already masked, so searching all of
-        # them cost ~2 us a record on every call for nothing (ADR 0053).
-        found = {*environment_secrets(), *secret_values(args, kwargs, _recent(memory))}
+    def __init__(
+        self, args: Any, kwargs: Any, memory: dict[str, Any], *, with_history: bool
+    ) -> None:
+        # History records are written by the runtime with secret-named values already masked,
+        # and no prompt shows them, so only text a program printed or raised (or a debug line,
+        # which copies the newest records) can carry a value a program planted there: other
+        # lines search memory without them (ADR 0063, amending 0053).
+        searched = _recent(memory) if with_history else _without_history(memory)
+        found = {*environment_secrets(), *secret_values(args, kwargs, searched)}
         self.secrets = tuple(sorted(found, key=len, reverse=True))
 
     def value(self, value: Any) -> Any:
@@ -69,6 +74,55 @@ class _LogView:
 
     def memory(self, memory: dict[str, Any]) -> Any:
         return self.value(_recent(memory))
+
+    def field(self, value: Any) -> Any:
+        """A short field (a name, a count, a flag, a reason) made safe like any other value."""
+        kind = type(value)
+        if value is None or kind is bool or (kind is int and -_SMALL_INT < value < _SMALL_INT):
+            return value
+        if kind is float and math.isfinite(value):
+            return value
+        if kind is str:
+            return self.text_field(value)
+        return self.value(value)
+
+    def text_field(self, text: str) -> str:
+        if len(text) <= LOG_STRING_CHARS and text.isascii():
+            return redact(text, self.secrets)
+        return json_safe(text, max_chars=LOG_STRING_CHARS, secrets=self.secrets)  # type: ignore[no-any-return]
+
+
+_SMALL_INT = 2**53
+# Fields log_entry fills through the view itself (bulky or free text); every other field goes
+# through _LogView.field, so the whole entry is JSON-safe, bounded and redacted once.
+_VIEWED_FIELDS = frozenset(
+    {
+        "args",
+        "kwargs",
+        "code",
+        "attempt_failures",
+        "latest_failure_message",
+        "stdout",
+        "outcome_error_message",
+        "outcome_error_metadata",
+        "error_message",
+        "contract_purpose",
+        "contract_deliverable",
+        "contract_acceptance",
+        "contract_failure_policy",
+        "system_prompt",
+        "user_prompt",
+        "context",
+        "outcome_value",
+        "error_backtrace",
+    }
+)
+
+
+def _without_history(memory: dict[str, Any]) -> Mapping[Any, Any]:
+    if HISTORY_KEY not in memory:
+        return memory
+    return {key: value for key, value in memory.items() if key != HISTORY_KEY}
 
 
 def _recent(memory: dict[str, Any]) -> dict[Any, Any]:
@@ -246,7 +300,9 @@ class CallState:
         """The JSONL entry of this call: every key present (null when unknown), stable order."""
         latest = self.attempt_failures[-1] if self.attempt_failures else None
         outcome = self.outcome
-        view = _LogView(self.args, self.kwargs, memory)
+        program_text = bool(self.stdout) or bool(self.attempt_failures) or self.error is not None
+        program_text = program_text or (outcome is not None and not outcome.is_ok)
+        view = _LogView(self.args, self.kwargs, memory, with_history=debug or program_text)
         entry: dict[str, Any] = {
             "timestamp": utc_timestamp(),
             "runtime": "python",
@@ -342,5 +398,10 @@ class CallState:
                 view.value(outcome.value) if outcome and outcome.is_ok else None
             )
             if self.error is not None:
-                entry["error_backtrace"] = traceback.format_tb(self.error.__traceback__)[-10:]
+                entry["error_backtrace"] = view.value(
+                    traceback.format_tb(self.error.__traceback__)[-10:]
+                )
+        for name, value in entry.items():
+            if name not in _VIEWED_FIELDS:
+                entry[name] = view.field(value)
         return entry

@@ -51,3 +51,40 @@ def test_secret_written_into_the_newest_history_record_is_masked(tmp_path: Path)
     entry = read_log(log_path)[-1]
     assert entry["stdout"] == "key [REDACTED]\n"
     assert "planted-secret-value" not in log_path.read_text("utf-8")
+
+
+def test_secret_planted_in_history_and_raised_is_masked(tmp_path: Path) -> None:
+    """A secret one call planted in a record and a later call raises with is masked there."""
+    log_path = tmp_path / "calls.jsonl"
+    agent = Agent(
+        "service",
+        provider=ScriptedProvider(
+            {
+                "tick": "result = 1",
+                "plant": "context['conversation_history'][-1]['api_key'] = 'planted-secret-value'",
+                "leak": "raise ValueError('bad ' + context['conversation_history'][-2]['api_key'])",
+            }
+        ),
+        log=log_path,
+        toolstore_root=None,
+    )
+    assert agent.tick().value == 1
+    assert agent.plant().ok
+
+    assert agent.leak().error_type == "execution"
+
+    entry = read_log(log_path)[-1]
+    assert entry["error_message"] == "Execution error in service.leak: ValueError: bad [REDACTED]"
+    assert "planted-secret-value" not in log_path.read_text("utf-8").splitlines()[-1]
+
+
+def test_quiet_call_leaves_history_unsearched_and_memory_searched(tmp_path: Path) -> None:
+    """A call that prints and raises nothing still masks a memory secret its code quotes."""
+    log_path = tmp_path / "calls.jsonl"
+    agent = _agent(log_path, "result = 'tok-abc-123-xyz'[:3]")
+    agent.db_token = "tok-abc-123-xyz"
+
+    assert agent.leak().value == "tok"
+
+    entry = read_log(log_path)[-1]
+    assert entry["code"] == "result = '[REDACTED]'[:3]"
