@@ -8,7 +8,9 @@ its closure or globals (ADR 0021).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from recurgent._sandbox._guards import SEALED_TYPE_OF, AttributePolicy
@@ -194,6 +196,31 @@ def _checked_sum(tick: Callable[[], bool]) -> Callable[..., Any]:
     return sum
 
 
+@functools.cache
+def _shared_table() -> Mapping[str, Any]:
+    """The builtins every attempt gets alike: built once, copied per attempt.
+
+    Only stateless objects belong here (native builtins, exception classes, sealed functions
+    that close over nothing of an attempt); a sealed callable cannot be written to, so sharing
+    one between attempts shares nothing a program could change.
+    """
+    table: dict[str, Any] = {name: getattr(builtins, name) for name in _NATIVE}
+    table.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
+    stateless: dict[str, Any] = {
+        name: _unavailable(name, reason) for name, reason in _UNAVAILABLE.items()
+    }
+    stateless.update(
+        range=_checked_range,
+        pow=_checked_pow,
+        bytes=_checked_bytes,
+        bytearray=_checked_bytearray,
+        format=checked_format,
+        round=checked_round,
+    )
+    table.update({name: seal(function, name) for name, function in stateless.items()})
+    return MappingProxyType(table)
+
+
 def make_builtins(
     *,
     policy: AttributePolicy,
@@ -201,8 +228,7 @@ def make_builtins(
     tick: Callable[[], bool],
 ) -> dict[str, Any]:
     """Build the ``__builtins__`` mapping of one attempt."""
-    table: dict[str, Any] = {name: getattr(builtins, name) for name in _NATIVE}
-    table.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
+    table = dict(_shared_table())
 
     def guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
         try:
@@ -237,23 +263,14 @@ def make_builtins(
         policy.delattr(obj, name)
 
     runtime: dict[str, Any] = {
-        name: _unavailable(name, reason) for name, reason in _UNAVAILABLE.items()
+        "sum": _checked_sum(tick),
+        "iter": ticking_iter,
+        "getattr": guarded_getattr,
+        "hasattr": guarded_hasattr,
+        "vars": guarded_vars,
+        "setattr": guarded_setattr,
+        "delattr": guarded_delattr,
     }
-    runtime.update(
-        range=_checked_range,
-        pow=_checked_pow,
-        bytes=_checked_bytes,
-        bytearray=_checked_bytearray,
-        format=checked_format,
-        round=checked_round,
-        sum=_checked_sum(tick),
-        iter=ticking_iter,
-        getattr=guarded_getattr,
-        hasattr=guarded_hasattr,
-        vars=guarded_vars,
-        setattr=guarded_setattr,
-        delattr=guarded_delattr,
-    )
     table.update({name: seal(function, name) for name, function in runtime.items()})
     table.update(type=SEALED_TYPE_OF, __import__=seal(importer, "__import__"))
     return table

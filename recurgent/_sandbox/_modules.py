@@ -132,46 +132,60 @@ def _ticking_call(
     return TickingIterator(iter(function(*args, **kwargs)), tick)
 
 
-def _attempt_values(
+def _attempt_builders(
     *, tick: Callable[[], bool], extra_modules: Mapping[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """The ``attempt`` rows of every module, built for one attempt."""
-    rng = SandboxRandom()
-    values: dict[str, dict[str, Any]] = {
-        "random": {name: getattr(rng, name) for name in CATALOG["random"].attempt},
-        "time": dict(extra_modules.get("time_overrides", {})),
-        "itertools": {
+) -> dict[str, Callable[[], dict[str, Any]]]:
+    """How to build the ``attempt`` rows of each module, for one attempt.
+
+    Each module's rows are built the first time the attempt imports it: most programs import
+    one or two modules, and building every row up front cost a third of a sandbox's set-up.
+    """
+
+    def random_rows() -> dict[str, Any]:
+        rng = SandboxRandom()
+        return {name: getattr(rng, name) for name in CATALOG["random"].attempt}
+
+    def itertools_rows() -> dict[str, Any]:
+        rows: dict[str, Any] = {
             name: functools.partial(_ticking_call, getattr(itertools, name), tick)
             for name in CATALOG["itertools"].attempt
-        },
+        }
+        # Functions whose tuple width or pool size is caller-chosen are checked first (ADR 0022).
+        rows.update(
+            (name, function)
+            for name, function in itertools_overrides(tick).items()
+            if name in CATALOG["itertools"].attempt
+        )
+        from_iterable = SealedCallable(
+            functools.partial(_ticking_call, itertools.chain.from_iterable, tick),
+            "from_iterable",
+        )
+        rows["chain"] = SealedWithHelpers(rows["chain"], "chain", {"from_iterable": from_iterable})
+        return rows
+
+    builders: dict[str, Callable[[], dict[str, Any]]] = {
+        "random": random_rows,
+        "time": lambda: dict(extra_modules.get("time_overrides", {})),
+        "itertools": itertools_rows,
     }
-    # Functions whose tuple width or pool size is caller-chosen are checked first (ADR 0022).
-    values["itertools"].update(
-        (name, function)
-        for name, function in itertools_overrides(tick).items()
-        if name in CATALOG["itertools"].attempt
-    )
-    chain = values["itertools"]["chain"]
-    from_iterable = SealedCallable(
-        functools.partial(_ticking_call, itertools.chain.from_iterable, tick), "from_iterable"
-    )
-    values["itertools"]["chain"] = SealedWithHelpers(
-        chain, "chain", {"from_iterable": from_iterable}
-    )
     read = extra_modules.get("getattr")
     if read is not None:
         # Without the attempt's attribute policy there is no safe attrgetter: not served.
-        values["operator"] = {
+        builders["operator"] = lambda: {
             "attrgetter": make_attrgetter(read),
             "methodcaller": make_methodcaller(read),
         }
     for name, (module, spec) in extra_modules.get("modules", {}).items():
-        supplied = dict(getattr(spec, "overrides", {}))
-        for attribute in CATALOG[name].attempt:
-            if attribute not in supplied and hasattr(module, attribute):
-                supplied[attribute] = getattr(module, attribute)
-        values[name] = supplied
-    return values
+        builders[name] = functools.partial(_module_rows, name, module, spec)
+    return builders
+
+
+def _module_rows(name: str, module: Any, spec: Any) -> dict[str, Any]:
+    supplied = dict(getattr(spec, "overrides", {}))
+    for attribute in CATALOG[name].attempt:
+        if attribute not in supplied and hasattr(module, attribute):
+            supplied[attribute] = getattr(module, attribute)
+    return supplied
 
 
 def make_importer(
@@ -192,7 +206,7 @@ def make_importer(
     Returns:
         The ``__import__`` generated code's import statements call, sealed.
     """
-    attempt = _attempt_values(tick=tick, extra_modules=extra_modules)
+    builders = _attempt_builders(tick=tick, extra_modules=extra_modules)
     facades: dict[str, ModuleFacade] = {}
 
     def resolve(name: str) -> ModuleFacade:
@@ -211,7 +225,8 @@ def make_importer(
             else:
                 served[attribute] = value
         served.update(rows.replaced)
-        supplied = attempt.get(name, {})
+        build = builders.get(name)
+        supplied = build() if build is not None else {}
         if name in _BUILT_ON_IMPORT:
             # Built only when imported: a class per attempt costs more than the import check.
             supplied = _BUILT_ON_IMPORT[name]()

@@ -408,3 +408,35 @@ class TestAttemptIsolationThroughAgent:
         outcome = agent.fetch_headlines()
 
         assert (outcome.value, provider.calls) == (["from provider"], 2)
+
+
+class TestSharedAndPerAttemptParts:
+    """What attempts share (stateless builtins) and what each builds for itself (ADR 0063)."""
+
+    def test_shared_builtins_cannot_be_written(self) -> None:
+        """Setting an attribute on a shared builtin fails and leaves the next attempt's alone."""
+        refusal = (
+            "tool_registry_violation",
+            "Generated code may not modify SealedCallable object: mutating agents, modules or "
+            "host classes is not supported; keep state in context or in objects your code creates",
+        )
+        assert error_of("range.note = 1\nresult = 1") == refusal
+        assert error_of("setattr(format, 'note', 1)\nresult = 1") == refusal
+
+        assert value_of("result = [hasattr(range, 'note'), list(range(3))]") == [False, [0, 1, 2]]
+
+    def test_each_attempt_builds_its_own_random_generator(self) -> None:
+        """A seed set in one attempt does not carry into the next one's generator."""
+        first = value_of("import random\nrandom.seed(7)\nresult = random.random()")
+        second = value_of("import random\nresult = random.random()")
+        again = value_of("import random\nrandom.seed(7)\nresult = random.random()")
+
+        assert first == again
+        assert second != first
+
+    def test_a_module_row_is_built_once_per_attempt(self) -> None:
+        """Two imports of random in one attempt share one generator."""
+        source = "import random\nrandom.seed(3)\nfrom random import random as draw\nresult = draw()"
+        expected = value_of("import random\nrandom.seed(3)\nresult = random.random()")
+
+        assert value_of(source) == expected
