@@ -136,19 +136,55 @@ class SandboxLimits:
     max_memory_bytes: int | None = 1024 * 1024 * 1024
 
 
+_STATM_PATH = "/proc/self/statm"
+_statm_lock = threading.Lock()
+# (pid, descriptor or None): one descriptor per process, opened on first use. A child made by
+# fork() inherits the parent's descriptor, which still reads the parent, so the pid decides.
+_statm: tuple[int, int | None] | None = None
+
+
+def _statm_descriptor() -> int | None:
+    global _statm  # one process-wide descriptor, like the file it reads
+    pid = os.getpid()
+    cached = _statm
+    if cached is not None and cached[0] == pid:
+        return cached[1]
+    with _statm_lock:
+        if _statm is None or _statm[0] != pid:
+            try:
+                descriptor: int | None = os.open(_STATM_PATH, os.O_RDONLY)
+            except OSError:
+                descriptor = None
+            _statm = (pid, descriptor)
+        return _statm[1]
+
+
+def _forget_statm_after_fork() -> None:
+    global _statm, _statm_lock  # the child starts with its own descriptor and an unheld lock
+    inherited = _statm[1] if _statm is not None else None
+    _statm, _statm_lock = None, threading.Lock()
+    if inherited is not None:
+        try:
+            os.close(inherited)
+        except OSError:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_statm_after_fork)
+
+
 class MemoryMeter:
     """Growth of this process's resident memory since the meter was made.
 
-    It keeps ``/proc/self/statm`` open and re-reads it, so a reading is one ``pread``. Where the
-    platform has no such file the meter reports no growth. Call :meth:`close` when done.
+    Every meter reads the one ``/proc/self/statm`` descriptor the process keeps open, so a
+    reading is one ``pread`` and making a meter (once per attempt) opens nothing. Where the
+    platform has no such file the meter reports no growth.
     """
 
     def __init__(self) -> None:
         self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-        try:
-            self._fd: int | None = os.open("/proc/self/statm", os.O_RDONLY)
-        except OSError:
-            self._fd = None
+        self._fd = _statm_descriptor()
         self._baseline = self._resident()
 
     def _resident(self) -> int:
@@ -164,10 +200,8 @@ class MemoryMeter:
         return self._resident() - self._baseline if self._fd is not None else 0
 
     def close(self) -> None:
-        """Release the file descriptor."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Stop reading (the shared descriptor stays open for the next meter)."""
+        self._fd = None
 
 
 class Ticker:
