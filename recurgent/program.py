@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from recurgent._parsing import parse_python
 from recurgent.errors import InvalidCodeError, InvalidDependencyManifestError
 
 __all__ = [
@@ -239,7 +240,7 @@ def parse_code(code: str, *, filename: str = "<generated>", where: str = "") -> 
             f"{MAX_CODE_CHARS:,}"
         )
     try:
-        tree = ast.parse(code, filename, "exec")
+        tree = parse_python(code, filename)
     except SyntaxError as error:
         raise InvalidCodeError(
             f"Generated code has invalid Python syntax{suffix}: line {error.lineno}: {error.msg}"

@@ -11,6 +11,7 @@ import functools
 import types
 from dataclasses import dataclass
 
+from recurgent._parsing import compile_tree
 from recurgent._sandbox._guards import GENERATED_FILENAME
 from recurgent._sandbox._policy import SandboxPolicy
 from recurgent._sandbox._wrap import forgotten_result, wrap_in_main
@@ -54,7 +55,7 @@ def compile_program(source: str) -> CompiledProgram:
         if errors:
             raise InvalidCodeError("Generated code breaks the sandbox policy: " + "; ".join(errors))
         wrapped = wrap_in_main(transformed, original)
-        code = compile(wrapped.module, GENERATED_FILENAME, "exec")
+        code = compile_tree(wrapped.module, GENERATED_FILENAME)
     except SyntaxError as error:
         raise InvalidCodeError(
             f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
