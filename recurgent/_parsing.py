@@ -14,7 +14,9 @@ import types
 
 __all__ = ["compile_tree", "parse_python"]
 
-_LOCK = threading.Lock()
+# Re-entrant: a finalizer run by garbage collection in the middle of a parse may itself lead to
+# a parse on the same thread (an object's __del__ calling an agent), which must not deadlock.
+_LOCK = threading.RLock()
 
 
 def parse_python(source: str, filename: str) -> ast.Module:

@@ -75,3 +75,27 @@ def test_errors_pass_through_and_release_the_lock() -> None:
         parse_python("def (:", "<generated>")
 
     assert isinstance(parse_python("pass", "<generated>"), ast.Module)
+
+
+def test_a_parse_inside_a_parse_on_one_thread_does_not_deadlock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A parse started while the same thread is parsing (a finalizer's call) completes."""
+    inner: list[ast.Module] = []
+    real_parse = ast.parse
+
+    class _Reentrant:
+        @staticmethod
+        def parse(source: str, filename: str, mode: str) -> ast.Module:
+            if not inner:
+                inner.append(parse_python("inner = 1", "<generated>"))
+            return real_parse(source, filename, mode)
+
+    monkeypatch.setattr(_parsing, "ast", _Reentrant)
+
+    outer = parse_python("outer = 2", "<generated>")
+
+    assert [ast.dump(tree) for tree in (*inner, outer)] == [
+        ast.dump(real_parse("inner = 1")),
+        ast.dump(real_parse("outer = 2")),
+    ]
