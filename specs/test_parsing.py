@@ -82,12 +82,14 @@ def test_a_parse_inside_a_parse_on_one_thread_does_not_deadlock(
 ) -> None:
     """A parse started while the same thread is parsing (a finalizer's call) completes."""
     inner: list[ast.Module] = []
+    started: list[str] = []
     real_parse = ast.parse
 
     class _Reentrant:
         @staticmethod
         def parse(source: str, filename: str, mode: str) -> ast.Module:
-            if not inner:
+            started.append(source)
+            if len(started) == 1:
                 inner.append(parse_python("inner = 1", "<generated>"))
             return real_parse(source, filename, mode)
 
@@ -95,6 +97,7 @@ def test_a_parse_inside_a_parse_on_one_thread_does_not_deadlock(
 
     outer = parse_python("outer = 2", "<generated>")
 
+    assert started == ["outer = 2", "inner = 1"]
     assert [ast.dump(tree) for tree in (*inner, outer)] == [
         ast.dump(real_parse("inner = 1")),
         ast.dump(real_parse("outer = 2")),
