@@ -43,6 +43,7 @@ from recurgent._sandbox._fastpaths import (
     numeric_tree,
     unhook,
 )
+from recurgent._sandbox._generators import close_quietly, is_generator
 
 __all__ = [
     "ALLOWED_DUNDER_METHODS",
@@ -201,6 +202,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
         finally:
             self._function_depth -= 1
             self._class_body_depth = saved_class
+        if is_generator(node):
+            node.body = close_quietly(node.body)
         node.body = _with_tick(node.body, node)
         return node
 

@@ -23,6 +23,7 @@ import string
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from recurgent._sandbox._generators import GENERATOR_EXIT
 from recurgent._sandbox._limits import SizeLimitExceeded, TickingIterator
 from recurgent._sandbox._measure import (
     MAX_INT_BITS,
@@ -256,8 +257,12 @@ def checked_format(value: Any, spec: str = "") -> str:
 
 
 def size_hooks() -> dict[str, Any]:
-    """The operator hooks compiled code calls, by the names the policy emits."""
+    """The run-time names compiled code uses, by the names the policy emits.
+
+    The operator and format hooks, and the exception class rewritten generators catch (ADR 0060).
+    """
     return {
+        GENERATOR_EXIT: GeneratorExit,
         "_mul_": _mul_,
         "_pow_": pow_,
         "_lshift_": _lshift_,
