@@ -21,6 +21,7 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
+from recurgent._sandbox._checked_methods import SafeFormatter, special_methods
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -28,14 +29,14 @@ from recurgent._sandbox._made import (
     is_sandbox_made,
 )
 from recurgent._sandbox._modules import ModuleFacade
-from recurgent._sandbox._policy import (
+from recurgent._sandbox._names import (
     ALLOWED_DUNDER_METHODS,
     NAMEDTUPLE_ATTRIBUTES,
     READABLE_DUNDER_ATTRIBUTES,
     is_private_name,
 )
 from recurgent._sandbox._reflection import SealedCallable
-from recurgent._sandbox._sizes import SIZED_DUNDERS, SafeFormatter, sized_dunder, special_methods
+from recurgent._sandbox._sizes import SIZED_DUNDERS, sized_dunder
 from recurgent._sandbox._types import (
     DENIED_BY_TYPE,
     DENIED_EXCEPTION_ATTRIBUTES,
