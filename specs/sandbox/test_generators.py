@@ -129,6 +129,28 @@ class TestClosingInTheAttempt:
         """
         assert value_of(source) == ["head", "body"]
 
+    def test_closing_a_delegating_generator_closes_the_inner_one_quietly(self) -> None:
+        """close() of `yield from inner()` runs both cleanups; the inner one's error is dropped."""
+        source = """
+            log = []
+            def inner():
+                try:
+                    yield 1
+                finally:
+                    log.append('inner')
+                    raise KeyError('x')
+            def outer():
+                try:
+                    yield from inner()
+                finally:
+                    log.append('outer')
+            x = outer()
+            next(x)
+            x.close()
+            result = log
+        """
+        assert value_of(source) == ["inner", "outer"]
+
 
 class TestGeneratorsStillBehave:
     """Outside closing, generators raise, return and receive as Python's do."""
@@ -163,6 +185,27 @@ class TestGeneratorsStillBehave:
             result = [next(x), x.send(21), x.throw(KeyError('k')), next(x)]
         """
         assert value_of(source) == ["ready", 42, "caught", "done"]
+
+    def test_yields_inside_rewritten_statements(self) -> None:
+        """`d[k] += yield`, a generator method and a global declaration work as in Python."""
+        source = """
+            total = 0
+            class Box:
+                def __init__(self):
+                    self.items = [1, 2]
+                def __iter__(self):
+                    for item in self.items:
+                        yield item * 2
+            def counter():
+                global total
+                d = {'k': 1}
+                d['k'] += yield 'ready'
+                total = d['k']
+                yield total
+            x = counter()
+            result = [next(x), x.send(10), total, list(Box())]
+        """
+        assert value_of(source) == ["ready", 11, 11, [2, 4]]
 
     def test_an_uncaught_throw_propagates(self) -> None:
         """throw() of an exception the generator does not handle raises it in the caller."""
