@@ -12,7 +12,8 @@
     │   └── InvalidDependencyManifestError  invalid_dependency_manifest
     ├── ExecutionError                      execution
     │   ├── ResourceLimitError              resource_limit
-    │   └── NonSerializableResultError      non_serializable_result
+    │   ├── NonSerializableResultError      non_serializable_result
+    │   └── InvalidOutcomeError             execution   (an Outcome field out of bounds)
     ├── ExecutionTimeoutError               timeout                    retriable
     ├── DependencyManifestIncompatibleError dependency_manifest_incompatible   (worker lane,
     ├── DependencyPolicyViolationError      dependency_policy_violation         ADR 0039-0042)
@@ -50,6 +51,7 @@ __all__ = [
     "GuardrailViolationError",
     "InvalidCodeError",
     "InvalidDependencyManifestError",
+    "InvalidOutcomeError",
     "NonSerializableResultError",
     "OutcomeRepairRetryExhaustedError",
     "ProviderAuthError",
@@ -161,6 +163,15 @@ class NonSerializableResultError(ExecutionError):
     """Generated code returned or stored something that is not plain data (a function, a class)."""
 
     error_type = "non_serializable_result"
+
+
+class InvalidOutcomeError(ExecutionError):
+    """An Outcome was built with an ``error_type`` that is not a short identifier, or with an
+    ``error_message`` longer than the cap (ADR 0059).
+
+    Raised by ``Outcome.error(...)`` and by the coercion of an error mapping, so generated code
+    that builds one fails like any program that raised, and its repair feedback says why.
+    """
 
 
 class ExecutionTimeoutError(RecurgentError, TimeoutError):

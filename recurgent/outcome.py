@@ -9,15 +9,43 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, Literal, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+)
 from pydantic_core import PydanticSerializationError
 
 from recurgent._values import describe, json_safe
+from recurgent.errors import InvalidOutcomeError
 
-__all__ = ["Outcome", "OutcomeFlag", "coerce_outcome", "outcome_context"]
+__all__ = [
+    "MAX_ERROR_MESSAGE_CHARS",
+    "MAX_ERROR_TYPE_CHARS",
+    "Outcome",
+    "OutcomeFlag",
+    "coerce_outcome",
+    "outcome_context",
+]
+
+#: Longest ``error_type``: a short identifier such as ``division_by_zero`` (ADR 0059).
+MAX_ERROR_TYPE_CHARS = 64
+#: Longest ``error_message`` that ``Outcome.error(...)`` and error mappings accept (ADR 0059).
+MAX_ERROR_MESSAGE_CHARS = 10_000
+# ASCII letters, digits and underscores, with '.' and '-' inside: the runtime's own types and
+# the taxonomy's domain types are snake_case; nothing here can break a log line or a prompt.
+_ERROR_TYPE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+_ERROR_TYPE_RULE = (
+    "error_type must be a short identifier such as 'division_by_zero' (ASCII letters, digits, "
+    f"'_', '.' or '-'; at most {MAX_ERROR_TYPE_CHARS} characters)"
+)
 
 _UNKNOWN_ROLE = "unknown_tool"
 _UNKNOWN_METHOD = "unknown_method"
@@ -34,6 +62,8 @@ _OUTCOME_FIELDS = frozenset(
         "message",
     }
 )
+# Keys of a returned mapping the runtime sets itself, never reads (ADR 0059).
+_ATTRIBUTION_KEYS = frozenset({"tool_role", "method_name"})
 # Keys of an error mapping that are fields, not metadata (``message`` is a common alias).
 _ERROR_SPEC_KEYS = (
     "error_type",
@@ -59,6 +89,37 @@ def outcome_context(role: str, method_name: str) -> Iterator[None]:
         yield
     finally:
         _current_call.reset(token)
+
+
+def _preview(text: str) -> str:
+    """The head of a possibly huge string, for an error message."""
+    if len(text) <= 40:
+        return repr(text)
+    return f"{text[:40]!r}... ({len(text)} characters)"
+
+
+def _checked_error_type(error_type: str) -> str:
+    """``error_type`` itself when it is a short identifier; raise :class:`InvalidOutcomeError`."""
+    if len(error_type) > MAX_ERROR_TYPE_CHARS or not _ERROR_TYPE.match(error_type):
+        raise InvalidOutcomeError(f"{_ERROR_TYPE_RULE}; got {_preview(error_type)}")
+    return error_type
+
+
+def _checked_error_message(error_message: str) -> str:
+    if len(error_message) > MAX_ERROR_MESSAGE_CHARS:
+        raise InvalidOutcomeError(
+            f"error_message has {len(error_message)} characters; an Outcome carries at most "
+            f"{MAX_ERROR_MESSAGE_CHARS}: shorten it"
+        )
+    return error_message
+
+
+def _cut_error_message(error_message: str) -> str:
+    """A message past the cap, cut to it with a marker (runtime errors carry any exception text)."""
+    if len(error_message) <= MAX_ERROR_MESSAGE_CHARS:
+        return error_message
+    marker = f" [cut from {len(error_message)} characters]"
+    return error_message[: MAX_ERROR_MESSAGE_CHARS - len(marker)] + marker
 
 
 def _attribution(tool_role: str | None, method_name: str | None) -> tuple[str, str]:
@@ -168,6 +229,10 @@ def _build_error(
     Accepts keywords, positionals ``error(type, message, retriable)`` or one mapping with those
     keys. Unknown keywords join ``metadata``. ``retriable`` is true only when it is exactly
     ``True``. Missing type and message default to ``execution`` / ``Execution failed``.
+
+    Raises:
+        InvalidOutcomeError: ``error_type`` is not a short identifier, or ``error_message`` is
+            longer than :data:`MAX_ERROR_MESSAGE_CHARS` (ADR 0059).
     """
     positional: list[Any] = list(args)
     if positional and isinstance(positional[0], Mapping):
@@ -193,7 +258,9 @@ def _build_error(
     return Outcome(
         status="error",
         error_type=str(error_type) if error_type else "execution",
-        error_message=str(error_message) if error_message else "Execution failed",
+        error_message=_checked_error_message(str(error_message))
+        if error_message
+        else "Execution failed",
         retriable=retriable is True,
         tool_role=role,
         method_name=method,
@@ -207,8 +274,10 @@ class Outcome(BaseModel):
     Attributes:
         status: ``"ok"`` or ``"error"``.
         value: The domain value of an ok outcome (``None`` for errors).
-        error_type: A string from the error taxonomy (``docs/outcomes.md``), ``None`` when ok.
-        error_message: Human-readable reason, ``None`` when ok.
+        error_type: A short identifier from the error taxonomy (``docs/outcomes.md``), ``None``
+            when ok; any other string raises :class:`InvalidOutcomeError` (ADR 0059).
+        error_message: Human-readable reason, ``None`` when ok; one longer than
+            :data:`MAX_ERROR_MESSAGE_CHARS` is cut to it with a marker.
         retriable: Whether calling again may succeed.
         tool_role: Role of the agent that produced it.
         method_name: Method that produced it.
@@ -233,6 +302,17 @@ class Outcome(BaseModel):
 
     ok = _ConstructorOrFlag(_build_ok, "ok")  # type: ignore[pydantic-field]
     error = _ConstructorOrFlag(_build_error, "error")  # type: ignore[pydantic-field]
+
+    @field_validator("error_type")
+    @classmethod
+    def _short_error_type(cls, error_type: str | None) -> str | None:
+        # InvalidOutcomeError is not a ValueError, so pydantic lets it through unwrapped.
+        return None if error_type is None else _checked_error_type(error_type)
+
+    @field_validator("error_message")
+    @classmethod
+    def _bounded_error_message(cls, error_message: str | None) -> str | None:
+        return None if error_message is None else _cut_error_message(error_message)
 
     @field_serializer("value", "metadata", mode="wrap", when_used="json")
     def _dump_json_safely(self, data: Any, handler: SerializerFunctionWrapHandler) -> Any:
@@ -304,40 +384,62 @@ class Outcome(BaseModel):
 
 
 def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
-    """Turn whatever generated code produced into an Outcome.
+    """Turn whatever generated code produced into the Outcome of the call that ran.
 
-    Rules (ADR 0002):
+    Rules (ADR 0002; attribution and bounds ADR 0059):
 
-    1. An ``Outcome`` is returned unchanged (a child's outcome keeps its attribution).
+    1. An ``Outcome`` keeps its status, value, error fields and metadata; its ``tool_role`` and
+       ``method_name`` become ``tool_role``/``method_name``, whatever the program or a child put
+       there: the caller and the log line name the call that ran.
     2. A mapping whose ``status`` is the string ``"error"`` (compared after stripping, in any
        case) becomes an error outcome: ``error_type`` (default ``execution``), ``error_message``
        or ``message`` (default ``Execution failed``), ``retriable`` (true only when exactly
-       ``True``), ``metadata``, ``tool_role`` and ``method_name`` are read; any other keys join
-       the metadata.
+       ``True``) and ``metadata`` are read; ``tool_role`` and ``method_name`` keys are dropped
+       and any other keys join the metadata.
     3. A mapping whose ``status`` is ``"ok"`` and whose other keys are all outcome fields is
        unwrapped to its ``value``; with any other key present the whole mapping is the value,
        so no data is dropped. A non-string status (``{"status": 200}``) is plain data.
     4. Anything else is the value of an ok outcome.
+
+    Raises:
+        InvalidOutcomeError: The error type is not a short identifier, or an error mapping's
+            message is longer than :data:`MAX_ERROR_MESSAGE_CHARS`.
     """
     if isinstance(value, Outcome):
-        return value
+        return _stamped(value, tool_role, method_name)
     if isinstance(value, Mapping):
         status = value.get("status")
         if isinstance(status, str) and status.strip().lower() == "error":
-            return _build_error(
-                dict(value),
-                tool_role=value.get("tool_role") or tool_role,
-                method_name=value.get("method_name") or method_name,
-            )
+            spec = {key: item for key, item in value.items() if key not in _ATTRIBUTION_KEYS}
+            return _build_error(spec, tool_role=tool_role, method_name=method_name)
         if (
             isinstance(status, str)
             and status.strip().lower() == "ok"
             and set(value).issubset(_OUTCOME_FIELDS)
         ):
             return Outcome(
-                status="ok",
-                value=value.get("value"),
-                tool_role=value.get("tool_role") or tool_role,
-                method_name=value.get("method_name") or method_name,
+                status="ok", value=value.get("value"), tool_role=tool_role, method_name=method_name
             )
     return Outcome(status="ok", value=value, tool_role=tool_role, method_name=method_name)
+
+
+def _stamped(outcome: Outcome, tool_role: str, method_name: str) -> Outcome:
+    """``outcome`` attributed to the call that ran, its error fields checked again.
+
+    The check repeats the model's because an Outcome may have been rebuilt without validation
+    on its way out of the sandbox or a worker.
+    """
+    update: dict[str, Any] = {}
+    if (outcome.tool_role, outcome.method_name) != (tool_role, method_name):
+        update.update(tool_role=tool_role, method_name=method_name)
+    error_type, message = outcome.error_type, outcome.error_message
+    if error_type is not None:
+        if not isinstance(error_type, str):
+            raise InvalidOutcomeError(f"{_ERROR_TYPE_RULE}; got a {type(error_type).__name__}")
+        _checked_error_type(error_type)
+    if message is not None:
+        text = message if isinstance(message, str) else str(message)
+        cut = _cut_error_message(text)
+        if cut is not message:
+            update["error_message"] = cut
+    return outcome.model_copy(update=update) if update else outcome

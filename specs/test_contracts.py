@@ -6,12 +6,8 @@ from typing import Any
 
 import pytest
 
-from recurgent._contracts import (
-    compose_contract,
-    infer_intent_signature,
-    shape_name,
-    validate_deliverable,
-)
+from recurgent._contracts import compose_contract, infer_intent_signature
+from recurgent._deliverables import shape_name, validate_deliverable
 from recurgent.errors import UsageError
 
 NO_FIELDS: dict[str, Any] = {

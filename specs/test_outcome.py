@@ -9,7 +9,14 @@ import pytest
 from pydantic import ValidationError
 
 from recurgent import Agent, Outcome
-from recurgent.outcome import OutcomeFlag, coerce_outcome, outcome_context
+from recurgent.errors import ExecutionError, InvalidOutcomeError
+from recurgent.outcome import (
+    MAX_ERROR_MESSAGE_CHARS,
+    MAX_ERROR_TYPE_CHARS,
+    OutcomeFlag,
+    coerce_outcome,
+    outcome_context,
+)
 from recurgent.testing import ScriptedProvider
 
 
@@ -264,11 +271,33 @@ class TestCoerce:
     def _coerce(self, value: Any) -> Outcome:
         return coerce_outcome(value, tool_role="r", method_name="m")
 
-    def test_outcome_is_returned_unchanged(self) -> None:
-        """An Outcome keeps its own attribution."""
-        child = Outcome.ok(5, tool_role="child", method_name="add")
+    def test_outcome_of_the_running_call_is_returned_unchanged(self) -> None:
+        """An Outcome already naming the running call is the same object."""
+        own = Outcome.ok(5, tool_role="r", method_name="m")
 
-        assert self._coerce(child) is child
+        assert self._coerce(own) is own
+
+    def test_outcome_is_stamped_with_the_running_call(self) -> None:
+        """A child's (or a forged) attribution becomes the running call's; nothing else moves."""
+        child = Outcome.error("rate_limited", "slow down", True, tool_role="c", method_name="x")
+
+        assert self._coerce(child) == Outcome(
+            status="error",
+            error_type="rate_limited",
+            error_message="slow down",
+            retriable=True,
+            tool_role="r",
+            method_name="m",
+        )
+        assert (child.tool_role, child.method_name) == ("c", "x")
+
+    @pytest.mark.parametrize("status", ["ok", "error"])
+    def test_mapping_attribution_keys_are_ignored(self, status: str) -> None:
+        """tool_role/method_name keys of a returned mapping neither attribute nor join metadata."""
+        outcome = self._coerce({"status": status, "tool_role": "other", "method_name": "x"})
+
+        assert (outcome.status, outcome.tool_role, outcome.method_name) == (status, "r", "m")
+        assert outcome.metadata == {}
 
     def test_error_shaped_mapping_becomes_an_error(self) -> None:
         """{"status": "error", ...} becomes an error; other keys become metadata."""
@@ -386,3 +415,114 @@ class TestAttributionInGeneratedCode:
 
         assert (outcome.tool_role, outcome.method_name) == ("assistant", "set_timer")
         assert (outcome.error_type, outcome.retriable) == ("unsupported_capability", False)
+
+    @pytest.mark.parametrize(
+        "code",
+        [
+            "return Outcome.ok(1, tool_role='bank', method_name='transfer')",
+            "return Outcome.error('denied', 'no', tool_role='bank', method_name='transfer')",
+            "return Outcome(status='ok', value=1, tool_role='bank', method_name='transfer')",
+            "return {'status': 'error', 'error_type': 'denied', 'tool_role': 'bank'}",
+            "return {'status': 'ok', 'value': 1, 'tool_role': 'bank', 'method_name': 'transfer'}",
+        ],
+    )
+    def test_a_program_cannot_claim_another_role(self, code: str, tmp_path: Any) -> None:
+        """The caller and the log line name assistant.set_timer whatever the program wrote."""
+        log = tmp_path / "calls.jsonl"
+        agent = Agent("assistant", provider=ScriptedProvider({"set_timer": code}), log=log)
+
+        outcome = agent.set_timer()
+
+        assert (outcome.tool_role, outcome.method_name) == ("assistant", "set_timer")
+        entry = json.loads(log.read_text().splitlines()[-1])
+        assert (entry["outcome_tool_role"], entry["outcome_method_name"]) == (
+            "assistant",
+            "set_timer",
+        )
+
+
+class TestErrorFieldBounds:
+    """error_type is a short identifier and error_message is bounded, at construction (ADR 0059)."""
+
+    @pytest.mark.parametrize(
+        "error_type",
+        ["division_by_zero", "ValueError", "http.404", "rate-limited", "x" * MAX_ERROR_TYPE_CHARS],
+    )
+    def test_short_identifiers_are_accepted(self, error_type: str) -> None:
+        """snake_case, CamelCase, dotted and dashed identifiers up to the cap are kept as given."""
+        assert Outcome.error(error_type, "m").error_type == error_type
+        assert Outcome(status="error", error_type=error_type).error_type == error_type
+
+    @pytest.mark.parametrize(
+        "error_type",
+        ["x" * (MAX_ERROR_TYPE_CHARS + 1), "two words", "line\nbreak", "-leading", "é", "a/b"],
+    )
+    def test_other_error_types_raise_a_typed_error(self, error_type: str) -> None:
+        """One past the cap, or any character outside the identifier set, raises the typed error."""
+        for build in (
+            lambda: Outcome.error(error_type, "m"),
+            lambda: Outcome.error(error_type=error_type),
+            lambda: Outcome(status="error", error_type=error_type),
+            lambda: Outcome.model_validate({"status": "error", "error_type": error_type}),
+        ):
+            with pytest.raises(InvalidOutcomeError) as raised:
+                build()
+            assert str(raised.value).startswith(
+                "error_type must be a short identifier such as 'division_by_zero' (ASCII letters, "
+                "digits, '_', '.' or '-'; at most 64 characters); got "
+            )
+
+    def test_a_huge_error_type_is_named_by_its_head_and_length(self) -> None:
+        """The error quotes 40 characters and the length, never the whole string."""
+        with pytest.raises(InvalidOutcomeError) as raised:
+            Outcome.error(error_type="x" * 10**7)
+
+        assert str(raised.value).endswith(f"got {'x' * 40!r}... (10000000 characters)")
+        assert isinstance(raised.value, ExecutionError)
+        assert (raised.value.error_type, raised.value.retriable) == ("execution", False)
+
+    def test_error_message_at_the_cap_is_kept(self) -> None:
+        """A message of exactly MAX_ERROR_MESSAGE_CHARS characters is kept whole."""
+        message = "m" * MAX_ERROR_MESSAGE_CHARS
+
+        assert Outcome.error("too_long", message).error_message == message
+
+    def test_error_message_one_past_the_cap_raises(self) -> None:
+        """Outcome.error with one character more raises InvalidOutcomeError saying the cap."""
+        with pytest.raises(InvalidOutcomeError) as raised:
+            Outcome.error("too_long", "m" * (MAX_ERROR_MESSAGE_CHARS + 1))
+
+        assert str(raised.value) == (
+            "error_message has 10001 characters; an Outcome carries at most 10000: shorten it"
+        )
+
+    def test_error_mapping_past_the_cap_raises(self) -> None:
+        """An error mapping returned by a program is held to the same cap when coerced."""
+        with pytest.raises(InvalidOutcomeError):
+            coerce_outcome(
+                {"status": "error", "error_message": "m" * (MAX_ERROR_MESSAGE_CHARS + 1)},
+                tool_role="r",
+                method_name="m",
+            )
+
+    def test_the_model_cuts_longer_messages_to_the_cap(self) -> None:
+        """Outcome(...) itself (how the runtime reports exception text) cuts with a marker."""
+        outcome = Outcome(status="error", error_type="execution", error_message="m" * 20_000)
+
+        marker = " [cut from 20000 characters]"
+        assert outcome.error_message == "m" * (MAX_ERROR_MESSAGE_CHARS - len(marker)) + marker
+        assert len(outcome.error_message) == MAX_ERROR_MESSAGE_CHARS
+
+    def test_generated_code_gets_the_typed_error_as_its_failure(self) -> None:
+        """Outcome.error(error_type="x" * 10**7) in a program ends the call as an execution error."""
+        code = "return Outcome.error(error_type='x' * 10**7, error_message='boom')"
+        agent = Agent("calc", provider=ScriptedProvider({"divide": code}), log=False)
+
+        outcome = agent.divide()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message is not None
+        assert "InvalidOutcomeError: error_type must be a short identifier" in (
+            outcome.error_message
+        )
+        assert len(outcome.error_message) < 1_000

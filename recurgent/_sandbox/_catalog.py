@@ -7,7 +7,8 @@ Each name an allowed module defines is ``pure`` (safe on plain data, served as i
 ``pure``, ``replaced`` and ``attempt`` rows; a name in no row is never served, and
 ``specs/sandbox/test_catalog.py`` fails on any public name that is in no row, so a Python
 upgrade that adds a name is classified by a person before generated code can reach it
-(ADR 0019). Adding a module means adding its rows here and its name to :data:`ALLOWED_MODULES`.
+(ADR 0019). The rows themselves are in ``_catalog_rows``; this module binds each replaced name
+to its sealed stand-in and serves the result.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from __future__ import annotations
 import types
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from recurgent._sandbox._catalog_rows import TABLE, ModuleRows
 from recurgent._sandbox._dataclass import dataclass_overrides
 from recurgent._sandbox._enum import auto, unique
 from recurgent._sandbox._idioms import decimal_overrides
@@ -25,45 +26,25 @@ from recurgent._sandbox._native import abstractmethod, calendar_overrides
 from recurgent._sandbox._numbers import CheckedDecimal, CheckedFraction
 from recurgent._sandbox._reflection import reflection_overrides, seal
 from recurgent._sandbox._stdlib import (
-    CheckedTemplate,
     SandboxRandom,
-    checked_element_indent,
-    difflib_overrides,
     hashlib_overrides,
-    json_overrides,
     math_overrides,
     operator_overrides,
-    pprint_overrides,
-    re_overrides,
     secrets_overrides,
     statistics_overrides,
+)
+from recurgent._sandbox._stdlib_text import (
+    CheckedTemplate,
+    checked_element_indent,
+    difflib_overrides,
+    json_overrides,
+    pprint_overrides,
+    re_overrides,
     textwrap_overrides,
     unicodedata_overrides,
 )
 
 __all__ = ["ALLOWED_MODULES", "CATALOG", "ModuleRows", "classify"]
-
-
-@dataclass(frozen=True)
-class ModuleRows:
-    """The classification of one module's public names.
-
-    Attributes:
-        pure: Served as the module defines them.
-        replaced: Served as these sealed stand-ins (name -> stand-in).
-        attempt: Served as stand-ins the attempt builds (they need its tick or state).
-        denied: Never served; listed so that the catalog is complete.
-    """
-
-    pure: frozenset[str]
-    replaced: Mapping[str, Any]
-    attempt: frozenset[str]
-    denied: frozenset[str]
-
-    @property
-    def served(self) -> frozenset[str]:
-        """Every name a facade of this module serves."""
-        return self.pure | frozenset(self.replaced) | self.attempt
 
 
 def _element_tree_parse(source: Any, parser: Any = None) -> Any:
@@ -115,378 +96,6 @@ _STAND_INS: dict[str, dict[str, Any]] = {
 }
 
 
-def _names(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-def _rows(*, pure: str = "", replaced: str = "", attempt: str = "", denied: str = "") -> ModuleRows:
-    return ModuleRows(
-        pure=_names(pure),
-        replaced={name: name for name in _names(replaced)},
-        attempt=_names(attempt),
-        denied=_names(denied),
-    )
-
-
-_TABLE: dict[str, ModuleRows] = {
-    "abc": _rows(
-        replaced="abstractmethod",
-        attempt="ABC",
-        # ABCMeta makes classes outside the sandbox's metaclass; the others write attributes
-        # on classes they are given or are deprecated spellings (ADR 0048).
-        denied="""
-            ABCMeta abstractclassmethod abstractproperty abstractstaticmethod
-            get_cache_token update_abstractmethods
-            """,
-    ),
-    "base64": _rows(
-        pure="""
-            MAXBINSIZE MAXLINESIZE a85decode a85encode b16decode b16encode b32decode
-            b32encode b32hexdecode b32hexencode b64decode b64encode b85decode b85encode
-            bytes_types decode decodebytes encode encodebytes standard_b64decode
-            standard_b64encode urlsafe_b64decode urlsafe_b64encode
-            """,
-        denied="binascii main re struct test",
-    ),
-    "bisect": _rows(
-        pure="bisect bisect_left bisect_right insort insort_left insort_right",
-    ),
-    "calendar": _rows(
-        pure="""
-            Calendar EPOCH FRIDAY February HTMLCalendar IllegalMonthError IllegalWeekdayError
-            January MONDAY SATURDAY SUNDAY THURSDAY TUESDAY WEDNESDAY day_abbr day_name error
-            firstweekday isleap leapdays mdays month_abbr month_name monthcalendar monthrange
-            timegm weekday
-            """,
-        replaced="TextCalendar calendar formatstring month week weekheader",
-        # c is the module's shared calendar (setfirstweekday changes it for the process);
-        # pr*/format print to the host's stdout; the Locale* classes switch the process locale.
-        denied="""
-            LocaleHTMLCalendar LocaleTextCalendar c datetime different_locale format main
-            prcal prmonth prweek repeat setfirstweekday sys
-            """,
-    ),
-    "cmath": _rows(
-        pure="""
-            acos acosh asin asinh atan atanh cos cosh e exp inf infj isclose isfinite isinf
-            isnan log log10 nan nanj phase pi polar rect sin sinh sqrt tan tanh tau
-            """,
-    ),
-    "collections": _rows(
-        pure="""
-            ChainMap Counter OrderedDict UserDict UserList UserString abc defaultdict deque
-            namedtuple
-            """,
-    ),
-    "collections.abc": _rows(
-        pure="""
-            AsyncGenerator AsyncIterable AsyncIterator Awaitable ByteString Callable
-            Collection Container Coroutine Generator Hashable ItemsView Iterable Iterator
-            KeysView Mapping MappingView MutableMapping MutableSequence MutableSet
-            Reversible Sequence Set Sized ValuesView
-            """,
-    ),
-    "copy": _rows(
-        pure="Error error",
-        replaced="copy deepcopy",
-        denied="dispatch_table",
-    ),
-    "csv": _rows(
-        pure="""
-            Dialect DictReader DictWriter Error QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE
-            QUOTE_NONNUMERIC Sniffer StringIO excel excel_tab get_dialect list_dialects
-            reader unix_dialect writer
-            """,
-        denied="field_size_limit re register_dialect unregister_dialect",
-    ),
-    "dataclasses": _rows(
-        pure="FrozenInstanceError KW_ONLY MISSING",
-        replaced="Field asdict astuple dataclass field fields is_dataclass replace",
-        # make_dataclass builds a class outside the sandbox's metaclass; InitVar is not
-        # supported by the sandbox's dataclass; the rest are re-exported modules (ADR 0049).
-        denied="""
-            FunctionType GenericAlias InitVar abc builtins copy functools inspect itertools
-            keyword make_dataclass re sys types
-            """,
-    ),
-    "datetime": _rows(
-        pure="MAXYEAR MINYEAR UTC date datetime time timedelta timezone tzinfo",
-        denied="datetime_CAPI sys",
-    ),
-    "decimal": _rows(
-        pure="""
-            Clamped ConversionSyntax DecimalException DecimalTuple DivisionByZero
-            DivisionImpossible DivisionUndefined FloatOperation HAVE_CONTEXTVAR HAVE_THREADS
-            Inexact InvalidContext InvalidOperation MAX_EMAX MAX_PREC MIN_EMIN MIN_ETINY
-            Overflow ROUND_05UP ROUND_CEILING ROUND_DOWN ROUND_FLOOR ROUND_HALF_DOWN
-            ROUND_HALF_EVEN ROUND_HALF_UP ROUND_UP Rounded Subnormal Underflow
-            """,
-        replaced="Context Decimal getcontext localcontext setcontext",
-        # Process-wide templates: a change would reach every thread's next context.
-        denied="BasicContext DefaultContext ExtendedContext",
-    ),
-    "difflib": _rows(
-        pure="IS_CHARACTER_JUNK IS_LINE_JUNK",
-        replaced="SequenceMatcher context_diff get_close_matches ndiff unified_diff",
-        denied="Differ GenericAlias HtmlDiff Match diff_bytes restore",
-    ),
-    "enum": _rows(
-        replaced="auto unique",
-        attempt="Enum IntEnum StrEnum",
-        # Flags, the real metaclass, member()/nonmember()/verify and the global_* helpers
-        # are not part of the sandbox's enum (ADR 0049).
-        denied="""
-            CONFORM CONTINUOUS DynamicClassAttribute EJECT EnumCheck EnumMeta EnumType Flag
-            FlagBoundary IntFlag KEEP MappingProxyType NAMED_FLAGS ReprEnum STRICT UNIQUE bin
-            bltns global_enum global_enum_repr global_flag_repr global_str member nonmember
-            pickle_by_enum_name pickle_by_global_name property reduce show_flag_values sys
-            verify
-            """,
-    ),
-    "fractions": _rows(
-        replaced="Decimal Fraction",
-        denied="math numbers operator re sys",
-    ),
-    "functools": _rows(
-        pure="WRAPPER_ASSIGNMENTS WRAPPER_UPDATES cmp_to_key partial reduce",
-        replaced="cache lru_cache total_ordering wraps",
-        denied="""
-            GenericAlias RLock cached_property get_cache_token namedtuple partialmethod
-            recursive_repr singledispatch singledispatchmethod update_wrapper
-            """,
-    ),
-    "hashlib": _rows(
-        pure="""
-            algorithms_available algorithms_guaranteed blake2b blake2s file_digest md5 sha1
-            sha224 sha256 sha384 sha3_224 sha3_256 sha3_384 sha3_512 sha512
-            """,
-        replaced="new pbkdf2_hmac",
-        denied="scrypt shake_128 shake_256",
-    ),
-    "heapq": _rows(
-        pure="heapify heappop heappush heappushpop heapreplace merge nlargest nsmallest",
-    ),
-    "html": _rows(
-        pure="escape parser unescape",
-        denied="entities",
-    ),
-    "html.parser": _rows(
-        pure="HTMLParser",
-        denied="""
-            attrfind_tolerant charref commentclose endendtag endtagfind entityref incomplete
-            interesting_normal locatestarttagend_tolerant piclose re starttagopen
-            tagfind_tolerant unescape
-            """,
-    ),
-    "io": _rows(
-        pure="BytesIO StringIO",
-        denied="""
-            BlockingIOError BufferedIOBase BufferedRWPair BufferedRandom BufferedReader
-            BufferedWriter DEFAULT_BUFFER_SIZE FileIO IOBase IncrementalNewlineDecoder
-            RawIOBase SEEK_CUR SEEK_END SEEK_SET TextIOBase TextIOWrapper
-            UnsupportedOperation abc open open_code text_encoding
-            """,
-    ),
-    "itertools": _rows(
-        attempt="""
-            accumulate chain combinations combinations_with_replacement compress count cycle
-            dropwhile filterfalse groupby islice pairwise permutations product repeat
-            starmap takewhile tee zip_longest
-            """,
-    ),
-    "json": _rows(
-        pure="JSONDecodeError JSONDecoder detect_encoding load loads",
-        replaced="dump dumps",
-        denied="JSONEncoder codecs decoder encoder scanner",
-    ),
-    "math": _rows(
-        pure="""
-            acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh degrees dist
-            e erf erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma gcd hypot inf isclose
-            isfinite isinf isnan isqrt ldexp lgamma log log10 log1p log2 modf nan nextafter
-            pi pow radians remainder sin sinh sqrt tan tanh tau trunc ulp
-            """,
-        replaced="comb factorial lcm perm prod",
-    ),
-    "numbers": _rows(
-        pure="Complex Integral Number Rational Real",
-        denied="ABCMeta abstractmethod",
-    ),
-    "operator": _rows(
-        pure="""
-            abs add and_ call concat contains countOf delitem eq floordiv ge getitem gt iadd
-            iand iconcat ifloordiv imatmul index indexOf inv invert ior irshift is_ is_not
-            isub itemgetter itruediv ixor le length_hint lt matmul ne neg not_ or_ pos
-            rshift setitem sub truediv truth xor
-            """,
-        replaced="ilshift imod imul ipow lshift mod mul pow",
-        attempt="attrgetter methodcaller",
-    ),
-    "pprint": _rows(
-        pure="saferepr",
-        replaced="pformat",
-        denied="PrettyPrinter isreadable isrecursive pp pprint re",
-    ),
-    "random": _rows(
-        pure="BPF LOG4 NV_MAGICCONST RECIP_BPF SG_MAGICCONST TWOPI",
-        replaced="Random",
-        attempt="""
-            betavariate choice choices expovariate gammavariate gauss getrandbits
-            lognormvariate normalvariate paretovariate randbytes randint random randrange
-            sample seed shuffle triangular uniform vonmisesvariate weibullvariate
-            """,
-        denied="SystemRandom getstate setstate",
-    ),
-    "re": _rows(
-        pure="""
-            A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG RegexFlag S T
-            TEMPLATE U UNICODE VERBOSE X escape
-            """,
-        replaced="""
-            Match Pattern compile error findall finditer fullmatch match search split sub
-            subn
-            """,
-        denied="Scanner copyreg enum functools purge template",
-    ),
-    "secrets": _rows(
-        pure="choice compare_digest randbelow",
-        replaced="randbits token_bytes token_hex token_urlsafe",
-        denied="DEFAULT_ENTROPY SystemRandom base64 binascii",
-    ),
-    "statistics": _rows(
-        pure="""
-            Counter LinearRegression NormalDist StatisticsError bisect_left bisect_right
-            defaultdict erf exp fabs fsum groupby hypot log mul namedtuple reduce repeat
-            sqrt tau
-            """,
-        replaced="""
-            Decimal Fraction correlation covariance fmean geometric_mean harmonic_mean
-            linear_regression mean median median_grouped median_high median_low mode
-            multimode pstdev pvariance quantiles stdev variance
-            """,
-        denied="math numbers random sys",
-    ),
-    "string": _rows(
-        pure="""
-            ascii_letters ascii_lowercase ascii_uppercase capwords digits hexdigits
-            octdigits printable punctuation whitespace
-            """,
-        replaced="Template",
-        denied="Formatter",
-    ),
-    "textwrap": _rows(
-        pure="dedent shorten",
-        replaced="fill indent wrap",
-        denied="TextWrapper re",
-    ),
-    "time": _rows(
-        pure="""
-            altzone asctime ctime daylight gmtime localtime mktime monotonic monotonic_ns
-            perf_counter perf_counter_ns process_time strftime strptime struct_time time
-            time_ns timezone tzname
-            """,
-        attempt="sleep",
-        denied="""
-            CLOCK_BOOTTIME CLOCK_MONOTONIC CLOCK_MONOTONIC_RAW CLOCK_PROCESS_CPUTIME_ID
-            CLOCK_REALTIME CLOCK_TAI CLOCK_THREAD_CPUTIME_ID clock_getres clock_gettime
-            clock_gettime_ns clock_settime clock_settime_ns get_clock_info process_time_ns
-            pthread_getcpuclockid thread_time thread_time_ns tzset
-            """,
-    ),
-    "typing": _rows(
-        pure="""
-            AbstractSet Annotated Any AnyStr AsyncContextManager AsyncGenerator AsyncIterable
-            AsyncIterator Awaitable BinaryIO ByteString CT_co Callable ChainMap ClassVar
-            Collection Concatenate Container ContextManager Coroutine Counter DefaultDict
-            Deque Dict Final FrozenSet Generator Generic Hashable IO ItemsView Iterable
-            Iterator KT KeysView List Literal LiteralString Mapping MappingView Match
-            MutableMapping MutableSequence MutableSet NamedTuple Never NewType NoReturn
-            NotRequired Optional OrderedDict ParamSpec ParamSpecArgs ParamSpecKwargs Pattern
-            Protocol Required Reversible Self Sequence Set Sized SupportsAbs SupportsBytes
-            SupportsComplex SupportsFloat SupportsIndex SupportsInt SupportsRound T
-            TYPE_CHECKING T_co T_contra Text TextIO Tuple Type TypeAlias TypeGuard TypeVar
-            TypeVarTuple TypedDict Union Unpack VT VT_co V_co ValuesView assert_never
-            assert_type cast defaultdict get_args get_origin is_typeddict
-            """,
-        replaced="abstractmethod",
-        # final, no_type_check, runtime_checkable and dataclass_transform set attributes on
-        # whatever they are given (a host class too); overload fills a process-wide registry;
-        # get_type_hints evaluates strings; reveal_type writes to the host's stderr.
-        denied="""
-            ABCMeta EXCLUDED_ATTRIBUTES ForwardRef GenericAlias MethodDescriptorType
-            MethodWrapperType NamedTupleMeta WrapperDescriptorType clear_overloads collections
-            contextlib dataclass_transform final functools get_overloads get_type_hints io
-            no_type_check no_type_check_decorator operator overload re reveal_type
-            runtime_checkable stdlib_re sys types warnings
-            """,
-    ),
-    "unicodedata": _rows(
-        pure="""
-            UCD bidirectional category combining decimal decomposition digit
-            east_asian_width is_normalized lookup mirrored name numeric ucd_3_2_0
-            unidata_version
-            """,
-        replaced="normalize",
-    ),
-    "urllib": _rows(
-        pure="error parse request",
-        denied="response",
-    ),
-    "urllib.error": _rows(
-        attempt="HTTPError URLError",
-    ),
-    "urllib.parse": _rows(
-        pure="""
-            DefragResult DefragResultBytes ParseResult ParseResultBytes ResultBase
-            SplitResult SplitResultBytes namedtuple non_hierarchical parse_qs parse_qsl
-            quote quote_from_bytes quote_plus scheme_chars splitattr splithost splitnport
-            splitpasswd splitport splitquery splittag splittype splituser splitvalue
-            to_bytes unquote unquote_plus unquote_to_bytes unwrap urldefrag urlencode
-            urljoin urlparse urlsplit urlunparse urlunsplit uses_fragment uses_netloc
-            uses_params uses_query uses_relative
-            """,
-        denied="clear_cache functools ipaddress re sys types warnings",
-    ),
-    "urllib.request": _rows(
-        attempt="HTTPError Request URLError urlopen",
-    ),
-    "uuid": _rows(
-        pure="""
-            NAMESPACE_DNS NAMESPACE_OID NAMESPACE_URL NAMESPACE_X500 RESERVED_FUTURE
-            RESERVED_MICROSOFT RESERVED_NCS RFC_4122 SafeUUID UUID bytes_ int_ uuid3 uuid4
-            uuid5
-            """,
-        denied="Enum getnode os platform sys uuid1",
-    ),
-    "zoneinfo": _rows(
-        # ZoneInfo reads the system tz database (keys are validated: no paths); the cache
-        # and search path are process-wide, so reset_tzpath is denied and so is
-        # ZoneInfo.clear_cache (in the guard's per-type denials).
-        pure="InvalidTZPathWarning TZPATH ZoneInfo ZoneInfoNotFoundError available_timezones",
-        denied="reset_tzpath",
-    ),
-    "xml": _rows(
-        pure="etree",
-    ),
-    "xml.etree": _rows(
-        pure="ElementTree",
-        denied="ElementPath",
-    ),
-    "xml.etree.ElementTree": _rows(
-        pure="""
-            C14NWriterTarget Comment Element HTML_EMPTY PI ParseError ProcessingInstruction
-            QName SubElement TreeBuilder VERSION XML XMLID XMLParser fromstring
-            fromstringlist iselement tostring tostringlist
-            """,
-        replaced="ElementTree indent parse",
-        denied="""
-            ElementPath XMLPullParser canonicalize collections contextlib dump io iterparse
-            re register_namespace sys warnings
-            """,
-    ),
-}
-
-
 def _bind_stand_ins(table: dict[str, ModuleRows]) -> dict[str, ModuleRows]:
     """Attach each replaced name's sealed stand-in; a row without one fails at import."""
     bound: dict[str, ModuleRows] = {}
@@ -514,7 +123,7 @@ def _bind_stand_ins(table: dict[str, ModuleRows]) -> dict[str, ModuleRows]:
 
 
 #: Module name -> its classified names.
-CATALOG: Mapping[str, ModuleRows] = types.MappingProxyType(_bind_stand_ins(_TABLE))
+CATALOG: Mapping[str, ModuleRows] = types.MappingProxyType(_bind_stand_ins(TABLE))
 
 #: Names generated code may import (the prompt lists them; ADR 0011).
 ALLOWED_MODULES: tuple[str, ...] = tuple(sorted(CATALOG))

@@ -1,35 +1,27 @@
-"""Runtime guards compiled code calls: the attribute policy, the write guard and ``type()``.
+"""Runtime guards compiled code calls: the default-deny attribute policy and the write guard.
 
 Attribute access is default-deny (ADR 0011). It is allowed on plain value types, on objects
 generated code made itself (classes with the :class:`SandboxType` metaclass, their instances,
 its functions, namedtuples), on module facades, on ``Outcome`` and agent handles through
-explicit tables, and on instances of vetted standard-library types. Everything else raises
-``AttributeError`` with a message the model can act on. ``type(x)`` never hands out a
-metaclass or the constructor of a host class: those come back as :class:`SealedType`.
+explicit tables, and on instances of vetted standard-library types (the type tables and the
+sealed ``type()`` are in ``_types``, re-exported here for the sandbox). Everything else raises
+``AttributeError`` with a message the model can act on.
 """
 
 from __future__ import annotations
 
 import abc
-import collections
 import copy
-import datetime
-import decimal
-import fractions
 import functools
-import io
 import os
-import re
 import types
-import xml.etree.ElementTree as ElementTree
-import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from recurgent._journal import REDIRECTED_DICT_METHODS, MemoryView, redirect_unbound
-from recurgent._sandbox._idioms import SandboxContext
+from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
+from recurgent._sandbox._checked_methods import SafeFormatter, special_methods
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -37,15 +29,24 @@ from recurgent._sandbox._made import (
     is_sandbox_made,
 )
 from recurgent._sandbox._modules import ModuleFacade
-from recurgent._sandbox._numbers import number_class
-from recurgent._sandbox._policy import (
+from recurgent._sandbox._names import (
     ALLOWED_DUNDER_METHODS,
     NAMEDTUPLE_ATTRIBUTES,
     READABLE_DUNDER_ATTRIBUTES,
     is_private_name,
 )
 from recurgent._sandbox._reflection import SealedCallable
-from recurgent._sandbox._sizes import SIZED_DUNDERS, SafeFormatter, sized_dunder, special_methods
+from recurgent._sandbox._sizes import SIZED_DUNDERS, sized_dunder
+from recurgent._sandbox._types import (
+    DENIED_BY_TYPE,
+    DENIED_EXCEPTION_ATTRIBUTES,
+    MUTABLE_TYPES,
+    OPEN_TYPES,
+    SEALED_TYPE_OF,
+    SealedType,
+    trusted_class,
+    type_of,
+)
 from recurgent.outcome import Outcome
 
 __all__ = [
@@ -62,210 +63,12 @@ __all__ = [
     "type_of",
 ]
 
-_ITERABLE_SAMPLES: tuple[object, ...] = (
-    [],
-    (),
-    {},
-    set(),
-    "",
-    b"",
-    range(1),
-    {}.keys(),
-    {}.values(),
-    {}.items(),
-    bytearray(),
-)
-_ITERATOR_TYPES: set[type] = {type(iter(sample)) for sample in _ITERABLE_SAMPLES}  # type: ignore[call-overload]
-_VIEW_TYPES = {type({}.keys()), type({}.values()), type({}.items())}
-
-#: Types whose every public attribute is safe (checked methods aside, see ``_sizes``).
-OPEN_TYPES: frozenset[type] = frozenset(
-    {
-        type(None),
-        bool,
-        int,
-        float,
-        complex,
-        str,
-        bytes,
-        bytearray,
-        list,
-        tuple,
-        dict,
-        set,
-        frozenset,
-        range,
-        slice,
-        map,
-        filter,
-        zip,
-        enumerate,
-        reversed,
-        types.GeneratorType,
-        types.MappingProxyType,
-        collections.deque,
-        collections.Counter,
-        collections.OrderedDict,
-        collections.defaultdict,
-        datetime.date,
-        datetime.datetime,
-        datetime.time,
-        datetime.timedelta,
-        datetime.timezone,
-        decimal.Decimal,
-        fractions.Fraction,
-        re.Pattern,
-        re.Match,
-        ElementTree.Element,
-        io.StringIO,
-        io.BytesIO,
-        *_ITERATOR_TYPES,
-        *_VIEW_TYPES,
-        MemoryView,  # context/memory: an attempt's journaled view (ADR 0027)
-    }
-)
-
-#: Types generated code may write items or attributes into.
-MUTABLE_TYPES: frozenset[type] = frozenset(
-    {
-        dict,
-        list,
-        set,
-        bytearray,
-        collections.deque,
-        collections.Counter,
-        collections.OrderedDict,
-        collections.defaultdict,
-        MemoryView,
-        SandboxContext,  # the attempt's own decimal context (ADR 0048)
-    }
-)
-
-# Modules (and their C accelerators) whose classes' instances expose public attributes.
-# Never "builtins": module objects, functions, code objects, frames and cells all claim it;
-# the few builtin types that are trusted are listed by type below.
-_TRUSTED_TYPE_MODULES = frozenset(
-    {
-        "collections",
-        "datetime",
-        "decimal",
-        "fractions",
-        "re",
-        "json",
-        "json.decoder",
-        "xml.etree.ElementTree",
-        "io",
-        "_io",
-        "csv",
-        "_csv",
-        "hashlib",
-        "_hashlib",
-        "uuid",
-        "statistics",
-        "string",
-        "textwrap",
-        "difflib",
-        "calendar",  # ADR 0048: text widths capped in the served TextCalendar
-        "zoneinfo",
-        "random",
-        "functools",
-        "html.parser",
-        "time",
-        "urllib.parse",
-        "itertools",
-        "heapq",
-        "numbers",
-    }
-)
-# Builtin types (``__module__ == "builtins"``) whose instances expose their public attributes;
-# builtin exceptions are trusted by a separate test.
-_TRUSTED_BUILTIN_TYPES = frozenset({property, classmethod, staticmethod, memoryview})
-_DENIED_BY_TYPE: dict[type, frozenset[str]] = {
-    ElementTree.ElementTree: frozenset({"write", "parse", "write_c14n"}),
-    # A partial the host stored in memory may wrap anything; calling it is its purpose,
-    # unwrapping it is not.
-    functools.partial: frozenset({"func", "args", "keywords"}),
-    # The tz cache is shared by the process (ADR 0048).
-    zoneinfo.ZoneInfo: frozenset({"clear_cache"}),
-}
-# Exceptions raised by host code may point at host objects (AttributeError.obj is the object
-# whose attribute was missing: a real module, when a facade looked it up).
-_DENIED_EXCEPTION_ATTRIBUTES = frozenset({"obj"})
-
 
 def _owned(obj: object) -> bool:
     """The program made ``obj`` (or it is ``super()`` of an object the program made)."""
     if isinstance(obj, super):
         return is_sandbox_made(obj.__self__)  # type: ignore[attr-defined]
     return is_sandbox_made(obj)
-
-
-class SealedType:
-    """What ``type(x)`` returns for a host class: its name, and nothing that constructs one."""
-
-    __slots__ = ("__name__", "__qualname__", "_sealed")
-
-    def __init__(self, sealed: type) -> None:
-        self.__name__ = sealed.__name__
-        self.__qualname__ = sealed.__qualname__
-        self._sealed = sealed
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"{self.__name__} objects cannot be created by generated code")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, SealedType):
-            return self._sealed is other._sealed
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._sealed)
-
-    def __repr__(self) -> str:
-        return f"<class {self.__qualname__!r}>"
-
-
-def _exposable_class(cls: type) -> bool:
-    if cls in OPEN_TYPES or isinstance(cls, SandboxType) or is_namedtuple_class(cls):
-        return True
-    if cls is Outcome or (issubclass(cls, BaseException) and cls.__module__ == "builtins"):
-        return True
-    if hasattr(cls, "_sandbox_public_"):
-        return True
-    return cls.__module__ in _TRUSTED_TYPE_MODULES
-
-
-def type_of(obj: Any) -> Any:
-    """The sandbox's ``type()``: the one-argument form, with host classes sealed.
-
-    Classes are made with ``class`` statements; a metaclass (the type of a class) would make
-    them without the sandbox's checks, so ``type(SomeClass)`` is this function itself.
-    """
-    cls = number_class(type(obj))  # raw Decimal/Fraction -> checked stand-in (ADR 0022)
-    if issubclass(cls, type):
-        return SEALED_TYPE_OF
-    if cls is object or _exposable_class(cls):
-        return cls
-    if cls is SealedCallable:
-        return _SEALED_FUNCTION_TYPE
-    return SealedType(cls)
-
-
-type_of.__name__ = type_of.__qualname__ = "type"
-
-# What type() says of a runtime callable: a function, as it would of the original.
-_SEALED_FUNCTION_TYPE = SealedType(SealedCallable)
-_SEALED_FUNCTION_TYPE.__name__ = _SEALED_FUNCTION_TYPE.__qualname__ = "function"
-
-#: ``type`` as generated code holds it (also what ``type(SomeClass)`` returns).
-SEALED_TYPE_OF = SealedCallable(type_of, "type")
-
-
-def _trusted_class(cls: type) -> bool:
-    """Whether instances of ``cls`` (a host class) expose their public attributes."""
-    if cls.__module__ == "builtins":
-        return cls in _TRUSTED_BUILTIN_TYPES or issubclass(cls, BaseException)
-    return cls.__module__ in _TRUSTED_TYPE_MODULES
 
 
 _RUNTIME_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -358,7 +161,7 @@ class AttributePolicy:
         if isinstance(obj, super):
             if is_sandbox_made(obj.__self__):  # type: ignore[attr-defined]
                 return getattr(obj, name)
-        elif isinstance(obj, BaseException) and name in _DENIED_EXCEPTION_ATTRIBUTES:
+        elif isinstance(obj, BaseException) and name in DENIED_EXCEPTION_ATTRIBUTES:
             raise AttributeError(f"{kind.__name__}.{name} is not accessible in the sandbox")
         elif self._trusted_instance(kind, name):
             return self._instance_attribute(obj, name)
@@ -426,7 +229,7 @@ class AttributePolicy:
             )
         if isinstance(cls, SandboxType) or is_namedtuple_class(cls):
             return getattr(cls, name)
-        trusted = cls in OPEN_TYPES or _trusted_class(cls)
+        trusted = cls in OPEN_TYPES or trusted_class(cls)
         if not trusted:
             public: frozenset[str] = getattr(cls, "_sandbox_public_", frozenset())
             if name not in public:
@@ -440,7 +243,7 @@ class AttributePolicy:
         special = self._special.get(name)
         if special is not None and issubclass(cls, special[0]):
             return SealedCallable(functools.partial(_call_bound, special[1]), name)
-        if name in _DENIED_BY_TYPE.get(cls, frozenset()):
+        if name in DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
         value = getattr(cls, name)
         if name in REDIRECTED_DICT_METHODS and value is getattr(dict, name):
@@ -449,9 +252,9 @@ class AttributePolicy:
         return _runtime_sealed(_unshared(value))
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
-        if name in _DENIED_BY_TYPE.get(kind, frozenset()):
+        if name in DENIED_BY_TYPE.get(kind, frozenset()):
             raise AttributeError(f"{kind.__name__}.{name} is not available in the sandbox")
-        if not _trusted_class(kind):
+        if not trusted_class(kind):
             public: frozenset[str] = getattr(kind, "_sandbox_public_", frozenset())
             return name in public
         return True

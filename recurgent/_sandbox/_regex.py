@@ -26,8 +26,8 @@ from typing import Any
 
 import regex
 
+from recurgent._sandbox._checked_methods import checked_expand, checked_sub
 from recurgent._sandbox._limits import DeadlineExceeded, SizeLimitExceeded, enclosing_remaining
-from recurgent._sandbox._sizes import checked_expand, checked_sub
 
 __all__ = ["MAX_PATTERN_LENGTH", "MAX_UNROLLED", "Match", "Pattern", "module_names"]
 

@@ -1,10 +1,10 @@
-"""Size caps: the operator hooks and checked methods that keep one C call from running away.
+"""Operator size caps: the hooks for ``*``, ``**``, ``<<``, ``%``, ``op=`` and format specs.
 
 Compiled code sends ``*``, ``**``, ``<<``, ``%``, augmented assignment and format specs through
-the hooks here, and the attribute policy hands out checked versions of the few methods of plain
-types that can build a huge value from small arguments (``str.ljust``, ``int.to_bytes``,
-``re.Pattern.sub``, ...). A breach raises :class:`SizeLimitExceeded`, reported as
-``resource_limit`` (ADR 0012).
+the hooks here (installed by :func:`size_hooks`), and the builtins use the checked ``pow``,
+``round`` and ``format``. The checked methods of plain types (``str.ljust``, ``int.to_bytes``,
+``re.Pattern.sub``, ...) are in ``_checked_methods``. A breach raises
+:class:`SizeLimitExceeded`, reported as ``resource_limit`` (ADR 0012).
 
 Checks never trust what generated code can override: sizes come from ``_measure`` (read
 through the builtin base classes), an int operand is compared as ``int(x)``, and a str is
@@ -14,16 +14,14 @@ nothing.
 
 from __future__ import annotations
 
-import _string  # type: ignore[import-not-found]  # the helper string.Formatter uses
-import collections
 import fractions
 import operator
 import re
-import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-from recurgent._sandbox._limits import SizeLimitExceeded, TickingIterator
+from recurgent._sandbox._generators import GENERATOR_EXIT
+from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import (
     MAX_INT_BITS,
     MAX_ITEMS,
@@ -39,8 +37,8 @@ __all__ = [
     "MAX_MODPOW_WORK",
     "MAX_ROUND_DIGITS",
     "SIZED_DUNDERS",
-    "SafeFormatter",
     "check_bits",
+    "check_format_spec",
     "check_items",
     "checked_format",
     "checked_round",
@@ -48,7 +46,6 @@ __all__ = [
     "pow_",
     "size_hooks",
     "sized_dunder",
-    "special_methods",
     "true_length",
 ]
 
@@ -57,13 +54,8 @@ MAX_MODPOW_WORK = 2**26
 
 # round(x, n) of an int, Fraction or Decimal builds 10 ** abs(n): about 3.3 bits per digit.
 MAX_ROUND_DIGITS = MAX_INT_BITS * 3 // 10
-_EXACT_STR = frozenset({str})
 _WIDTH = re.compile(r"(\d+)")
 _PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
-_GROUP_REFERENCE = re.compile(r"\\(?:[1-9]|g<)")
-_GROUP_REFERENCE_BYTES = re.compile(rb"\\(?:[1-9]|g<)")
-
-Binder = Callable[[Any], Callable[..., Any]]
 
 
 def _repeat_count(sequence: Any, count: Any) -> None:
@@ -132,7 +124,7 @@ def _lshift_(a: Any, b: Any) -> Any:
     return a << b
 
 
-def _check_spec(spec: str) -> None:
+def check_format_spec(spec: str) -> None:
     for digits in _WIDTH.findall(spec):
         if len(digits) > 8 or int(digits) > MAX_ITEMS:
             raise SizeLimitExceeded(
@@ -154,13 +146,13 @@ def _check_percent(a: Any, b: Any) -> None:
             if part == "*":
                 stars += 1
             elif part:
-                _check_spec(part)
+                check_format_spec(part)
     # A tuple subclass may hide items from iteration; % reads its real items.
     values = tuple.__getitem__(b, slice(None)) if isinstance(b, tuple) else (b,)
     if stars:
         for value in values[: stars * 2]:
             if isinstance(value, int):  # a negative * width pads to the left
-                _check_spec(str(abs(int(value))))
+                check_format_spec(str(abs(int(value))))
     fields = template.count("%")
     if isinstance(b, dict):
         # Named fields may repeat one large value any number of times.
@@ -245,266 +237,27 @@ def _format_(value: Any, conversion: int, spec: str) -> str:
         value = repr(value)
     elif conversion == ord("a"):
         value = ascii(value)
-    _check_spec(spec)
+    check_format_spec(spec)
     return format(value, spec)
 
 
 def checked_format(value: Any, spec: str = "") -> str:
     """The sandbox's ``format()`` builtin: widths are capped."""
-    _check_spec(spec)
+    check_format_spec(spec)
     return format(value, spec)
 
 
 def size_hooks() -> dict[str, Any]:
-    """The operator hooks compiled code calls, by the names the policy emits."""
+    """The run-time names compiled code uses, by the names the policy emits.
+
+    The operator and format hooks, and the exception class rewritten generators catch (ADR 0060).
+    """
     return {
+        GENERATOR_EXIT: GeneratorExit,
         "_mul_": _mul_,
         "_pow_": pow_,
         "_lshift_": _lshift_,
         "_mod_": _mod_,
         "_inplace_": _inplace_,
         "_format_": _format_,
-    }
-
-
-class SafeFormatter(string.Formatter):
-    """``str.format`` that resolves ``{0.attr}`` through the sandbox attribute policy.
-
-    It also counts what it produces, so a template repeating one large argument many times
-    stops at the size cap instead of exhausting memory.
-    """
-
-    def __init__(self, getattr_guard: Callable[[Any, str], Any]) -> None:
-        self._getattr_guard = getattr_guard
-        self._produced = 0
-
-    def vformat(self, format_string: str, args: Any, kwargs: Any) -> str:
-        self._produced = len(format_string)
-        return super().vformat(format_string, args, kwargs)
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
-        first, rest = _string.formatter_field_name_split(field_name)
-        obj = self.get_value(first, args, kwargs)
-        for is_attribute, key in rest:
-            obj = self._getattr_guard(obj, key) if is_attribute else obj[key]
-        return obj, first
-
-    def format_field(self, value: Any, format_spec: str) -> Any:
-        _check_spec(format_spec)
-        text = format(value, format_spec)
-        self._produced += len(text)
-        check_items(self._produced, "str.format")
-        return text
-
-
-# ----------------------------------------------------------------------------- checked methods
-
-
-def _padding(method: str) -> Binder:
-    def bind(obj: Any) -> Callable[..., Any]:
-        def padded(width: int, *args: Any) -> Any:
-            check_items(int(width), f"str.{method}")
-            return getattr(obj, method)(width, *args)
-
-        return padded
-
-    return bind
-
-
-def _bind_expandtabs(obj: Any) -> Callable[..., Any]:
-    def expandtabs(tabsize: int = 8) -> Any:
-        check_items(true_length(obj) * max(int(tabsize), 1), "str.expandtabs")
-        return obj.expandtabs(tabsize)
-
-    return expandtabs
-
-
-def _text_base(obj: Any) -> Any:
-    return next(base for base in _TEXT if isinstance(obj, base))
-
-
-def _bind_replace(obj: Any) -> Callable[..., Any]:
-    def replace(old: Any, new: Any, count: int = -1) -> Any:
-        old_length, new_length = true_length(old), true_length(new)
-        if new_length > old_length:
-            length = true_length(obj)
-            occurrences = length + 1 if not old_length else _text_base(obj).count(obj, old)
-            if int(count) >= 0:
-                occurrences = min(occurrences, int(count))
-            check_items(length + occurrences * (new_length - old_length), "str.replace")
-        return obj.replace(old, new, count)
-
-    return replace
-
-
-def _joined_length(separator: Any, items: list[Any]) -> int:
-    total = true_length(separator) * (len(items) - 1)
-    if isinstance(separator, str) and {*map(type, items)} <= _EXACT_STR:
-        # The common case at C speed: len() of an exact str is its real length.
-        return total + sum(map(len, items))
-    if isinstance(separator, str):
-        return total + sum(true_length(item) for item in items if isinstance(item, str))
-    # bytes.join takes any buffer; nbytes is its real size (len() of a cast memoryview is not).
-    return total + sum(memoryview(item).nbytes for item in items if _is_buffer(item))
-
-
-def _is_buffer(item: Any) -> bool:
-    try:
-        memoryview(item).release()
-    except TypeError:  # join refuses it
-        return False
-    return True
-
-
-def _bind_join(obj: Any) -> Callable[..., Any]:
-    def join(iterable: Iterable[Any]) -> Any:
-        # A list is joined as it is: no generated code runs between the check and the join
-        # (lengths are read through the builtin types), so it cannot change in between.
-        items = iterable if type(iterable) is list else list(iterable)
-        if items:
-            check_items(_joined_length(obj, items), "str.join")
-        return obj.join(items)
-
-    return join
-
-
-def _resolved_table(text: str, table: Any) -> dict[int, Any]:
-    """The entries of a translation table ``text`` uses, read once into a plain dict."""
-    resolved: dict[int, Any] = {}
-    for char in set(str.__str__(text)):
-        try:
-            resolved[ord(char)] = table[ord(char)]
-        except LookupError:  # str.translate leaves such a character as it is
-            pass
-    return resolved
-
-
-def _bind_translate(obj: Any) -> Callable[..., Any]:
-    def translate(table: Any) -> Any:
-        if isinstance(obj, str):
-            # A mapping that is not a plain dict could answer the check and translate()
-            # differently; translate() gets the entries the check measured.
-            if type(table) is not dict:
-                table = _resolved_table(obj, table)
-            longest = max((true_length(v) for v in table.values() if isinstance(v, str)), default=1)
-            check_items(true_length(obj) * longest, "str.translate")
-        return obj.translate(table)
-
-    return translate
-
-
-def _bind_to_bytes(obj: Any) -> Callable[..., Any]:
-    def to_bytes(length: int = 1, byteorder: str = "big", *, signed: bool = False) -> bytes:
-        check_items(int(length), "int.to_bytes")
-        return int.to_bytes(obj, length, byteorder, signed=signed)  # type: ignore[arg-type]
-
-    return to_bytes
-
-
-def _expansion_bound(template: Any, string_length: int) -> int:
-    pattern = _GROUP_REFERENCE if isinstance(template, str) else _GROUP_REFERENCE_BYTES
-    return len(template) + len(pattern.findall(template)) * string_length
-
-
-def checked_expand(match: Any, template: Any) -> Any:
-    """``Match.expand`` with the expansion's size checked first."""
-    check_items(_expansion_bound(template, len(match.string)), "re.Match.expand")
-    return match.expand(template)
-
-
-def checked_sub(
-    pattern: Any,
-    repl: Any,
-    text: Any,
-    count: int = 0,
-    *,
-    with_count: bool = False,
-    timeout: float | None = None,
-) -> Any:
-    """``Pattern.sub``/``subn`` that stops once the result would pass the size cap.
-
-    ``pattern`` is an ``re`` or ``regex`` pattern; ``timeout`` is passed on to a ``regex`` one.
-    """
-    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-    if isinstance(repl, str | bytes):
-        matches = len(text) + 1 if count <= 0 else min(count, len(text) + 1)
-        if len(text) + matches * _expansion_bound(repl, len(text)) <= MAX_ITEMS:
-            return (
-                pattern.subn(repl, text, count, **options)
-                if with_count
-                else pattern.sub(repl, text, count, **options)
-            )
-    budget = MAX_ITEMS - len(text)
-    backslash = "\\" if isinstance(repl, str) else b"\\"
-    literal = isinstance(repl, str | bytes) and backslash not in repl  # type: ignore[operator]
-
-    def expand(match: re.Match[Any]) -> Any:
-        if literal:
-            return repl
-        return repl(match) if callable(repl) else checked_expand(match, repl)
-
-    def replacement(match: re.Match[Any]) -> Any:
-        nonlocal budget
-        piece = expand(match)
-        budget -= len(piece)
-        if budget < 0:
-            check_items(MAX_ITEMS - budget, "re.sub")
-        return piece
-
-    return (
-        pattern.subn(replacement, text, count, **options)
-        if with_count
-        else pattern.sub(replacement, text, count, **options)
-    )
-
-
-def _bind_sub(obj: Any) -> Callable[..., Any]:
-    return lambda repl, string, count=0: checked_sub(obj, repl, string, count)
-
-
-def _bind_subn(obj: Any) -> Callable[..., Any]:
-    return lambda repl, string, count=0: checked_sub(obj, repl, string, count, with_count=True)
-
-
-def _bind_expand(obj: Any) -> Callable[..., Any]:
-    return lambda template: checked_expand(obj, template)
-
-
-_TEXT = (str, bytes, bytearray)
-
-
-def special_methods(
-    formatter: SafeFormatter, tick: Callable[[], bool]
-) -> dict[str, tuple[tuple[type, ...], Binder]]:
-    """Checked methods by name: ``name -> (receiver types, binder)``.
-
-    A binder takes the receiver and returns the callable generated code gets for
-    ``receiver.name``.
-    """
-
-    def bind_format(obj: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: formatter.vformat(obj, args, kwargs)
-
-    def bind_format_map(obj: Any) -> Callable[..., Any]:
-        return lambda mapping: formatter.vformat(obj, (), mapping)
-
-    def bind_elements(obj: Any) -> Callable[..., Any]:
-        return lambda: TickingIterator(obj.elements(), tick)
-
-    return {
-        "format": ((str,), bind_format),
-        "format_map": ((str,), bind_format_map),
-        "ljust": (_TEXT, _padding("ljust")),
-        "rjust": (_TEXT, _padding("rjust")),
-        "center": (_TEXT, _padding("center")),
-        "zfill": (_TEXT, _padding("zfill")),
-        "expandtabs": (_TEXT, _bind_expandtabs),
-        "replace": (_TEXT, _bind_replace),
-        "join": (_TEXT, _bind_join),
-        "translate": (_TEXT, _bind_translate),
-        "to_bytes": ((int,), _bind_to_bytes),
-        "sub": ((re.Pattern,), _bind_sub),
-        "subn": ((re.Pattern,), _bind_subn),
-        "expand": ((re.Match,), _bind_expand),
-        "elements": ((collections.Counter,), bind_elements),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recurgent._sandbox._policy import is_private_name
+from recurgent._sandbox._names import is_private_name
 from specs.sandbox.support import error_of, value_of
 
 

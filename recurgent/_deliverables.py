@@ -1,0 +1,327 @@
+"""Deliverables and the check of an ok value against one (ADR 0009, 0045).
+
+A deliverable is one of three things: the Ruby-style mapping (``type``, ``required``,
+``min_items``, ``constraints``), checked tolerantly by hand; a standard JSON Schema mapping,
+checked by :mod:`recurgent._json_schema`; or a Python type a pydantic ``TypeAdapter`` accepts (a
+model class, ``list[Headline]``, ``Literal[...]``), held as a :class:`TypedDeliverable` whose
+items are its JSON Schema and checked by pydantic in strict JSON mode, so a string where an
+integer is declared fails exactly as it would on the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic.errors import PydanticUserError
+
+from recurgent._json_schema import check_json_schema, is_json_schema, location, vet_json_schema
+from recurgent.errors import UsageError
+
+__all__ = [
+    "ContractCheck",
+    "TypedDeliverable",
+    "as_deliverable",
+    "shape_name",
+    "validate_deliverable",
+]
+
+_JSON_TYPES = {
+    "object": Mapping,
+    "array": list | tuple,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+}
+
+
+class TypedDeliverable(dict[str, Any]):
+    """A deliverable given as a Python type: its items are the type's JSON Schema.
+
+    It is a ``dict`` so prompts, logs and the registry see the schema; ``adapter`` validates
+    values and, for a top-level call, builds the typed value the caller gets.
+    """
+
+    __slots__ = ("adapter", "type_name")
+
+    def __init__(self, adapter: TypeAdapter[Any], type_name: str) -> None:
+        super().__init__(adapter.json_schema())
+        self.adapter = adapter
+        self.type_name = type_name
+
+
+def as_deliverable(value: Any) -> Any:
+    """A deliverable option as the runtime keeps it: a type becomes a :class:`TypedDeliverable`.
+
+    Raises:
+        UsageError: ``value`` is an object that is neither plain data nor a type pydantic can
+            validate (the message says what is accepted).
+    """
+    if value is None or isinstance(value, Mapping | str | list | tuple | int | float | bool):
+        if isinstance(value, Mapping) and is_json_schema(value):
+            vet_json_schema(value)
+        return value
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(value)
+        name = getattr(value, "__name__", None) or repr(value)
+        return TypedDeliverable(adapter, str(name))
+    except (PydanticUserError, TypeError, ValueError) as error:
+        raise UsageError(
+            f"deliverable must be a mapping (a JSON Schema or the type/required form) or a type "
+            f"pydantic can validate (a model class, list[Model], Literal[...]), got {value!r}: "
+            f"{error}"
+        ) from None
+
+
+def shape_name(value: Any) -> str:
+    """JSON-style name of a value's shape: object, array, string, integer, number, boolean, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _canonical_key(key: str) -> str:
+    """Fold the spellings a model may use for one key.
+
+    ``:pub_date``, ``pubDate``, ``PubDate``, ``pub-date`` and ``pub date`` all become
+    ``pub_date``; ``sourceURL`` and ``source_url`` both become ``source_url``.
+    """
+    key = key.strip().lstrip(":")
+    key = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", key)
+    return re.sub(r"[-\s_]+", "_", key).lower()
+
+
+def _find_key(value: Mapping[Any, Any], key: str) -> Any:
+    """The key of ``value`` that spells ``key`` (exactly, else tolerantly), or ``None``."""
+    if key in value:
+        return key
+    wanted = _canonical_key(key)
+    for candidate in value:
+        if _canonical_key(str(candidate)) == wanted:
+            return candidate
+    return None
+
+
+def _key_list(raw: Any) -> list[str]:
+    """``required`` as a list of key names (a single string names one key)."""
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list | tuple):
+        return []
+    return list(dict.fromkeys(str(k).strip() for k in raw if str(k).strip()))
+
+
+@dataclass(frozen=True, slots=True)
+class ContractCheck:
+    """Result of validating an ok value against a deliverable.
+
+    ``canonical_value`` is set when required keys were found under another spelling; it is the
+    value with the required spelling added, so the caller can read the key it asked for.
+    """
+
+    applied: bool
+    canonical_value: Any = None
+    typed_value: Any = None
+    passed: bool | None = None
+    mismatch: str | None = None
+    expected_keys: list[str] = field(default_factory=list)
+    actual_keys: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        """Metadata for a ``contract_violation`` outcome."""
+        return {
+            "mismatch": self.mismatch,
+            "expected_keys": self.expected_keys,
+            "actual_keys": self.actual_keys,
+            **self.details,
+        }
+
+
+def _min_items(raw: Any) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw if raw >= 0 else None
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return None
+
+
+def _type_matches(declared: str, value: Any) -> bool:
+    if declared == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if declared == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    expected = _JSON_TYPES.get(declared)
+    return True if expected is None else isinstance(value, expected)
+
+
+def _fail(mismatch: str, expected: list[str], value: Any, **details: Any) -> ContractCheck:
+    actual = [str(k) for k in value] if isinstance(value, Mapping) else []
+    return ContractCheck(
+        applied=True,
+        passed=False,
+        mismatch=mismatch,
+        expected_keys=expected,
+        actual_keys=actual,
+        details=details,
+    )
+
+
+def _check_properties(
+    deliverable: Mapping[str, Any], value: Mapping[str, Any]
+) -> ContractCheck | None:
+    constraints = deliverable.get("constraints")
+    properties = constraints.get("properties") if isinstance(constraints, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return None
+    for key, rule in properties.items():
+        found = _find_key(value, str(key))
+        if found is None or not isinstance(rule, Mapping):
+            continue
+        item = value[found]
+        declared = rule.get("type")
+        path = f"deliverable.constraints.properties.{key}"
+        if isinstance(declared, str) and not _type_matches(declared.strip().lower(), item):
+            return _fail(
+                "property_type_mismatch",
+                [str(key)],
+                value,
+                constraint_path=f"{path}.type",
+                expected_shape=declared.strip().lower(),
+                actual_shape=shape_name(item),
+            )
+        minimum = _min_items(rule.get("min_items"))
+        if minimum is not None and (not isinstance(item, list | tuple) or len(item) < minimum):
+            return _fail(
+                "min_items_violation",
+                [str(key)],
+                value,
+                constraint_path=f"{path}.min_items",
+                expected_shape="array",
+                actual_shape=shape_name(item),
+                expected_min_items=minimum,
+                actual_items=len(item) if isinstance(item, list | tuple) else None,
+            )
+    return None
+
+
+def _check_typed(deliverable: TypedDeliverable, value: Any) -> ContractCheck:
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+        typed = deliverable.adapter.validate_json(encoded, strict=True)
+    except (TypeError, ValueError) as error:
+        if not isinstance(error, ValidationError):
+            return _fail("schema_violation", [], value, validator_message=str(error)[:400])
+        first = error.errors(include_url=False)[0]
+        return _fail(
+            "schema_violation",
+            [],
+            value,
+            validator_path=location(first.get("loc", ())),
+            validator_message=str(first.get("msg", ""))[:400],
+            expected_type=deliverable.type_name,
+        )
+    return ContractCheck(applied=True, passed=True, typed_value=typed)
+
+
+def validate_deliverable(
+    deliverable: Any, value: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> ContractCheck:
+    """Check an ok value against a contract's ``deliverable``.
+
+    A :class:`TypedDeliverable` is validated by pydantic (strict, as JSON); a JSON Schema mapping
+    by ``jsonschema`` after the tolerant key checks below. The Ruby-style form supports ``type``
+    (every JSON type), ``required`` keys of objects, ``min_items`` of arrays and
+    ``constraints.properties.<key>.{type,min_items}``. A deliverable that is not a mapping, or
+    has no recognised ``type``, is not enforced.
+    """
+    if isinstance(deliverable, TypedDeliverable):
+        return _check_typed(deliverable, value)
+    if not isinstance(deliverable, Mapping):
+        return ContractCheck(applied=False)
+    check = _check_shape(deliverable, value, args, kwargs)
+    if check.passed and is_json_schema(deliverable):
+        checked = check.canonical_value if check.canonical_value is not None else value
+        problem = check_json_schema(deliverable, checked)
+        if problem is not None:
+            mismatch, details = problem
+            return _fail(mismatch, [], checked, **details)
+    return check
+
+
+def _check_shape(
+    deliverable: Mapping[str, Any], value: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> ContractCheck:
+    if args and args[0] is None and not kwargs and isinstance(value, Mapping | list) and not value:
+        return _fail(
+            "nil_required_input", [], value, expected_shape="non_null_input", actual_shape="null"
+        )
+    declared = deliverable.get("type")
+    kind = declared.strip().lower() if isinstance(declared, str) else None
+    required = _key_list(deliverable.get("required"))
+    if kind is None and required:
+        kind = "object"
+    if kind is None or kind not in (*_JSON_TYPES, "integer", "number"):
+        return ContractCheck(applied=True, passed=True)
+    if not _type_matches(kind, value):
+        return _fail(
+            "type_mismatch", required, value, expected_shape=kind, actual_shape=shape_name(value)
+        )
+    if kind == "object":
+        aliases = {key: _find_key(value, key) for key in required if key not in value}
+        missing = [key for key, found in aliases.items() if found is None]
+        if missing:
+            return _fail(
+                "missing_required_key",
+                required,
+                value,
+                expected_shape="object",
+                actual_shape="object",
+                missing_keys=missing,
+            )
+        canonical = {**value, **{key: value[found] for key, found in aliases.items()}}
+        problem = _check_properties(deliverable, canonical)
+        if problem is not None:
+            return problem
+        return ContractCheck(
+            applied=True,
+            passed=True,
+            expected_keys=required,
+            actual_keys=[str(k) for k in value],
+            canonical_value=canonical if aliases else None,
+        )
+    if kind == "array":
+        constraints = deliverable.get("constraints")
+        minimum = _min_items(deliverable.get("min_items"))
+        if minimum is None and isinstance(constraints, Mapping):
+            minimum = _min_items(constraints.get("min_items"))
+        if minimum is not None and len(value) < minimum:
+            return _fail(
+                "min_items_violation",
+                [],
+                value,
+                constraint_path="deliverable.min_items",
+                expected_shape="array",
+                actual_shape="array",
+                expected_min_items=minimum,
+                actual_items=len(value),
+            )
+    return ContractCheck(applied=True, passed=True)

@@ -1,0 +1,191 @@
+"""JSON Schema deliverables checked in the host: bounded size, timed patterns, no remote references.
+
+A deliverable given as a standard JSON Schema mapping is checked by ``jsonschema`` (this module
+is its only importer). The schema may come from generated code (a child's deliverable) and is
+checked in the host, so its size is bounded when the contract is made, its ``pattern`` and
+``patternProperties`` run on the ``regex`` engine with a timeout (red-team finding F4:
+``^(a+)+$`` held the host for 15 s), and a remote ``$ref`` is never fetched (ADR 0050).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.exceptions
+import regex
+
+from recurgent.errors import UsageError
+
+__all__ = [
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_NODES",
+    "SchemaProblem",
+    "check_json_schema",
+    "is_json_schema",
+    "location",
+    "vet_json_schema",
+]
+
+MAX_SCHEMA_NODES = 5_000
+MAX_SCHEMA_DEPTH = 40
+_PATTERN_SECONDS = 0.5
+
+#: ``(mismatch, details)`` of a value a schema refuses, as the contract check reports it.
+SchemaProblem = tuple[str, dict[str, Any]]
+
+# Keywords that make a deliverable mapping a JSON Schema (the Ruby-style keys are `type`,
+# `required`, `min_items` and `constraints`).
+_JSON_SCHEMA_KEYWORDS = frozenset(
+    {
+        "$schema",
+        "$ref",
+        "$defs",
+        "properties",
+        "items",
+        "prefixItems",
+        "enum",
+        "const",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "pattern",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "oneOf",
+        "anyOf",
+        "allOf",
+        "not",
+        "format",
+    }
+)
+
+
+def is_json_schema(deliverable: Mapping[str, Any]) -> bool:
+    """True when a deliverable mapping uses any JSON Schema keyword."""
+    return any(key in _JSON_SCHEMA_KEYWORDS for key in deliverable)
+
+
+def vet_json_schema(schema: Mapping[str, Any]) -> None:
+    """Refuse a schema too big to check safely, or one that is not valid JSON Schema.
+
+    Raises:
+        UsageError: the schema is too big or invalid (the message says which).
+    """
+    too_big = _schema_size_problem(schema)
+    if too_big is not None:
+        raise UsageError(f"deliverable JSON Schema is refused: {too_big}")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise UsageError(f"deliverable is not a valid JSON Schema: {error.message}") from None
+
+
+def location(path: Sequence[Any]) -> str:
+    """A validator path as dotted text, ``(root)`` for the value itself."""
+    return ".".join(str(part) for part in path) or "(root)"
+
+
+def check_json_schema(schema: Mapping[str, Any], value: Any) -> SchemaProblem | None:
+    """Why ``value`` does not satisfy ``schema``, or ``None`` when it does."""
+    validator_class = _bounded(jsonschema.validators.validator_for(schema))
+    validator = validator_class(schema, registry=_OFFLINE_REFERENCES)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except referencing.exceptions.Unresolvable as unresolvable:
+        return "unresolvable_reference", {
+            "validator_message": "$ref cannot be resolved (remote references are never fetched): "
+            f"{str(getattr(unresolvable, 'ref', ''))[:200]}"
+        }
+    if error is None:
+        return None
+    return "schema_violation", {
+        "validator_path": location(error.absolute_path),
+        "validator_message": error.message[:400],
+        "schema_path": location(error.absolute_schema_path),
+    }
+
+
+def _refuse_retrieval(uri: str) -> referencing.Resource[Any]:
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+# jsonschema's default registry fetches a remote "$ref" over HTTP from the host, outside the
+# sandbox's network policy; a deliverable may come from generated code (delegate options).
+_OFFLINE_REFERENCES: referencing.Registry[Any] = referencing.Registry(
+    retrieve=_refuse_retrieval,  # type: ignore[call-arg]
+)
+
+
+def _schema_size_problem(schema: Any) -> str | None:
+    """Why a schema is too big to check safely (shared parts count once per use), or ``None``."""
+    budget = MAX_SCHEMA_NODES
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"it has more than {MAX_SCHEMA_NODES} nodes (shared parts counted per use)"
+        if depth > MAX_SCHEMA_DEPTH:
+            return f"it is nested more than {MAX_SCHEMA_DEPTH} levels deep"
+        if isinstance(node, Mapping):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend((child, depth + 1) for child in node)
+    return None
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return regex.search(pattern, text, timeout=_PATTERN_SECONDS) is not None
+    except regex.error as error:
+        raise jsonschema.ValidationError(f"pattern {pattern[:80]!r} is invalid: {error}") from None
+    except TimeoutError:
+        raise jsonschema.ValidationError(
+            f"pattern {pattern[:80]!r} took longer than {_PATTERN_SECONDS:g}s on this value"
+        ) from None
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "string") or not isinstance(pattern, str):
+        return
+    try:
+        matched = _search(pattern, instance)
+    except jsonschema.ValidationError as error:
+        yield error
+        return
+    if not matched:
+        yield jsonschema.ValidationError(f"{instance[:80]!r} does not match {pattern[:80]!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
+        return
+    for pattern, subschema in patterns.items():
+        for key, item in instance.items():
+            try:
+                matched = _search(str(pattern), str(key))
+            except jsonschema.ValidationError as error:
+                yield error
+                return
+            if matched:
+                yield from validator.descend(item, subschema, path=key, schema_path=pattern)
+
+
+@functools.cache
+def _bounded(validator_class: Any) -> Any:
+    return jsonschema.validators.extend(
+        validator_class, {"pattern": _pattern, "patternProperties": _pattern_properties}
+    )

@@ -1,0 +1,238 @@
+"""Checked stand-ins for standard-library functions that write text or compare sequences (ADR 0012).
+
+``json``, ``pprint``, ``textwrap``, ``string.Template``, ``unicodedata``, ``re`` (through the
+deadline-bounded engine), ``ElementTree.indent`` and ``difflib``: given small arguments each can
+build a huge text (an indent of 10**7, a row shared 10**4 times) or run a long loop that never
+ticks. They check sizes first and raise :class:`SizeLimitExceeded`; within the caps they behave
+exactly like the originals. Their caps are listed in ``_stdlib.SIZE_CAPS`` with the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import pprint
+import string
+import textwrap
+import unicodedata
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from recurgent._sandbox._limits import SizeLimitExceeded
+from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
+from recurgent._sandbox._regex import module_names as regex_module_names
+
+__all__ = [
+    "DIFFLIB_NAMES",
+    "MAX_DIFF_WORK",
+    "MAX_INDENT",
+    "MAX_WRAP_TEXT",
+    "CheckedTemplate",
+    "checked_element_indent",
+    "difflib_overrides",
+    "json_overrides",
+    "pprint_overrides",
+    "re_overrides",
+    "textwrap_overrides",
+    "unicodedata_overrides",
+]
+
+MAX_INDENT = 100
+#: Longest text textwrap.wrap/fill/shorten take: their pure-Python loop never ticks.
+MAX_WRAP_TEXT = 200_000
+MAX_DIFF_WORK = 10_000_000
+_NFKD_EXPANSION = 18  # the longest decomposition of one code point
+
+
+def _check_indent(indent: Any, what: str) -> None:
+    width = len(indent) if isinstance(indent, str) else indent
+    if isinstance(width, int) and width > MAX_INDENT:
+        raise SizeLimitExceeded(f"{what} indent {width} exceeds the sandbox limit of {MAX_INDENT}")
+
+
+def _checked_dumps(obj: Any, *, indent: Any = None, separators: Any = None, **kwargs: Any) -> str:
+    _check_indent(indent, "json.dumps()")
+    # Always encoded in pieces and counted: the same row shared 10**4 times
+    # (`[[0] * 10**4] * 10**4`) is a small object whose output is 2 * 10**8 characters, and
+    # indents and long separators multiply the output too (red-team finding F6).
+    encoder_class = kwargs.pop("cls", None) or json.JSONEncoder
+    encoder = encoder_class(indent=indent, separators=separators, **kwargs)
+    produced = 0
+    pieces: list[str] = []
+    for piece in encoder.iterencode(obj):
+        produced += len(piece)
+        if produced > MAX_ITEMS:
+            check_items(produced, "json.dumps()")
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def _checked_dump(obj: Any, fp: Any, **kwargs: Any) -> None:
+    fp.write(_checked_dumps(obj, **kwargs))
+
+
+def json_overrides() -> dict[str, Any]:
+    """Checked ``json`` functions."""
+    return {"dumps": _checked_dumps, "dump": _checked_dump}
+
+
+def _checked_pformat(obj: Any, indent: int = 1, width: int = 80, **kwargs: Any) -> str:
+    _check_indent(indent, "pprint.pformat()")
+    return pprint.pformat(obj, indent=indent, width=width, **kwargs)
+
+
+def pprint_overrides() -> dict[str, Any]:
+    """Checked ``pprint`` functions."""
+    return {"pformat": _checked_pformat}
+
+
+def _checked_indent(text: str, prefix: str, predicate: Any = None) -> str:
+    lines = str.count(text, "\n") + 1 if isinstance(text, str) else 1
+    check_items(true_length(text) + lines * true_length(prefix), "textwrap.indent()")
+    return textwrap.indent(text, prefix, predicate)
+
+
+def _wrapping(function: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(text: str, width: int = 70, **kwargs: Any) -> Any:
+        parts = [
+            kwargs.get(name, "") for name in ("initial_indent", "subsequent_indent", "placeholder")
+        ]
+        indents = sum(true_length(p) if isinstance(p, str) else len(str(p)) for p in parts)
+        check_items(true_length(text) * (1 + indents), f"textwrap.{function.__name__}()")
+        length = true_length(text)
+        if length > MAX_WRAP_TEXT:
+            # textwrap is pure Python that never ticks: about 2 us a character (F7).
+            raise SizeLimitExceeded(
+                f"textwrap.{function.__name__}() of {length} characters exceeds the sandbox "
+                f"limit of {MAX_WRAP_TEXT}"
+            )
+        return function(text, width, **kwargs)
+
+    checked.__name__ = function.__name__
+    return checked
+
+
+def checked_element_indent(tree: Any, space: Any = "  ", level: Any = 0) -> None:
+    """``ElementTree.indent`` with its ``level * space`` indentation capped."""
+    if isinstance(level, int) and isinstance(space, str):
+        check_items(true_length(space) * (int.__index__(level) + 1), "ElementTree.indent()")
+    ElementTree.indent(tree, space, level)
+
+
+def textwrap_overrides() -> dict[str, Any]:
+    """Checked ``textwrap`` functions."""
+    return {
+        "indent": _checked_indent,
+        "wrap": _wrapping(textwrap.wrap),
+        "fill": _wrapping(textwrap.fill),
+    }
+
+
+class CheckedTemplate(string.Template):
+    """``string.Template`` whose substitution checks the result's size first."""
+
+    def _check(self, mapping: Any, kwargs: Mapping[str, Any]) -> None:
+        values = {**(mapping or {}), **kwargs} if isinstance(mapping, Mapping) else dict(kwargs)
+        fields = len(self.pattern.findall(self.template))
+        longest = max((len(str(value)) for value in values.values()), default=0)
+        check_items(len(self.template) + fields * longest, "Template.substitute()")
+
+    def substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
+        """``Template.substitute`` with the result's size checked."""
+        self._check(mapping, kwargs)
+        return super().substitute(mapping or {}, **kwargs)
+
+    def safe_substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
+        """``Template.safe_substitute`` with the result's size checked."""
+        self._check(mapping, kwargs)
+        return super().safe_substitute(mapping or {}, **kwargs)
+
+
+CheckedTemplate.__module__ = "string"
+CheckedTemplate.__qualname__ = CheckedTemplate.__name__ = "Template"
+
+
+def _checked_normalize(form: Any, text: str) -> str:
+    check_items(len(text) * _NFKD_EXPANSION // 4, "unicodedata.normalize()")
+    return unicodedata.normalize(form, text)
+
+
+def unicodedata_overrides() -> dict[str, Any]:
+    """Checked ``unicodedata`` functions."""
+    return {"normalize": _checked_normalize}
+
+
+def re_overrides() -> dict[str, Any]:
+    """``re`` served through the deadline-bounded ``regex`` engine (see ``_regex``)."""
+    return regex_module_names()
+
+
+# ----------------------------------------------------------------------------- difflib
+
+
+def _check_diff(a: Any, b: Any, what: str) -> None:
+    work = max(len(a), 1) * max(len(b), 1)
+    if work > MAX_DIFF_WORK:
+        raise SizeLimitExceeded(
+            f"{what} on inputs of {len(a)} and {len(b)} items exceeds the sandbox limit "
+            f"({MAX_DIFF_WORK} item pairs)"
+        )
+
+
+class _CheckedSequenceMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]
+    """``difflib.SequenceMatcher`` refusing inputs whose comparison would take too long."""
+
+    def set_seq1(self, a: Any) -> None:
+        _check_diff(a, getattr(self, "b", None) or (), "SequenceMatcher")
+        super().set_seq1(a)
+
+    def set_seq2(self, b: Any) -> None:
+        _check_diff(getattr(self, "a", None) or (), b, "SequenceMatcher")
+        super().set_seq2(b)
+
+
+_CheckedSequenceMatcher.__module__ = "difflib"
+_CheckedSequenceMatcher.__qualname__ = _CheckedSequenceMatcher.__name__ = "SequenceMatcher"
+
+
+def _diffing(function: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_diff(a, b, f"difflib.{function.__name__}()")
+        return function(a, b, *args, **kwargs)
+
+    checked.__name__ = function.__name__
+    return checked
+
+
+def _checked_close_matches(word: Any, possibilities: Any, *args: Any, **kwargs: Any) -> Any:
+    possibilities = list(possibilities)
+    longest = max((len(p) for p in possibilities), default=0)
+    _check_diff(possibilities, range(max(len(word), 1) * max(longest, 1)), "get_close_matches()")
+    return difflib.get_close_matches(word, possibilities, *args, **kwargs)
+
+
+#: The ``difflib`` names exposed (Differ and HtmlDiff are left out: their cost is quadratic in
+#: both lines and characters).
+DIFFLIB_NAMES = frozenset(
+    {
+        "SequenceMatcher",
+        "unified_diff",
+        "context_diff",
+        "ndiff",
+        "get_close_matches",
+        "IS_LINE_JUNK",
+        "IS_CHARACTER_JUNK",
+    }
+)
+
+
+def difflib_overrides() -> dict[str, Any]:
+    """Checked ``difflib`` functions."""
+    return {
+        "SequenceMatcher": _CheckedSequenceMatcher,
+        "unified_diff": _diffing(difflib.unified_diff),
+        "context_diff": _diffing(difflib.context_diff),
+        "ndiff": _diffing(difflib.ndiff),
+        "get_close_matches": _checked_close_matches,
+    }
