@@ -12,6 +12,7 @@ back into the table and the first failure per file is warned about once.
 from __future__ import annotations
 
 import atexit
+import multiprocessing.util
 import os
 import sys
 import threading
@@ -221,4 +222,12 @@ def _flush_at_exit() -> None:
         pass
 
 
+def _flush_at_child_exit(_table: object) -> None:
+    # A child forked by multiprocessing ends with os._exit (no atexit) after running
+    # multiprocessing's finalizers (registered after it clears the parent's): one of them
+    # writes the child's own counts.
+    multiprocessing.util.Finalize(None, _flush_at_exit, exitpriority=0)
+
+
 atexit.register(_flush_at_exit)
+multiprocessing.util.register_after_fork(RUNS, _flush_at_child_exit)

@@ -221,6 +221,49 @@ def test_a_forked_child_never_writes_the_parent_s_counts(tmp_path: Path) -> None
     assert (child.exitcode, after_child, _counts(store.root)) == (0, (3, 3), (6, 6))
 
 
+def _record_without_flush(root: str) -> None:
+    store = _store(Path(root))
+    for _ in range(3):
+        store.record_call(call(source="persisted"))
+
+
+@pytest.mark.slow
+def test_a_multiprocessing_child_writes_its_counts_when_it_ends(tmp_path: Path) -> None:
+    """A fork child that never flushes (it ends with os._exit, no atexit) still counts."""
+    store = _store(tmp_path / "store")
+    store.record_call(call())
+    child = multiprocessing.get_context("fork").Process(
+        target=_record_without_flush, args=(str(store.root),)
+    )
+    child.start()
+    child.join()
+
+    assert (child.exitcode, _counts(store.root)) == (0, (4, 4))
+
+
+def _touch_fifty(root: str) -> None:
+    store = _store(Path(root))
+    for _ in range(50):
+        store.touch_tool("shared", "run", ok=True)
+
+
+@pytest.mark.slow
+def test_eight_processes_times_fifty_batched_uses_lose_no_count(tmp_path: Path) -> None:
+    """8 processes x 50 batched tool uses, each written when its process ends: 400 counted."""
+    store = _store(tmp_path / "store")
+    store.register_tool("shared", {"purpose": "count"})
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_touch_fifty, args=(str(store.root),)) for _ in range(8)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+
+    entry = store.registry_entries()["shared"]
+    assert [process.exitcode for process in processes] == [0] * 8
+    assert (entry["usage_count"], entry["success_count"]) == (400, 400)
+
+
 _EXIT_SCRIPT = """
 import sys
 from pathlib import Path
