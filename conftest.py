@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from recurgent import providers
+from recurgent._store import flush as store_flush
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +32,8 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", False)
     yield
+    # Counter changes still waiting in this process belong to this test's store (ADR 0055).
+    store_flush()
 
 
 @pytest.fixture

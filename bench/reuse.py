@@ -6,9 +6,10 @@ program, in one process and on a temporary tool store:
 * **requests per call**: ``--calls`` calls of one method with different arguments, once with
   persistence off (``toolstore_root=None``: every call asks the provider) and once on a store
   (the first call generates, the others run the stored program);
-* **persisted call**: the whole ``agent.method(x)`` of a stored program (lookup, checksum,
-  validation, sandbox, history, the artifact update written atomically, no log file), best of
-  ``--repeats``;
+* **persisted call**: the whole ``agent.method(x)`` of a stored program (lookup of the cached
+  artifact and checksum, validation, sandbox, history, its counters folded into the batch
+  written about once a second, no log file), best of ``--repeats``; **sustained**: the mean of
+  ``--sustained`` calls in a row, which includes the batched artifact writes (ADR 0055);
 * **sandbox**: the same program compiled once and run by a fresh ``ExecutionSandbox``, as
   ``bench/sandbox.py`` times it; **plain**: ``exec`` of the same body in a plain function.
 
@@ -128,12 +129,21 @@ class Row:
     fresh: float
     stored: float
     persisted: float
+    sustained: float
     generated: float
     sandbox: float
     plain: float
 
 
-def _measure(program: Program, root: Path, repeats: int) -> tuple[Row, list[str]]:
+def _mean(run: Callable[[], Any], calls: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for _ in range(calls):
+        run()
+    return (time.perf_counter() - start) / calls
+
+
+def _measure(program: Program, root: Path, repeats: int, sustained: int) -> tuple[Row, list[str]]:
     problems: list[str] = []
     fresh = _requests_per_call(program, None)
     stored = _requests_per_call(program, root)
@@ -141,6 +151,7 @@ def _measure(program: Program, root: Path, repeats: int) -> tuple[Row, list[str]
     agent = Agent("bench", provider=provider, log=False, toolstore_root=root)
     arg = program.inputs[-1]
     persisted_s, persisted_value = _best(lambda: agent.run(arg).value, repeats)
+    sustained_s = _mean(lambda: agent.run(arg).value, sustained)
     # The same dynamic call with persistence off and a provider that answers at once: what a
     # call costs around the program, without the store.
     instant = Agent(
@@ -159,23 +170,31 @@ def _measure(program: Program, root: Path, repeats: int) -> tuple[Row, list[str]
         persisted_value = sandbox_value
     if not persisted_value == sandbox_value == plain_value:
         problems.append(f"{program.name}: the three ways disagree")
-    row = Row(program.name, fresh, stored, persisted_s, generated_s, sandbox_s, plain_s)
+    row = Row(
+        program.name, fresh, stored, persisted_s, sustained_s, generated_s, sandbox_s, plain_s
+    )
     return row, problems
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="timed runs per way (best kept)")
+    parser.add_argument(
+        "--sustained", type=int, default=1000, help="persisted calls in a row for the mean"
+    )
     options = parser.parse_args(argv)
     rows: list[Row] = []
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="recurgent-bench-") as tmp:
         for index, program in enumerate(PROGRAMS):
-            row, found = _measure(program, Path(tmp) / f"store-{index}", options.repeats)
+            row, found = _measure(
+                program, Path(tmp) / f"store-{index}", options.repeats, options.sustained
+            )
             rows.append(row)
             problems.extend(found)
     print(
-        f"{'program':<22} {'req/call':>17} {'persisted ms':>13} {'no-store ms':>12}"
+        f"{'program':<22} {'req/call':>17} {'persisted ms':>13} {'sustained':>10}"
+        f" {'no-store ms':>12}"
         f" {'sandbox ms':>11}"
         f" {'ratio':>6} {'plain ms':>9} {'ratio':>7}"
     )
@@ -183,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         print(
             f"{row.name:<22} {row.fresh:>7.2f} {row.stored:>9.3f} {row.persisted * 1000:>13.3f}"
+            f" {row.sustained * 1000:>10.3f}"
             f" {row.generated * 1000:>12.3f} {row.sandbox * 1000:>11.3f} {row.persisted / row.sandbox:>6.2f}"
             f" {row.plain * 1000:>9.3f} {row.persisted / row.plain:>7.1f}"
         )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, SupportsIndex
 
 from recurgent._contracts import CONTRACT_FIELDS, infer_intent_signature
-from recurgent._journal import writable
+from recurgent._journal import after_commit, writable
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
@@ -92,6 +92,8 @@ class _Internals:
     # Tools this agent materialized, by name: tool(name) hands back the same child, so the
     # memory a tool keeps (handle.x = v, its own programs' writes) is there at its next call.
     children: dict[str, tuple[str, Agent]] = field(default_factory=dict)
+    # Children whose registration reached registry.json (only once an attempt committed it).
+    stored_tools: set[str] = field(default_factory=set)
     workers: LaneSlot | None = None
 
 
@@ -527,9 +529,34 @@ class Agent:
         return True
 
     def _touch_stored_tool(self, name: str, method: str, ok: bool) -> None:
+        """Count a call through a registered tool on disk once the attempt that made it commits,
+        as its count in memory does (ADR 0056)."""
         store = self._agent.store
-        if store is not None:
+        if store is None:
+            return
+
+        def touch() -> None:
             store.touch_tool(name, method, ok=ok)
+
+        if not after_commit(self._agent.memory, touch):
+            touch()
+
+    def _store_registration(self, name: str, child: Agent, *, refresh: bool) -> None:
+        """Register ``name`` in registry.json when the current attempt commits (at once outside
+        an attempt); a rolled-back attempt leaves no registration behind (ADR 0056). Without
+        ``refresh`` a tool this agent already registered is not written again."""
+        internals = self._agent
+        store = internals.store
+        if store is None or (not refresh and name in internals.stored_tools):
+            return
+        contract = child._agent.options.contract
+
+        def register() -> None:
+            if store.register_tool(name, contract).written:
+                internals.stored_tools.add(name)
+
+        if not after_commit(internals.memory, register):
+            register()
 
     @staticmethod
     def _child_key(options: Mapping[str, Any]) -> str:
@@ -544,10 +571,10 @@ class Agent:
             return None
         child = kept[1]
         register_tool(writable(self._agent.memory), name, child._agent.options.contract)
+        # The attempt that made it may have been rolled back before its registration was written.
+        self._store_registration(name, child, refresh=False)
         return child
 
     def _keep_child(self, name: str, options: Mapping[str, Any], child: Agent) -> None:
-        internals = self._agent
-        internals.children[name] = (self._child_key(options), child)
-        if internals.store is not None:
-            internals.store.register_tool(name, child._agent.options.contract)
+        self._agent.children[name] = (self._child_key(options), child)
+        self._store_registration(name, child, refresh=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -127,9 +128,18 @@ def _fetches(node: ast.AST) -> bool:
     return False
 
 
+# A program's tree is parsed once and only read afterwards, and a stored program's tree is the
+# same object for every persisted call: its walk (most of a trivial call's guardrail cost) is
+# done once per tree (ADR 0054). Weak keys: a tree no program holds any more is forgotten.
+_FETCHES: weakref.WeakKeyDictionary[ast.AST, bool] = weakref.WeakKeyDictionary()
+
+
 def is_external_fetch(tree: ast.AST) -> bool:
     """Whether a program fetches external data: HTTP modules, ``urlopen``, or a ``*fetch*`` tool."""
-    return any(_fetches(node) for node in ast.walk(tree))
+    known = _FETCHES.get(tree)
+    if known is None:
+        known = _FETCHES[tree] = any(_fetches(node) for node in ast.walk(tree))
+    return known
 
 
 def _own_names(tree: ast.AST) -> tuple[set[str], set[str]]:

@@ -44,6 +44,7 @@ __all__ = [
     "Patch",
     "Rebuild",
     "Writes",
+    "after_commit",
     "apply_plain",
     "redirect_unbound",
     "writable",
@@ -145,14 +146,16 @@ class Writes:
     set: dict[str, Any] = field(default_factory=dict)
     delete: list[str] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)
+    after: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        """True when the attempt changed nothing."""
-        return not (self.set or self.delete or self.patches)
+        """True when the attempt changed nothing and left nothing to run at commit."""
+        return not (self.set or self.delete or self.patches or self.after)
 
     def apply(self, memory: dict[str, Any]) -> None:
-        """Commit: write everything into ``memory`` and the containers it holds, in place.
+        """Commit: write everything into ``memory`` and the containers it holds, in place,
+        then run the attempt's :func:`after_commit` actions in order.
 
         The caller holds the agent's memory lock; cost is proportional to the writes.
         """
@@ -161,6 +164,8 @@ class Writes:
         for key in self.delete:
             memory.pop(key, None)
         memory.update(self.set)
+        for action in self.after:
+            action()
 
     def as_plain(self) -> dict[str, Any]:
         """The writes as plain data (for a worker process to send back over a pipe)."""
@@ -340,6 +345,20 @@ def writable(memory: dict[str, Any]) -> dict[str, Any]:
     return memory
 
 
+def after_commit(memory: dict[str, Any], action: Callable[[], None]) -> bool:
+    """Run ``action`` when the attempt now writing ``memory`` commits, never if it is rolled
+    back; False when no attempt of that memory is active here (the caller acts at once).
+
+    For effects outside memory that must follow the attempt (a tool registered on disk).
+    ``action`` runs under the agent's memory lock and must not raise.
+    """
+    for owner, view in reversed(_ACTIVE.get()):
+        if owner == id(memory):
+            view._journal._after.append(action)
+            return True
+    return False
+
+
 def redirect_unbound(name: str, method: Any) -> Any:
     """``dict.<name>`` as generated code gets it: on a view, the view's own method runs.
 
@@ -370,7 +389,7 @@ class Journal:
         memory: The agent's live memory dict.
     """
 
-    __slots__ = ("_base", "_copied", "_copies", "_keep", "_memory", "_originals", "view")
+    __slots__ = ("_after", "_base", "_copied", "_copies", "_keep", "_memory", "_originals", "view")
 
     def __init__(self, memory: dict[str, Any]) -> None:
         self._memory = memory
@@ -384,6 +403,7 @@ class Journal:
         self._originals: dict[int, Any] = {}  # id(copy) -> original
         self._copied: list[_Copied] = []
         self._keep: list[Any] = []  # originals of immutable copies, so their ids stay unique
+        self._after: list[Callable[[], None]] = []  # after_commit actions
 
     def discard(self) -> None:
         """Rollback: forget everything the attempt did (memory was never written)."""
@@ -392,6 +412,7 @@ class Journal:
         self._originals.clear()
         self._copied.clear()
         self._keep.clear()
+        self._after.clear()
 
     def activate(self) -> contextvars.Token[tuple[tuple[int, MemoryView], ...]]:
         """Route host writes to this agent's memory, made in this context, into the view."""
@@ -537,6 +558,7 @@ class Journal:
             patch = self._patch(entry, rebuild, resolve)
             if patch is not None:
                 writes.patches.append(patch)
+        writes.after.extend(self._after)
         return writes
 
     def _patch(

@@ -8,6 +8,7 @@ for a damaged or unwritable store (a store problem must not break a call).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from recurgent._store import _pending
 from recurgent._store._artifacts import (
     ArtifactRecord,
     CallRecord,
@@ -26,10 +28,17 @@ from recurgent._store._artifacts import (
     record_cacheability,
     reuse_verdict,
 )
+from recurgent._store._batch import RunsDelta, UsesDelta, apply_runs, apply_uses, batchable
+from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
-from recurgent._store._paths import artifact_path, default_root
-from recurgent._store._registry import load_tools, merge_known_tools, register, touch
+from recurgent._store._paths import artifact_path, default_root, registry_path
+from recurgent._store._registry import (
+    load_tools,
+    merge_known_tools,
+    merge_registration,
+    update_tools,
+)
 from recurgent._values import utc_timestamp
 
 __all__ = [
@@ -44,6 +53,7 @@ __all__ = [
     "classify",
     "contract_fingerprint",
     "default_root",
+    "flush",
     "record_cacheability",
 ]
 
@@ -95,8 +105,33 @@ def _parse(loaded: Loaded) -> ArtifactRecord | None:
         return None
 
 
+def _clone(value: Any) -> Any:
+    # Registry entries are JSON: a copy per reader, so memory never shares the cached lists.
+    if type(value) is dict:
+        return {key: _clone(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_clone(item) for item in value]
+    return value
+
+
+#: Parsed artifacts and registry tools of this process, valid while their file is unchanged.
+_ARTIFACTS: IdentityCache[ArtifactRecord] = IdentityCache()
+_REGISTRIES: IdentityCache[dict[str, dict[str, Any]]] = IdentityCache()
+
+
+def flush() -> int:
+    """Write every counter change of this process still waiting (all roots); how many files
+    were written. Never raises (a failed write is warned about once and kept for later)."""
+    return _pending.flush()
+
+
 class Store:
     """One tool store root.
+
+    Reads are cached per process while the file is unchanged (ADR 0054). Counters of persisted
+    runs that answered and of tool uses are written in batches (ADR 0055): a reader in this
+    process sees them on disk after :meth:`flush`, after any other write to the same file, or
+    about a second later at the next call; a reader in another process sees them then too.
 
     Args:
         root: The store directory (created on first write, mode 0700).
@@ -113,6 +148,10 @@ class Store:
     def _now(self) -> str:
         return utc_timestamp(self._clock())
 
+    def flush(self) -> int:
+        """Write every waiting counter change of this process (see :func:`flush`)."""
+        return flush()
+
     # ----------------------------------------------------------------- artifacts
 
     def lookup(
@@ -121,9 +160,20 @@ class Store:
         """The artifact for ``role.method`` and whether it may run now.
 
         A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
-        checksum does not match its code are moved aside and never run.
+        checksum does not match its code are moved aside and never run. The record returned may
+        be shared with later lookups in this process: read it, never change it.
         """
         path = artifact_path(self.root, role, method)
+        cached = _ARTIFACTS.get(path)
+        if cached is not None:
+            # The checksum is verified on every use, not only when the file was read: cheap
+            # (one sha256 of the code), and a record changed in memory can never run.
+            verdict = reuse_verdict(
+                cached, contract_fingerprint=contract_fingerprint, runtime_version=runtime_version
+            )
+            if verdict != "checksum_mismatch":
+                return Lookup(cached, verdict or "hit", path)
+            _ARTIFACTS.drop(path)
         loaded = read_json(path, now=self._clock())
         if loaded.state != "ok":
             reason = {"unsupported": "unsupported_schema"}.get(loaded.state, loaded.state)
@@ -141,17 +191,24 @@ class Store:
         if verdict == "checksum_mismatch":
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
             return Lookup(record, verdict, path, moved)
+        _ARTIFACTS.put(path, loaded.identity, record)
         return Lookup(record, verdict or "hit", path)
 
     def record_call(self, call: CallRecord) -> WriteResult:
-        """Fold one finished call that ran code into its artifact (atomic, under its lock).
+        """Fold one finished call that ran code into its artifact.
 
-        An artifact with another schema version or of another runtime is left untouched. A
-        persisted run's update (counters only, same code) skips fsync: it is written after
-        every call, and losing one to a power cut loses a count, never a program.
+        A persisted run that answered only changes counters: it waits in this process's table
+        (``deferred``, ADR 0055). Every other call (a failure, a repair, a new program) is
+        written at once, atomically under the file's lock, carrying the runs waiting for the
+        same file. An artifact with another schema version or of another runtime is left
+        untouched. A counters-only write skips fsync: losing it to a power cut loses counts,
+        never a program.
         """
         path = artifact_path(self.root, call.role, call.method)
         now = self._now()
+        if batchable(call):
+            return self._defer_run(path, call, now)
+        waiting = _pending.RUNS.take(path)
         refused: list[str] = []
 
         def change(loaded: Loaded) -> dict[str, Any] | None:
@@ -163,6 +220,8 @@ class Store:
                 record = _parse(loaded)
                 if record is None:
                     quarantine(path, expected=loaded.raw, now=self._clock())
+            if record is not None and waiting is not None:
+                apply_runs(record, waiting)
             # The record was parsed from the file a moment ago and nothing else holds it.
             return apply_call(record, call, now=now, in_place=True).to_json()
 
@@ -175,17 +234,49 @@ class Store:
                 durable=call.source != "persisted",
             )
         except (OSError, ValueError) as error:
+            if waiting is not None:
+                _pending.RUNS.put_back(path, self.root, waiting)
             return WriteResult(False, f"error: {type(error).__name__}: {error}")
         if refused:
             return WriteResult(False, refused[0])
         return WriteResult(updated.written, updated.skipped, updated.quarantined_to)
 
+    def _defer_run(self, path: Path, call: CallRecord, now: str) -> WriteResult:
+        digest = checksum(call.code)
+        replaced: list[RunsDelta] = []
+
+        def add(delta: RunsDelta) -> RunsDelta:
+            if delta.digest != digest:
+                # Runs of other code wait here (another process replaced the program between
+                # two of ours): they are written on their own, then this code's runs start.
+                replaced.append(delta)
+                delta = RunsDelta.start(call, now)
+            delta.add(call, now)
+            return delta
+
+        due = _pending.RUNS.fold(path, self.root, lambda: RunsDelta.start(call, now), add)
+        for delta in replaced:
+            with contextlib.suppress(OSError, ValueError):
+                _pending.write_runs(path, self.root, delta)
+        if due:
+            _pending.flush_due()
+        return WriteResult(False, "deferred")
+
     # ----------------------------------------------------------------- registry
 
-    def registry_entries(self) -> dict[str, dict[str, Any]]:
-        """Every registered tool's entry (empty when the registry is missing or unusable)."""
-        tools, _ = load_tools(self.root)
+    def _tools(self) -> dict[str, dict[str, Any]]:
+        """The registered tools as read (cached; shared: never hand these out)."""
+        path = registry_path(self.root)
+        tools = _REGISTRIES.get(path)
+        if tools is None:
+            tools, loaded = load_tools(self.root)
+            _REGISTRIES.put(path, loaded.identity if loaded.state == "ok" else None, tools)
         return tools
+
+    def registry_entries(self) -> dict[str, dict[str, Any]]:
+        """Every registered tool's entry (empty when the registry is missing or unusable); a
+        fresh copy the caller may change."""
+        return {name: _clone(entry) for name, entry in self._tools().items()}
 
     def known_tools(self, in_memory: Mapping[str, Any] | None) -> dict[str, Any]:
         """The registry an agent should see: persisted tools merged with ``in_memory`` (its
@@ -193,15 +284,44 @@ class Store:
         return merge_known_tools(self.registry_entries(), in_memory)
 
     def register_tool(self, name: str, contract: Mapping[str, Any] | None) -> WriteResult:
-        """Record (or refresh) a delegated tool with its contract."""
-        return self._write(lambda: register(self.root, name, contract, now=self._now()))
+        """Record (or refresh) a delegated tool with its contract, at once (carrying the tool
+        uses waiting for the registry)."""
+        path = registry_path(self.root)
+        waiting = _pending.USES.take(path)
+        now = self._now()
+
+        def edit(tools: dict[str, Any]) -> bool:
+            if waiting is not None:
+                for tool, delta in waiting.items():
+                    current = tools.get(tool)
+                    if isinstance(current, dict):
+                        tools[tool] = apply_uses(current, delta)
+            current = tools.get(name)
+            tools[name] = merge_registration(
+                current if isinstance(current, dict) else None, contract, now=now
+            )
+            return True
+
+        result = self._write(lambda: update_tools(self.root, edit))
+        if result.reason is not None and result.reason.startswith("error:") and waiting:
+            _pending.USES.put_back(path, self.root, waiting)
+        return result
 
     def touch_tool(self, name: str, method: str, *, ok: bool) -> WriteResult:
-        """Count one call a registered tool served; ``not_registered`` for other names."""
-        result = self._write(lambda: touch(self.root, name, method, ok, now=self._now()))
-        if not result.written and result.reason == "no_change":
+        """Count one call a registered tool served (``deferred``: written in a batch, ADR
+        0055); ``not_registered`` for other names, which are never counted."""
+        if name not in self._tools():
             return WriteResult(False, "not_registered")
-        return result
+        now = self._now()
+
+        def add(deltas: dict[str, UsesDelta]) -> dict[str, UsesDelta]:
+            deltas.setdefault(name, UsesDelta()).add(method, ok, now)
+            return deltas
+
+        due = _pending.USES.fold(registry_path(self.root), self.root, dict, add)
+        if due:
+            _pending.flush_due()
+        return WriteResult(False, "deferred")
 
     def _write(self, action: Callable[[], Any]) -> WriteResult:
         try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recurgent._store._cacheability import Cacheability, legacy_cacheable
 
@@ -22,15 +22,19 @@ __all__ = [
     "HISTORY_LIMIT",
     "RUNTIME_TAG",
     "SCORECARD_LIMIT",
+    "SESSIONS_KEPT",
+    "WINDOW_KEPT",
     "ArtifactRecord",
     "CallRecord",
     "FailedAttempt",
     "HistoryEntry",
     "Scorecard",
+    "WindowEntry",
     "apply_call",
     "checksum",
     "contract_fingerprint",
     "is_degraded",
+    "parse_record",
     "record_cacheability",
     "reuse_verdict",
 ]
@@ -41,8 +45,9 @@ RUNTIME_TAG = "python"
 HISTORY_LIMIT = 3
 #: Per-version scorecards kept (the most recently updated); Ruby keeps them all.
 SCORECARD_LIMIT = 8
-_WINDOW = 20
-_SESSIONS = 200
+#: Calls kept in a scorecard's recent window, and distinct sessions (trace ids) it remembers.
+WINDOW_KEPT = 20
+SESSIONS_KEPT = 200
 _MESSAGE_CHARS = 400
 
 ProgramSource = Literal["generated", "persisted", "repaired"]
@@ -156,6 +161,17 @@ class ArtifactRecord(_Model):
     def to_json(self) -> dict[str, Any]:
         """The plain object written to disk."""
         return self.model_dump(mode="json")
+
+
+def parse_record(data: Mapping[str, Any] | None) -> ArtifactRecord | None:
+    """The artifact in a store file's object; ``None`` when there is none, it is another
+    runtime's, or its fields do not validate."""
+    if data is None or data.get("runtime") != RUNTIME_TAG:
+        return None
+    try:
+        return ArtifactRecord.model_validate(data)
+    except ValidationError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,10 +300,10 @@ def _update_scorecard(record: ArtifactRecord, call: CallRecord, digest: str, now
     elif call.contract_passed is False:
         card.contract_fail_count += 1
     if call.trace_id and call.trace_id not in card.sessions:
-        card.sessions = [*card.sessions, call.trace_id][-_SESSIONS:]
+        card.sessions = [*card.sessions, call.trace_id][-SESSIONS_KEPT:]
     status = "ok" if call.result == "ok" else "error"
     entry = WindowEntry(status=status, error_type=call.error_type, at=now)
-    card.short_window = [*card.short_window, entry][-_WINDOW:]
+    card.short_window = [*card.short_window, entry][-WINDOW_KEPT:]
     card.last_outcome_status = status
     card.updated_at = now
     # Re-inserted last, so dict order is least recently used first.

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from recurgent._store import _pending
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
 from recurgent._store._files import locked, read_json
 from recurgent._store._paths import (
@@ -394,6 +395,8 @@ def main(
         return exit_request.code if isinstance(exit_request.code, int) else 2
     root = args.root.expanduser() if args.root is not None else default_root()
     moment = now or datetime.datetime.now(datetime.UTC)
+    # Run inside a process that made calls, the command sees (and prunes) its counts too.
+    _pending.flush()
     try:
         if args.command == "list":
             return _cmd_list(args, root, out)

@@ -24,11 +24,13 @@ import filelock
 __all__ = [
     "LOCK_TIMEOUT_SECONDS",
     "SCHEMA_VERSION",
+    "Identity",
     "LoadState",
     "Loaded",
     "Updated",
     "encode_json",
     "ensure_private_dir",
+    "identity_of",
     "locked",
     "quarantine",
     "read_json",
@@ -50,6 +52,22 @@ _DIR_MODE = 0o700
 _FILE_MODE = 0o600
 
 LoadState = Literal["missing", "ok", "corrupt", "unsupported", "unreadable"]
+#: Which file version was read: ``(st_dev, st_ino, st_mtime_ns, st_size)``. Every store write
+#: renames a new file into place (a new inode), so a read cache keyed by it sees every write.
+Identity = tuple[int, int, int, int]
+
+
+def _identity(status: os.stat_result) -> Identity:
+    return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
+
+
+def identity_of(path: Path) -> Identity | None:
+    """The identity of the file now at ``path`` (``None`` when there is none or it cannot be
+    stat'ed): one ``stat`` call, for a cache to decide whether its copy is still current."""
+    try:
+        return _identity(os.stat(path))
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +83,8 @@ class Loaded:
         detail: Why it is not ``ok``, for messages.
         quarantined_to: Where a corrupt file was moved, when it was.
         raw: The bytes read, when the file could be read.
+        identity: The identity of the file the bytes came from (taken from the open file, so
+            a cache never pairs one version's bytes with another version's identity).
     """
 
     state: LoadState
@@ -72,6 +92,7 @@ class Loaded:
     detail: str | None = None
     quarantined_to: Path | None = None
     raw: bytes | None = None
+    identity: Identity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +271,7 @@ def read_json(
     ``unsupported`` and left untouched.
     """
     try:
-        raw = path.read_bytes()
+        raw, identity = _read(path)
     except FileNotFoundError:
         return Loaded("missing")
     except OSError as error:
@@ -265,14 +286,29 @@ def read_json(
             detail = f"top level is {type(data).__name__}"
     if detail is not None:
         moved = quarantine(path, expected=raw, now=now) if quarantine_corrupt else None
-        return Loaded("corrupt", detail=detail, quarantined_to=moved, raw=raw)
+        return Loaded("corrupt", detail=detail, quarantined_to=moved, raw=raw, identity=identity)
     if not supported_schema(data):
         return Loaded(
             "unsupported",
             detail=f"schema_version {data.get('schema_version')!r} is not 1",
             raw=raw,
+            identity=identity,
         )
-    return Loaded("ok", data=data, raw=raw)
+    return Loaded("ok", data=data, raw=raw, identity=identity)
+
+
+def _read(path: Path) -> tuple[bytes, Identity]:
+    # fstat of the descriptor read from: a rename over the path between the stat and the read
+    # cannot pair the old bytes with the new file's identity.
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        status = os.fstat(descriptor)
+        chunks: list[bytes] = []
+        while chunk := os.read(descriptor, max(status.st_size, 1 << 16)):
+            chunks.append(chunk)
+        return b"".join(chunks), _identity(status)
+    finally:
+        os.close(descriptor)
 
 
 def update_json(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -67,8 +68,13 @@ def role_dir(root: Path, role: str) -> Path:
     return artifacts_dir(root) / safe_segment(role)
 
 
+@functools.lru_cache(maxsize=1024)
 def artifact_path(root: Path, role: str, method: str) -> Path:
-    """``<root>/artifacts/<seg(role)>/<seg(method)>.json``."""
+    """``<root>/artifacts/<seg(role)>/<seg(method)>.json``.
+
+    Computed once per (root, role, method) in a process: every call asks for it, and the
+    hashing and path joins cost more than the rest of a cached lookup.
+    """
     return role_dir(root, role) / f"{safe_segment(method)}.json"
 
 

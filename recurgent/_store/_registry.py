@@ -28,9 +28,11 @@ __all__ = [
     "merge_known_tools",
     "merge_registration",
     "merge_usage",
+    "merge_uses",
     "register",
     "remove_tools",
     "touch",
+    "update_tools",
 ]
 
 INTENT_SIGNATURES_KEPT = 6
@@ -122,11 +124,23 @@ def merge_known_tools(
 def merge_usage(entry: Mapping[str, Any], method: str, ok: bool, *, now: str) -> dict[str, Any]:
     """The entry after one call the tool served: counts +1, and the method recorded when it
     answered (a failed call does not advertise a method)."""
+    if ok:
+        return merge_uses(entry, successes=1, failures=0, methods=[method], now=now)
+    return merge_uses(entry, successes=0, failures=1, methods=[], now=now)
+
+
+def merge_uses(
+    entry: Mapping[str, Any], *, successes: int, failures: int, methods: list[str], now: str
+) -> dict[str, Any]:
+    """The entry after several calls the tool served (``methods``: those that answered)."""
     merged = dict(entry)
-    merged["usage_count"] = _count(merged, "usage_count") + 1
-    counter = "success_count" if ok else "failure_count"
-    merged[counter] = _count(merged, counter) + 1
-    merged["methods"] = _union(merged.get("methods"), [method] if ok else [])
+    merged["usage_count"] = _count(merged, "usage_count") + successes + failures
+    # Only the counters these calls move are rewritten (a malformed other one stays as found).
+    if successes:
+        merged["success_count"] = _count(merged, "success_count") + successes
+    if failures:
+        merged["failure_count"] = _count(merged, "failure_count") + failures
+    merged["methods"] = _union(merged.get("methods"), methods)
     merged["last_used_at"] = now
     return merged
 
@@ -142,7 +156,9 @@ def _tools_of(loaded: Loaded, path: Path) -> tuple[dict[str, Any], dict[str, Any
     return data, dict(tools)
 
 
-def _update(root: Path, edit: Callable[[dict[str, Any]], bool]) -> Updated:
+def update_tools(root: Path, edit: Callable[[dict[str, Any]], bool]) -> Updated:
+    """Change the registered tools under the registry's lock; ``edit`` changes ``tools`` in
+    place and says whether it changed anything (nothing is written otherwise)."""
     path = registry_path(root)
 
     def change(loaded: Loaded) -> dict[str, Any] | None:
@@ -181,7 +197,7 @@ def register(root: Path, name: str, contract: Mapping[str, Any] | None, *, now: 
         )
         return True
 
-    return _update(root, edit)
+    return update_tools(root, edit)
 
 
 def touch(root: Path, name: str, method: str, ok: bool, *, now: str) -> Updated:
@@ -194,7 +210,7 @@ def touch(root: Path, name: str, method: str, ok: bool, *, now: str) -> Updated:
         tools[name] = merge_usage(current, method, ok, now=now)
         return True
 
-    return _update(root, edit)
+    return update_tools(root, edit)
 
 
 def remove_tools(root: Path, names: list[str]) -> Updated:
@@ -204,4 +220,4 @@ def remove_tools(root: Path, names: list[str]) -> Updated:
         removed = [name for name in names if tools.pop(name, None) is not None]
         return bool(removed)
 
-    return _update(root, edit)
+    return update_tools(root, edit)

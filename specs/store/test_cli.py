@@ -78,6 +78,20 @@ class TestList:
             ("web_fetcher", 1, 1)
         ]
 
+    def test_counts_still_waiting_in_this_process_are_listed(self, root: Path) -> None:
+        """Two persisted runs not yet written: list (run in the same process) flushes first."""
+        store = Store(root, clock=lambda: NEW)
+        store.record_call(call(source="persisted"))
+        store.record_call(call(source="persisted"))
+
+        data = _json("list", "--root", str(root))
+
+        assert [(a["method"], a["success_count"]) for a in data["artifacts"]] == [
+            ("add", 1),
+            ("answer", 3),
+            ("fetch", 0),
+        ]
+
     def test_text_table(self, root: Path) -> None:
         """The human form is a table with one row per artifact."""
         code, out, _ = _run("list", "--root", str(root))

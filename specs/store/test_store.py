@@ -175,7 +175,8 @@ def test_registry_round_trip(tmp_path: Path) -> None:
     """register_tool, touch_tool and registry_entries work together."""
     store = _store(tmp_path)
     assert store.register_tool("web_fetcher", {"purpose": "fetch"}).written
-    assert store.touch_tool("web_fetcher", "fetch", ok=True).written
+    assert store.touch_tool("web_fetcher", "fetch", ok=True).reason == "deferred"
+    store.flush()
 
     entry = store.registry_entries()["web_fetcher"]
     assert (entry["purpose"], entry["methods"], entry["usage_count"]) == ("fetch", ["fetch"], 1)
@@ -187,6 +188,7 @@ def test_known_tools_merges_disk_and_memory(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.register_tool("rss_parser", {"purpose": "parse feeds"})
     store.touch_tool("rss_parser", "parse", ok=True)
+    store.flush()
 
     known = store.known_tools({"web_fetcher": {"purpose": "fetch"}})
 
@@ -214,6 +216,9 @@ def _record_fifty(root: Path) -> None:
     store = Store(root, clock=frozen)
     for _ in range(50):
         store.record_call(call(source="persisted"))
+        # A multiprocessing child ends with os._exit (no atexit): write each count as it comes,
+        # so the two processes really contend for the file.
+        store.flush()
 
 
 @pytest.mark.slow

@@ -1,0 +1,214 @@
+"""Counter changes that wait to be written: persisted runs and tool uses folded into deltas (ADR 0055).
+
+A persisted program that answers again changes only counters of its artifact (counts, its
+scorecard, sessions, the recent window, ``last_used_at``); a call through a registered tool
+changes only that tool's usage counts. Both fold into small deltas here, and a delta folds into
+the record read from disk under its lock, giving the same record as writing each call at once.
+Every function is pure; the process-wide table that holds deltas is :mod:`._pending`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from recurgent._store._artifacts import (
+    SCORECARD_LIMIT,
+    SESSIONS_KEPT,
+    WINDOW_KEPT,
+    ArtifactRecord,
+    CallRecord,
+    Scorecard,
+    WindowEntry,
+    checksum,
+)
+from recurgent._store._registry import merge_uses
+
+__all__ = ["RunsDelta", "UsesDelta", "apply_runs", "apply_uses", "batchable"]
+
+
+def batchable(call: CallRecord) -> bool:
+    """Whether the call may wait: a persisted run (the stored code, unchanged) that answered.
+
+    Failures, repairs and generations are written at once, so degradation and repair decisions
+    (here and in other processes) always see every failure and every new program.
+    """
+    return call.source == "persisted" and call.result != "failure"
+
+
+@dataclass(slots=True)
+class RunsDelta:
+    """Persisted runs of one artifact that answered, not yet written.
+
+    Attributes:
+        digest: The checksum of the code that ran (the same for every run folded in).
+        latest: The last run (its metadata is what a write of it would have recorded).
+        first_at, last_at: The first and last runs' timestamps.
+        runs, domain_errors: How many answered, and how many of those were domain errors.
+        contract_passed, contract_failed: Deliverable checks among them.
+        sessions: Trace ids in order of first appearance (at most the scorecard's limit).
+        window: The newest recent-window entries as ``(status, error_type, at)`` (at most
+            the scorecard's window).
+        duration_ms: The last known duration.
+    """
+
+    digest: str
+    latest: CallRecord
+    first_at: str
+    last_at: str
+    runs: int = 0
+    domain_errors: int = 0
+    contract_passed: int = 0
+    contract_failed: int = 0
+    sessions: list[str] = field(default_factory=list)
+    window: list[tuple[str, str | None, str]] = field(default_factory=list)
+    duration_ms: float | None = None
+
+    @classmethod
+    def start(cls, call: CallRecord, now: str) -> RunsDelta:
+        """An empty delta for runs of ``call``'s code; :meth:`add` the call next."""
+        return cls(digest=checksum(call.code), latest=call, first_at=now, last_at=now)
+
+    def add(self, call: CallRecord, now: str) -> None:
+        """Fold one more run of the same code."""
+        self.latest = call
+        self.last_at = now
+        self.runs += 1
+        if call.result == "domain_error":
+            self.domain_errors += 1
+        if call.contract_passed is True:
+            self.contract_passed += 1
+        elif call.contract_passed is False:
+            self.contract_failed += 1
+        if call.trace_id and call.trace_id not in self.sessions:
+            self.sessions.append(call.trace_id)
+            del self.sessions[:-SESSIONS_KEPT]
+        # Plain tuples: made into window entries only when written (once per batch).
+        status = "ok" if call.result == "ok" else "error"
+        self.window.append((status, call.error_type, now))
+        del self.window[:-WINDOW_KEPT]
+        if call.duration_ms is not None:
+            self.duration_ms = call.duration_ms
+
+    def merge(self, later: RunsDelta) -> RunsDelta:
+        """This delta followed by ``later`` (for a flush that failed and is put back)."""
+        if later.digest != self.digest:
+            return later  # the code changed meanwhile: the older runs counted another version
+        self.latest, self.last_at = later.latest, later.last_at
+        self.runs += later.runs
+        self.domain_errors += later.domain_errors
+        self.contract_passed += later.contract_passed
+        self.contract_failed += later.contract_failed
+        for trace in later.sessions:
+            if trace not in self.sessions:
+                self.sessions.append(trace)
+        del self.sessions[:-SESSIONS_KEPT]
+        self.window = [*self.window, *later.window][-WINDOW_KEPT:]
+        if later.duration_ms is not None:
+            self.duration_ms = later.duration_ms
+        return self
+
+
+def _fold_card(record: ArtifactRecord, delta: RunsDelta, *, create: bool) -> None:
+    card = record.scorecards.pop(delta.digest, None)
+    if card is None:
+        if not create:
+            return
+        card = Scorecard(artifact_checksum=delta.digest, created_at=delta.first_at)
+    card.calls += delta.runs
+    card.successes += delta.runs
+    card.domain_errors += delta.domain_errors
+    card.contract_pass_count += delta.contract_passed
+    card.contract_fail_count += delta.contract_failed
+    sessions = list(card.sessions)
+    for trace in delta.sessions:
+        if trace not in sessions:
+            sessions = [*sessions, trace][-SESSIONS_KEPT:]
+    card.sessions = sessions
+    entries = [WindowEntry(status=s, error_type=e, at=at) for s, e, at in delta.window]
+    card.short_window = [*card.short_window, *entries][-WINDOW_KEPT:]
+    if entries:
+        card.last_outcome_status = entries[-1].status
+    card.updated_at = delta.last_at
+    # Re-inserted last, so dict order stays least recently used first.
+    record.scorecards[delta.digest] = card
+    while len(record.scorecards) > SCORECARD_LIMIT:
+        del record.scorecards[next(iter(record.scorecards))]
+
+
+def apply_runs(record: ArtifactRecord, delta: RunsDelta) -> ArtifactRecord:
+    """Fold ``delta`` into ``record`` (in place; the caller owns it) and return it.
+
+    When the record still holds the code that ran, the result equals folding each run with
+    :func:`~recurgent._store._artifacts.apply_call`. When another process replaced the code
+    meanwhile, the runs still count (totals, and the old version's scorecard if it is kept),
+    but the newer code and its metadata stay: a stale counter never brings old code back.
+    """
+    if delta.runs == 0:
+        return record
+    same_code = record.code_checksum == delta.digest and record.code.strip() != ""
+    if same_code:
+        call = delta.latest
+        record.role = call.role
+        record.dependencies = [dict(d) for d in call.dependencies]
+        record.contract_fingerprint = call.contract_fingerprint
+        record.prompt_version = call.prompt_version
+        record.runtime_version = call.runtime_version
+        record.model = call.model
+        record.cacheable = call.cacheability.cacheable
+        record.cacheability_reason = call.cacheability.reason
+        record.input_sensitive = call.cacheability.input_sensitive
+        record.last_program_source = call.source
+        record.created_at = record.created_at or delta.first_at
+        if delta.duration_ms is not None:
+            record.last_duration_ms = round(delta.duration_ms, 1)
+    _fold_card(record, delta, create=same_code)
+    record.success_count += delta.runs
+    record.domain_error_count += delta.domain_errors
+    total = record.success_count + record.failure_count
+    record.recent_failure_rate = round(record.failure_count / total, 4) if total else 0.0
+    record.last_used_at = max(record.last_used_at or "", delta.last_at)
+    return record
+
+
+@dataclass(slots=True)
+class UsesDelta:
+    """Calls one registered tool served, not yet written to ``registry.json``."""
+
+    successes: int = 0
+    failures: int = 0
+    methods: list[str] = field(default_factory=list)
+    last_at: str = ""
+
+    def add(self, method: str, ok: bool, now: str) -> None:
+        """Count one call (a failed one does not advertise its method)."""
+        if ok:
+            self.successes += 1
+            if method not in self.methods:
+                self.methods.append(method)
+        else:
+            self.failures += 1
+        self.last_at = max(self.last_at, now)
+
+    def merge(self, later: UsesDelta) -> UsesDelta:
+        """This delta followed by ``later``."""
+        self.successes += later.successes
+        self.failures += later.failures
+        self.methods.extend(m for m in later.methods if m not in self.methods)
+        self.last_at = max(self.last_at, later.last_at)
+        return self
+
+
+def apply_uses(entry: Mapping[str, Any], delta: UsesDelta) -> dict[str, Any]:
+    """The registry entry after the calls in ``delta`` (what one merge per call would give)."""
+    # Another process may have recorded a later use meanwhile: the newest stamp stays.
+    recorded = entry.get("last_used_at")
+    now = max(recorded, delta.last_at) if isinstance(recorded, str) else delta.last_at
+    return merge_uses(
+        entry,
+        successes=delta.successes,
+        failures=delta.failures,
+        methods=list(delta.methods),
+        now=now,
+    )

@@ -1,0 +1,233 @@
+"""The process-wide table of counter changes not yet written, and when they are (ADR 0055).
+
+Persisted runs that answered and tool uses wait here as deltas (:mod:`._batch`), one per file,
+and are written merge-on-write under the file's lock: with the next write-through of the same
+file (the store takes the file's delta into that write), when the oldest waiting change is
+older than :data:`FLUSH_AFTER_SECONDS` (checked when a call adds to the table), on
+:func:`flush`, and at interpreter exit. A forked child starts with an empty table, so a count is
+never written by both parent and child. A failed deferred write never raises: the delta goes
+back into the table and the first failure per file is warned about once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing.util
+import os
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from recurgent._store._artifacts import parse_record
+from recurgent._store._batch import RunsDelta, UsesDelta, apply_runs, apply_uses
+from recurgent._store._files import Loaded, identity_of, update_json
+from recurgent._store._registry import update_tools
+
+__all__ = [
+    "FLUSH_AFTER_SECONDS",
+    "RUNS",
+    "USES",
+    "PendingTable",
+    "flush",
+    "flush_due",
+    "write_runs",
+    "write_uses",
+]
+
+#: The longest a waiting change stays unwritten while the process keeps making calls.
+FLUSH_AFTER_SECONDS = 1.0
+
+D = TypeVar("D", RunsDelta, dict[str, UsesDelta])
+Clock = Callable[[], float]
+
+
+@dataclass(slots=True)
+class _Entry(Generic[D]):
+    root: Path
+    delta: D
+    since: float
+
+
+class PendingTable(Generic[D]):
+    """Deltas waiting for one kind of file, keyed by the file's path.
+
+    Args:
+        write: Writes one delta into its file (merge-on-write, under the file's lock); it may
+            raise ``OSError`` or ``ValueError``, and the delta then goes back into the table.
+        merge: Combines a delta put back with one added since (older first).
+        clock: Monotonic seconds (tests advance it).
+    """
+
+    def __init__(
+        self,
+        write: Callable[[Path, Path, D], None],
+        merge: Callable[[D, D], D],
+        *,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._write: Callable[[Path, Path, D], None] = write
+        self._merge: Callable[[D, D], D] = merge
+        self._clock = clock
+        self._entries: dict[Path, _Entry[D]] = {}
+        self._lock = threading.Lock()
+        self._warned: set[Path] = set()
+        os.register_at_fork(after_in_child=self._forget_in_child)
+
+    def _forget_in_child(self) -> None:
+        # The parent writes its own changes; a child writing them too would count them twice.
+        self._lock = threading.Lock()
+        self._entries = {}
+
+    def fold(
+        self, path: Path, root: Path, start: Callable[[], D], change: Callable[[D], D]
+    ) -> bool:
+        """Add a change to the delta of ``path`` (``start`` makes a new one); True when some
+        change in the table has waited long enough to be written now."""
+        now = self._clock()
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None:
+                entry = self._entries[path] = _Entry(root, start(), now)
+            entry.delta = change(entry.delta)
+            oldest = min(e.since for e in self._entries.values())
+        return now - oldest >= FLUSH_AFTER_SECONDS
+
+    def take(self, path: Path) -> D | None:
+        """Remove and return the delta of ``path``, for a write that carries it."""
+        with self._lock:
+            entry = self._entries.pop(path, None)
+        return None if entry is None else entry.delta
+
+    def put_back(self, path: Path, root: Path, delta: D) -> None:
+        """Return a delta whose write failed; changes added since come after it."""
+        now = self._clock()
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None:
+                self._entries[path] = _Entry(root, delta, now)
+            else:
+                entry.delta = self._merge(delta, entry.delta)
+
+    def pending(self) -> list[Path]:
+        """The files with waiting changes (for tests and diagnostics)."""
+        with self._lock:
+            return list(self._entries)
+
+    def flush(self, *, due_only: bool = False) -> int:
+        """Write the waiting deltas (only those old enough with ``due_only``); returns how many
+        were written. Never raises."""
+        now = self._clock()
+        with self._lock:
+            chosen = [
+                path
+                for path, entry in self._entries.items()
+                if not due_only or now - entry.since >= FLUSH_AFTER_SECONDS
+            ]
+            taken = [(path, self._entries.pop(path)) for path in chosen]
+        written = 0
+        for path, entry in taken:
+            try:
+                self._write(path, entry.root, entry.delta)
+            except Exception as error:  # noqa: BLE001 - a deferred write never breaks a call or exit
+                self.put_back(path, entry.root, entry.delta)
+                self._warn_once(path, error)
+            else:
+                written += 1
+        return written
+
+    def _warn_once(self, path: Path, error: BaseException) -> None:
+        with self._lock:
+            if path in self._warned:
+                return
+            self._warned.add(path)
+        try:
+            warnings.warn(
+                f"recurgent could not write usage counts to {path} "
+                f"({type(error).__name__}: {error}); they are kept and retried "
+                "(warned once per file)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        except Exception:  # noqa: BLE001 - a host turning warnings into errors must not fail a call
+            sys.stderr.write(f"[recurgent] usage counts for {path} not written: {error}\n")
+
+
+def write_runs(path: Path, root: Path, delta: RunsDelta) -> None:
+    """Fold waiting persisted runs into the artifact at ``path``, under its lock.
+
+    Nothing is written when the artifact is gone (forgotten, pruned or quarantined since: the
+    runs counted a program nobody keeps), damaged, of another runtime or another schema.
+    """
+
+    if identity_of(path) is None:
+        # Not even a lock file is made: a store root deleted meanwhile stays deleted.
+        return
+
+    def change(loaded: Loaded) -> dict[str, Any] | None:
+        record = parse_record(loaded.data)
+        return None if record is None else apply_runs(record, delta).to_json()
+
+    update_json(path, change, root=root, durable=False)
+
+
+def write_uses(path: Path, root: Path, deltas: dict[str, UsesDelta]) -> None:
+    """Fold waiting tool uses into ``registry.json``; tools no longer registered are skipped."""
+    if identity_of(path) is None:
+        return  # no registry: no tool is registered, nothing to count
+
+    def edit(tools: dict[str, Any]) -> bool:
+        changed = False
+        for name, delta in deltas.items():
+            current = tools.get(name)
+            if isinstance(current, dict):
+                tools[name] = apply_uses(current, delta)
+                changed = True
+        return changed
+
+    update_tools(root, edit)
+
+
+def merge_uses(older: dict[str, UsesDelta], newer: dict[str, UsesDelta]) -> dict[str, UsesDelta]:
+    """Per tool: the older delta followed by the newer one."""
+    for name, delta in newer.items():
+        older[name] = older[name].merge(delta) if name in older else delta
+    return older
+
+
+#: Persisted runs per artifact path, and tool uses per registry path (per tool name).
+RUNS: PendingTable[RunsDelta] = PendingTable(write_runs, RunsDelta.merge)
+USES: PendingTable[dict[str, UsesDelta]] = PendingTable(write_uses, merge_uses)
+
+
+def flush_due() -> None:
+    """Write every delta that has waited long enough (both tables)."""
+    RUNS.flush(due_only=True)
+    USES.flush(due_only=True)
+
+
+def flush() -> int:
+    """Write every waiting delta of this process; how many files were written."""
+    return RUNS.flush() + USES.flush()
+
+
+def _flush_at_exit() -> None:
+    try:
+        flush()
+    except BaseException:  # noqa: BLE001 - nothing may fail the interpreter's exit
+        pass
+
+
+def _flush_at_child_exit(_table: object) -> None:
+    # A child forked by multiprocessing ends with os._exit (no atexit) after running
+    # multiprocessing's finalizers (registered after it clears the parent's): one of them
+    # writes the child's own counts.
+    multiprocessing.util.Finalize(None, _flush_at_exit, exitpriority=0)
+
+
+atexit.register(_flush_at_exit)
+multiprocessing.util.register_after_fork(RUNS, _flush_at_child_exit)
