@@ -4,36 +4,43 @@ See the package docstring for the model (ADR 0027). A :class:`Journal` owns its
 :class:`~recurgent._journal._view.MemoryView`; reads through the view copy a mutable value the
 first time it is reached and remember copy -> original; :meth:`Journal.prepare` compares each
 copy with what it held when copied and returns :class:`~recurgent._journal._writes.Writes`.
+Host objects other than containers follow the rules of :mod:`recurgent._journal._kinds`
+(ADR 0057): copied, shared, or withheld behind a stand-in.
 """
 
 from __future__ import annotations
 
 import collections
 import contextvars
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind, Withheld, shareable
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
 from recurgent.outcome import Outcome
 
 __all__ = ["Journal"]
 
-_ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, frozenset, range})
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
 _DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, collections.defaultdict})
 _SEQUENCES = frozenset({list, collections.deque})
-_MISSING = MISSING
 
 
 @dataclass(slots=True)
 class _Copied:
-    """A container copied into the view: the copy, its original and the copy's first contents."""
+    """An object copied into the view: the copy, its original and the copy's first contents.
+
+    ``kind`` is the host rule that copied it (``None`` for a builtin container).
+    """
 
     copy: Any
     original: Any
     contents: Any
     path: Path
+    kind: HostKind | None = None
 
 
 def _is_namedtuple(kind: type) -> bool:
@@ -41,17 +48,36 @@ def _is_namedtuple(kind: type) -> bool:
     return issubclass(kind, tuple) and isinstance(getattr(kind, "_fields", None), tuple)
 
 
+def _where(path: Path) -> str:
+    return "context" + "".join(f"[{step!r}]" for step in path)
+
+
 class Journal:
     """One attempt's journal over ``memory`` (begin: build it; rollback: drop it).
 
     Args:
         memory: The agent's live memory dict.
+        is_agent: True for an agent object (or the worker's stand-in for one): shared, as
+            generated code reaches agents only through handles (default: the agent class's
+            ``__recurgent_agent__`` marker).
     """
 
-    __slots__ = ("_base", "_copied", "_copies", "_keep", "_memory", "_originals", "view")
+    __slots__ = (
+        "_base",
+        "_copied",
+        "_copies",
+        "_is_agent",
+        "_keep",
+        "_memory",
+        "_originals",
+        "view",
+    )
 
-    def __init__(self, memory: dict[str, Any]) -> None:
+    def __init__(
+        self, memory: dict[str, Any], *, is_agent: Callable[[Any], bool] | None = None
+    ) -> None:
         self._memory = memory
+        self._is_agent = is_agent
         # dict(memory) is one C call, so it is atomic against writes from other threads.
         self._base: dict[str, Any] = dict(memory)
         view = dict.__new__(MemoryView)
@@ -84,7 +110,7 @@ class Journal:
 
     def _touch(self, key: Any, value: Any) -> Any:
         kind = type(value)
-        if kind in _ATOMS or self._base.get(key, _MISSING) is not value:
+        if kind in _ATOMS or self._base.get(key, MISSING) is not value:
             return value  # immutable, or already the attempt's own object
         copy = self._copy(value, (key,))
         if copy is not value:
@@ -111,16 +137,24 @@ class Journal:
             copy_seq.extend([self._copy(item, (*path, i)) for i, item in enumerate(list(value))])
             return self._record(copy_seq, value, list(copy_seq), path)
         if kind is set:
-            # Members are hashable, so they hold nothing mutable: a shallow copy is deep.
-            return self._record(set(value), value, set(value), path)
+            # Members are hashable, yet one may be a host object hashed by identity (an
+            # Element, a StringIO): members are copied like values.
+            members = {self._copy(item, path) for item in list(value)}
+            return self._record(members, value, set(members), path)
         if kind is bytearray:
             return self._record(bytearray(value), value, bytes(value), path)
-        if kind is tuple or _is_namedtuple(kind):
-            items = tuple(self._copy(item, (*path, i)) for i, item in enumerate(value))
+        if kind is tuple or _is_namedtuple(kind) or kind is frozenset:
+            parts = list(value)
+            items = [self._copy(item, (*path, i)) for i, item in enumerate(parts)]
+            if all(a is b for a, b in zip(items, parts, strict=True)):
+                return value
             # A namedtuple the host stored may hold a list generated code can append to: its
             # items are copied like a tuple's, and the copy keeps the class (without calling
             # the class, so a custom __new__ never runs).
-            built = items if kind is tuple else tuple.__new__(kind, items)
+            if kind is tuple or kind is frozenset:
+                built: Any = kind(items)
+            else:
+                built = tuple.__new__(kind, items)
             return self._immutable(value, built, path)
         if kind is Outcome:
             inner = self._copy(value.value, (*path, "value"))
@@ -129,7 +163,19 @@ class Journal:
                 return value
             copy_outcome = value.model_copy(update={"value": inner, "metadata": metadata})
             return self._immutable(value, copy_outcome, path)
-        return value  # host objects generated code cannot change in place
+        if kind is types.MappingProxyType:
+            # Read-only itself, but the values it shows are memory's: a proxy over copies.
+            pairs = list(value.items())
+            copies = [(self._copy(k, path), self._copy(v, (*path, k))) for k, v in pairs]
+            if all(a is c and b is d for (a, b), (c, d) in zip(pairs, copies, strict=True)):
+                return value
+            return self._immutable(value, types.MappingProxyType(dict(copies)), path)
+        host = HOST_KINDS.get(kind)
+        if host is not None:
+            return self._copy_host(host, value, path)
+        if shareable(value) or (self._is_agent is not None and self._is_agent(value)):
+            return value
+        return self._withhold(value)
 
     def _copy_dict(self, value: Any, path: Path) -> Any:
         kind = type(value)
@@ -140,18 +186,35 @@ class Journal:
         )
         self._copies[id(value)] = copy
         for key, item in list(dict.items(value)):
-            dict.__setitem__(copy, key, self._copy(item, (*path, key)))
+            dict.__setitem__(copy, self._copy(key, path), self._copy(item, (*path, key)))
         return self._record(copy, value, list(dict.items(copy)), path)
 
-    def _record(self, copy: Any, original: Any, contents: Any, path: Path) -> Any:
+    def _copy_host(self, host: HostKind, value: Any, path: Path) -> Any:
+        copy = host.make(value)
+        if copy is value:
+            return value
+        if copy is None:
+            return self._withhold(value)
+        self._copies[id(value)] = copy
+        start = host.fill(value, copy, lambda item, step: self._copy(item, (*path, step)))
+        return self._record(copy, value, start, path, host)
+
+    def _withhold(self, value: Any) -> Any:
+        stand_in = Withheld(value)
+        self._copies[id(value)] = stand_in
+        self._originals[id(stand_in)] = value
+        self._keep.append(value)
+        return stand_in
+
+    def _record(
+        self, copy: Any, original: Any, contents: Any, path: Path, host: HostKind | None = None
+    ) -> Any:
         self._copies[id(original)] = copy
         self._originals[id(copy)] = original
-        self._copied.append(_Copied(copy, original, contents, path))
+        self._copied.append(_Copied(copy, original, contents, path, host))
         return copy
 
     def _immutable(self, original: Any, built: Any, path: Path) -> Any:
-        if isinstance(built, tuple) and all(a is b for a, b in zip(built, original, strict=True)):
-            return original
         # A tuple holding itself through a list was copied while copying its items.
         done = self._copies.get(id(original))
         if done is not None:
@@ -172,6 +235,11 @@ class Journal:
             return original
         return None
 
+    def _back(self, value: Any) -> Any:
+        """Memory's object for a key or member the attempt got from memory (else ``value``)."""
+        original = self.original_of(value)
+        return value if original is None else original
+
     def _resolver(self) -> Callable[[Any], Any | None]:
         # Objects memory held before the attempt (top-level values, and the items of every
         # container copied) are not the attempt's doing: a host function the user stored
@@ -179,6 +247,8 @@ class Journal:
         known: dict[int, Any] = {id(value): value for value in self._base.values()}
         for entry in self._copied:
             contents = entry.contents
+            if entry.kind is not None:
+                continue  # a host object's parts are copies or atoms
             if isinstance(entry.copy, dict):
                 for pair in contents:
                     known.update({id(part): part for part in pair})
@@ -189,7 +259,7 @@ class Journal:
             original = self.original_of(value)
             if original is not None:
                 return original
-            return value if known.get(id(value), _MISSING) is value else None
+            return value if known.get(id(value), MISSING) is value else None
 
         return resolve
 
@@ -203,16 +273,20 @@ class Journal:
         resolve = self._resolver()
         writes = Writes()
         for key, value in list(dict.items(view)):
-            before = base.get(key, _MISSING)
-            if value is before or (
-                before is not _MISSING and self._copies.get(id(before)) is value
-            ):
+            before = base.get(key, MISSING)
+            if value is before or (before is not MISSING and self._copies.get(id(before)) is value):
                 continue  # unchanged at the top level; changes inside come as patches
             plain_key = rebuild(key, "context key", resolve=resolve)
             writes.set[plain_key] = rebuild(value, f"context[{plain_key!r}]", resolve=resolve)
         writes.delete.extend(key for key in base if not dict.__contains__(view, key))
+        fresh = Fresh(lambda value, where: rebuild(value, where, resolve=resolve), resolve)
         for entry in self._copied:
-            patch = self._patch(entry, rebuild, resolve)
+            if entry.kind is not None:
+                patch = entry.kind.diff(
+                    entry.copy, entry.original, entry.contents, entry.path, fresh
+                )
+            else:
+                patch = self._patch(entry, rebuild, resolve)
             if patch is not None:
                 writes.patches.append(patch)
         return writes
@@ -221,7 +295,7 @@ class Journal:
         self, entry: _Copied, rebuild: Rebuild, resolve: Callable[[Any], Any | None]
     ) -> Patch | None:
         copy, before = entry.copy, entry.contents
-        where = "context" + "".join(f"[{step!r}]" for step in entry.path)
+        where = _where(entry.path)
         if isinstance(copy, dict):
             now = list(dict.items(copy))
             if len(now) == len(before) and all(
@@ -231,11 +305,11 @@ class Journal:
             old = dict(before)
             changed: dict[Any, Any] = {}
             for key, value in now:
-                if old.get(key, _MISSING) is not value:
+                if old.get(key, MISSING) is not value:
                     plain_key = rebuild(key, f"{where} key", resolve=resolve)
                     changed[plain_key] = rebuild(value, f"{where}[{plain_key!r}]", resolve=resolve)
             kept = {id(key) for key, _ in now}
-            removed = [key for key, _ in before if id(key) not in kept]
+            removed = [self._back(key) for key, _ in before if id(key) not in kept]
             return Patch(entry.original, entry.path, "dict", set=changed, delete=removed)
         if isinstance(copy, bytearray):
             if bytes(copy) == before:
@@ -251,7 +325,7 @@ class Journal:
                 for key, item in now_ids.items()
                 if key not in before_ids
             ]
-            gone = [item for key, item in before_ids.items() if key not in now_ids]
+            gone = [self._back(item) for key, item in before_ids.items() if key not in now_ids]
             return Patch(entry.original, entry.path, "set", delete=gone, items=added)
         items = list(copy)
         prefix = len(before)

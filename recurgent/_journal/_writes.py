@@ -3,13 +3,16 @@
 :class:`Writes` is what :meth:`Journal.prepare <recurgent._journal.Journal.prepare>` returns and
 the lifecycle commits with :meth:`Writes.apply`, in place and under the agent's memory lock.
 Every value a patch carries has been rebuilt by the boundary already (plain data, or an object
-memory held before the attempt); applying runs no generated code. :meth:`Writes.as_plain` and
+memory held before the attempt); applying runs no generated code and keeps the identity of
+every container and host object it writes into. :meth:`Writes.as_plain` and
 :func:`apply_plain` carry the writes of plain memory over a worker's pipe.
 """
 
 from __future__ import annotations
 
+import array
 import collections
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -39,28 +42,33 @@ class Rebuild(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Patch:
-    """In-place changes to one container memory already held.
+    """In-place changes to one container (or other host object) memory already held.
 
     Attributes:
-        target: The original container (host side).
+        target: The original object (host side).
         path: Where the attempt first reached it, from the memory root (keys and indexes).
         kind: ``dict`` (``set``/``delete`` of keys), ``extend`` (items appended to a list or
-            deque), ``replace`` (new whole contents of a list, deque or bytearray) or ``set``
-            (``add``/``discard`` of members).
-        set: dict: key -> new value.
-        delete: dict: keys removed; set: members removed.
+            deque), ``replace`` (new whole contents of a list, deque, bytearray or array),
+            ``set`` (``add``/``discard`` of members), ``state`` (a ``random.Random``'s state,
+            or a ``StringIO``/``BytesIO``'s ``__getstate__``; ``None``: close it), ``element``
+            (an XML element's changed parts) or ``attrs`` (attributes of a wrapper such as
+            ``UserDict``: ``set`` rebinds, ``delete`` removes).
+        set: dict: key -> new value; attrs: name -> new value.
+        delete: dict: keys removed; set: members removed; attrs: names removed.
         items: extend/replace: the items; set: members added.
+        state: state/element: what to restore (element: part -> value, ``MISSING`` unchanged).
     """
 
     target: Any
     path: Path
-    kind: Literal["dict", "extend", "replace", "set"]
+    kind: Literal["dict", "extend", "replace", "set", "state", "element", "attrs"]
     set: dict[Any, Any] = field(default_factory=dict)
     delete: list[Any] = field(default_factory=list)
     items: list[Any] = field(default_factory=list)
+    state: Any = None
 
     def apply(self) -> None:
-        """Write the change into the target container."""
+        """Write the change into the target, keeping its identity."""
         target = self.target
         if self.kind == "dict":
             for key in self.delete:
@@ -72,14 +80,32 @@ class Patch:
             if isinstance(target, collections.deque):
                 target.clear()
                 target.extend(self.items)
+            elif isinstance(target, array.array):
+                target[:] = array.array(target.typecode, self.items)
             else:
                 target[:] = self.items
-        else:
+        elif self.kind == "set":
             target.difference_update(self.delete)
             target.update(self.items)
+        elif self.kind == "state":
+            _restore_state(target, self.state)
+        elif self.kind == "element":
+            _restore_element(target, self.state)
+        else:
+            for name in self.delete:
+                delattr(target, name)
+            for name, value in self.set.items():
+                setattr(target, name, value)
 
     def as_plain(self) -> dict[str, Any]:
-        """This patch as plain data, addressed by path instead of by object."""
+        """This patch as plain data, addressed by path instead of by object.
+
+        Raises:
+            TypeError: a patch of a host object (``state``, ``element``, ``attrs``); those
+                arise only in the host process, as a worker's memory is plain data.
+        """
+        if self.kind in ("state", "element", "attrs"):
+            raise TypeError(f"a {self.kind!r} patch of a host object cannot cross a pipe")
         return {
             "path": list(self.path),
             "kind": self.kind,
@@ -87,6 +113,27 @@ class Patch:
             "delete": list(self.delete),
             "items": list(self.items),
         }
+
+
+def _restore_state(target: Any, state: Any) -> None:
+    if isinstance(target, random.Random):
+        target.setstate(state)
+    elif state is None:
+        target.close()
+    else:
+        target.__setstate__(state)
+
+
+def _restore_element(target: Any, parts: dict[str, Any]) -> None:
+    for name in ("tag", "text", "tail"):
+        if parts[name] is not MISSING:
+            setattr(target, name, parts[name])
+    if parts["attrib"] is not MISSING:
+        attributes = target.attrib  # the host may hold this dict: refilled, not replaced
+        attributes.clear()
+        attributes.update(parts["attrib"])
+    if parts["children"] is not MISSING:
+        target[:] = parts["children"]
 
 
 @dataclass(frozen=True, slots=True)

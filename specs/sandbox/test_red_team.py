@@ -339,7 +339,6 @@ class TestHostObjectsTheJournalDoesNotCopy:
     the originals; their mutating methods change memory even when the attempt then fails.
     """
 
-    @pytest.mark.xfail(strict=True, reason="open: the journal does not copy these host objects")
     @pytest.mark.parametrize(
         "mutation",
         [
