@@ -5,7 +5,10 @@ a ``dict`` subclass whose storage starts as a shallow copy of memory's top level
 number of keys, never the size of the values). The first time generated code reaches a value
 through the view, a mutable value (dict, list, set, deque, bytearray, or a tuple or Outcome
 holding one) is deep-copied into the view; the journal keeps each copy's original and a shallow
-record of the copy's contents at copy time.
+record of the copy's contents at copy time. Other host objects (ADR 0057) are copied the same
+way when the journal can restore them exactly (``random.Random``, ``StringIO``, XML elements,
+``UserDict``...), shared when nothing can change them (dates, host functions, agents), and
+otherwise withheld: the attempt gets an inert stand-in.
 
 * **discard** (rollback) drops the view: nothing the attempt did ever reached memory, so a write
   made meanwhile by the host, another thread or another agent always survives. Cost: O(1).
@@ -26,8 +29,9 @@ Usage::
 patches addressed by their path from the memory root), for a worker that ships them over a pipe;
 :func:`apply_plain` commits such plain writes on the host side.
 
-Modules: ``_view`` (the view generated code holds), ``_core`` (the journal: copy on touch,
-prepare), ``_writes`` (patches and their commit).
+Modules (ADR 0058): ``_view`` (the view generated code holds), ``_core`` (the journal: copy on
+touch, prepare), ``_kinds`` (host objects other than containers), ``_writes`` (patches and
+their commit).
 """
 
 from __future__ import annotations

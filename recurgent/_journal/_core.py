@@ -186,7 +186,9 @@ class Journal:
         )
         self._copies[id(value)] = copy
         for key, item in list(dict.items(value)):
-            dict.__setitem__(copy, self._copy(key, path), self._copy(item, (*path, key)))
+            # A key hashed by identity may be a host object (an Element): copied like a value.
+            copied_key = key if type(key) in _ATOMS else self._copy(key, path)
+            dict.__setitem__(copy, copied_key, self._copy(item, (*path, key)))
         return self._record(copy, value, list(dict.items(copy)), path)
 
     def _copy_host(self, host: HostKind, value: Any, path: Path) -> Any:

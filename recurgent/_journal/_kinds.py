@@ -11,8 +11,8 @@ holds the rules for the other objects a host may put in memory (ADR 0057), decid
 * **shared**: values nobody can change (dates, numbers, patterns, UUIDs, enum members) and host
   code (functions, classes, modules, agents, methods of objects the journal does not copy);
 * **withheld**: everything else. Generated code gets a :class:`Withheld` stand-in with no
-  attributes and no operators; stored back into memory or returned it is resolved to the
-  original, so moving it around works, using it does not. A failed attempt cannot have changed
+  attributes and no operators; stored back into memory it is resolved to the original, so
+  moving it around works, using it does not. A failed attempt cannot have changed
   what it never held.
 """
 
@@ -53,7 +53,7 @@ class Withheld:
     """What generated code gets for a host object the journal can neither copy nor share.
 
     It has no public attributes and no operators, so nothing can be done to the original
-    through it; the journal maps it back to the original when it is stored or returned.
+    through it; the journal maps it back to the original when the attempt stores it in memory.
     """
 
     __slots__ = ("_described",)
@@ -236,10 +236,11 @@ class _ElementStart:
 def _element_make(original: Any) -> Any:
     if any(type(child) is not ElementTree.Element for child in original):
         return None  # a host subclass as a child: its own state is out of the journal's reach
-    return ElementTree.Element(original.tag)
+    return ElementTree.Element("")
 
 
 def _element_fill(original: Any, copy: Any, child: Child) -> Any:
+    copy.tag = child(original.tag, "tag")
     copy.attrib = child(original.attrib, "attrib")
     copy.text = child(original.text, "text")
     copy.tail = child(original.tail, "tail")

@@ -118,6 +118,8 @@ class Patch:
 def _restore_state(target: Any, state: Any) -> None:
     if isinstance(target, random.Random):
         target.setstate(state)
+    elif target.closed:
+        return  # the host closed it meanwhile: its later write wins
     elif state is None:
         target.close()
     else:
