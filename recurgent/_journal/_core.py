@@ -139,7 +139,9 @@ class Journal:
         if kind is set:
             # Members are hashable, yet one may be a host object hashed by identity (an
             # Element, a StringIO): members are copied like values.
-            members = {self._copy(item, path) for item in list(value)}
+            members = {
+                item if type(item) in _ATOMS else self._copy(item, path) for item in list(value)
+            }
             return self._record(members, value, set(members), path)
         if kind is bytearray:
             return self._record(bytearray(value), value, bytes(value), path)

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from recurgent import Agent
+from recurgent.testing import ScriptedProvider
 from specs.sandbox.support import FakeAgent, Host, execute
 
 
@@ -450,3 +452,33 @@ class TestSharedHostObjects:
 
         assert (result.error, result.value) == (None, [2026, 8, 3, True])
         assert isinstance(host.memory["helper"], FakeAgent) and helper.calls[0][0] == "ping"
+
+
+class TestThroughAnAgent:
+    """The lifecycle drops a failed attempt's copies and commits an accepted one's in place."""
+
+    def test_every_failed_attempt_leaves_the_buffer_and_tree_alone(self) -> None:
+        """Retried attempts that write and then fail leave both objects exactly as they were."""
+        code = "context['buf'].write('ZZ')\ncontext['tree'].set('k', 'v')\nraise ValueError('no')"
+        agent = Agent("t", provider=ScriptedProvider({"run": code}), log=False)
+        buf, tree = io.StringIO("abc"), _tree()
+        agent.remember(buf=buf, tree=tree)
+        before = (_snapshot(buf), _snapshot(tree))
+
+        outcome = agent.run()
+
+        assert outcome.status == "error"
+        assert (agent.buf is buf, agent.tree is tree) == (True, True)
+        assert (_snapshot(buf), _snapshot(tree)) == before
+
+    def test_an_accepted_attempt_writes_into_the_hosts_objects(self) -> None:
+        """The accepted attempt's writes are in the same buffer and element the host holds."""
+        code = "context['buf'].write('ZZ')\ncontext['tree'].set('k', 'v')\nresult = 1"
+        agent = Agent("t", provider=ScriptedProvider({"run": code}), log=False)
+        buf, tree = io.StringIO("abc"), _tree()
+        agent.remember(buf=buf, tree=tree)
+
+        outcome = agent.run()
+
+        assert (outcome.status, outcome.value) == ("ok", 1)
+        assert (agent.buf is buf, buf.getvalue(), tree.get("k")) == (True, "ZZc", "v")
