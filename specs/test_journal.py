@@ -388,3 +388,54 @@ class TestUnboundBypass:
         outcome = agent.run()
 
         assert (outcome.value, agent.rows is rows, rows) == ([2, True, True], True, [1, 2])
+
+
+class TestPackageLayout:
+    """The journal is a package (ADR 0058); the names other modules import keep their path."""
+
+    def test_names_other_modules_import_come_from_recurgent_journal(self) -> None:
+        """Every name imported from recurgent._journal elsewhere is there, from its submodule."""
+        import recurgent._journal as journal
+
+        homes = {
+            name: getattr(getattr(journal, name), "__module__", None)
+            for name in (
+                "Journal",
+                "MemoryView",
+                "Patch",
+                "Writes",
+                "after_commit",
+                "apply_plain",
+                "writable",
+            )
+        }
+
+        assert homes == {
+            "Journal": "recurgent._journal._core",
+            "MemoryView": "recurgent._journal._view",
+            "Patch": "recurgent._journal._writes",
+            "Writes": "recurgent._journal._writes",
+            "after_commit": "recurgent._journal._view",
+            "apply_plain": "recurgent._journal._writes",
+            "writable": "recurgent._journal._view",
+        }
+        assert (
+            sorted(journal.__all__),
+            callable(journal.redirect_unbound),
+            "get" in journal.REDIRECTED_DICT_METHODS,
+        ) == (
+            [
+                "Journal",
+                "MemoryView",
+                "Patch",
+                "REDIRECTED_DICT_METHODS",
+                "Rebuild",
+                "Writes",
+                "after_commit",
+                "apply_plain",
+                "redirect_unbound",
+                "writable",
+            ],
+            True,
+            True,
+        )

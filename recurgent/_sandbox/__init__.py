@@ -204,7 +204,11 @@ class ExecutionSandbox:
         commit_memory: bool = True,
     ) -> None:
         self._bridge = bridge
-        self._journal = Journal(bridge.memory)
+        # Agents in memory are shared (reached through handles); other host objects the
+        # journal can neither copy nor share are withheld (ADR 0057).
+        self._journal = Journal(
+            bridge.memory, is_agent=lambda value: bridge.handle_for_agent(value) is not None
+        )
         self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
         self._commit_memory = commit_memory
         self._limits = limits

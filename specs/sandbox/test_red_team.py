@@ -332,15 +332,16 @@ def _state(memory: dict[str, Any]) -> list[Any]:
 
 
 class TestHostObjectsTheJournalDoesNotCopy:
-    """Finding 3 (open): mutable host objects in memory are changed in place, past rollback.
+    """Finding 3 (fixed): mutable host objects in memory were changed in place, past rollback.
 
-    The journal copies dicts, lists, sets, deques, bytearrays, tuples, namedtuples and Outcomes.
-    Other mutable objects a host stores in memory, whose methods the policy opens (io.StringIO,
-    ElementTree.Element, collections.UserDict/UserList/ChainMap, random.Random), come back as
-    the originals; their mutating methods change memory even when the attempt then fails.
+    Payload: ``context['buf'].write('ZZZ'); raise ValueError()``. The journal copied dicts,
+    lists, sets, deques, bytearrays, tuples, namedtuples and Outcomes only; other objects a host
+    stored (io.StringIO, ElementTree.Element, collections.UserDict/UserList/ChainMap,
+    random.Random) came back as the originals. They are now copied on touch and committed in
+    place, and host objects the journal cannot restore are withheld (ADR 0057;
+    ``specs/journal/test_kinds.py`` pins each kind).
     """
 
-    @pytest.mark.xfail(strict=True, reason="open: the journal does not copy these host objects")
     @pytest.mark.parametrize(
         "mutation",
         [
@@ -359,6 +360,31 @@ class TestHostObjectsTheJournalDoesNotCopy:
         result = execute(f"{mutation}\nraise ValueError('boom')", host=host)
 
         assert result.error is not None
+        assert _state(host.memory) == before
+
+    @pytest.mark.parametrize(
+        ("mutation", "changed", "expected"),
+        [
+            ("context['buf'].write('ZZZ')", 0, "ZZZ"),
+            ("context['tree'].set('owned', '1')", 1, {"owned": "1"}),
+            ("context['table'].update(b=2)", 2, {"a": 1, "b": 2}),
+            ("context['rows'].append(2)", 3, [1, 2]),
+            ("context['rng'].seed(5)", 4, random.Random(5).getstate()),
+        ],
+    )
+    def test_mutation_in_a_successful_attempt_commits_into_the_same_objects(
+        self, mutation: str, changed: int, expected: Any
+    ) -> None:
+        """Memory keeps every object it held; the one the attempt changed holds the change."""
+        host = Host(memory=_open_types_memory())
+        originals = dict(host.memory)
+        before = _state(host.memory)
+        before[changed] = expected
+
+        result = execute(f"{mutation}\nresult = 1", host=host)
+
+        assert (result.error, result.value) == (None, 1)
+        assert all(host.memory[key] is originals[key] for key in originals)
         assert _state(host.memory) == before
 
 

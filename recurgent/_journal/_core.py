@@ -1,0 +1,356 @@
+"""One attempt's journal over an agent's memory: copy on first touch, then prepare the writes.
+
+See the package docstring for the model (ADR 0027). A :class:`Journal` owns its
+:class:`~recurgent._journal._view.MemoryView`; reads through the view copy a mutable value the
+first time it is reached and remember copy -> original; :meth:`Journal.prepare` compares each
+copy with what it held when copied and returns :class:`~recurgent._journal._writes.Writes`.
+Host objects other than containers follow the rules of :mod:`recurgent._journal._kinds`
+(ADR 0057): copied, shared, or withheld behind a stand-in.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextvars
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind, Withheld, shareable
+from recurgent._journal._view import ACTIVE, MemoryView
+from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
+from recurgent.outcome import Outcome
+
+__all__ = ["Journal"]
+
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
+_DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, collections.defaultdict})
+_SEQUENCES = frozenset({list, collections.deque})
+
+
+@dataclass(slots=True)
+class _Copied:
+    """An object copied into the view: the copy, its original and the copy's first contents.
+
+    ``kind`` is the host rule that copied it (``None`` for a builtin container).
+    """
+
+    copy: Any
+    original: Any
+    contents: Any
+    path: Path
+    kind: HostKind | None = None
+
+
+def _is_namedtuple(kind: type) -> bool:
+    """A class ``collections.namedtuple`` made (or a host subclass of one)."""
+    return issubclass(kind, tuple) and isinstance(getattr(kind, "_fields", None), tuple)
+
+
+def _where(path: Path) -> str:
+    return "context" + "".join(f"[{step!r}]" for step in path)
+
+
+class Journal:
+    """One attempt's journal over ``memory`` (begin: build it; rollback: drop it).
+
+    Args:
+        memory: The agent's live memory dict.
+        is_agent: True for an agent object (or the worker's stand-in for one): shared, as
+            generated code reaches agents only through handles (default: the agent class's
+            ``__recurgent_agent__`` marker).
+    """
+
+    __slots__ = (
+        "_after",
+        "_base",
+        "_copied",
+        "_copies",
+        "_is_agent",
+        "_keep",
+        "_memory",
+        "_originals",
+        "view",
+    )
+
+    def __init__(
+        self, memory: dict[str, Any], *, is_agent: Callable[[Any], bool] | None = None
+    ) -> None:
+        self._memory = memory
+        self._is_agent = is_agent
+        # dict(memory) is one C call, so it is atomic against writes from other threads.
+        self._base: dict[str, Any] = dict(memory)
+        view = dict.__new__(MemoryView)
+        dict.update(view, self._base)
+        view._journal = self
+        self.view: MemoryView = view
+        self._copies: dict[int, Any] = {}  # id(original) -> copy (the copy memo)
+        self._originals: dict[int, Any] = {}  # id(copy) -> original
+        self._copied: list[_Copied] = []
+        self._keep: list[Any] = []  # originals of immutable copies, so their ids stay unique
+        self._after: list[Callable[[], None]] = []  # after_commit actions
+
+    def _defer(self, action: Callable[[], None]) -> None:
+        self._after.append(action)
+
+    def discard(self) -> None:
+        """Rollback: forget everything the attempt did (memory was never written)."""
+        dict.clear(self.view)
+        self._copies.clear()
+        self._originals.clear()
+        self._copied.clear()
+        self._keep.clear()
+        self._after.clear()
+
+    def activate(self) -> contextvars.Token[tuple[tuple[int, MemoryView], ...]]:
+        """Route host writes to this agent's memory, made in this context, into the view."""
+        return ACTIVE.set((*ACTIVE.get(), (id(self._memory), self.view)))
+
+    @staticmethod
+    def deactivate(token: contextvars.Token[tuple[tuple[int, MemoryView], ...]]) -> None:
+        """Undo :meth:`activate`."""
+        ACTIVE.reset(token)
+
+    # ----------------------------------------------------------------- copy on first touch
+
+    def _touch(self, key: Any, value: Any) -> Any:
+        kind = type(value)
+        if kind in _ATOMS or self._base.get(key, MISSING) is not value:
+            return value  # immutable, or already the attempt's own object
+        copy = self._copy(value, (key,))
+        if copy is not value:
+            dict.__setitem__(self.view, key, copy)
+        return copy
+
+    def _touch_all(self) -> None:
+        view = self.view
+        for key in list(dict.keys(view)):
+            self._touch(key, dict.__getitem__(view, key))
+
+    def _copy(self, value: Any, path: Path) -> Any:
+        kind = type(value)
+        if kind in _ATOMS:
+            return value
+        done = self._copies.get(id(value))
+        if done is not None:
+            return done
+        if kind in _DICTS:
+            return self._copy_dict(value, path)
+        if kind in _SEQUENCES:
+            copy_seq: Any = [] if kind is list else collections.deque(maxlen=value.maxlen)
+            self._copies[id(value)] = copy_seq
+            copy_seq.extend([self._copy(item, (*path, i)) for i, item in enumerate(list(value))])
+            return self._record(copy_seq, value, list(copy_seq), path)
+        if kind is set:
+            # Members are hashable, yet one may be a host object hashed by identity (an
+            # Element, a StringIO): members are copied like values.
+            members = {
+                item if type(item) in _ATOMS else self._copy(item, path) for item in list(value)
+            }
+            return self._record(members, value, set(members), path)
+        if kind is bytearray:
+            return self._record(bytearray(value), value, bytes(value), path)
+        if kind is tuple or _is_namedtuple(kind) or kind is frozenset:
+            parts = list(value)
+            items = [self._copy(item, (*path, i)) for i, item in enumerate(parts)]
+            if all(a is b for a, b in zip(items, parts, strict=True)):
+                return value
+            # A namedtuple the host stored may hold a list generated code can append to: its
+            # items are copied like a tuple's, and the copy keeps the class (without calling
+            # the class, so a custom __new__ never runs).
+            if kind is tuple or kind is frozenset:
+                built: Any = kind(items)
+            else:
+                built = tuple.__new__(kind, items)
+            return self._immutable(value, built, path)
+        if kind is Outcome:
+            inner = self._copy(value.value, (*path, "value"))
+            metadata = self._copy(value.metadata, (*path, "metadata"))
+            if inner is value.value and metadata is value.metadata:
+                return value
+            copy_outcome = value.model_copy(update={"value": inner, "metadata": metadata})
+            return self._immutable(value, copy_outcome, path)
+        if kind is types.MappingProxyType:
+            # Read-only itself, but the values it shows are memory's: a proxy over copies.
+            pairs = list(value.items())
+            copies = [(self._copy(k, path), self._copy(v, (*path, k))) for k, v in pairs]
+            if all(a is c and b is d for (a, b), (c, d) in zip(pairs, copies, strict=True)):
+                return value
+            return self._immutable(value, types.MappingProxyType(dict(copies)), path)
+        host = HOST_KINDS.get(kind)
+        if host is not None:
+            return self._copy_host(host, value, path)
+        if shareable(value) or (self._is_agent is not None and self._is_agent(value)):
+            return value
+        return self._withhold(value)
+
+    def _copy_dict(self, value: Any, path: Path) -> Any:
+        kind = type(value)
+        copy: Any = (
+            collections.defaultdict(value.default_factory)
+            if kind is collections.defaultdict
+            else kind()
+        )
+        self._copies[id(value)] = copy
+        for key, item in list(dict.items(value)):
+            # A key hashed by identity may be a host object (an Element): copied like a value.
+            copied_key = key if type(key) in _ATOMS else self._copy(key, path)
+            dict.__setitem__(copy, copied_key, self._copy(item, (*path, key)))
+        return self._record(copy, value, list(dict.items(copy)), path)
+
+    def _copy_host(self, host: HostKind, value: Any, path: Path) -> Any:
+        copy = host.make(value)
+        if copy is value:
+            return value
+        if copy is None:
+            return self._withhold(value)
+        self._copies[id(value)] = copy
+        start = host.fill(value, copy, lambda item, step: self._copy(item, (*path, step)))
+        return self._record(copy, value, start, path, host)
+
+    def _withhold(self, value: Any) -> Any:
+        stand_in = Withheld(value)
+        self._copies[id(value)] = stand_in
+        self._originals[id(stand_in)] = value
+        self._keep.append(value)
+        return stand_in
+
+    def _record(
+        self, copy: Any, original: Any, contents: Any, path: Path, host: HostKind | None = None
+    ) -> Any:
+        self._copies[id(original)] = copy
+        self._originals[id(copy)] = original
+        self._copied.append(_Copied(copy, original, contents, path, host))
+        return copy
+
+    def _immutable(self, original: Any, built: Any, path: Path) -> Any:
+        # A tuple holding itself through a list was copied while copying its items.
+        done = self._copies.get(id(original))
+        if done is not None:
+            return done
+        self._copies[id(original)] = built
+        self._originals[id(built)] = original
+        self._keep.append(original)
+        return built
+
+    # ----------------------------------------------------------------- prepare (commit, part 1)
+
+    def original_of(self, value: Any) -> Any | None:
+        """What memory holds for ``value``: the original of a copy, memory for the view."""
+        if value is self.view:
+            return self._memory
+        original = self._originals.get(id(value))
+        if original is not None and self._copies.get(id(original)) is value:
+            return original
+        return None
+
+    def _back(self, value: Any) -> Any:
+        """Memory's object for a key or member the attempt got from memory (else ``value``)."""
+        original = self.original_of(value)
+        return value if original is None else original
+
+    def _resolver(self) -> Callable[[Any], Any | None]:
+        # Objects memory held before the attempt (top-level values, and the items of every
+        # container copied) are not the attempt's doing: a host function the user stored
+        # may stay where it is. They are kept alive by the journal, so their ids are stable.
+        known: dict[int, Any] = {id(value): value for value in self._base.values()}
+        for entry in self._copied:
+            contents = entry.contents
+            if entry.kind is not None:
+                continue  # a host object's parts are copies or atoms
+            if isinstance(entry.copy, dict):
+                for pair in contents:
+                    known.update({id(part): part for part in pair})
+            elif isinstance(contents, list | set):
+                known.update({id(item): item for item in contents})
+
+        def resolve(value: Any) -> Any | None:
+            original = self.original_of(value)
+            if original is not None:
+                return original
+            return value if known.get(id(value), MISSING) is value else None
+
+        return resolve
+
+    def prepare(self, rebuild: Rebuild) -> Writes:
+        """The attempt's writes, every new value rebuilt as plain data.
+
+        Raises:
+            NonSerializableResultError: (from ``rebuild``) a written value is not plain data.
+        """
+        view, base = self.view, self._base
+        resolve = self._resolver()
+        writes = Writes()
+        for key, value in list(dict.items(view)):
+            before = base.get(key, MISSING)
+            if value is before or (before is not MISSING and self._copies.get(id(before)) is value):
+                continue  # unchanged at the top level; changes inside come as patches
+            plain_key = rebuild(key, "context key", resolve=resolve)
+            writes.set[plain_key] = rebuild(value, f"context[{plain_key!r}]", resolve=resolve)
+        writes.delete.extend(key for key in base if not dict.__contains__(view, key))
+        fresh = Fresh(lambda value, where: rebuild(value, where, resolve=resolve), resolve)
+        for entry in self._copied:
+            if entry.kind is not None:
+                patch = entry.kind.diff(
+                    entry.copy, entry.original, entry.contents, entry.path, fresh
+                )
+            else:
+                patch = self._patch(entry, rebuild, resolve)
+            if patch is not None:
+                writes.patches.append(patch)
+        writes.after.extend(self._after)
+        return writes
+
+    def _patch(
+        self, entry: _Copied, rebuild: Rebuild, resolve: Callable[[Any], Any | None]
+    ) -> Patch | None:
+        copy, before = entry.copy, entry.contents
+        where = _where(entry.path)
+        if isinstance(copy, dict):
+            now = list(dict.items(copy))
+            if len(now) == len(before) and all(
+                a is c and b is d for (a, b), (c, d) in zip(now, before, strict=True)
+            ):
+                return None
+            old = dict(before)
+            changed: dict[Any, Any] = {}
+            for key, value in now:
+                if old.get(key, MISSING) is not value:
+                    plain_key = rebuild(key, f"{where} key", resolve=resolve)
+                    changed[plain_key] = rebuild(value, f"{where}[{plain_key!r}]", resolve=resolve)
+            kept = {id(key) for key, _ in now}
+            removed = [self._back(key) for key, _ in before if id(key) not in kept]
+            return Patch(entry.original, entry.path, "dict", set=changed, delete=removed)
+        if isinstance(copy, bytearray):
+            if bytes(copy) == before:
+                return None
+            return Patch(entry.original, entry.path, "replace", items=list(bytes(copy)))
+        if isinstance(copy, set):
+            now_ids = {id(item): item for item in copy}
+            before_ids = {id(item): item for item in before}
+            if now_ids.keys() == before_ids.keys():
+                return None
+            added = [
+                rebuild(item, f"{where} member", resolve=resolve)
+                for key, item in now_ids.items()
+                if key not in before_ids
+            ]
+            gone = [self._back(item) for key, item in before_ids.items() if key not in now_ids]
+            return Patch(entry.original, entry.path, "set", delete=gone, items=added)
+        items = list(copy)
+        prefix = len(before)
+        unchanged_prefix = len(items) >= prefix and all(
+            a is b for a, b in zip(items, before, strict=False)
+        )
+        if unchanged_prefix and len(items) == prefix:
+            return None
+        if unchanged_prefix:
+            # Appends only: commit them with extend, so appends made meanwhile by others stay.
+            tail = [
+                rebuild(item, f"{where}[{prefix + i}]", resolve=resolve)
+                for i, item in enumerate(items[prefix:])
+            ]
+            return Patch(entry.original, entry.path, "extend", items=tail)
+        rebuilt = [rebuild(item, f"{where}[{i}]", resolve=resolve) for i, item in enumerate(items)]
+        return Patch(entry.original, entry.path, "replace", items=rebuilt)
