@@ -420,3 +420,28 @@ def _exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_forked_interpreter_never_kills_its_parents_workers(pools: list[WorkerPool]) -> None:
+    """A fork that runs its exit hooks leaves the parent's worker alive and serving."""
+    pool = make_pool(pools, reaper=False)
+    worker = supervisor(pool=pool)
+    pid = run_on(worker).log_fields["worker_pid"]
+
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the forked interpreter
+        code = 0
+        signal.alarm(30)  # a child that hangs fails the spec instead of outliving it
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+            gc.collect()
+            code = 3 if pool.live() != 0 else 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert child_state(pid) not in (None, "Z")
+    assert run_on(worker).log_fields["worker_pid"] == pid
