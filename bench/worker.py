@@ -1,4 +1,4 @@
-"""Times the worker lane: warm round trip, environment cache hit, in-process vs process isolation.
+"""Times the worker lane: round trips, environment cache hit, the worker pool, isolation overhead.
 
 Run it with ``.venv/bin/python bench/worker.py``. It needs no network: the environment it times is
 built from a wheel written into a temporary directory. Reported, never asserted: the targets
@@ -28,6 +28,7 @@ from recurgent._worker._env import EnvironmentManager  # noqa: E402
 from recurgent._worker._executor import ProcessExecutor  # noqa: E402
 from recurgent._worker._isolation import IsolationSettings  # noqa: E402
 from recurgent._worker._manifest import DependencyPolicy, normalize_manifest  # noqa: E402
+from recurgent._worker._pool import WorkerPool  # noqa: E402
 from recurgent._worker._supervisor import WorkerSupervisor  # noqa: E402
 from recurgent.program import Program  # noqa: E402
 from specs.worker.support import DEMO_DISTRIBUTION, build_wheel  # noqa: E402
@@ -71,6 +72,48 @@ def run_on(executor: Any, source: str) -> Any:
     return result.value
 
 
+class _Clock:
+    """A monotonic clock the benchmark moves past the idle timeout."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pool_costs(repeats: int) -> None:
+    """Print what the pool adds: bookkeeping per run, stopping an idle worker, the cold restart."""
+    clock = _Clock()
+    pool = WorkerPool(idle_timeout_seconds=300.0, clock=clock, reaper=False)
+    supervisor = WorkerSupervisor(python=sys.executable, pool=pool)
+    executor = ProcessExecutor(supervisor)
+    try:
+        run_on(executor, "return 1")
+        worker = supervisor._worker
+        assert worker is not None
+        rounds = 10_000
+        start = time.perf_counter()
+        for _ in range(rounds):
+            pool.checkout(worker)
+            pool.checkin(worker)
+        book_us = (time.perf_counter() - start) * 1e6 / rounds
+        stops, restarts = [], []
+        for _ in range(repeats):
+            clock.now += 300.0
+            start = time.perf_counter()
+            pool.reap_idle()
+            stops.append((time.perf_counter() - start) * 1000.0)
+            start = time.perf_counter()
+            run_on(executor, "return 1")
+            restarts.append((time.perf_counter() - start) * 1000.0)
+        print(f"pool checkout + checkin:      {book_us:8.2f} us per run")
+        print(f"stop an idle worker:          {min(stops):8.2f} ms")
+        print(f"first run after an idle stop: {min(restarts):8.1f} ms   (a cold start)")
+    finally:
+        pool.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the three measurements; exit 1 when a program fails or results disagree."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -91,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"warm round trip (return 1):   {trip_ms:8.2f} ms   target <= {ROUND_TRIP_TARGET_MS} ms: {verdict}"
         )
+
+        pool_costs(max(1, min(options.repeats, 5)))
 
         with tempfile.TemporaryDirectory() as scratch:
             wheels = build_wheel(Path(scratch) / "wheels").parent

@@ -32,6 +32,7 @@ from recurgent._worker._imports import DependencyAccess, installed_top_level_nam
 from recurgent._worker._protocol import (
     ForwardReply,
     ForwardRequest,
+    MemoryPatch,
     RawExecRequest,
     RunRequest,
     RunResult,
@@ -236,8 +237,60 @@ def _memory_writes(
     return written, deleted
 
 
+def _commit(done: ExecutionResult, memory: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Commit a successful run's writes to the worker's copy of memory, as the sandbox would.
+
+    Returns the in-place patches of containers memory held, by top-level key, for the keys
+    the run changed only in place (a key it reassigned or deleted crosses as a whole value).
+    """
+    writes = done.writes
+    if done.error is not None or done.violations or writes is None:
+        return {}
+    plain = writes.as_plain()
+    writes.apply(memory)
+    whole = set(writes.set) | set(writes.delete)
+    patches: dict[str, list[dict[str, Any]]] = {}
+    for patch in plain["patches"]:
+        key = patch["path"][0] if patch["path"] else None
+        if isinstance(key, str) and key not in whole:
+            patches.setdefault(key, []).append(patch)
+    return patches
+
+
+def _wire_patches(
+    patches: dict[str, list[dict[str, Any]]], changed: dict[str, Any], forwarder: _Forwarder
+) -> dict[str, list[MemoryPatch]]:
+    """The patches of the changed keys as protocol data; a key whose patches cannot cross
+    (a path or a kind the parent would not follow) keeps only its whole value."""
+    wired: dict[str, list[MemoryPatch]] = {}
+    for key, entries in patches.items():
+        if key not in changed:
+            continue
+        try:
+            wired[key] = [
+                MemoryPatch(
+                    path=entry["path"],
+                    kind=entry["kind"],
+                    set=[
+                        (name, to_wire(value, f"context[{key!r}]", forwarder.reference))
+                        for name, value in entry["set"]
+                    ],
+                    delete=entry["delete"],
+                    items=to_wire(entry["items"], f"context[{key!r}]", forwarder.reference),
+                )
+                for entry in entries
+            ]
+        except (Unencodable, ValueError):
+            continue
+    return wired
+
+
 def _finish(
-    request: RunRequest, forwarder: _Forwarder, memory: Any, done: ExecutionResult
+    request: RunRequest,
+    forwarder: _Forwarder,
+    memory: Any,
+    done: ExecutionResult,
+    patches: dict[str, list[dict[str, Any]]],
 ) -> RunResult:
     error = done.error
     if isinstance(error, ExecutionError) and error.root_class == "MemoryError":
@@ -251,11 +304,13 @@ def _finish(
     value: Any = None
     written: dict[str, Any] = {}
     deleted: list[str] = []
+    wired: dict[str, list[MemoryPatch]] = {}
     try:
         if error is None:
             value = to_wire(done.value, "the result", forwarder.reference)
         encoded_memory = to_wire(memory, "context", forwarder.reference)
         written, deleted = _memory_writes(request.memory, encoded_memory)
+        wired = _wire_patches(patches, written, forwarder)
     except Unencodable as problem:
         if error is None:
             error = NonSerializableResultError(
@@ -269,6 +324,7 @@ def _finish(
         value=value,
         memory_set=written,
         memory_deleted=deleted,
+        memory_patches=wired if error is None else {},
         stdout=done.stdout,
         error=None if error is None else error_to_wire(error),
         violations=[error_to_wire(violation) for violation in done.violations],
@@ -296,7 +352,11 @@ def run_request(request: RunRequest, channel: _Channel, access: DependencyAccess
     except InvalidCodeError as error:
         return RunResult(call_id=request.call_id, status="error", error=error_to_wire(error))
     sandbox = ExecutionSandbox(
-        bridge, limits=SandboxLimits(**request.limits.model_dump()), network=request.network
+        bridge,
+        limits=SandboxLimits(**request.limits.model_dump()),
+        network=request.network,
+        # Committed below, after the journal's in-place patches are taken (ADR 0062).
+        commit_memory=False,
     )
     # The sandbox owns its namespace; the worker widens exactly two entries of it (ADR 0042).
     namespace = sandbox._namespace
@@ -305,7 +365,9 @@ def run_request(request: RunRequest, channel: _Channel, access: DependencyAccess
     )
     namespace["_getattr_"] = access.wrap_getattr(namespace["_getattr_"])
     _limit_cpu(request.cpu_seconds)
-    return _finish(request, forwarder, memory, sandbox.run(program))
+    done = sandbox.run(program)
+    patches = _commit(done, memory)
+    return _finish(request, forwarder, memory, done, patches)
 
 
 def _raw_exec(request: RawExecRequest) -> RunResult:

@@ -4,8 +4,9 @@ It encodes the call's memory and arguments for the pipe (agents become numbered 
 valid for one run), answers the worker's forwarded calls with the host bridge under the
 attempt's deadline, and turns the worker's answer back into an ``ExecutionResult`` carrying
 the worker's log fields. The worker's memory writes are applied to the given memory, or, for
-the lifecycle, returned uncommitted as journal ``Writes`` (whole top-level values: a container
-the program changed is replaced, not patched in place).
+the lifecycle, returned uncommitted as journal ``Writes``: a container memory held that the
+program changed in place is patched in place (a host list keeps its identity, ADR 0062); a key
+the program reassigned, or whose patches do not fit the host's memory, gets its whole value.
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._execution import Capabilities, ExecutionInputs
-from recurgent._journal import Writes
+from recurgent._journal import Patch, Writes
 from recurgent._redact import redact
+from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
 from recurgent._sandbox._limits import attempt_deadline
 from recurgent._worker._env import Environment
 from recurgent._worker._protocol import (
     ForwardReply,
     ForwardRequest,
+    MemoryPatch,
     RawExecRequest,
     RunRequest,
     RunResult,
@@ -228,7 +231,7 @@ class ProcessExecutor:
                 NonSerializableResultError(f"{problem}; it cannot cross to the worker process")
             )
         answer = self._call(request, run, limits.timeout_seconds)
-        return self._finish(answer, run, inputs.memory if inputs.commit_memory else None)
+        return self._finish(answer, run, inputs.memory, commit=inputs.commit_memory)
 
     def _call(
         self, request: RunRequest | RawExecRequest, run: _Run, timeout: float
@@ -242,9 +245,14 @@ class ProcessExecutor:
         return WorkerExecutionResult(error=error, log_fields=self._fields())
 
     def _finish(
-        self, answer: RunResult | RecurgentError, run: _Run, memory: dict[str, Any] | None
+        self,
+        answer: RunResult | RecurgentError,
+        run: _Run,
+        memory: dict[str, Any],
+        *,
+        commit: bool,
     ) -> WorkerExecutionResult:
-        """Decode the worker's answer; its writes go to ``memory``, or (``None``) come back."""
+        """Decode the worker's answer; its writes go to ``memory`` (``commit``) or come back."""
         if isinstance(answer, RecurgentError):
             return self._failed(answer)
         try:
@@ -252,10 +260,11 @@ class ProcessExecutor:
                 set={key: run.decode(value) for key, value in answer.memory_set.items()},
                 delete=list(answer.memory_deleted),
             )
+            _patch_in_place(writes, answer.memory_patches, memory, run)
             value = run.decode(answer.value)
         except WorkerCrashError as error:
             return self._failed(error)
-        if memory is not None:
+        if commit:
             writes.apply(memory)
         violations = [error_from_wire(item) for item in answer.violations]
         return WorkerExecutionResult(
@@ -272,7 +281,52 @@ class ProcessExecutor:
         """Test hook: run raw Python in the worker, as a program that escaped the policy would."""
         bridge_free = _Run(_NO_BRIDGE, time.monotonic() + timeout_seconds, 0)
         request = RawExecRequest(call_id=secrets.token_hex(8), code=code)
-        return self._finish(self._call(request, bridge_free, timeout_seconds), bridge_free, {})
+        answer = self._call(request, bridge_free, timeout_seconds)
+        return self._finish(answer, bridge_free, {}, commit=True)
+
+
+def _patch_in_place(
+    writes: Writes, patches: dict[str, list[MemoryPatch]], memory: dict[str, Any], run: _Run
+) -> None:
+    """Turn whole-value writes into in-place patches of the host's containers where they fit.
+
+    A key is patched only when every patch of it leads, through dicts and lists of ``memory``
+    (the memory the run was given, whose containers are the host's), to a container of the kind
+    the patch changes; otherwise it keeps its whole value, as before. The tool registry always
+    takes its whole value, so the lifecycle's registry check sees what the program left there.
+    """
+    for key, entries in patches.items():
+        if key not in writes.set or key == TOOLS_KEY:
+            continue
+        built = [_host_patch(memory, key, entry, run) for entry in entries]
+        if built and all(patch is not None for patch in built):
+            writes.patches.extend(patch for patch in built if patch is not None)
+            del writes.set[key]
+
+
+def _host_patch(memory: dict[str, Any], key: str, entry: MemoryPatch, run: _Run) -> Patch | None:
+    """The journal ``Patch`` of ``entry`` on the host's container, or ``None`` if it does not fit."""
+    if entry.path[0] != key:
+        return None
+    node: Any = memory
+    for step in entry.path:
+        keyed = type(node) is dict and type(step) is str and step in node
+        indexed = type(node) in (list, tuple) and type(step) is int and 0 <= step < len(node)
+        if not (keyed or indexed):
+            return None
+        node = node[step]
+    wanted = dict if entry.kind == "dict" else list
+    if type(node) is not wanted:
+        # A tuple the program saw as a list, or a value the host replaced meanwhile.
+        return None
+    return Patch(
+        node,
+        tuple(entry.path),
+        entry.kind,
+        set={name: run.decode(value) for name, value in entry.set},
+        delete=list(entry.delete),
+        items=list(run.decode(entry.items)),
+    )
 
 
 def _safe_text(error: BaseException) -> str:

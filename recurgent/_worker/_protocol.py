@@ -36,6 +36,7 @@ __all__ = [
     "ForwardOp",
     "ForwardReply",
     "ForwardRequest",
+    "MemoryPatch",
     "Message",
     "RawExecRequest",
     "RunRequest",
@@ -143,14 +144,37 @@ class ForwardReply(_Message):
     error: WireError | None = None
 
 
+class MemoryPatch(BaseModel):
+    """An in-place change to a container memory already held (a journal ``Patch`` as data).
+
+    ``path`` leads from the memory root (top-level key first, then dict keys and list indexes)
+    to the container the program changed; the parent applies the change to its own container
+    at that path, so a host list or dict keeps its identity (ADR 0062).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: list[str | int] = Field(min_length=1, max_length=_MAX_DEPTH)
+    kind: Literal["dict", "extend", "replace"]
+    set: list[tuple[str, Any]] = Field(default_factory=list)
+    delete: list[str] = Field(default_factory=list)
+    items: list[Any] = Field(default_factory=list)
+
+
 class RunResult(_Message):
-    """Worker to parent: what the run produced (the ``ExecutionResult`` fields)."""
+    """Worker to parent: what the run produced (the ``ExecutionResult`` fields).
+
+    ``memory_set`` holds the whole new value of every top-level key the run changed;
+    ``memory_patches`` describes, for some of those keys, the same change as in-place patches of
+    the containers memory held, which the parent prefers when they fit its memory.
+    """
 
     kind: Literal["result"] = "result"
     status: Literal["ok", "error"]
     value: Any = None
     memory_set: dict[str, Any] = Field(default_factory=dict)
     memory_deleted: list[str] = Field(default_factory=list)
+    memory_patches: dict[str, list[MemoryPatch]] = Field(default_factory=dict)
     stdout: str = ""
     error: WireError | None = None
     violations: list[WireError] = Field(default_factory=list)

@@ -1,34 +1,24 @@
 """The parent side of a worker: one long-lived process per environment, killed and restarted on failure.
 
-A :class:`WorkerProcess` owns one child started in its own process group: a reader thread turns
-its protocol lines into a queue (so a wait has a real timeout even on a partial line) and a
-drain thread keeps the last 64 KiB of its stderr. A :class:`WorkerSupervisor` runs requests on
-it: it answers forwarded calls through a handler, kills the whole process group when the run
-outlives its deadline or the child breaks the protocol, and starts a fresh child for the next
-run. It returns values and raises typed errors; it decides nothing about retries.
+A :class:`WorkerSupervisor` runs requests on one :class:`WorkerProcess` at a time: it answers
+forwarded calls through a handler, kills the whole process group when the run outlives its
+deadline or the child breaks the protocol, and starts a fresh child for the next run. Its worker
+belongs to a :class:`WorkerPool` (checked out for each run, in again after it), which may stop
+it while idle (idle timeout, cap on live workers); the next run then starts a new one. It
+returns values and raises typed errors; it decides nothing about retries.
 """
 
 from __future__ import annotations
 
-import atexit
-import concurrent.futures
-import contextlib
-import os
-import queue
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
-from pydantic import ValidationError
-
+from recurgent._worker import _pool
 from recurgent._worker._env import host_paths as runtime_paths
 from recurgent._worker._isolation import (
     IsolationSettings,
@@ -40,197 +30,21 @@ from recurgent._worker._isolation import (
     network_allowed,
     scrubbed_environment,
 )
+from recurgent._worker._pool import WorkerPool
+from recurgent._worker._process import WorkerExited, WorkerProcess, WorkerTimedOut
 from recurgent._worker._protocol import (
     ForwardReply,
     ForwardRequest,
     RawExecRequest,
     RunRequest,
     RunResult,
-    dump_line,
-    parse_line,
 )
-from recurgent.errors import DependencyActivationError, ExecutionTimeoutError, WorkerCrashError
+from recurgent.errors import ExecutionTimeoutError, WorkerCrashError
 
 __all__ = ["WorkerExited", "WorkerProcess", "WorkerSupervisor", "WorkerTimedOut"]
 
 #: Extra time a run on a freshly started worker gets before the parent kills it (start-up).
 STARTUP_ALLOWANCE_SECONDS = 10.0
-
-_STDERR_TAIL_BYTES = 64 * 1024
-#: Largest protocol line accepted from a worker; a longer one is a protocol breach.
-MAX_LINE_BYTES = 64 * 1024 * 1024
-_EOF = object()
-_TOO_LONG = object()
-_LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
-# bubblewrap's --die-with-parent follows the *thread* that started it (PR_SET_PDEATHSIG): a
-# worker started from a short-lived request thread would die with that thread. Every worker is
-# therefore started from this one long-lived thread.
-_SPAWNER = concurrent.futures.ThreadPoolExecutor(
-    max_workers=1, thread_name_prefix="recurgent-spawn"
-)
-
-
-class WorkerExited(Exception):
-    """The child ended or broke the protocol before answering."""
-
-
-class WorkerTimedOut(Exception):
-    """The child did not answer before the deadline."""
-
-
-class WorkerProcess:
-    """One worker child and its two reader threads.
-
-    Args:
-        command: argv of the child (already wrapped in bubblewrap when confined).
-        environment: The child's complete environment.
-        cwd: Its working directory.
-        preexec: Applied in the child before exec (rlimits), or ``None``.
-    """
-
-    def __init__(
-        self,
-        command: list[str],
-        *,
-        environment: dict[str, str],
-        cwd: Path,
-        preexec: Callable[[], None] | None,
-    ) -> None:
-        self._lines: queue.Queue[Any] = queue.Queue()
-        self._stderr: deque[bytes] = deque()
-        self._stderr_size = 0
-        self._stderr_lock = threading.Lock()
-        try:
-            self._process: subprocess.Popen[bytes] = _SPAWNER.submit(
-                subprocess.Popen,
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=environment,
-                start_new_session=True,
-                preexec_fn=preexec,
-                close_fds=True,
-            ).result()
-        except OSError as error:
-            raise DependencyActivationError(
-                f"worker could not be started ({command[0]}): {type(error).__name__}: {error}"
-            ) from None
-        self._threads = [
-            threading.Thread(target=self._read_lines, name="recurgent-worker-out", daemon=True),
-            threading.Thread(target=self._drain_stderr, name="recurgent-worker-err", daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
-        _LIVE.add(self)
-
-    @property
-    def pid(self) -> int:
-        """The child's process id (the process group id too)."""
-        return self._process.pid
-
-    def alive(self) -> bool:
-        """True while the child runs."""
-        return self._process.poll() is None
-
-    def _read_lines(self) -> None:
-        stream = self._process.stdout
-        assert stream is not None
-        while True:
-            line = stream.readline(MAX_LINE_BYTES + 1)
-            if not line:
-                break
-            if len(line) > MAX_LINE_BYTES:
-                # A subverted worker must not make the parent buffer without bound.
-                self._lines.put(_TOO_LONG)
-                return
-            self._lines.put(line)
-        self._lines.put(_EOF)
-
-    def _drain_stderr(self) -> None:
-        stream = self._process.stderr
-        assert stream is not None
-        for chunk in iter(lambda: os.read(stream.fileno(), 4096), b""):
-            with self._stderr_lock:
-                self._stderr.append(chunk)
-                self._stderr_size += len(chunk)
-                while self._stderr_size > _STDERR_TAIL_BYTES and len(self._stderr) > 1:
-                    self._stderr_size -= len(self._stderr.popleft())
-
-    def stderr_tail(self, limit: int = 2000) -> str:
-        """The last ``limit`` characters the child wrote to stderr (``print`` of packages too)."""
-        with self._stderr_lock:
-            text = b"".join(self._stderr).decode("utf-8", "replace")
-        return text[-limit:]
-
-    def send(self, message: Any) -> None:
-        """Write one message line.
-
-        Raises:
-            WorkerExited: the pipe is closed.
-        """
-        stdin: IO[bytes] | None = self._process.stdin
-        assert stdin is not None
-        try:
-            stdin.write(dump_line(message))
-            stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as error:
-            raise WorkerExited(f"worker pipe failure: {error}") from None
-
-    def receive(self, timeout: float) -> Any:
-        """The next message, waiting at most ``timeout`` seconds.
-
-        Raises:
-            WorkerTimedOut: nothing arrived in time.
-            WorkerExited: the child closed its output or wrote something unreadable.
-        """
-        try:
-            line = self._lines.get(timeout=max(0.0, timeout))
-        except queue.Empty:
-            raise WorkerTimedOut(f"worker did not answer within {timeout:.2f}s") from None
-        if line is _TOO_LONG:
-            raise WorkerExited(f"worker sent a message over {MAX_LINE_BYTES} bytes")
-        if line is _EOF:
-            self._process.wait()
-            raise WorkerExited(
-                f"worker exited without response (exit code {self._process.returncode})"
-            )
-        try:
-            return parse_line(line)
-        except (ValueError, ValidationError) as error:
-            raise WorkerExited(f"worker returned an invalid message: {str(error)[:200]}") from None
-
-    def kill(self) -> None:
-        """Kill the child's whole process group and reap it."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._process.wait(timeout=5)
-        for thread in self._threads:
-            thread.join(timeout=1)
-        for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        _LIVE.discard(self)
-
-    def shutdown(self) -> None:
-        """Close stdin so the child ends by itself, then make sure the group is gone."""
-        stdin = self._process.stdin
-        if stdin is not None:
-            with contextlib.suppress(OSError):
-                stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._process.wait(timeout=1)
-        self.kill()
-
-
-@atexit.register
-def _reap_workers() -> None:
-    for worker in list(_LIVE):
-        worker.kill()
-
 
 ForwardHandler = Callable[[ForwardRequest], ForwardReply]
 
@@ -246,6 +60,7 @@ class WorkerSupervisor:
         host_paths: Where ``recurgent`` and its own dependencies are imported from (bound
             read-only into bubblewrap); defaults to :func:`recurgent._worker._env.host_paths`.
         test_hooks: Enable ``raw_exec`` in the child (specs only).
+        pool: The pool its workers belong to; the interpreter's (``_pool.WORKERS``) if omitted.
     """
 
     def __init__(
@@ -257,8 +72,10 @@ class WorkerSupervisor:
         isolation: IsolationSettings | None = None,
         host_paths: tuple[str, ...] | None = None,
         test_hooks: bool = False,
+        pool: WorkerPool | None = None,
     ) -> None:
         self._python = python
+        self._pool = _pool.WORKERS if pool is None else pool
         self._site = site_packages
         self._env_dir = env_dir
         self._isolation = isolation or IsolationSettings()
@@ -266,7 +83,10 @@ class WorkerSupervisor:
         self._test_hooks = test_hooks
         self._backend = backend_for(self._isolation)
         self._worker: WorkerProcess | None = None
-        self._scratch: Path | None = None
+        # Shared with the finalizer, which must not hold the supervisor itself: an agent that
+        # is dropped takes its idle worker with it instead of leaving it to the idle timeout.
+        self._held: list[WorkerProcess | None] = [None]
+        weakref.finalize(self, _release, self._held)
         self._starts = 0
         self._last_pid: int | None = None
         self._lock = threading.Lock()
@@ -307,42 +127,63 @@ class WorkerSupervisor:
             network=network_allowed(self._isolation.network),
         )
 
+    @property
+    def pool(self) -> WorkerPool:
+        """The pool this supervisor's workers belong to."""
+        return self._pool
+
     def _ensure(self) -> WorkerProcess:
-        if self._worker is not None and self._worker.alive():
-            return self._worker
-        if self._worker is not None:
+        """The worker, checked out of the pool for a run; a new one if the pool stopped it."""
+        worker = self._worker
+        if worker is not None and self._pool.checkout(worker):
+            return worker
+        if worker is not None:
             self._discard()
         scratch = Path(tempfile.mkdtemp(prefix="recurgent-worker-"))
         extra = {"RECURGENT_WORKER_TEST_HOOKS": "1"} if self._test_hooks else {}
+        self._pool.reserve()
+        started: WorkerProcess | None = None
         try:
-            self._worker = WorkerProcess(
+            started = WorkerProcess(
                 self._command(scratch),
                 environment=scrubbed_environment(scratch, extra=extra),
                 cwd=scratch,
                 preexec=limit_resources(self._isolation) if self._isolation.confined else None,
+                scratch=scratch,
             )
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
-        self._scratch = scratch
+        finally:
+            self._pool.admit(started)
+        self._worker = self._held[0] = started
         self._starts += 1
-        return self._worker
+        return started
+
+    def _checkin(self) -> None:
+        if self._worker is not None:
+            self._pool.checkin(self._worker)
 
     def start(self) -> int:
         """Start the worker now (so the first run is warm); returns its pid."""
         with self._lock:
             self._last_pid = self._ensure().pid
+            self._checkin()
             return self._last_pid
+
+    @property
+    def running(self) -> bool:
+        """True while this supervisor holds a worker the pool has not stopped."""
+        return self._worker is not None and self._worker.alive()
 
     def _discard(self) -> str:
         tail = ""
-        if self._worker is not None:
-            self._worker.kill()
-            tail = self._worker.stderr_tail()
-            self._worker = None
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        worker = self._worker
+        if worker is not None:
+            self._pool.forget(worker)
+            worker.kill()
+            tail = worker.stderr_tail()
+            self._worker = self._held[0] = None
         return tail
 
     def run(
@@ -378,6 +219,7 @@ class WorkerSupervisor:
                 return self._run_locked(request, handler, timeout_seconds, grace_seconds)
             finally:
                 self._owner = None
+                self._checkin()
                 if self._close_after_run:
                     self._close_after_run = False
                     self._stop()
@@ -390,6 +232,7 @@ class WorkerSupervisor:
             isolation=self._isolation,
             host_paths=self._host_paths,
             test_hooks=self._test_hooks,
+            pool=self._pool,
         )
 
     def _run_locked(
@@ -440,6 +283,16 @@ class WorkerSupervisor:
             self._stop()
 
     def _stop(self) -> None:
-        if self._worker is not None:
-            self._worker.shutdown()
+        worker = self._worker
+        if worker is not None:
+            self._pool.forget(worker)
+            worker.shutdown()
         self._discard()
+
+
+def _release(held: list[WorkerProcess | None]) -> None:
+    """Finalizer of a dropped supervisor: its worker goes too (killed, reaped, scratch removed)."""
+    worker = held[0]
+    if worker is not None:
+        held[0] = None
+        worker.kill()

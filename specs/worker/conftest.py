@@ -10,6 +10,7 @@ import pytest
 from recurgent._worker._env import Environment, EnvironmentManager
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._manifest import DependencyPolicy, normalize_manifest
+from recurgent._worker._pool import WorkerPool
 from recurgent._worker._supervisor import WorkerSupervisor
 from specs.worker.support import DEMO_DISTRIBUTION, build_wheel, supervisor
 
@@ -45,7 +46,10 @@ def demo_env(offline_policy: DependencyPolicy, env_cache: Path) -> Environment:
 def demo_executor(demo_env: Environment) -> Iterator[ProcessExecutor]:
     """A worker bound to the demo environment, shared by the specs that only read from it."""
     worker: WorkerSupervisor = supervisor(
-        python=str(demo_env.python), site_packages=demo_env.site_packages, env_dir=demo_env.env_dir
+        python=str(demo_env.python),
+        site_packages=demo_env.site_packages,
+        env_dir=demo_env.env_dir,
+        pool=_unlimited(),
     )
     yield ProcessExecutor(worker, demo_env)
     worker.shutdown()
@@ -54,6 +58,11 @@ def demo_executor(demo_env: Environment) -> Iterator[ProcessExecutor]:
 @pytest.fixture(scope="module")
 def plain_executor() -> Iterator[ProcessExecutor]:
     """A worker on this interpreter without an environment, shared within one module."""
-    worker = supervisor()
+    worker = supervisor(pool=_unlimited())
     yield ProcessExecutor(worker)
     worker.shutdown()
+
+
+def _unlimited() -> WorkerPool:
+    """A pool of its own for a shared worker: no spec's workers evict it, no idle timeout."""
+    return WorkerPool(idle_timeout_seconds=None, max_workers=None, reaper=False)

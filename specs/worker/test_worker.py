@@ -324,7 +324,7 @@ def test_the_parent_caps_forwarded_calls_even_for_a_subverted_worker() -> None:
 
 def test_an_oversized_protocol_line_is_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker writing a line past the cap is killed as worker_crash, not buffered without bound."""
-    monkeypatch.setattr("recurgent._worker._supervisor.MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr("recurgent._worker._process.MAX_LINE_BYTES", 1000)
     worker = supervisor()
     try:
         result = ProcessExecutor(worker).run_raw(

@@ -1,0 +1,254 @@
+"""``WorkerProcess``: one worker child, its reader threads, its scratch directory, and its end.
+
+The child runs in its own process group. A reader thread turns its protocol lines into a queue
+(so a wait has a real timeout even on a partial line) and reaps the child as soon as its output
+closes (a worker that dies while idle never lingers as a zombie); a drain thread keeps the last
+64 KiB of its stderr. Killing is idempotent, removes the scratch directory, and never touches a
+process that a forked interpreter inherited from its parent. Every live child is killed and
+reaped at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import contextlib
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from recurgent._worker._protocol import dump_line, parse_line
+from recurgent.errors import DependencyActivationError
+
+__all__ = ["MAX_LINE_BYTES", "WorkerExited", "WorkerProcess", "WorkerTimedOut", "live_workers"]
+
+_STDERR_TAIL_BYTES = 64 * 1024
+#: Largest protocol line accepted from a worker; a longer one is a protocol breach.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_EOF = object()
+_TOO_LONG = object()
+_LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
+# bubblewrap's --die-with-parent follows the *thread* that started it (PR_SET_PDEATHSIG): a
+# worker started from a short-lived request thread would die with that thread. Every worker is
+# therefore started from this one long-lived thread.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="recurgent-spawn"
+)
+
+
+class WorkerExited(Exception):
+    """The child ended or broke the protocol before answering."""
+
+
+class WorkerTimedOut(Exception):
+    """The child did not answer before the deadline."""
+
+
+class WorkerProcess:
+    """One worker child and its two reader threads.
+
+    Args:
+        command: argv of the child (already wrapped in bubblewrap when confined).
+        environment: The child's complete environment.
+        cwd: Its working directory.
+        preexec: Applied in the child before exec (rlimits), or ``None``.
+        scratch: A directory that belongs to this child and is removed when it is killed.
+    """
+
+    def __init__(
+        self,
+        command: list[str],
+        *,
+        environment: dict[str, str],
+        cwd: Path,
+        preexec: Callable[[], None] | None,
+        scratch: Path | None = None,
+    ) -> None:
+        self._lines: queue.Queue[Any] = queue.Queue()
+        self._stderr: deque[bytes] = deque()
+        self._stderr_size = 0
+        self._stderr_lock = threading.Lock()
+        self._end_lock = threading.Lock()
+        self._ended = False
+        self._scratch = scratch
+        # A forked interpreter inherits this object but not the child: it must never signal it.
+        self._parent_pid = os.getpid()
+        try:
+            self._process: subprocess.Popen[bytes] = _SPAWNER.submit(
+                subprocess.Popen,
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=environment,
+                start_new_session=True,
+                preexec_fn=preexec,
+                close_fds=True,
+            ).result()
+        except OSError as error:
+            raise DependencyActivationError(
+                f"worker could not be started ({command[0]}): {type(error).__name__}: {error}"
+            ) from None
+        self._threads = [
+            threading.Thread(target=self._read_lines, name="recurgent-worker-out", daemon=True),
+            threading.Thread(target=self._drain_stderr, name="recurgent-worker-err", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+        _LIVE.add(self)
+
+    @property
+    def pid(self) -> int:
+        """The child's process id (the process group id too)."""
+        return self._process.pid
+
+    @property
+    def ended(self) -> bool:
+        """True once :meth:`kill` ran (the child is gone or going)."""
+        return self._ended
+
+    def alive(self) -> bool:
+        """True while the child runs and has not been killed."""
+        return not self._ended and self._process.poll() is None
+
+    def _read_lines(self) -> None:
+        stream = self._process.stdout
+        assert stream is not None
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            if len(line) > MAX_LINE_BYTES:
+                # A subverted worker must not make the parent buffer without bound.
+                self._lines.put(_TOO_LONG)
+                return
+            self._lines.put(line)
+        self._lines.put(_EOF)
+        if os.getpid() == self._parent_pid:
+            # The child closed its output: it is exiting. Reap it now, so a worker that dies
+            # while idle (nobody waiting on it) does not stay a zombie until its next use.
+            self._process.wait()
+
+    def _drain_stderr(self) -> None:
+        stream = self._process.stderr
+        assert stream is not None
+        for chunk in iter(lambda: os.read(stream.fileno(), 4096), b""):
+            with self._stderr_lock:
+                self._stderr.append(chunk)
+                self._stderr_size += len(chunk)
+                while self._stderr_size > _STDERR_TAIL_BYTES and len(self._stderr) > 1:
+                    self._stderr_size -= len(self._stderr.popleft())
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        """The last ``limit`` characters the child wrote to stderr (``print`` of packages too)."""
+        with self._stderr_lock:
+            text = b"".join(self._stderr).decode("utf-8", "replace")
+        return text[-limit:]
+
+    def send(self, message: Any) -> None:
+        """Write one message line.
+
+        Raises:
+            WorkerExited: the pipe is closed.
+        """
+        stdin: IO[bytes] | None = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(dump_line(message))
+            stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as error:
+            raise WorkerExited(f"worker pipe failure: {error}") from None
+
+    def receive(self, timeout: float) -> Any:
+        """The next message, waiting at most ``timeout`` seconds.
+
+        Raises:
+            WorkerTimedOut: nothing arrived in time.
+            WorkerExited: the child closed its output or wrote something unreadable.
+        """
+        try:
+            line = self._lines.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            raise WorkerTimedOut(f"worker did not answer within {timeout:.2f}s") from None
+        if line is _TOO_LONG:
+            raise WorkerExited(f"worker sent a message over {MAX_LINE_BYTES} bytes")
+        if line is _EOF:
+            self._process.wait()
+            raise WorkerExited(
+                f"worker exited without response (exit code {self._process.returncode})"
+            )
+        try:
+            return parse_line(line)
+        except (ValueError, ValidationError) as error:
+            raise WorkerExited(f"worker returned an invalid message: {str(error)[:200]}") from None
+
+    def kill(self) -> None:
+        """Kill the child's whole process group, reap it and remove its scratch directory.
+
+        Idempotent: a second call does nothing (the group id could belong to someone else by
+        then). In a forked interpreter it only forgets the child, which is the parent's.
+        """
+        with self._end_lock:
+            if self._ended:
+                return
+            self._ended = True
+        _LIVE.discard(self)
+        if os.getpid() != self._parent_pid:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=5)
+        current = threading.current_thread()
+        for thread in self._threads:
+            # A garbage-collection finalizer may run this on one of the reader threads.
+            if thread is not current:
+                thread.join(timeout=1)
+        for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def shutdown(self) -> None:
+        """Close stdin so the child ends by itself, then make sure the group is gone."""
+        if self._ended:
+            return
+        stdin = self._process.stdin
+        if stdin is not None and os.getpid() == self._parent_pid:
+            with contextlib.suppress(OSError):
+                stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=1)
+        self.kill()
+
+
+def live_workers() -> list[WorkerProcess]:
+    """Every worker child of this interpreter that has not been killed (any pool, or none)."""
+    return [worker for worker in list(_LIVE) if not worker.ended]
+
+
+@atexit.register
+def _reap_workers() -> None:
+    for worker in list(_LIVE):
+        worker.kill()
+
+
+def _forget_after_fork() -> None:
+    # The children belong to the parent interpreter; the forked one must not kill them at exit.
+    _LIVE.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
