@@ -10,7 +10,6 @@ contract checks a fresh one does, and its memory writes are undone like any fail
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from recurgent._lifecycle._generation import Generated
 from recurgent._lifecycle._lanes import failure_class
 from recurgent._lifecycle._selection import after_persisted, after_repair, plan_call, result_kind
 from recurgent._lifecycle._state import CallState
+from recurgent._parsing import parse_python
 from recurgent._prompting import PROMPT_VERSION, Prompts, render
 from recurgent._redact import redact
 from recurgent._sandbox import compile_program
@@ -111,7 +111,7 @@ def _prepared(code: str, dependencies: str, method: str) -> Generated:
         {"code": code, "dependencies": json.loads(dependencies)}, method_name=method
     )
     try:
-        tree = ast.parse(program.code, "<generated>", "exec")
+        tree = parse_python(program.code, "<generated>")
     except SyntaxError as error:
         raise InvalidCodeError(
             f"Stored code has invalid Python syntax: line {error.lineno}: {error.msg}"
