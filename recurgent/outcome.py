@@ -388,9 +388,9 @@ def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
 
     Rules (ADR 0002; attribution and bounds ADR 0059):
 
-    1. An ``Outcome`` keeps its status, value, error fields and metadata; its ``tool_role`` and
-       ``method_name`` become ``tool_role``/``method_name``, whatever the program or a child put
-       there: the caller and the log line name the call that ran.
+    1. An ``Outcome`` is returned as it is, its error fields checked again. Its ``tool_role``
+       and ``method_name`` were settled at the sandbox boundary: an Outcome the program made
+       names the call that ran, a child's answer passed on keeps the child's (ADR 0059).
     2. A mapping whose ``status`` is the string ``"error"`` (compared after stripping, in any
        case) becomes an error outcome: ``error_type`` (default ``execution``), ``error_message``
        or ``message`` (default ``Execution failed``), ``retriable`` (true only when exactly
@@ -406,7 +406,7 @@ def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
             message is longer than :data:`MAX_ERROR_MESSAGE_CHARS`.
     """
     if isinstance(value, Outcome):
-        return _stamped(value, tool_role, method_name)
+        return _checked(value)
     if isinstance(value, Mapping):
         status = value.get("status")
         if isinstance(status, str) and status.strip().lower() == "error":
@@ -423,15 +423,13 @@ def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
     return Outcome(status="ok", value=value, tool_role=tool_role, method_name=method_name)
 
 
-def _stamped(outcome: Outcome, tool_role: str, method_name: str) -> Outcome:
-    """``outcome`` attributed to the call that ran, its error fields checked again.
+def _checked(outcome: Outcome) -> Outcome:
+    """``outcome`` with its error fields checked again.
 
     The check repeats the model's because an Outcome may have been rebuilt without validation
     on its way out of the sandbox or a worker.
     """
     update: dict[str, Any] = {}
-    if (outcome.tool_role, outcome.method_name) != (tool_role, method_name):
-        update.update(tool_role=tool_role, method_name=method_name)
     error_type, message = outcome.error_type, outcome.error_message
     if error_type is not None:
         if not isinstance(error_type, str):

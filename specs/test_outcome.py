@@ -277,19 +277,11 @@ class TestCoerce:
 
         assert self._coerce(own) is own
 
-    def test_outcome_is_stamped_with_the_running_call(self) -> None:
-        """A child's (or a forged) attribution becomes the running call's; nothing else moves."""
+    def test_an_outcome_keeps_the_attribution_the_boundary_settled(self) -> None:
+        """coerce_outcome passes a child's Outcome on as it is (the sandbox settled its role)."""
         child = Outcome.error("rate_limited", "slow down", True, tool_role="c", method_name="x")
 
-        assert self._coerce(child) == Outcome(
-            status="error",
-            error_type="rate_limited",
-            error_message="slow down",
-            retriable=True,
-            tool_role="r",
-            method_name="m",
-        )
-        assert (child.tool_role, child.method_name) == ("c", "x")
+        assert self._coerce(child) is child
 
     @pytest.mark.parametrize("status", ["ok", "error"])
     def test_mapping_attribution_keys_are_ignored(self, status: str) -> None:
@@ -439,6 +431,35 @@ class TestAttributionInGeneratedCode:
             "assistant",
             "set_timer",
         )
+
+    @pytest.mark.parametrize(
+        ("code", "named"),
+        [
+            ("return delegate('bank').transfer()", ("bank", "transfer")),
+            ("answer = delegate('bank').transfer()\nreturn [answer][0]", ("bank", "transfer")),
+            (
+                "answer = delegate('bank').transfer()\n"
+                "return Outcome(status='ok', value=2, tool_role=answer.tool_role, "
+                "method_name=answer.method_name)",
+                ("assistant", "set_timer"),
+            ),
+            (
+                "answer = delegate('bank').transfer()\nreturn Outcome.ok(answer.value)",
+                ("assistant", "set_timer"),
+            ),
+        ],
+    )
+    def test_only_a_child_answer_passed_on_names_the_child(
+        self, code: str, named: tuple[str, str]
+    ) -> None:
+        """The child's own Outcome keeps bank.transfer; any Outcome the program built does not."""
+        provider = ScriptedProvider({"set_timer": code, ("bank", "transfer"): "return 1"})
+        agent = Agent("assistant", provider=provider, log=False, toolstore_root=None)
+
+        outcome = agent.set_timer()
+
+        assert outcome.ok
+        assert (outcome.tool_role, outcome.method_name) == named
 
 
 class TestErrorFieldBounds:

@@ -17,7 +17,13 @@ from typing import Any
 
 from recurgent._journal import Journal, MemoryView, Writes
 from recurgent._redact import redact
-from recurgent._sandbox._boundary import exception_text, find_unplain, inbound, rebuild
+from recurgent._sandbox._boundary import (
+    Attribution,
+    exception_text,
+    find_unplain,
+    inbound,
+    rebuild,
+)
 from recurgent._sandbox._builtins import make_builtins
 from recurgent._sandbox._compile import CompiledProgram, compile_program
 from recurgent._sandbox._guards import (
@@ -216,6 +222,8 @@ class ExecutionSandbox:
         self._clock = clock
         self._violations: list[GuardrailViolationError] = []
         self._forwarded = 0
+        # Outcomes forwarded calls returned, by id (the dict keeps each alive, so ids stay unique).
+        self._answers: dict[int, Outcome] = {}
         self._output = OutputCollector(limits.max_output_bytes)
         self._namespace: dict[str, Any] = {}
         self._ticker = Ticker(
@@ -443,7 +451,11 @@ class ExecutionSandbox:
             outcome = self._host_call(
                 f"{ops.role}.{name}", lambda: ops.call(name, tuple(plain_args), plain_kwargs)
             )
-            return inbound(outcome, self._bridge.handle_for_agent)
+            answer = inbound(outcome, self._bridge.handle_for_agent)
+            if isinstance(answer, Outcome):
+                # A child's answer keeps its own role if the program passes it on (ADR 0059).
+                self._answers[id(answer)] = answer
+            return answer
 
         return dynamic_call
 
@@ -490,7 +502,13 @@ class ExecutionSandbox:
             finally:
                 Journal.deactivate(active)
                 _RUNNING.reset(running)
-            result.value = self._to_host(value, "the result")
+            result.value = rebuild(
+                value,
+                "the result",
+                handles=lambda ops: ops.agent(),
+                keep=self._is_agent,
+                attribution=Attribution(bridge.role, bridge.method_name, self._answers),
+            )
             result.writes = self._memory_writes()
         except KeyboardInterrupt:
             raise

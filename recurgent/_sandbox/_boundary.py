@@ -29,7 +29,8 @@ import decimal
 import fractions
 import re
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from recurgent._journal import MemoryView
@@ -39,7 +40,7 @@ from recurgent._sandbox._modules import ModuleFacade
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
-__all__ = ["MAX_DEPTH", "exception_text", "find_unplain", "inbound", "rebuild"]
+__all__ = ["MAX_DEPTH", "Attribution", "exception_text", "find_unplain", "inbound", "rebuild"]
 
 MAX_DEPTH = 64
 _SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
@@ -94,18 +95,36 @@ def _unplain_reason(value: Any) -> str:
     return f"an object of type {str.__str__(type(value).__name__)}"
 
 
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Who an Outcome leaving an attempt names (ADR 0059).
+
+    Attributes:
+        tool_role: The role of the call that ran.
+        method_name: Its method.
+        forwarded: ids of the Outcomes the attempt received from forwarded calls (a child's
+            answer); those keep their own role and method, every other Outcome names the call.
+    """
+
+    tool_role: str
+    method_name: str
+    forwarded: Collection[int] = ()
+
+
 class _Rebuilder:
-    __slots__ = ("_handles", "_keep", "_memo", "_resolve")
+    __slots__ = ("_attribution", "_handles", "_keep", "_memo", "_resolve")
 
     def __init__(
         self,
         resolve: Callable[[Any], Any | None] | None,
         handles: Callable[[HandleOps], Any] | None,
         keep: Callable[[Any], bool] | None = None,
+        attribution: Attribution | None = None,
     ) -> None:
         self._resolve = resolve
         self._handles = handles
         self._keep = keep
+        self._attribution = attribution
         self._memo: dict[int, Any] = {}
 
     def key(self, key: Any, where: str, depth: int) -> Any:
@@ -173,14 +192,19 @@ class _Rebuilder:
             return None if field is None else self.value(field, f"{where}.{name}", depth + 1)
 
         status = text(value.status, "status")
+        tool_role, method_name = value.tool_role, value.method_name
+        called = self._attribution
+        if called is not None and id(value) not in called.forwarded:
+            # Made by the program: whatever role it wrote, it answers for the call that ran.
+            tool_role, method_name = called.tool_role, called.method_name
         built = Outcome.model_construct(
             status="ok" if status == "ok" else "error",
             value=self.value(value.value, f"{where}.value", depth + 1),
             error_type=text(value.error_type, "error_type"),
             error_message=text(value.error_message, "error_message"),
             retriable=value.retriable is True,
-            tool_role=text(value.tool_role, "tool_role"),
-            method_name=text(value.method_name, "method_name"),
+            tool_role=text(tool_role, "tool_role"),
+            method_name=text(method_name, "method_name"),
             metadata=self._dict(value.metadata, dict, f"{where}.metadata", depth + 1),
         )
         self._remember(value, built)
@@ -260,6 +284,7 @@ def rebuild(
     resolve: Callable[[Any], Any | None] | None = None,
     handles: Callable[[HandleOps], Any] | None = None,
     keep: Callable[[Any], bool] | None = None,
+    attribution: Attribution | None = None,
     suffix: str = "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) "
     "can leave the sandbox",
 ) -> Any:
@@ -273,13 +298,15 @@ def rebuild(
         handles: Turns an agent handle into the host object to hand over; ``None`` refuses
             handles.
         keep: True for a host object that may pass unchanged (an agent the user stored).
+        attribution: For the attempt's result: the call every Outcome the program made names;
+            ``None`` keeps every Outcome's role and method.
         suffix: Appended to the refusal message.
 
     Raises:
         NonSerializableResultError: ``value`` holds something that is not plain data.
     """
     try:
-        return _Rebuilder(resolve, handles, keep).value(value, where, 0)
+        return _Rebuilder(resolve, handles, keep, attribution).value(value, where, 0)
     except _Refused as refused:
         raise NonSerializableResultError(f"{refused.args[0]}; {suffix}") from None
     except RecursionError:

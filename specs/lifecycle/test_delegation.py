@@ -35,7 +35,7 @@ class TestDeliverableValidation:
     """A delegated child's ok outcome is checked against its deliverable."""
 
     def test_matching_object_passes_unchanged(self) -> None:
-        """{'body': 'ok'} satisfies a required 'body' key (the parent's call is named, ADR 0059)."""
+        """{'body': 'ok'} satisfies a required 'body' key."""
         builder, _ = _delegating("return {'body': 'ok'}", BODY)
 
         outcome = builder.run()
@@ -43,7 +43,7 @@ class TestDeliverableValidation:
         assert (outcome.status, outcome.value, outcome.tool_role) == (
             "ok",
             {"body": "ok"},
-            "builder",
+            "child_tool",
         )
 
     def test_missing_key_is_a_non_retriable_contract_violation(self) -> None:
@@ -68,8 +68,7 @@ class TestDeliverableValidation:
             "actual_shape": "object",
             "missing_keys": ["body"],
         }
-        # The parent returned the child's outcome: it names the parent's call (ADR 0059).
-        assert (outcome.tool_role, outcome.method_name) == ("builder", "run")
+        assert (outcome.tool_role, outcome.method_name) == ("child_tool", "work")
         assert len(provider.requests_for("work", role="child_tool")) == 1
 
     def test_contract_validation_fields_in_the_child_log(self, log_path: Path) -> None:

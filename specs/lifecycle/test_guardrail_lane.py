@@ -275,10 +275,9 @@ class TestGuardrailExhaustion:
 
         outcome = builder.run()
 
-        # Passed on by the parent, it names the parent's call (ADR 0059); the text is the child's.
         assert (outcome.error_type, outcome.tool_role) == (
             "guardrail_retry_exhausted",
-            "builder",
+            "child_tool",
         )
         assert outcome.error_message == (
             f"Recoverable guardrail retries exhausted for child_tool.work. {MUTATION_CAUSE}"
