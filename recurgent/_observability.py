@@ -96,8 +96,13 @@ class _AppendWriter:
             self._directory_ready = True
         data = (message + "\n").encode("utf-8", "replace")
         # O_NONBLOCK: a FIFO put in the log's place later must fail the write, not hang the call.
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
-        descriptor = os.open(self._path, flags, 0o644)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK
+        try:
+            # Without O_CREAT first: creating takes the directory's lock, which every writer
+            # of a busy log directory would otherwise queue on once per line.
+            descriptor = os.open(self._path, flags)
+        except FileNotFoundError:
+            descriptor = os.open(self._path, flags | os.O_CREAT, 0o644)
         try:
             _append_whole(descriptor, data)
         finally:

@@ -402,6 +402,8 @@ class CallState:
                     traceback.format_tb(self.error.__traceback__)[-10:]
                 )
         for name, value in entry.items():
-            if name not in _VIEWED_FIELDS:
-                entry[name] = view.field(value)
+            # Most fields are null or a flag: skipped here without a call per field.
+            if value is None or type(value) is bool or name in _VIEWED_FIELDS:
+                continue
+            entry[name] = view.field(value)
         return entry

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable
 from typing import Any
 
 from recurgent._sandbox._guards import SEALED_TYPE_OF, AttributePolicy
@@ -197,7 +196,7 @@ def _checked_sum(tick: Callable[[], bool]) -> Callable[..., Any]:
 
 
 @functools.cache
-def _shared_table() -> Mapping[str, Any]:
+def _shared_table() -> dict[str, Any]:
     """The builtins every attempt gets alike: built once, copied per attempt.
 
     Only stateless objects belong here (native builtins, exception classes, sealed functions
@@ -218,7 +217,8 @@ def _shared_table() -> Mapping[str, Any]:
         round=checked_round,
     )
     table.update({name: seal(function, name) for name, function in stateless.items()})
-    return MappingProxyType(table)
+    # A plain dict, copied per attempt (dict.copy is a C copy); only make_builtins reads it.
+    return table
 
 
 def make_builtins(
@@ -228,7 +228,7 @@ def make_builtins(
     tick: Callable[[], bool],
 ) -> dict[str, Any]:
     """Build the ``__builtins__`` mapping of one attempt."""
-    table = dict(_shared_table())
+    table = _shared_table().copy()
 
     def guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
         try:

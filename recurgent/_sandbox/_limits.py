@@ -296,16 +296,20 @@ class Ticker:
 class _WatchdogService:
     """One long-lived daemon thread that nudges every running attempt's ticker.
 
-    Attempts register while they run. With none registered the thread sleeps on a condition,
-    so an idle process pays nothing; a forked child, whose copy has no thread, starts its own.
+    Attempts register while they run. With none registered for a second the thread sleeps on a
+    condition, so an idle process pays nothing; a forked child, whose copy has no thread, starts
+    its own.
     """
 
-    def __init__(self, period: float) -> None:
+    def __init__(self, period: float, linger_polls: int = 50) -> None:
         self._period = period
+        self._linger_polls = linger_polls
         self._condition = threading.Condition()
         self._tickers: dict[int, Ticker] = {}
         self._thread: threading.Thread | None = None
         self._pid = 0
+        # True while the thread sleeps on the condition: only then does a new attempt wake it.
+        self._waiting = False
 
     def register(self, ticker: Ticker) -> bool:
         """Watch ``ticker``; False when no thread can be started (the attempt runs unwatched)."""
@@ -321,7 +325,9 @@ class _WatchdogService:
                     del self._tickers[id(ticker)]
                     return False
                 self._thread, self._pid = thread, os.getpid()
-            self._condition.notify()
+                self._waiting = False
+            elif self._waiting:
+                self._condition.notify()
         return True
 
     def unregister(self, ticker: Ticker) -> None:
@@ -336,11 +342,23 @@ class _WatchdogService:
             return len(self._tickers)
 
     def _watch(self) -> None:
+        # After the last attempt the thread keeps polling for linger_polls periods (one second)
+        # before it sleeps on the condition: back-to-back calls then never pay for waking it
+        # (a futex wake and a context switch per call), and an idle process still sleeps.
         condition = self._condition
+        idle = 0
         while True:
             with condition:
-                while not self._tickers:
-                    condition.wait()
+                if self._tickers:
+                    idle = 0
+                elif idle < self._linger_polls:
+                    idle += 1
+                else:
+                    self._waiting = True
+                    while not self._tickers:
+                        condition.wait()
+                    self._waiting = False
+                    idle = 0
                 tickers = list(self._tickers.values())
             for ticker in tickers:
                 ticker.force_check()

@@ -12,7 +12,7 @@ import pytest
 
 from recurgent import Agent
 from recurgent._sandbox import ExecutionResult, SandboxLimits
-from recurgent._sandbox._limits import MemoryMeter
+from recurgent._sandbox._limits import MemoryMeter, _WatchdogService
 from recurgent.errors import ExecutionTimeoutError, ResourceLimitError, UsageError
 from recurgent.testing import ScriptedProvider
 
@@ -340,3 +340,52 @@ class TestMemoryMeter:
         os.waitpid(pid, 0)
 
         assert report == f"/proc/{pid}/statm"
+
+
+class _CountingTicker:
+    """Stands in for a Ticker: counts the watchdog's nudges and signals each one."""
+
+    def __init__(self) -> None:
+        self.nudged = threading.Event()
+        self.count = 0
+
+    def force_check(self) -> None:
+        self.count += 1
+        self.nudged.set()
+
+
+class TestWatchdogLinger:
+    """The watchdog thread polls for a while after the last attempt, then sleeps (ADR 0063)."""
+
+    def test_it_sleeps_after_lingering_and_a_new_attempt_wakes_it(self) -> None:
+        """After linger_polls idle periods it waits; registering again wakes it to nudge."""
+        service = _WatchdogService(period=0.001, linger_polls=3)
+        first = _CountingTicker()
+        assert service.register(first)  # type: ignore[arg-type]
+        assert first.nudged.wait(5)
+        service.unregister(first)  # type: ignore[arg-type]
+        deadline = time.monotonic() + 5
+        while not service._waiting and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert service._waiting is True
+
+        second = _CountingTicker()
+        assert service.register(second)  # type: ignore[arg-type]
+
+        assert second.nudged.wait(5)
+        assert service.watching == 1
+        service.unregister(second)  # type: ignore[arg-type]
+
+    def test_an_attempt_during_the_linger_is_watched_without_a_wake(self) -> None:
+        """Registered while the thread still polls, a ticker is nudged and nothing waits."""
+        service = _WatchdogService(period=0.001, linger_polls=2_000)
+        first, second = _CountingTicker(), _CountingTicker()
+        assert service.register(first)  # type: ignore[arg-type]
+        assert first.nudged.wait(5)
+        service.unregister(first)  # type: ignore[arg-type]
+
+        assert service.register(second)  # type: ignore[arg-type]
+
+        assert second.nudged.wait(5)
+        assert service._waiting is False
+        service.unregister(second)  # type: ignore[arg-type]
