@@ -7,7 +7,7 @@ builtins, and calls each callable with hostile arguments: huge counts, objects w
 ``__iter__``/``__eq__``/``__str__``/``__repr__``/``__hash__`` never return. One program per
 module tries every name under a 1 s deadline, printing each name before trying it; when the
 deadline ends a run, the sweep records that name as one that needed the deadline and resumes
-after it. Every run must end in a typed result within 2 s.
+after it. Every run must end in a typed result within 4 s (a generous wall-clock bound: four sweeps share the GIL).
 """
 
 from __future__ import annotations
@@ -129,6 +129,9 @@ def _program(module: str | None, names: list[str], arguments: str) -> str:
     )
 
 
+RUN_BOUND_SECONDS = 4.0
+
+
 def _sweep(module: str | None, names: list[str], arguments: str) -> list[str]:
     """Run every name, resuming after each name that ran into the deadline; return those."""
     needed_deadline: list[str] = []
@@ -138,7 +141,11 @@ def _sweep(module: str | None, names: list[str], arguments: str) -> list[str]:
         result = execute(_program(module, remaining, arguments), limits=ONE_SECOND)
         elapsed = time.monotonic() - started
         tried = [line[len(MARK) :] for line in result.stdout.splitlines() if line.startswith(MARK)]
-        assert elapsed < 2.0, f"{module}: a run took {elapsed:.1f}s (last name {tried[-1:]})"
+        # Four sweeps share the GIL and, in CI, two cores: the bound is generous on purpose;
+        # a call that ignored the 1 s deadline would run on for far longer.
+        assert elapsed < RUN_BOUND_SECONDS, (
+            f"{module}: a run took {elapsed:.1f}s (last name {tried[-1:]})"
+        )
         if result.error is None:
             assert result.value == len(remaining)
             return needed_deadline
@@ -163,13 +170,13 @@ def _sweep_all(arguments: str) -> dict[str, list[str]]:
 
 
 def test_every_served_function_survives_huge_arguments() -> None:
-    """Huge counts and huge ``__len__``/``__hash__`` values end in a typed result within 2 s."""
+    """Huge counts and huge ``__len__``/``__hash__`` values end in a typed result within 4 s."""
     needed = _sweep_all(HUGE_ARGUMENTS)
     print(f"needed the deadline or a cap: { {m: n for m, n in needed.items() if n} }")
 
 
 def test_every_served_function_survives_endless_dunders() -> None:
-    """Objects whose dunders never return end in a typed result within 2 s per run."""
+    """Objects whose dunders never return end in a typed result within 4 s per run."""
     needed = _sweep_all(ENDLESS_ARGUMENTS)
     print(f"needed the deadline: { {m: n for m, n in needed.items() if n} }")
 
