@@ -4,9 +4,10 @@ Persisted runs that answered and tool uses wait here as deltas (:mod:`._batch`),
 and are written merge-on-write under the file's lock: with the next write-through of the same
 file (the store takes the file's delta into that write), when the oldest waiting change is
 older than :data:`FLUSH_AFTER_SECONDS` (checked when a call adds to the table), on
-:func:`flush`, and at interpreter exit. A forked child starts with an empty table, so a count is
-never written by both parent and child. A failed deferred write never raises: the delta goes
-back into the table and the first failure per file is warned about once.
+:func:`flush`, at interpreter exit, and when a ``multiprocessing`` child ends. A forked child
+starts with an empty table, so a count is never written by both parent and child. A failed
+deferred write never raises: the delta goes back into the table and the first failure per file
+is warned about once.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class PendingTable(Generic[D]):
         for path, entry in taken:
             try:
                 self._write(path, entry.root, entry.delta)
-            except Exception as error:  # noqa: BLE001 - a deferred write never breaks a call or exit
+            except Exception as error:  # noqa: BLE001 - never breaks a call or the exit
                 self.put_back(path, entry.root, entry.delta)
                 self._warn_once(path, error)
             else:

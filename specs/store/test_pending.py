@@ -1,4 +1,4 @@
-"""Batched counters: when waiting changes are written, and that none is lost or counted twice (ADR 0055)."""
+"""Batched counters: when waiting changes are written; none lost or counted twice (ADR 0055)."""
 
 from __future__ import annotations
 
