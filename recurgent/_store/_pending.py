@@ -13,7 +13,6 @@ is warned about once.
 from __future__ import annotations
 
 import atexit
-import multiprocessing.util
 import os
 import sys
 import threading
@@ -223,12 +222,20 @@ def _flush_at_exit() -> None:
         pass
 
 
-def _flush_at_child_exit(_table: object) -> None:
+def _in_forked_child() -> None:
     # A child forked by multiprocessing ends with os._exit (no atexit) after running
-    # multiprocessing's finalizers (registered after it clears the parent's): one of them
-    # writes the child's own counts.
-    multiprocessing.util.Finalize(None, _flush_at_exit, exitpriority=0)
+    # multiprocessing's finalizers. Its bootstrap clears the parent's finalizers, then runs its
+    # after-fork hooks: the one added here registers a finalizer that writes the child's counts.
+    # Only a process that forks through multiprocessing has imported it; recurgent never does.
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(RUNS, _flush_at_child_exit)
+
+
+def _flush_at_child_exit(_table: object) -> None:
+    util = sys.modules["multiprocessing.util"]
+    util.Finalize(None, _flush_at_exit, exitpriority=0)
 
 
 atexit.register(_flush_at_exit)
-multiprocessing.util.register_after_fork(RUNS, _flush_at_child_exit)
+os.register_at_fork(after_in_child=_in_forked_child)
