@@ -1,6 +1,6 @@
 """What reuse saves and costs: provider requests per call, and a persisted call's time.
 
-Run it with ``.venv/bin/python bench/reuse.py`` (no extra needed; about ten seconds). For each
+Run it with ``.venv/bin/python bench/reuse.py`` (no extra needed; about twenty seconds). For each
 program, in one process and on a temporary tool store:
 
 * **requests per call**: ``--calls`` calls of one method with different arguments, once with

@@ -1,4 +1,4 @@
-"""Counter changes that wait to be written: persisted runs and tool uses folded into deltas (ADR 0055).
+"""Counter changes waiting to be written: persisted runs and tool uses as deltas (ADR 0055).
 
 A persisted program that answers again changes only counters of its artifact (counts, its
 scorecard, sessions, the recent window, ``last_used_at``); a call through a registered tool

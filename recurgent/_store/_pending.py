@@ -4,15 +4,15 @@ Persisted runs that answered and tool uses wait here as deltas (:mod:`._batch`),
 and are written merge-on-write under the file's lock: with the next write-through of the same
 file (the store takes the file's delta into that write), when the oldest waiting change is
 older than :data:`FLUSH_AFTER_SECONDS` (checked when a call adds to the table), on
-:func:`flush`, and at interpreter exit. A forked child starts with an empty table, so a count is
-never written by both parent and child. A failed deferred write never raises: the delta goes
-back into the table and the first failure per file is warned about once.
+:func:`flush`, at interpreter exit, and when a ``multiprocessing`` child ends. A forked child
+starts with an empty table, so a count is never written by both parent and child. A failed
+deferred write never raises: the delta goes back into the table and the first failure per file
+is warned about once.
 """
 
 from __future__ import annotations
 
 import atexit
-import multiprocessing.util
 import os
 import sys
 import threading
@@ -133,7 +133,7 @@ class PendingTable(Generic[D]):
         for path, entry in taken:
             try:
                 self._write(path, entry.root, entry.delta)
-            except Exception as error:  # noqa: BLE001 - a deferred write never breaks a call or exit
+            except Exception as error:  # noqa: BLE001 - never breaks a call or the exit
                 self.put_back(path, entry.root, entry.delta)
                 self._warn_once(path, error)
             else:
@@ -222,12 +222,20 @@ def _flush_at_exit() -> None:
         pass
 
 
-def _flush_at_child_exit(_table: object) -> None:
+def _in_forked_child() -> None:
     # A child forked by multiprocessing ends with os._exit (no atexit) after running
-    # multiprocessing's finalizers (registered after it clears the parent's): one of them
-    # writes the child's own counts.
-    multiprocessing.util.Finalize(None, _flush_at_exit, exitpriority=0)
+    # multiprocessing's finalizers. Its bootstrap clears the parent's finalizers, then runs its
+    # after-fork hooks: the one added here registers a finalizer that writes the child's counts.
+    # Only a process that forks through multiprocessing has imported it; recurgent never does.
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(RUNS, _flush_at_child_exit)
+
+
+def _flush_at_child_exit(_table: object) -> None:
+    util = sys.modules["multiprocessing.util"]
+    util.Finalize(None, _flush_at_exit, exitpriority=0)
 
 
 atexit.register(_flush_at_exit)
-multiprocessing.util.register_after_fork(RUNS, _flush_at_child_exit)
+os.register_at_fork(after_in_child=_in_forked_child)

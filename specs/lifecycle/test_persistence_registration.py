@@ -1,4 +1,4 @@
-"""registry.json follows the attempt: a rolled-back attempt leaves no registration or use (ADR 0056)."""
+"""registry.json follows the attempt: a rolled-back one leaves no registration or use (ADR 0056)."""
 
 from __future__ import annotations
 

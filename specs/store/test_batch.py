@@ -1,4 +1,4 @@
-"""Counter deltas: folding waiting runs and tool uses gives what one write per call gives (ADR 0055)."""
+"""Counter deltas: folding waiting runs and uses equals one write per call (ADR 0055)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Batched counters: when waiting changes are written, and that none is lost or counted twice (ADR 0055)."""
+"""Batched counters: when waiting changes are written; none lost or counted twice (ADR 0055)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import multiprocessing
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,24 @@ class TestPersistedRunsWait:
         store.flush()
 
         assert (path.parent.exists(), _pending.RUNS.pending()) == (False, [])
+
+    def test_threads_folding_at_once_lose_no_run(self, tmp_path: Path) -> None:
+        """4 threads x 100 persisted answers on one artifact, then a flush: 401 counted."""
+        store = _store(tmp_path / "store")
+        store.record_call(call())
+
+        def hundred() -> None:
+            for _ in range(100):
+                store.record_call(call(source="persisted"))
+
+        threads = [threading.Thread(target=hundred) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        store.flush()
+
+        assert _counts(store.root) == (401, 401)
 
 
 class TestToolUsesWait:
