@@ -27,6 +27,7 @@ __all__ = ["Journal"]
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
 _DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, collections.defaultdict})
 _SEQUENCES = frozenset({list, collections.deque})
+_ORDERED = collections.OrderedDict
 
 
 @dataclass(slots=True)
@@ -41,6 +42,13 @@ class _Copied:
     contents: Any
     path: Path
     kind: HostKind | None = None
+
+
+def _items(mapping: Any) -> list[tuple[Any, Any]]:
+    """A dict's items in its order (an OrderedDict's own order, which ``move_to_end`` changes)."""
+    if type(mapping) is _ORDERED:
+        return list(mapping.items())
+    return list(dict.items(mapping))
 
 
 def _is_namedtuple(kind: type) -> bool:
@@ -192,12 +200,15 @@ class Journal:
             if kind is collections.defaultdict
             else kind()
         )
+        # An OrderedDict keeps its order outside the dict storage: written through its own
+        # __setitem__, or move_to_end on the copy would not find the key.
+        store = collections.OrderedDict.__setitem__ if kind is _ORDERED else dict.__setitem__
         self._copies[id(value)] = copy
-        for key, item in list(dict.items(value)):
+        for key, item in _items(value):
             # A key hashed by identity may be a host object (an Element): copied like a value.
             copied_key = key if type(key) in _ATOMS else self._copy(key, path)
-            dict.__setitem__(copy, copied_key, self._copy(item, (*path, key)))
-        return self._record(copy, value, list(dict.items(copy)), path)
+            store(copy, copied_key, self._copy(item, (*path, key)))
+        return self._record(copy, value, _items(copy), path)
 
     def _copy_host(self, host: HostKind, value: Any, path: Path) -> Any:
         copy = host.make(value)
@@ -308,20 +319,35 @@ class Journal:
         copy, before = entry.copy, entry.contents
         where = _where(entry.path)
         if isinstance(copy, dict):
-            now = list(dict.items(copy))
+            now = _items(copy)
             if len(now) == len(before) and all(
                 a is c and b is d for (a, b), (c, d) in zip(now, before, strict=True)
             ):
                 return None
             old = dict(before)
             changed: dict[Any, Any] = {}
+            host_keys: list[Any] = []
             for key, value in now:
                 if old.get(key, MISSING) is not value:
                     plain_key = rebuild(key, f"{where} key", resolve=resolve)
                     changed[plain_key] = rebuild(value, f"{where}[{plain_key!r}]", resolve=resolve)
+                    host_keys.append(plain_key)
+                else:
+                    host_keys.append(self._back(key))
             kept = {id(key) for key, _ in now}
             removed = [self._back(key) for key, _ in before if id(key) not in kept]
-            return Patch(entry.original, entry.path, "dict", set=changed, delete=removed)
+            order: list[Any] = []
+            if type(copy) is _ORDERED:
+                # The order a set/delete patch would leave: kept keys as they were, new at the end.
+                known = {id(key) for key, _ in before}
+                unmoved = [k for k, _ in before if id(k) in kept] + [
+                    k for k, _ in now if id(k) not in known
+                ]
+                if [id(k) for k in unmoved] != [id(k) for k, _ in now]:
+                    order = host_keys
+            return Patch(
+                entry.original, entry.path, "dict", set=changed, delete=removed, items=order
+            )
         if isinstance(copy, bytearray):
             if bytes(copy) == before:
                 return None

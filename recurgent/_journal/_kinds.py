@@ -70,6 +70,11 @@ class Withheld:
     __str__ = __repr__
 
 
+def _type_name(value: Any) -> str:
+    # str.__str__: a class the program made cannot make its name run code in the host.
+    return str.__str__(type(value).__name__)
+
+
 class Fresh:
     """How a patch turns what the attempt left in a copy into values the host may hold.
 
@@ -94,7 +99,7 @@ class Fresh:
         if type(built) is str or (built is None and optional):
             return built
         raise NonSerializableResultError(
-            f"{where} is {type(value).__name__}; an XML element holds only strings there"
+            f"{where} is {_type_name(value)}; an XML element holds only strings there"
         )
 
     def tag(self, value: Any, where: str) -> Any:
@@ -106,13 +111,13 @@ class Fresh:
     def attributes(self, value: Any, where: str) -> dict[str, str]:
         """An element's attributes: a dict of strings."""
         if not isinstance(value, dict):
-            raise NonSerializableResultError(f"{where}.attrib is {type(value).__name__}, not dict")
-        return {
-            self.text(key, f"{where}.attrib key", optional=False): self.text(
-                item, f"{where}.attrib[{key!r}]", optional=False
-            )
-            for key, item in list(dict.items(value))
-        }
+            raise NonSerializableResultError(f"{where}.attrib is {_type_name(value)}, not dict")
+        built: dict[str, str] = {}
+        for key, item in list(dict.items(value)):
+            # The key is rebuilt first: its repr in a message is then a plain string's.
+            plain = self.text(key, f"{where}.attrib key", optional=False)
+            built[plain] = self.text(item, f"{where}.attrib[{plain!r}]", optional=False)
+        return built
 
     def element(self, value: Any, where: str, depth: int = 0) -> Any:
         """An element the host may hold: memory's own, or a fresh copy of one the attempt made."""
@@ -121,7 +126,7 @@ class Fresh:
             return known
         if type(value) is not ElementTree.Element:
             raise NonSerializableResultError(
-                f"{where} is {type(value).__name__}; an XML element's children are elements"
+                f"{where} is {_type_name(value)}; an XML element's children are elements"
             )
         if depth > _MAX_ELEMENT_DEPTH:
             raise NonSerializableResultError(

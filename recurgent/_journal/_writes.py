@@ -55,7 +55,8 @@ class Patch:
             ``UserDict``: ``set`` rebinds, ``delete`` removes).
         set: dict: key -> new value; attrs: name -> new value.
         delete: dict: keys removed; set: members removed; attrs: names removed.
-        items: extend/replace: the items; set: members added.
+        items: extend/replace: the items; set: members added; dict: an OrderedDict's keys in
+            their new order (empty when the order is only what set/delete leave).
         state: state/element: what to restore (element: part -> value, ``MISSING`` unchanged).
     """
 
@@ -74,6 +75,9 @@ class Patch:
             for key in self.delete:
                 target.pop(key, None)
             target.update(self.set)
+            for key in self.items:  # an OrderedDict the attempt reordered: its final order
+                if key in target:
+                    target.move_to_end(key)
         elif self.kind == "extend":
             target.extend(self.items)
         elif self.kind == "replace":

@@ -14,6 +14,7 @@ from recurgent._journal import Journal, Patch
 from recurgent._journal._writes import MISSING
 from recurgent._sandbox import rebuild
 from recurgent.errors import NonSerializableResultError
+from specs.sandbox.support import Host, execute
 
 
 class TestHostPatches:
@@ -109,3 +110,20 @@ class TestElementCommitsAreRebuilt:
             False,
             b'<e><c k="v" /></e>',
         )
+
+    def test_a_refusal_message_runs_no_code_the_program_made(self) -> None:
+        """A key whose class overrides __repr__ is named by its plain text in the refusal."""
+        element = ElementTree.Element("e")
+        source = (
+            "class Key(str):\n"
+            "    def __repr__(self):\n"
+            "        raise RuntimeError('program code ran in the host')\n"
+            "context['e'].attrib = {Key('a'): 5}\n"
+            "result = 1"
+        )
+
+        result = execute(source, host=Host(memory={"e": element}))
+
+        assert result.error is not None
+        assert (result.error.error_type, dict(element.attrib)) == ("non_serializable_result", {})
+        assert "context['e'].attrib['a'] is int" in str(result.error)
