@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recurgent._journal import MemoryView
+from recurgent._journal._kinds import HOST_KINDS, Withheld, shareable
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
@@ -233,11 +234,10 @@ class _Rebuilder:
         else:
             built = kind()
         self._remember(value, built)
+        store = _setter(type(built))
         for key, item in list(dict.items(value)):
             plain_key = self.key(key, where, depth + 1)
-            dict.__setitem__(
-                built, plain_key, self.value(item, f"{where}[{plain_key!r}]", depth + 1)
-            )
+            store(built, plain_key, self.value(item, f"{where}[{plain_key!r}]", depth + 1))
         return built
 
     def _sequence(self, value: Any, kind: type, where: str, depth: int) -> Any:
@@ -368,8 +368,9 @@ class _Inbound:
                 else kind()
             )
             self._memo[id(value)] = built
+            store = _setter(kind)
             for key, item in list(dict.items(value)):
-                dict.__setitem__(built, key, self.value(item, depth))
+                store(built, key, self.value(item, depth))
             return built
         if kind is list or kind is collections.deque:
             built = [] if kind is list else collections.deque(maxlen=value.maxlen)
@@ -384,7 +385,26 @@ class _Inbound:
         if kind is tuple or (issubclass(kind, tuple) and hasattr(kind, "_fields")):
             items = tuple(self.value(item, depth) for item in tuple.__iter__(value))
             return items if kind is tuple else tuple.__new__(kind, items)
-        return value
+        # Another agent's host objects get the journal's rules (ADR 0057): a copy the program
+        # may change, the object itself when nothing can change it, else a withheld stand-in.
+        host = HOST_KINDS.get(kind)
+        if host is not None:
+            made = host.make(value)
+            if made is None or made is value:
+                return value if made is value else Withheld(value)
+            self._memo[id(value)] = made
+            host.fill(value, made, lambda item, _step: self.value(item, depth))
+            return made
+        return value if shareable(value) else Withheld(value)
+
+
+def _setter(kind: type) -> Callable[[Any, Any, Any], None]:
+    """How to fill a fresh dict of ``kind``: an OrderedDict through its own ``__setitem__``,
+    which keeps its order links (``dict.__setitem__`` skips them and ``move_to_end`` then
+    fails); every other dict type directly."""
+    if kind is collections.OrderedDict:
+        return collections.OrderedDict.__setitem__
+    return dict.__setitem__
 
 
 _INBOUND_DICTS = frozenset(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import io
 import time
 from typing import Any
 
@@ -201,3 +203,88 @@ class TestHostNeverRunsProgramCode:
             "non_serializable_result",
             True,
         )
+
+
+class _HostThing:
+    """A host object of a class the journal neither copies nor shares."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+class TestAnotherAgentsHostObjects:
+    """Host objects read from another agent follow the journal's rules (ADR 0057)."""
+
+    def test_a_childs_stream_is_read_as_a_copy(self) -> None:
+        """Writing to a child's StringIO read through a handle leaves the child's untouched."""
+        host = Host()
+        buffer = io.StringIO("c")
+        host.child("notes").memory["buf"] = buffer
+
+        value = value_of(
+            "buf = delegate('notes').buf\nbuf.seek(0, 2)\nbuf.write('ZZ')\nresult = buf.getvalue()",
+            host=host,
+        )
+
+        assert (value, host.children["notes"].memory["buf"] is buffer) == ("cZZ", True)
+        assert (buffer.getvalue(), buffer.tell()) == ("c", 0)
+
+    def test_a_childs_stream_is_untouched_by_a_failed_attempt(self) -> None:
+        """A failing attempt that wrote to a child's StringIO leaves it as it was."""
+        host = Host()
+        host.child("notes").memory["buf"] = io.StringIO("c")
+
+        result = execute("delegate('notes').buf.write('ZZ')\nraise ValueError('boom')", host=host)
+
+        assert result.error is not None
+        assert host.children["notes"].memory["buf"].getvalue() == "c"
+
+    def test_an_object_the_journal_cannot_copy_is_withheld(self) -> None:
+        """A child's object of an unknown class reaches the program as an inert stand-in."""
+        host = Host()
+        thing = _HostThing()
+        host.child("notes").memory["thing"] = thing
+
+        value = value_of("result = str(delegate('notes').thing)", host=host)
+
+        assert value == (
+            "<withheld _HostThing object: the runtime cannot undo changes to it, "
+            "so generated code cannot use it>"
+        )
+        assert thing.count == 0
+
+
+class TestOrderedDicts:
+    """OrderedDicts crossing the boundary keep their order links."""
+
+    def test_an_ordered_dict_written_to_memory_still_reorders(self) -> None:
+        """An OrderedDict the program builds reaches memory whole: move_to_end works on it."""
+        host = Host()
+
+        execute(
+            "import collections\n"
+            "od = collections.OrderedDict()\n"
+            "od['b'] = 1\n"
+            "od['a'] = 2\n"
+            "context['od'] = od\n"
+            "result = 1",
+            host=host,
+        )
+        result = execute("result = 1", host=host)  # a second attempt on the same memory
+        stored = host.memory["od"]
+        stored.move_to_end("b")
+
+        assert result.error is None
+        assert (type(stored), list(stored)) == (collections.OrderedDict, ["a", "b"])
+
+    def test_a_childs_ordered_dict_is_read_as_a_working_copy(self) -> None:
+        """A child's OrderedDict read through a handle can be reordered by the program."""
+        host = Host()
+        host.child("notes").memory["od"] = collections.OrderedDict([("b", 1), ("a", 2)])
+
+        value = value_of(
+            "od = delegate('notes').od\nod.move_to_end('b')\nresult = list(od)", host=host
+        )
+
+        assert value == ["a", "b"]
+        assert list(host.children["notes"].memory["od"]) == ["b", "a"]
