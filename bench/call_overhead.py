@@ -3,8 +3,9 @@
 The provider is a :class:`~recurgent.testing.ScriptedProvider` answering ``result = 1`` at once,
 and logging is on (to a file in a temporary directory), so every figure is runtime overhead:
 prompting, generation bookkeeping, the sandbox, the memory journal, the history record, the log
-line and, in the ``store on`` column, the tool store's artifact lookup and record (one JSON file
-read and rewritten per call, in a temporary store root). Three rows, each the median of
+line and, in the ``store on`` column, the tool store's artifact lookup (a ``stat`` while the
+parsed file is cached, ADR 0054) and its counters, batched and written about once a second
+(ADR 0055), in a temporary store root. Three rows, each the median of
 ``--samples`` calls, measured with the store on and off:
 
 * ``fresh``: a new agent's first calls;
