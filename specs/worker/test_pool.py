@@ -188,6 +188,20 @@ def test_the_reaper_thread_stops_idle_workers_by_itself_with_one_thread(
     assert [worker.running for worker in workers] == [False, False, False]
 
 
+def test_the_reaper_wakes_for_a_worker_that_goes_idle_after_it_slept(
+    pools: list[WorkerPool],
+) -> None:
+    """The reaper, asleep while the only worker ran, stops it once it has been idle 50 ms."""
+    pool = make_pool(pools, idle_timeout_seconds=0.05)
+    worker = supervisor(pool=pool)
+
+    pid = run_on(worker).log_fields["worker_pid"]
+
+    assert eventually(lambda: pool.live() == 0)
+    assert eventually(lambda: child_state(pid) is None)
+    assert worker.running is False
+
+
 def test_a_timeout_of_none_keeps_idle_workers(pools: list[WorkerPool], clock: FakeClock) -> None:
     """``idle_timeout_seconds=None`` turns the idle timeout off."""
     pool = make_pool(pools, idle_timeout_seconds=None, clock=clock, reaper=False)
