@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -220,6 +221,13 @@ def check_syntax_bounds(tree: ast.AST) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
+# CPython 3.11 keeps the AST constructor's recursion counter in interpreter-wide state: two
+# threads parsing at once (agents called from several threads; a collector pass that runs a
+# finalizer mid-parse lets another thread in) can fail with "AST constructor recursion depth
+# mismatch" (python/cpython#106905). Parsing is therefore one thread at a time.
+_PARSE_LOCK = threading.RLock()
+
+
 def parse_code(code: str, *, filename: str = "<generated>", where: str = "") -> ast.Module:
     """Parse generated code into a tree within the size and nesting caps.
 
@@ -239,7 +247,8 @@ def parse_code(code: str, *, filename: str = "<generated>", where: str = "") -> 
             f"{MAX_CODE_CHARS:,}"
         )
     try:
-        tree = ast.parse(code, filename, "exec")
+        with _PARSE_LOCK:
+            tree = ast.parse(code, filename, "exec")
     except SyntaxError as error:
         raise InvalidCodeError(
             f"Generated code has invalid Python syntax{suffix}: line {error.lineno}: {error.msg}"
