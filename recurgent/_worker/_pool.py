@@ -84,6 +84,9 @@ class WorkerPool:
         self._starting = 0
         self._reaper: threading.Thread | None = None
         self._reaper_pid = 0
+        # True while the reaper sleeps with no expiry in sight (no idle worker): only then does
+        # a check-in need to wake it, since a worker idle from now expires after any other.
+        self._reaper_unbounded = False
         _POOLS.add(self)
 
     @property
@@ -152,7 +155,8 @@ class WorkerPool:
             entry.busy = False
             entry.last_used = self._clock()
             victims = self._over_cap_locked()
-            self._wake.notify_all()
+            if self._reaper_unbounded:
+                self._wake.notify_all()
         _stop(victims)
 
     def forget(self, worker: WorkerProcess) -> None:
@@ -251,7 +255,9 @@ class WorkerPool:
                 expiry = self._next_expiry_locked()
                 # The clock may be a spec's fake one: never sleep long on its word alone.
                 wait = None if expiry is None else min(max(expiry - now, 0.0), 60.0)
+                self._reaper_unbounded = wait is None
                 self._wake.wait(wait)
+                self._reaper_unbounded = False
                 return True
         _stop(victims)
         return True
@@ -264,6 +270,7 @@ class WorkerPool:
         self._entries = {}
         self._starting = 0
         self._reaper = None
+        self._reaper_unbounded = False
 
 
 def _reap_forever(pool_ref: weakref.ref[WorkerPool]) -> None:

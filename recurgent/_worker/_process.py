@@ -80,6 +80,8 @@ class WorkerProcess:
         self._stderr_lock = threading.Lock()
         self._end_lock = threading.Lock()
         self._ended = False
+        self._abandoned = False
+        self._reader_done = False
         self._scratch = scratch
         # A forked interpreter inherits this object but not the child: it must never signal it.
         self._parent_pid = os.getpid()
@@ -125,30 +127,48 @@ class WorkerProcess:
     def _read_lines(self) -> None:
         stream = self._process.stdout
         assert stream is not None
-        while True:
-            line = stream.readline(MAX_LINE_BYTES + 1)
-            if not line:
-                break
-            if len(line) > MAX_LINE_BYTES:
-                # A subverted worker must not make the parent buffer without bound.
-                self._lines.put(_TOO_LONG)
-                return
-            self._lines.put(line)
-        self._lines.put(_EOF)
-        if os.getpid() == self._parent_pid:
-            # The child closed its output: it is exiting. Reap it now, so a worker that dies
-            # while idle (nobody waiting on it) does not stay a zombie until its next use.
-            self._process.wait()
+        try:
+            while True:
+                try:
+                    line = stream.readline(MAX_LINE_BYTES + 1)
+                except (OSError, ValueError):  # closed under us by a kill that gave up waiting
+                    line = b""
+                if not line:
+                    break
+                if len(line) > MAX_LINE_BYTES:
+                    # A subverted worker must not make the parent buffer without bound.
+                    self._lines.put(_TOO_LONG)
+                    return
+                self._lines.put(line)
+            self._lines.put(_EOF)
+            if os.getpid() == self._parent_pid:
+                # The child closed its output: it is exiting. Reap it now, so a worker that
+                # dies while idle (nobody waiting on it) does not stay a zombie until its next
+                # use, and one killed by :meth:`abandon` is reaped off the collector's thread.
+                self._process.wait()
+        finally:
+            # Nothing else reads this pipe: closing it here leaves no file for the collector.
+            stream.close()
+            with self._end_lock:
+                self._reader_done = True
+                abandoned = self._abandoned
+            if abandoned:
+                self._clean_up()
 
     def _drain_stderr(self) -> None:
         stream = self._process.stderr
         assert stream is not None
-        for chunk in iter(lambda: os.read(stream.fileno(), 4096), b""):
-            with self._stderr_lock:
-                self._stderr.append(chunk)
-                self._stderr_size += len(chunk)
-                while self._stderr_size > _STDERR_TAIL_BYTES and len(self._stderr) > 1:
-                    self._stderr_size -= len(self._stderr.popleft())
+        try:
+            for chunk in iter(lambda: os.read(stream.fileno(), 4096), b""):
+                with self._stderr_lock:
+                    self._stderr.append(chunk)
+                    self._stderr_size += len(chunk)
+                    while self._stderr_size > _STDERR_TAIL_BYTES and len(self._stderr) > 1:
+                        self._stderr_size -= len(self._stderr.popleft())
+        except (OSError, ValueError):  # closed under us by a kill that gave up waiting
+            pass
+        finally:
+            stream.close()
 
     def stderr_tail(self, limit: int = 2000) -> str:
         """The last ``limit`` characters the child wrote to stderr (``print`` of packages too)."""
@@ -219,6 +239,35 @@ class WorkerProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def abandon(self) -> None:
+        """Kill the child's group without waiting for anything (a garbage-collection finalizer).
+
+        A finalizer that blocks would stall whichever thread the collector ran on; the reader
+        thread reaps the child when its output closes and then removes the scratch directory.
+        """
+        with self._end_lock:
+            if self._ended:
+                return
+            self._ended = self._abandoned = True
+            reader_done = self._reader_done
+        _LIVE.discard(self)
+        if os.getpid() != self._parent_pid:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        if reader_done:
+            # The reader ended before: the child is already reaped, only the files remain.
+            self._clean_up()
+
+    def _clean_up(self) -> None:
+        # stdout and stderr are closed by their reader threads, which are the only readers.
+        stdin = self._process.stdin
+        if stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 

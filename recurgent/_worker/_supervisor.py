@@ -86,7 +86,8 @@ class WorkerSupervisor:
         # Shared with the finalizer, which must not hold the supervisor itself: an agent that
         # is dropped takes its idle worker with it instead of leaving it to the idle timeout.
         self._held: list[WorkerProcess | None] = [None]
-        weakref.finalize(self, _release, self._held)
+        # At exit the process module's hook kills and *waits for* every worker instead.
+        weakref.finalize(self, _release, self._held).atexit = False
         self._starts = 0
         self._last_pid: int | None = None
         self._lock = threading.Lock()
@@ -291,8 +292,8 @@ class WorkerSupervisor:
 
 
 def _release(held: list[WorkerProcess | None]) -> None:
-    """Finalizer of a dropped supervisor: its worker goes too (killed, reaped, scratch removed)."""
+    """Finalizer of a dropped supervisor: its worker goes too (killed now, reaped by its reader)."""
     worker = held[0]
     if worker is not None:
         held[0] = None
-        worker.kill()
+        worker.abandon()
