@@ -14,6 +14,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError, version as _version
 
 from recurgent._agent import Agent
+from recurgent._worker._pool import configure_workers
 from recurgent.errors import (
     BudgetExceededError,
     ExecutionError,
@@ -61,4 +62,5 @@ __all__ = [
     "ResourceLimitError",
     "UsageError",
     "__version__",
+    "configure_workers",
 ]

@@ -41,6 +41,13 @@ class TestPackageExports:
 
         assert (Agent.__module__, Outcome.__module__) == ("recurgent._agent", "recurgent.outcome")
 
+    def test_configure_workers_is_the_worker_pools(self) -> None:
+        """recurgent.configure_workers is the one that sets the worker pool's timeout and cap."""
+        from recurgent import configure_workers
+        from recurgent._worker import _pool
+
+        assert configure_workers is _pool.configure_workers
+
     def test_version_is_a_string(self) -> None:
         """__version__ is a non-empty string."""
         assert isinstance(recurgent.__version__, str)
