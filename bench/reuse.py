@@ -11,9 +11,12 @@ program, in one process and on a temporary tool store:
   written about once a second, no log file), best of ``--repeats``; **sustained**: the mean of
   ``--sustained`` calls in a row, which includes the batched artifact writes (ADR 0055);
 * **sandbox**: the same program compiled once and run by a fresh ``ExecutionSandbox``, as
-  ``bench/sandbox.py`` times it; **plain**: ``exec`` of the same body in a plain function.
+  ``bench/sandbox.py`` times it (best of ``--repeats``, and the mean of ``--sustained`` runs in a
+  row); **plain**: ``exec`` of the same body in a plain function.
 
-The ratio target (persisted / sandbox at most 2.0) is reported, never asserted: the exit status is
+The ratio target (persisted / sandbox at most 2.0) is reported two ways, each side measured
+alike: best single call after a ``gc.collect()`` (cold caches), and the mean of calls in a row
+(warm). It is never asserted: the exit status is
 1 only when the three ways disagree on a value or a persisted call asks the provider.
 """
 
@@ -132,6 +135,7 @@ class Row:
     sustained: float
     generated: float
     sandbox: float
+    sandbox_sustained: float
     plain: float
 
 
@@ -162,6 +166,7 @@ def _measure(program: Program, root: Path, repeats: int, sustained: int) -> tupl
     )
     generated_s, _ = _best(lambda: instant.run(arg).value, repeats)
     sandbox_s, sandbox_value = _best(_sandbox_call(program.code, arg), repeats)
+    sandbox_sustained_s = _mean(_sandbox_call(program.code, arg), sustained)
     plain_s, plain_value = _best(_plain_call(program.code, arg), repeats)
     if provider.calls:
         problems.append(f"{program.name}: a persisted call asked the provider")
@@ -171,7 +176,15 @@ def _measure(program: Program, root: Path, repeats: int, sustained: int) -> tupl
     if not persisted_value == sandbox_value == plain_value:
         problems.append(f"{program.name}: the three ways disagree")
     row = Row(
-        program.name, fresh, stored, persisted_s, sustained_s, generated_s, sandbox_s, plain_s
+        program.name,
+        fresh,
+        stored,
+        persisted_s,
+        sustained_s,
+        generated_s,
+        sandbox_s,
+        sandbox_sustained_s,
+        plain_s,
     )
     return row, problems
 
@@ -208,7 +221,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     worst = max(row.persisted / row.sandbox for row in rows)
     verdict = "met" if worst <= TARGET else "MISSED"
-    print(f"\npersisted / sandbox, worst program: {worst:.2f} (target <= {TARGET}: {verdict})")
+    print(
+        f"\npersisted / sandbox, best single call after gc, worst program: {worst:.2f}"
+        f" (target <= {TARGET}: {verdict})"
+    )
+    warm = max(row.sustained / row.sandbox_sustained for row in rows)
+    warm_verdict = "met" if warm <= TARGET else "MISSED"
+    print(
+        f"persisted / sandbox, mean of {options.sustained} calls in a row each, worst program:"
+        f" {warm:.2f} (target <= {TARGET}: {warm_verdict})"
+    )
     print(f"persisted requests per call after the first: 0 of {len(PROGRAMS[0].inputs) - 1}")
     for problem in problems:
         print(problem, file=sys.stderr)

@@ -9,9 +9,10 @@ added since the previous one, so no per-call step walks the whole history (ADR 0
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from recurgent._redact import environment_secrets
 from recurgent._values import json_safe, utc_timestamp
 from recurgent.outcome import Outcome
 
@@ -107,8 +108,11 @@ def history_records(
     return raw
 
 
-def outcome_summary(outcome: Outcome | None) -> dict[str, Any]:
-    """Compact description of an outcome for a history record."""
+def outcome_summary(
+    outcome: Outcome | None, *, secrets: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Compact description of an outcome for a history record (``secrets``: as for
+    :func:`~recurgent._values.json_safe`)."""
     if outcome is None:
         return {"status": "unknown", "ok": False, "error_type": "unknown", "retriable": False}
     summary: dict[str, Any] = {
@@ -119,7 +123,7 @@ def outcome_summary(outcome: Outcome | None) -> dict[str, Any]:
     }
     if outcome.is_ok and outcome.value is not None:
         summary["value_class"] = type(outcome.value).__name__
-        preview = json.dumps(json_safe(outcome.value), ensure_ascii=False)
+        preview = json.dumps(json_safe(outcome.value, secrets=secrets), ensure_ascii=False)
         summary["value_preview"] = (
             preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
         )
@@ -169,15 +173,16 @@ def append_record(
     Only the last :data:`HISTORY_LIMIT` records are kept.
     """
     records = history_records(memory, cursor)
+    secrets = environment_secrets()  # read once for the record's three copies
     records.append(
         {
             "call_id": call_id,
             "timestamp": utc_timestamp(),
             "speaker": "user" if depth == 0 else "tool",
             "method_name": method_name,
-            "args": json_safe(list(args)),
-            "kwargs": json_safe(dict(kwargs)),
-            "outcome_summary": outcome_summary(outcome),
+            "args": json_safe(list(args), secrets=secrets),
+            "kwargs": json_safe(dict(kwargs), secrets=secrets),
+            "outcome_summary": outcome_summary(outcome, secrets=secrets),
             "trace_id": trace_id,
             "parent_call_id": parent_call_id,
             "depth": depth,

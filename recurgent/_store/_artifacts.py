@@ -7,6 +7,7 @@ without a provider request (pure). Reading and writing files is the store facade
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
@@ -55,8 +56,10 @@ CallResult = Literal["ok", "domain_error", "failure"]
 _FINGERPRINT_FIELDS = ("purpose", "deliverable", "acceptance", "failure_policy")
 
 
+@functools.lru_cache(maxsize=256)
 def checksum(code: str) -> str:
-    """``sha256:<hex>`` of the code's UTF-8 bytes."""
+    """``sha256:<hex>`` of the code's UTF-8 bytes (remembered for the last 256 programs: a
+    persisted call verifies and records the same code several times)."""
     return "sha256:" + hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
 
 
