@@ -31,6 +31,7 @@ __all__ = [
     "HistoryEntry",
     "Scorecard",
     "WindowEntry",
+    "adopt_call",
     "apply_call",
     "checksum",
     "contract_fingerprint",
@@ -341,6 +342,21 @@ def _trigger(call: CallRecord, previous: str | None) -> str:
     return "initial_forge" if previous is None else "regenerate:new_code"
 
 
+def adopt_call(record: ArtifactRecord, call: CallRecord) -> None:
+    """Give ``record`` what the latest call says about its program: the role's spelling,
+    dependencies, contract fingerprint, versions, model, cacheability and source."""
+    record.role = call.role
+    record.dependencies = [dict(d) for d in call.dependencies]
+    record.contract_fingerprint = call.contract_fingerprint
+    record.prompt_version = call.prompt_version
+    record.runtime_version = call.runtime_version
+    record.model = call.model
+    record.cacheable = call.cacheability.cacheable
+    record.cacheability_reason = call.cacheability.reason
+    record.input_sensitive = call.cacheability.input_sensitive
+    record.last_program_source = call.source
+
+
 def apply_call(
     record: ArtifactRecord | None, call: CallRecord, *, now: str, in_place: bool = False
 ) -> ArtifactRecord:
@@ -355,19 +371,10 @@ def apply_call(
         new = record if in_place else record.model_copy(deep=True)
     previous = new.code_checksum if new.code.strip() else None
     digest = checksum(call.code)
-    new.role = call.role
     new.runtime = RUNTIME_TAG
     new.code = call.code
     new.code_checksum = digest
-    new.dependencies = [dict(d) for d in call.dependencies]
-    new.contract_fingerprint = call.contract_fingerprint
-    new.prompt_version = call.prompt_version
-    new.runtime_version = call.runtime_version
-    new.model = call.model
-    new.cacheable = call.cacheability.cacheable
-    new.cacheability_reason = call.cacheability.reason
-    new.input_sensitive = call.cacheability.input_sensitive
-    new.last_program_source = call.source
+    adopt_call(new, call)
     new.created_at = new.created_at or now
     _update_scorecard(new, call, digest, now)
     _update_counters(new, call)

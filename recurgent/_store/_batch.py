@@ -21,6 +21,7 @@ from recurgent._store._artifacts import (
     CallRecord,
     Scorecard,
     WindowEntry,
+    adopt_call,
     checksum,
 )
 from recurgent._store._registry import merge_uses
@@ -149,17 +150,7 @@ def apply_runs(record: ArtifactRecord, delta: RunsDelta) -> ArtifactRecord:
         return record
     same_code = record.code_checksum == delta.digest and record.code.strip() != ""
     if same_code:
-        call = delta.latest
-        record.role = call.role
-        record.dependencies = [dict(d) for d in call.dependencies]
-        record.contract_fingerprint = call.contract_fingerprint
-        record.prompt_version = call.prompt_version
-        record.runtime_version = call.runtime_version
-        record.model = call.model
-        record.cacheable = call.cacheability.cacheable
-        record.cacheability_reason = call.cacheability.reason
-        record.input_sensitive = call.cacheability.input_sensitive
-        record.last_program_source = call.source
+        adopt_call(record, delta.latest)
         record.created_at = record.created_at or delta.first_at
         if delta.duration_ms is not None:
             record.last_duration_ms = round(delta.duration_ms, 1)
