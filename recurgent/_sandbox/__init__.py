@@ -222,8 +222,9 @@ class ExecutionSandbox:
         self._clock = clock
         self._violations: list[GuardrailViolationError] = []
         self._forwarded = 0
-        # Outcomes forwarded calls returned, by id (the dict keeps each alive, so ids stay unique).
-        self._answers: dict[int, Outcome] = {}
+        # Outcomes forwarded calls returned, by the id of the copy the program got, with the
+        # child's own (the dict keeps each alive, so ids stay unique).
+        self._answers: dict[int, tuple[Outcome, Outcome]] = {}
         self._output = OutputCollector(limits.max_output_bytes)
         self._namespace: dict[str, Any] = {}
         self._ticker = Ticker(
@@ -452,9 +453,10 @@ class ExecutionSandbox:
                 f"{ops.role}.{name}", lambda: ops.call(name, tuple(plain_args), plain_kwargs)
             )
             answer = inbound(outcome, self._bridge.handle_for_agent)
-            if isinstance(answer, Outcome):
-                # A child's answer keeps its own role if the program passes it on (ADR 0059).
-                self._answers[id(answer)] = answer
+            if isinstance(answer, Outcome) and isinstance(outcome, Outcome):
+                # A child's answer keeps its own role if the program passes it on unchanged
+                # (ADR 0059, red-team F10).
+                self._answers[id(answer)] = (answer, outcome)
             return answer
 
         return dynamic_call
@@ -499,6 +501,10 @@ class ExecutionSandbox:
                     sandbox_decimal_context(),
                 ):
                     value = main()
+                if self._ticker.expired:
+                    # A stop the program's code swallowed (a closing generator ends quietly
+                    # on any exception, ADR 0060) still ends the attempt: tick re-raises it.
+                    self._ticker.tick()
             finally:
                 Journal.deactivate(active)
                 _RUNNING.reset(running)

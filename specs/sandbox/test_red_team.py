@@ -22,6 +22,8 @@ import pytest
 
 from recurgent import Agent
 from recurgent._contracts import validate_deliverable
+from recurgent._sandbox import SandboxLimits
+from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider
 from specs.sandbox.support import Host, execute
 
@@ -456,3 +458,169 @@ class TestHostWorkOutsideTheDeadline:
         """F7: ``textwrap.fill('a ' * 10**6, width=1)`` took 5-8 s; such a text is now refused."""
         result = execute("import textwrap\nresult = len(textwrap.fill('a ' * 10**6, width=1))")
         assert result.error is not None and result.error.error_type == "resource_limit"
+
+
+def _bank_answer(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+    return Outcome.ok(
+        {"balance": [1, 2], "note": "real", "flag": 1},
+        tool_role="bank",
+        method_name="balance",
+    )
+
+
+class TestForwardedAnswersChangedInPlace:
+    """Finding 10 (fixed): a child's answer the program changed in place kept the child's name.
+
+    Payload: ``a = delegate('bank').balance(); a.value['note'] = 'forged'; result = a``. The
+    Outcome is frozen, but its value is the program's copy of a dict: the attempt's Outcome
+    named ``bank.balance`` while carrying a value the bank never returned (ADR 0059 promised
+    only unchanged answers keep the child's name).
+    """
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            "a.value['note'] = 'forged'",
+            "a.value['balance'].append(999)",
+            "a.value['flag'] = True",
+            "del a.value['note']",
+        ],
+    )
+    def test_a_changed_answer_names_the_call_that_ran(self, change: str) -> None:
+        """The returned Outcome carries the change and names ``tester.run``, not the bank."""
+        host = Host()
+        host.child("bank").reply = _bank_answer
+
+        result = execute(f"a = delegate('bank').balance()\n{change}\nresult = a", host=host)
+
+        assert result.error is None and isinstance(result.value, Outcome)
+        assert (result.value.tool_role, result.value.method_name) == ("tester", "run")
+        assert json.dumps(result.value.value) != json.dumps(_bank_answer("", (), {}).value)
+
+    def test_an_unchanged_answer_keeps_the_childs_name(self) -> None:
+        """Passed on as received (twice, next to an Outcome of its own), it names the bank."""
+        host = Host()
+        host.child("bank").reply = _bank_answer
+
+        result = execute(
+            "a = delegate('bank').balance()\nb = a.value['balance'][0]\n"
+            "result = [a, Outcome.ok(b), a]",
+            host=host,
+        )
+
+        assert result.error is None
+        assert [(o.tool_role, o.method_name, o.value) for o in result.value] == [
+            ("bank", "balance", {"balance": [1, 2], "note": "real", "flag": 1}),
+            ("tester", "run", 1),
+            ("bank", "balance", {"balance": [1, 2], "note": "real", "flag": 1}),
+        ]
+
+
+class TestClosingGeneratorsCannotSwallowTheDeadline:
+    """Finding 11 (fixed): a generator closing quietly (ADR 0060) swallowed ``DeadlineExceeded``.
+
+    Payload: a generator whose ``finally`` loops forever, closed with ``x.close()``; the
+    deadline raised inside the cleanup, the rewrite's ``except: if _closing_: return`` ended
+    the generator quietly, ``close()`` returned, and the attempt succeeded after its deadline
+    (``result = 'survived'``). Only ticking code raised again, so the program could finish,
+    return and commit memory past the deadline.
+    """
+
+    def test_the_attempt_still_times_out(self) -> None:
+        """The attempt ends as ``timeout``; memory keeps nothing it wrote."""
+        host = Host(memory={"log": []})
+        source = (
+            "def g():\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            "        while True:\n"
+            "            pass\n"
+            "x = g()\n"
+            "next(x)\n"
+            "x.close()\n"
+            "context['log'].append('after the deadline')\n"
+            "result = 'survived'"
+        )
+
+        result = execute(source, host=host, limits=SandboxLimits(timeout_seconds=0.3))
+
+        assert result.error is not None and result.error.error_type == "timeout"
+        assert host.memory == {"log": []}
+
+    def test_nested_closes_each_swallowing_once_still_time_out(self) -> None:
+        """Fifty generators closing each other from their cleanups still end as ``timeout``."""
+        source = (
+            "def g(inner):\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            "        if inner is not None:\n"
+            "            inner.close()\n"
+            "        while True:\n"
+            "            pass\n"
+            "prev = None\n"
+            "for i in range(50):\n"
+            "    x = g(prev)\n"
+            "    next(x)\n"
+            "    prev = x\n"
+            "prev.close()\n"
+            "result = 'survived'"
+        )
+
+        result = execute(source, limits=SandboxLimits(timeout_seconds=0.3))
+
+        assert result.error is not None and result.error.error_type == "timeout"
+
+    def test_a_size_limit_in_a_cleanup_is_an_ordinary_exception(self) -> None:
+        """A refused size is raised before the work, so a closing generator may end on it."""
+        source = (
+            "def g():\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            "        s = 'x' * 10**9\n"
+            "x = g()\n"
+            "next(x)\n"
+            "x.close()\n"
+            "result = 'closed'"
+        )
+
+        assert execute(source).value == "closed"
+
+
+class TestLeakedGeneratorsCallingHostFunctions:
+    """Finding 12 (open): a leaked generator calls a host function after its attempt failed.
+
+    Payload: ``def g(): try: yield 1 finally: context['notify']('late')``, started, kept in a
+    cycle, then ``raise ValueError()``. Memory rolled back, yet the next garbage collection
+    runs the cleanup, which calls the host function memory holds (shared as host code, ADR
+    0057) outside any attempt and deadline. Finding 9 stops forwarded calls and loops there,
+    not calls of host functions. A fix wraps shared host callables so they raise the attempt's
+    stop once it ended (``_journal/_kinds.shareable``, ``_core._copy``).
+    """
+
+    @pytest.mark.xfail(strict=True, reason="F12 open: host functions are shared unwrapped")
+    def test_the_host_function_is_not_called_after_the_attempt(self) -> None:
+        """After ``gc.collect()`` the host function was called during the attempt only."""
+        calls: list[str] = []
+        host = Host(memory={"notify": calls.append})
+        source = (
+            "def g():\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            "        context['notify']('late')\n"
+            "x = g()\n"
+            "next(x)\n"
+            "loop = [x]\n"
+            "loop.append(loop)\n"
+            "context['notify']('during')\n"
+            "raise ValueError('fail the attempt')"
+        )
+
+        result = execute(source, host=host)
+        gc.collect()
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert calls == ["during"]
