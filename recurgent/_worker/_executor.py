@@ -42,6 +42,7 @@ from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.errors import (
     BudgetExceededError,
     GuardrailViolationError,
+    InvalidOutcomeError,
     NonSerializableResultError,
     RecurgentError,
     UsageError,
@@ -264,6 +265,12 @@ class ProcessExecutor:
             value = run.decode(answer.value)
         except WorkerCrashError as error:
             return self._failed(error)
+        except (ValueError, KeyError, TypeError, InvalidOutcomeError) as problem:
+            # An envelope an honest worker never sends (an Outcome that fails validation, an
+            # agent reference without a number): the answer of a subverted worker, which must
+            # not escape the call as a raw exception (red-team F14).
+            name = type(problem).__name__
+            return self._failed(WorkerCrashError(f"the worker sent a malformed answer ({name})"))
         if commit:
             writes.apply(memory)
         violations = [error_from_wire(item) for item in answer.violations]
