@@ -33,7 +33,7 @@ import types
 import uuid
 import xml.etree.ElementTree as ElementTree
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -262,6 +262,10 @@ def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh
     ):
         return None  # changes inside the attributes come as the attribute dict's own patch
     where = _where(path)
+    if not same_children and _contains_itself(copy):
+        # ElementTree assumes a tree: iter(), tostring() and find() on a cycle never end, in
+        # the host's code after commit (red-team F18).
+        raise NonSerializableResultError(f"{where} is its own descendant; XML elements form a tree")
     unchanged: Any = MISSING
     state = {
         "tag": unchanged if copy.tag is start.tag else fresh.tag(copy.tag, where),
@@ -279,6 +283,26 @@ def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh
         else [fresh.element(item, f"{where}[{i}]") for i, item in enumerate(children)],
     }
     return Patch(original, path, "element", state=state)
+
+
+def _contains_itself(root: Any) -> bool:
+    """Whether a cycle is reachable from ``root`` through children (shared subtrees are fine)."""
+    done: set[int] = set()
+    open_: set[int] = {id(root)}
+    stack: list[tuple[Any, Iterator[Any]]] = [(root, iter(list(root)))]
+    while stack:
+        element, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            open_.discard(id(element))
+            done.add(id(element))
+        elif id(child) in open_:
+            return True
+        elif id(child) not in done and type(child) is ElementTree.Element:
+            open_.add(id(child))
+            stack.append((child, iter(list(child))))
+    return False
 
 
 # ----------------------------------------------------------------------------- wrappers (shells)

@@ -3,7 +3,9 @@
 The attribute policy hands out these versions of ``str.format``/``format_map`` (through
 :class:`SafeFormatter`, which also resolves ``{0.attr}`` through the attribute policy),
 ``ljust``/``rjust``/``center``/``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``,
-``int.to_bytes``, ``re.Pattern.sub``/``subn``, ``re.Match.expand`` and ``Counter.elements``. Each
+``int.to_bytes``, ``re.Pattern.sub``/``subn``, ``re.Match.expand``, ``Counter.elements``, the
+sized methods of ``random.Random`` (a host's generator in memory, red-team F16) and ``seek`` of
+``StringIO``/``BytesIO`` (a write past the end pads up to the position, F17). Each
 checks the size of what it would build first and raises :class:`SizeLimitExceeded`; sizes come
 from ``_measure``, never from methods generated code can override.
 """
@@ -12,6 +14,9 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # the helper string.Formatter uses
 import collections
+import functools
+import io
+import random
 import re
 import string
 from collections.abc import Callable, Iterable
@@ -230,6 +235,23 @@ def _bind_expand(obj: Any) -> Callable[..., Any]:
     return lambda template: checked_expand(obj, template)
 
 
+def _bind_seek(obj: Any) -> Callable[..., Any]:
+    def seek(offset: int, whence: int = 0, /) -> int:
+        # Seeking allocates nothing, but the next write pads the stream up to the position.
+        before = obj.tell()
+        position: int = obj.seek(offset, whence)
+        if position > MAX_ITEMS:
+            obj.seek(before)
+            check_items(position, f"{type(obj).__name__}.seek()")
+        return position
+
+    return seek
+
+
+def _bind_random(method: Callable[..., Any]) -> Binder:
+    return lambda obj: functools.partial(method, obj)
+
+
 _TEXT = (str, bytes, bytearray)
 
 
@@ -251,6 +273,9 @@ def special_methods(
     def bind_elements(obj: Any) -> Callable[..., Any]:
         return lambda: TickingIterator(obj.elements(), tick)
 
+    # Imported here: _stdlib imports _regex, which imports this module's checked_sub.
+    from recurgent._sandbox._stdlib import SandboxRandom
+
     return {
         "format": ((str,), bind_format),
         "format_map": ((str,), bind_format_map),
@@ -267,4 +292,9 @@ def special_methods(
         "subn": ((re.Pattern,), _bind_subn),
         "expand": ((re.Match,), _bind_expand),
         "elements": ((collections.Counter,), bind_elements),
+        "seek": ((io.StringIO, io.BytesIO), _bind_seek),
+        "getrandbits": ((random.Random,), _bind_random(SandboxRandom.getrandbits)),
+        "randbytes": ((random.Random,), _bind_random(SandboxRandom.randbytes)),
+        "choices": ((random.Random,), _bind_random(SandboxRandom.choices)),
+        "sample": ((random.Random,), _bind_random(SandboxRandom.sample)),
     }
