@@ -24,7 +24,7 @@ from recurgent import Agent
 from recurgent._contracts import validate_deliverable
 from recurgent._sandbox import SandboxLimits
 from recurgent.outcome import Outcome
-from recurgent.testing import ScriptedProvider
+from recurgent.testing import FunctionProvider, ScriptedProvider, read_log
 from specs.sandbox.support import Host, execute
 
 Point = collections.namedtuple("Point", "items")
@@ -767,3 +767,30 @@ class TestMemoryElementsStayTrees:
 
         assert (result.error, result.value) == (None, 2)
         assert list(tree) == [child, child]
+
+
+class TestProgramTextInTheLogLineThatHeld:
+    """Regression pin: program-chosen short fields of the one-pass log line (ADR 0063) are
+    redacted like free text: a secret written as an ``error_type`` (a valid identifier), a
+    metadata key, stdout and the message never reach the JSONL line."""
+
+    def test_a_secret_argument_never_reaches_the_line(self, tmp_path: Any) -> None:
+        """The caller's ``api_key`` value appears nowhere in the file; the fields are masked."""
+        secret = "sk-abcdefgh12345678XYZ"
+        code = (
+            "k = kwargs['api_key']\n"
+            "print(k)\n"
+            "return Outcome.error(error_type=k, error_message='leak ' + k, metadata={k: k})"
+        )
+        log = tmp_path / "calls.jsonl"
+        agent = Agent("leaky", provider=FunctionProvider(lambda request: code), log=str(log))
+
+        outcome = agent.fetch(api_key=secret)
+
+        entry = read_log(log)[-1]
+        assert (outcome.error_type, secret in log.read_text()) == (secret, False)
+        assert (entry["outcome_error_type"], entry["outcome_error_message"]) == (
+            "[REDACTED]",
+            "leak [REDACTED]",
+        )
+        assert entry["outcome_error_metadata"] == {"[REDACTED]": "[REDACTED]"}
