@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import traceback
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -273,7 +274,8 @@ class ExecutionSandbox:
         # The inline fast path reads attributes natively for the types in _OPEN_. Classes the
         # code defines join them, and so do module facades: the guard would return the same
         # getattr() for them (a facade's own __getattr__ applies its module's spec).
-        open_types = set(OPEN_TYPES) | {ModuleFacade}
+        # XML elements stay on the guarded path: adding a child is checked for cycles (F19).
+        open_types = (set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade}
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
             cls = SandboxType(name, bases, body, **kw)

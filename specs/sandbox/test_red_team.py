@@ -22,7 +22,10 @@ import pytest
 
 from recurgent import Agent
 from recurgent._contracts import validate_deliverable
+from recurgent._journal import Journal
 from recurgent._sandbox import SandboxLimits
+from recurgent._sandbox._boundary import rebuild
+from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 from recurgent.testing import FunctionProvider, ScriptedProvider, read_log
 from specs.sandbox.support import Host, execute
@@ -725,13 +728,8 @@ class TestMemoryElementsStayTrees:
     Payload: ``e = context['tree']; e.append(e)``. The commit replaced the host element's
     children with memory's own elements, so the host's tree held a cycle; the host's later
     ``ElementTree.tostring(tree)`` or ``tree.iter()`` then never ends (a loop in library code,
-    after and outside any attempt). Such a commit is now refused as ``non_serializable_result``.
-
-    Still open (not run: it does not end): the same cycle inside an attempt,
-    ``a = ET.Element('a'); a.append(a); ET.tostring(a)`` loops in ElementTree's Python code,
-    which never ticks, and ``list(a.iter())`` grows memory in one C call until ``MemoryError``;
-    only ``isolation="process"`` ends either. A fix checks ``append``/``extend``/``insert`` of
-    elements for cycles.
+    after and outside any attempt). The attempt now fails when it adds the child (F19 below);
+    the journal also refuses such a commit as ``non_serializable_result``.
     """
 
     @pytest.mark.parametrize(
@@ -741,6 +739,7 @@ class TestMemoryElementsStayTrees:
             "e[0].append(e)",
             "n = ET.Element('n')\nn.append(e)\ne.append(n)",
             "e.extend([e[0], e])",
+            "e[0] = e",
         ],
     )
     def test_a_cycle_through_a_memory_element_is_refused(self, cycle: str) -> None:
@@ -752,10 +751,22 @@ class TestMemoryElementsStayTrees:
 
         result = execute(source, host=host)
 
-        assert result.error is not None
-        assert result.error.error_type == "non_serializable_result"
-        assert "is its own descendant" in str(result.error)
+        assert result.error is not None and result.error.error_type == "execution"
+        assert "an XML element cannot contain itself" in str(result.error)
         assert [child.tag for child in tree] == ["child"] and len(tree[0]) == 0
+
+    def test_the_journal_refuses_a_cyclic_copy_at_commit(self) -> None:
+        """A cycle made in the view past the policy (host code) fails ``prepare``, unwritten."""
+        tree = ElementTree.Element("root")
+        memory: dict[str, Any] = {"tree": tree}
+        journal = Journal(memory)
+        copy = journal.view["tree"]
+        copy.append(copy)
+
+        with pytest.raises(NonSerializableResultError, match="is its own descendant"):
+            journal.prepare(rebuild)
+
+        assert len(tree) == 0
 
     def test_a_shared_child_is_still_allowed(self) -> None:
         """The same child twice is a shared subtree, not a cycle: it commits."""
@@ -767,6 +778,55 @@ class TestMemoryElementsStayTrees:
 
         assert (result.error, result.value) == (None, 2)
         assert list(tree) == [child, child]
+
+
+class TestElementsTheAttemptMakesStayTrees:
+    """Finding 19 (fixed): an element the attempt made its own descendant hung the host thread.
+
+    Payload: ``a = ET.Element('a'); a.append(a); ET.tostring(a)`` looped forever in
+    ElementTree's Python code, which never ticks (past a 1 s deadline, stopped only by killing
+    the process); ``list(a.iter())`` grew memory in one C call until ``MemoryError`` (3.8 s,
+    3 GB). Adding a child (``append``, ``extend``, ``insert``, ``e[i] = x``, ``e[a:b] = xs``,
+    bound or unbound) now refuses a child whose subtree holds the parent.
+    """
+
+    @pytest.mark.parametrize(
+        "cycle",
+        [
+            "a.append(a)",
+            "ET.Element.append(a, a)",
+            "a.extend([ET.Element('b'), a])",
+            "a.insert(0, a)",
+            "a.append(ET.Element('b'))\na[0] = a",
+            "a[:] = [a]",
+            "b = ET.SubElement(a, 'b')\nc = ET.SubElement(b, 'c')\nc.append(a)",
+        ],
+    )
+    def test_a_cycle_is_refused_before_it_exists(self, cycle: str) -> None:
+        """The attempt fails with the refusal; ``tostring`` after it is never reached."""
+        source = (
+            "import xml.etree.ElementTree as ET\n"
+            f"a = ET.Element('a')\n{cycle}\n"
+            "result = len(ET.tostring(a))"
+        )
+
+        result = execute(source)
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert "ValueError: an XML element cannot contain itself" in str(result.error)
+
+    def test_trees_with_shared_subtrees_still_build(self) -> None:
+        """Appending, replacing by index and slice, and sharing one child twice all work."""
+        source = (
+            "import xml.etree.ElementTree as ET\n"
+            "e = ET.Element('a')\nb = ET.Element('b')\n"
+            "e.append(b)\ne.append(b)\ne[0] = ET.Element('c')\ne[1:] = [b, b]\n"
+            "e.insert(0, ET.Element('d'))\ne.extend([ET.Element('f')])\n"
+            "e.tag = 'z'\ne.text = 't'\ne.set('k', 'v')\ndel e[0]\n"
+            "result = ET.tostring(e)"
+        )
+
+        assert execute(source).value == b'<z k="v">t<c /><b /><b /><f /></z>'
 
 
 class TestProgramTextInTheLogLineThatHeld:
