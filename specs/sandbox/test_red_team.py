@@ -854,3 +854,61 @@ class TestProgramTextInTheLogLineThatHeld:
             "leak [REDACTED]",
         )
         assert entry["outcome_error_metadata"] == {"[REDACTED]": "[REDACTED]"}
+
+
+class _HostList(collections.UserList):  # type: ignore[type-arg]
+    """A host subclass of a copied kind: its own methods are out of the journal's reach."""
+
+
+class TestHostObjectAttacksThatHeld:
+    """Regression pins: attacks on memory's host objects (ADR 0057) that held."""
+
+    def test_a_subclass_of_a_copied_kind_is_withheld(self) -> None:
+        """``append`` on a host ``UserList`` subclass fails; the host's object is unchanged."""
+        rows = _HostList([1])
+        host = Host(memory={"rows": rows})
+
+        result = execute("context['rows'].append(2)\nresult = 1", host=host)
+
+        assert result.error is not None and "Withheld" in str(result.error)
+        assert list(rows) == [1]
+
+    @pytest.mark.parametrize(
+        "change",
+        ["class T:\n    pass\ne.tag = T()", "class T:\n    pass\ne.set('k', T())"],
+    )
+    def test_a_program_object_in_an_element_is_refused(self, change: str) -> None:
+        """A program object as tag or attribute value fails the commit; the host's is as was."""
+        tree = ElementTree.Element("root")
+        host = Host(memory={"tree": tree})
+
+        result = execute(f"e = context['tree']\n{change}\nresult = 1", host=host)
+
+        assert result.error is not None and result.error.error_type == "non_serializable_result"
+        assert (tree.tag, tree.attrib) == ("root", {})
+
+    def test_a_str_subclass_attribute_key_arrives_as_a_str(self) -> None:
+        """A key whose ``__hash__`` the program overrode is committed as a plain ``str``."""
+        tree = ElementTree.Element("root")
+        host = Host(memory={"tree": tree})
+        source = (
+            "class K(str):\n    def __hash__(self):\n        return 1\n"
+            "e = context['tree']\ne.attrib[K('k')] = 'v'\nresult = 1"
+        )
+
+        result = execute(source, host=host)
+
+        assert (result.error, tree.attrib, [type(key) for key in tree.attrib]) == (
+            None,
+            {"k": "v"},
+            [str],
+        )
+
+    @pytest.mark.parametrize("method", ["write('/tmp/x.xml')", "parse('/etc/hostname')"])
+    def test_a_memory_tree_cannot_touch_files(self, method: str) -> None:
+        """``ElementTree.write``/``parse`` stay denied on the journal's copy of a host tree."""
+        host = Host(memory={"doc": ElementTree.ElementTree(ElementTree.Element("r"))})
+
+        result = execute(f"context['doc'].{method}\nresult = 1", host=host)
+
+        assert result.error is not None and "is not available in the sandbox" in str(result.error)
