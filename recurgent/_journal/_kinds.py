@@ -40,7 +40,7 @@ from typing import Any
 from recurgent._journal._writes import MISSING, Patch, Path
 from recurgent.errors import NonSerializableResultError
 
-__all__ = ["HOST_KINDS", "Fresh", "HostKind", "Withheld", "shareable"]
+__all__ = ["HOST_CALLABLES", "HOST_KINDS", "Fresh", "HostCall", "HostKind", "Withheld", "shareable"]
 
 #: How the journal copies one value found inside a host object: ``child(value, step)``.
 Child = Callable[[Any, Any], Any]
@@ -66,6 +66,32 @@ class Withheld:
             f"<withheld {self._described} object: the runtime cannot undo changes to it, "
             "so generated code cannot use it>"
         )
+
+    __str__ = __repr__
+
+
+class HostCall:
+    """A host function memory holds, as generated code gets it (red-team F12).
+
+    Called while its attempt runs, it calls the function as it is (what the function does is
+    the host's grant, ADR 0057). A generator the attempt leaked can run its cleanup at a later
+    garbage collection; calling the function then raises the attempt's stop (``guard``), as
+    forwarded calls do. Stored in memory, it resolves to the function itself.
+    """
+
+    __slots__ = ("_function", "_guard")
+
+    def __init__(self, function: Any, guard: Callable[[], None]) -> None:
+        self._function = function
+        self._guard = guard
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._guard()
+        return self._function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        name = getattr(self._function, "__qualname__", None) or type(self._function).__name__
+        return f"<host function {name}>"
 
     __str__ = __repr__
 
@@ -386,6 +412,8 @@ _CODE = frozenset(
     }
 )
 _BOUND = frozenset({types.MethodType, types.BuiltinFunctionType, types.MethodWrapperType})
+#: Shared host callables the journal hands out as a :class:`HostCall` when given a guard.
+HOST_CALLABLES = frozenset({types.FunctionType, functools.partial, *_BOUND})
 
 
 def shareable(value: Any) -> bool:

@@ -214,7 +214,9 @@ class ExecutionSandbox:
         # Agents in memory are shared (reached through handles); other host objects the
         # journal can neither copy nor share are withheld (ADR 0057).
         self._journal = Journal(
-            bridge.memory, is_agent=lambda value: bridge.handle_for_agent(value) is not None
+            bridge.memory,
+            is_agent=lambda value: bridge.handle_for_agent(value) is not None,
+            guard=self._after_the_attempt,
         )
         self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
         self._commit_memory = commit_memory
@@ -352,6 +354,11 @@ class ExecutionSandbox:
         time.sleep(max(0.0, seconds))
 
     # ----------------------------------------------------------------- boundary
+
+    def _after_the_attempt(self) -> None:
+        # A host function called by a generator the attempt leaked, after it ended (F12).
+        if self._ticker.expired:
+            self._ticker.tick()
 
     def _spend(self, what: str) -> None:
         if self._ticker.expired:

@@ -593,21 +593,42 @@ class TestClosingGeneratorsCannotSwallowTheDeadline:
 
 
 class TestLeakedGeneratorsCallingHostFunctions:
-    """Finding 12 (open): a leaked generator calls a host function after its attempt failed.
+    """Finding 12 (fixed): a leaked generator called a host function after its attempt failed.
 
     Payload: ``def g(): try: yield 1 finally: context['notify']('late')``, started, kept in a
     cycle, then ``raise ValueError()``. Memory rolled back, yet the next garbage collection
-    runs the cleanup, which calls the host function memory holds (shared as host code, ADR
-    0057) outside any attempt and deadline. Finding 9 stops forwarded calls and loops there,
-    not calls of host functions. A fix wraps shared host callables so they raise the attempt's
-    stop once it ended (``_journal/_kinds.shareable``, ``_core._copy``).
+    ran the cleanup, which called the host function memory holds (shared as host code, ADR
+    0057) outside any attempt and deadline. Finding 9 stopped forwarded calls and loops there,
+    not calls of host functions. The journal now hands out a host function wrapped: called
+    as it is during the attempt, it raises the attempt's stop afterwards (ADR 0065).
     """
 
-    @pytest.mark.xfail(strict=True, reason="F12 open: host functions are shared unwrapped")
+    def test_a_host_function_keeps_working_and_its_place(self) -> None:
+        """Called during the attempt it runs; stored under another key it is the function."""
+        calls: list[int] = []
+
+        def record(n: int) -> int:
+            calls.append(n)
+            return n * 2
+
+        host = Host(memory={"record": record})
+
+        result = execute(
+            "f = context['record']\ncontext['again'] = f\nresult = [f(2), sorted([3, 1], key=f)]",
+            host=host,
+        )
+
+        assert (result.error, result.value, calls) == (None, [4, [1, 3]], [2, 3, 1])
+        assert host.memory["again"] is record and host.memory["record"] is record
+
     def test_the_host_function_is_not_called_after_the_attempt(self) -> None:
         """After ``gc.collect()`` the host function was called during the attempt only."""
         calls: list[str] = []
-        host = Host(memory={"notify": calls.append})
+
+        def notify(text: str) -> None:
+            calls.append(text)
+
+        host = Host(memory={"notify": notify})
         source = (
             "def g():\n"
             "    try:\n"
