@@ -592,6 +592,39 @@ class TestClosingGeneratorsCannotSwallowTheDeadline:
         assert execute(source).value == "closed"
 
 
+class TestModulesImportedAfterTheAttemptThatHeld:
+    """Regression pin (ADR 0063): a module's per-attempt rows built lazily by an import in a
+    leaked generator's late cleanup close over the ended attempt, so their loops stop."""
+
+    def test_a_late_import_and_endless_loop_end_at_the_next_collection(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``gc.collect()`` returns; the cleanup's ``itertools.count()`` loop raised the stop,
+        which the generator swallowed quietly (nothing reached ``sys.unraisablehook``)."""
+        source = (
+            "def g():\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            "        import itertools, random\n"
+            "        for i in itertools.count():\n"
+            "            random.random()\n"
+            "x = g()\n"
+            "next(x)\n"
+            "loop = [x]\n"
+            "loop.append(loop)\n"
+            "result = 1"
+        )
+        result = execute(source)
+
+        unraisable: list[str] = []
+        monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u.exc_type.__name__))
+        gc.collect()
+        monkeypatch.undo()
+
+        assert (result.error, result.value, unraisable) == (None, 1, [])
+
+
 class TestLeakedGeneratorsCallingHostFunctions:
     """Finding 12 (fixed): a leaked generator called a host function after its attempt failed.
 
