@@ -275,6 +275,8 @@ def _element_fill(original: Any, copy: Any, child: Child) -> Any:
 
 
 def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh) -> Patch | None:
+    if copy.attrib is start.attrib:
+        _changed_attributes_are_text(copy.attrib, original.attrib, _where(path), fresh)
     children = list(copy)
     same_children = len(children) == len(start.children) and all(
         a is b for a, b in zip(children, start.children, strict=True)
@@ -309,6 +311,20 @@ def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh
         else [fresh.element(item, f"{where}[{i}]") for i, item in enumerate(children)],
     }
     return Patch(original, path, "element", state=state)
+
+
+def _changed_attributes_are_text(now: Any, before: Any, where: str, fresh: Fresh) -> None:
+    """Refuse an attribute the attempt set in place to something other than a string (F20).
+
+    The attribute dict is journaled as a dict, whose patch would take any plain value; an
+    element the host serializes later must hold strings, as one the attempt makes does.
+    """
+    for key, value in list(dict.items(now)):
+        held = dict.get(before, key, MISSING) if type(key) is str else MISSING
+        if held is value or (held is not MISSING and fresh.resolve(value) is held):
+            continue  # as memory holds it: the host's own choice
+        fresh.text(key, f"{where}.attrib key", optional=False)
+        fresh.text(value, f"{where}.attrib[{key!r}]", optional=False)
 
 
 def _contains_itself(root: Any) -> bool:

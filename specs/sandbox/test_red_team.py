@@ -966,3 +966,37 @@ class TestHostObjectAttacksThatHeld:
         result = execute(f"context['doc'].{method}\nresult = 1", host=host)
 
         assert result.error is not None and "is not available in the sandbox" in str(result.error)
+
+
+class TestMemoryElementAttributesStayStrings:
+    """Finding 20 (fixed): a memory element's attribute could be committed as a non-string.
+
+    Payload: ``context['tree'].set('k', 5)`` (or ``[1, 2]``). The element's attribute dict is
+    journaled as a plain dict (ADR 0057), so the commit wrote the int into the host's
+    element, while an element the attempt makes with one is refused; the host's later
+    ``ElementTree.tostring(tree)`` raised ``TypeError: cannot serialize 5``. The changed items
+    of an element's attribute dict are now checked like a new element's (ADR 0066).
+    """
+
+    @pytest.mark.parametrize(
+        "change", ["context['tree'].set('k', 5)", "context['tree'].attrib['k'] = [1, 2]"]
+    )
+    def test_a_non_string_attribute_is_refused(self, change: str) -> None:
+        """The attempt fails as ``non_serializable_result``; the host's element serializes."""
+        tree = ElementTree.Element("root")
+        host = Host(memory={"tree": tree})
+
+        result = execute(f"{change}\nresult = 1", host=host)
+
+        assert result.error is not None and result.error.error_type == "non_serializable_result"
+        assert ElementTree.tostring(tree) == b"<root />"
+
+    def test_a_value_the_host_stored_may_stay_while_others_change(self) -> None:
+        """A non-string the host put there itself is left; a new string attribute commits."""
+        tree = ElementTree.Element("root")
+        tree.attrib["n"] = [1]
+        host = Host(memory={"tree": tree})
+
+        result = execute("context['tree'].set('k', 'v')\nresult = 1", host=host)
+
+        assert (result.error, tree.attrib) == (None, {"n": [1], "k": "v"})
