@@ -17,7 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind, Withheld, shareable
+from recurgent._journal._kinds import (
+    HOST_CALLABLES,
+    HOST_KINDS,
+    Fresh,
+    HostCall,
+    HostKind,
+    Withheld,
+    shareable,
+)
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
 from recurgent.outcome import Outcome
@@ -68,6 +76,8 @@ class Journal:
         is_agent: True for an agent object (or the worker's stand-in for one): shared, as
             generated code reaches agents only through handles (default: the agent class's
             ``__recurgent_agent__`` marker).
+        guard: Called before each call of a host function memory holds; raises once the
+            attempt ended (``None``: functions are handed out as they are).
     """
 
     __slots__ = (
@@ -75,6 +85,7 @@ class Journal:
         "_base",
         "_copied",
         "_copies",
+        "_guard",
         "_is_agent",
         "_keep",
         "_memory",
@@ -83,10 +94,15 @@ class Journal:
     )
 
     def __init__(
-        self, memory: dict[str, Any], *, is_agent: Callable[[Any], bool] | None = None
+        self,
+        memory: dict[str, Any],
+        *,
+        is_agent: Callable[[Any], bool] | None = None,
+        guard: Callable[[], None] | None = None,
     ) -> None:
         self._memory = memory
         self._is_agent = is_agent
+        self._guard = guard
         # dict(memory) is one C call, so it is atomic against writes from other threads.
         self._base: dict[str, Any] = dict(memory)
         view = dict.__new__(MemoryView)
@@ -190,6 +206,8 @@ class Journal:
         if host is not None:
             return self._copy_host(host, value, path)
         if shareable(value) or (self._is_agent is not None and self._is_agent(value)):
+            if self._guard is not None and kind in HOST_CALLABLES:
+                return self._wrap_call(value, self._guard)
             return value
         return self._withhold(value)
 
@@ -219,6 +237,14 @@ class Journal:
         self._copies[id(value)] = copy
         start = host.fill(value, copy, lambda item, step: self._copy(item, (*path, step)))
         return self._record(copy, value, start, path, host)
+
+    def _wrap_call(self, value: Any, guard: Callable[[], None]) -> Any:
+        # Stored back into memory, the wrapper resolves to the function (original_of).
+        wrapper = HostCall(value, guard)
+        self._copies[id(value)] = wrapper
+        self._originals[id(wrapper)] = value
+        self._keep.append(value)
+        return wrapper
 
     def _withhold(self, value: Any) -> Any:
         stand_in = Withheld(value)

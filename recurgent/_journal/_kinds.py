@@ -33,14 +33,14 @@ import types
 import uuid
 import xml.etree.ElementTree as ElementTree
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from recurgent._journal._writes import MISSING, Patch, Path
 from recurgent.errors import NonSerializableResultError
 
-__all__ = ["HOST_KINDS", "Fresh", "HostKind", "Withheld", "shareable"]
+__all__ = ["HOST_CALLABLES", "HOST_KINDS", "Fresh", "HostCall", "HostKind", "Withheld", "shareable"]
 
 #: How the journal copies one value found inside a host object: ``child(value, step)``.
 Child = Callable[[Any, Any], Any]
@@ -73,6 +73,32 @@ class Withheld:
 def _type_name(value: Any) -> str:
     # str.__str__: a class the program made cannot make its name run code in the host.
     return str.__str__(type(value).__name__)
+
+
+class HostCall:
+    """A host function memory holds, as generated code gets it (red-team F12).
+
+    Called while its attempt runs, it calls the function as it is (what the function does is
+    the host's grant, ADR 0057). A generator the attempt leaked can run its cleanup at a later
+    garbage collection; calling the function then raises the attempt's stop (``guard``), as
+    forwarded calls do. Stored in memory, it resolves to the function itself.
+    """
+
+    __slots__ = ("_function", "_guard")
+
+    def __init__(self, function: Any, guard: Callable[[], None]) -> None:
+        self._function = function
+        self._guard = guard
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._guard()
+        return self._function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        name = getattr(self._function, "__qualname__", None) or type(self._function).__name__
+        return f"<host function {name}>"
+
+    __str__ = __repr__
 
 
 class Fresh:
@@ -254,6 +280,8 @@ def _element_fill(original: Any, copy: Any, child: Child) -> Any:
 
 
 def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh) -> Patch | None:
+    if copy.attrib is start.attrib:
+        _changed_attributes_are_text(copy.attrib, original.attrib, _where(path), fresh)
     children = list(copy)
     same_children = len(children) == len(start.children) and all(
         a is b for a, b in zip(children, start.children, strict=True)
@@ -267,6 +295,10 @@ def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh
     ):
         return None  # changes inside the attributes come as the attribute dict's own patch
     where = _where(path)
+    if not same_children and _contains_itself(copy):
+        # ElementTree assumes a tree: iter(), tostring() and find() on a cycle never end, in
+        # the host's code after commit (red-team F18).
+        raise NonSerializableResultError(f"{where} is its own descendant; XML elements form a tree")
     unchanged: Any = MISSING
     state = {
         "tag": unchanged if copy.tag is start.tag else fresh.tag(copy.tag, where),
@@ -284,6 +316,40 @@ def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh
         else [fresh.element(item, f"{where}[{i}]") for i, item in enumerate(children)],
     }
     return Patch(original, path, "element", state=state)
+
+
+def _changed_attributes_are_text(now: Any, before: Any, where: str, fresh: Fresh) -> None:
+    """Refuse an attribute the attempt set in place to something other than a string (F20).
+
+    The attribute dict is journaled as a dict, whose patch would take any plain value; an
+    element the host serializes later must hold strings, as one the attempt makes does.
+    """
+    for key, value in list(dict.items(now)):
+        held = dict.get(before, key, MISSING) if type(key) is str else MISSING
+        if held is value or (held is not MISSING and fresh.resolve(value) is held):
+            continue  # as memory holds it: the host's own choice
+        fresh.text(key, f"{where}.attrib key", optional=False)
+        fresh.text(value, f"{where}.attrib[{key!r}]", optional=False)
+
+
+def _contains_itself(root: Any) -> bool:
+    """Whether a cycle is reachable from ``root`` through children (shared subtrees are fine)."""
+    done: set[int] = set()
+    open_: set[int] = {id(root)}
+    stack: list[tuple[Any, Iterator[Any]]] = [(root, iter(list(root)))]
+    while stack:
+        element, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            open_.discard(id(element))
+            done.add(id(element))
+        elif id(child) in open_:
+            return True
+        elif id(child) not in done and type(child) is ElementTree.Element:
+            open_.add(id(child))
+            stack.append((child, iter(list(child))))
+    return False
 
 
 # ----------------------------------------------------------------------------- wrappers (shells)
@@ -367,6 +433,8 @@ _CODE = frozenset(
     }
 )
 _BOUND = frozenset({types.MethodType, types.BuiltinFunctionType, types.MethodWrapperType})
+#: Shared host callables the journal hands out as a :class:`HostCall` when given a guard.
+HOST_CALLABLES = frozenset({types.FunctionType, functools.partial, *_BOUND})
 
 
 def shareable(value: Any) -> bool:

@@ -13,11 +13,9 @@ from __future__ import annotations
 import array
 import collections
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
-
-from recurgent.outcome import Outcome
+from typing import Any, Literal, Protocol, cast
 
 __all__ = ["MISSING", "Patch", "Path", "Rebuild", "Writes", "apply_plain"]
 
@@ -188,39 +186,64 @@ class Writes:
 def apply_plain(memory: dict[str, Any], plain: Mapping[str, Any]) -> None:
     """Commit writes received as plain data (:meth:`Writes.as_plain`), e.g. from a worker.
 
-    Each patch is addressed by its path from the memory root; a patch whose container is no
-    longer there (the host replaced or removed it meanwhile) is skipped, as the host's later
-    write wins. The caller holds the agent's memory lock.
+    The writes come from another process and are treated as an attacker's (red-team F13):
+    each patch is addressed by its path from the memory root, through dicts (scalar keys) and
+    lists or tuples (indexes in range) only, and must end on an exact ``dict`` (``dict``
+    patch) or ``list`` (``extend``/``replace``); any other patch (a container the host replaced
+    or removed meanwhile, whose later write wins, or a path into another kind of object) is
+    skipped. Every patch is checked before anything is written, so a malformed one cannot
+    leave memory half-written. The caller holds the agent's memory lock.
+
+    Raises:
+        ValueError: ``plain`` is not shaped like :meth:`Writes.as_plain` (nothing written).
     """
-    for entry in plain.get("patches", ()):
-        target = _follow(memory, entry["path"])
-        if target is MISSING:
-            continue
-        Patch(
-            target,
-            tuple(entry["path"]),
-            entry["kind"],
-            set=dict(entry["set"]),
-            delete=list(entry["delete"]),
-            items=list(entry["items"]),
-        ).apply()
-    for key in plain.get("delete", ()):
+    try:
+        patches = [_plain_patch(memory, entry) for entry in plain.get("patches", ())]
+        delete = list(plain.get("delete", ()))
+        update = dict(plain.get("set", {}))
+    except (TypeError, ValueError, KeyError, AttributeError) as problem:
+        raise ValueError(f"plain writes are malformed: {problem}") from None
+    for patch in patches:
+        if patch is not None:
+            patch.apply()
+    for key in delete:
         memory.pop(key, None)
-    memory.update(plain.get("set", {}))
+    memory.update(update)
 
 
-def _follow(memory: dict[str, Any], path: Sequence[Any]) -> Any:
+# The containers a plain patch may change, by kind; and the keys it may use (hashing one of
+# these runs no code of whoever sent the patch).
+_PLAIN_TARGETS: dict[str, type] = {"dict": dict, "extend": list, "replace": list}
+_PLAIN_KEYS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_patch(memory: dict[str, Any], entry: Mapping[str, Any]) -> Patch | None:
+    """The patch ``entry`` describes on memory's own container, or ``None`` if it does not fit."""
+    kind, path = entry["kind"], entry["path"]
+    wanted = _PLAIN_TARGETS.get(kind) if type(kind) is str else None
+    if wanted is None or type(path) not in (list, tuple) or not path:
+        return None
+    pairs = [(key, value) for key, value in entry["set"]]
+    delete = list(entry["delete"])
+    items = list(entry["items"])
+    if not all(type(key) in _PLAIN_KEYS for key, _ in pairs) or not all(
+        type(key) in _PLAIN_KEYS for key in delete
+    ):
+        return None
     node: Any = memory
     for step in path:
-        try:
-            if isinstance(node, Outcome):
-                node = getattr(node, step) if step in ("value", "metadata") else MISSING
-            elif isinstance(node, collections.deque):
-                node = list(node)[step]
-            else:
-                node = node[step]
-        except (KeyError, IndexError, TypeError):
-            return MISSING
-        if node is MISSING:
-            return MISSING
-    return node
+        keyed = type(node) is dict and type(step) in _PLAIN_KEYS and step in node
+        indexed = type(node) in (list, tuple) and type(step) is int and 0 <= step < len(node)
+        if not (keyed or indexed):
+            return None
+        node = node[step]
+    if type(node) is not wanted:
+        return None
+    return Patch(
+        node,
+        tuple(path),
+        cast(Literal["dict", "extend", "replace"], kind),
+        set=dict(pairs),
+        delete=delete,
+        items=items,
+    )

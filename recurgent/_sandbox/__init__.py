@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import traceback
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -213,7 +214,9 @@ class ExecutionSandbox:
         # Agents in memory are shared (reached through handles); other host objects the
         # journal can neither copy nor share are withheld (ADR 0057).
         self._journal = Journal(
-            bridge.memory, is_agent=lambda value: bridge.handle_for_agent(value) is not None
+            bridge.memory,
+            is_agent=lambda value: bridge.handle_for_agent(value) is not None,
+            guard=self._after_the_attempt,
         )
         self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
         self._commit_memory = commit_memory
@@ -222,8 +225,9 @@ class ExecutionSandbox:
         self._clock = clock
         self._violations: list[GuardrailViolationError] = []
         self._forwarded = 0
-        # Outcomes forwarded calls returned, by id (the dict keeps each alive, so ids stay unique).
-        self._answers: dict[int, Outcome] = {}
+        # Outcomes forwarded calls returned, by the id of the copy the program got, with the
+        # child's own (the dict keeps each alive, so ids stay unique).
+        self._answers: dict[int, tuple[Outcome, Outcome]] = {}
         self._output = OutputCollector(limits.max_output_bytes)
         self._namespace: dict[str, Any] = {}
         self._ticker = Ticker(
@@ -272,7 +276,8 @@ class ExecutionSandbox:
         # The inline fast path reads attributes natively for the types in _OPEN_. Classes the
         # code defines join them, and so do module facades: the guard would return the same
         # getattr() for them (a facade's own __getattr__ applies its module's spec).
-        open_types = set(OPEN_TYPES) | {ModuleFacade}
+        # XML elements stay on the guarded path: adding a child is checked for cycles (F19).
+        open_types = (set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade}
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
             cls = SandboxType(name, bases, body, **kw)
@@ -349,6 +354,11 @@ class ExecutionSandbox:
         time.sleep(max(0.0, seconds))
 
     # ----------------------------------------------------------------- boundary
+
+    def _after_the_attempt(self) -> None:
+        # A host function called by a generator the attempt leaked, after it ended (F12).
+        if self._ticker.expired:
+            self._ticker.tick()
 
     def _spend(self, what: str) -> None:
         if self._ticker.expired:
@@ -452,9 +462,10 @@ class ExecutionSandbox:
                 f"{ops.role}.{name}", lambda: ops.call(name, tuple(plain_args), plain_kwargs)
             )
             answer = inbound(outcome, self._bridge.handle_for_agent)
-            if isinstance(answer, Outcome):
-                # A child's answer keeps its own role if the program passes it on (ADR 0059).
-                self._answers[id(answer)] = answer
+            if isinstance(answer, Outcome) and isinstance(outcome, Outcome):
+                # A child's answer keeps its own role if the program passes it on unchanged
+                # (ADR 0059, red-team F10).
+                self._answers[id(answer)] = (answer, outcome)
             return answer
 
         return dynamic_call
@@ -499,6 +510,10 @@ class ExecutionSandbox:
                     sandbox_decimal_context(),
                 ):
                     value = main()
+                if self._ticker.expired:
+                    # A stop the program's code swallowed (a closing generator ends quietly
+                    # on any exception, ADR 0060) still ends the attempt: tick re-raises it.
+                    self._ticker.tick()
             finally:
                 Journal.deactivate(active)
                 _RUNNING.reset(running)

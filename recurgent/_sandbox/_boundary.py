@@ -29,8 +29,8 @@ import decimal
 import fractions
 import re
 import types
-from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._journal import MemoryView
@@ -103,13 +103,16 @@ class Attribution:
     Attributes:
         tool_role: The role of the call that ran.
         method_name: Its method.
-        forwarded: ids of the Outcomes the attempt received from forwarded calls (a child's
-            answer); those keep their own role and method, every other Outcome names the call.
+        forwarded: The Outcomes the attempt received from forwarded calls (a child's answer),
+            by the id of the copy generated code got, each with the Outcome the child answered
+            (as the host holds it). Such a copy keeps the child's role and method while its
+            value and metadata are still what the child answered; every other Outcome, and one
+            whose contents the program changed in place, names the call (red-team F10).
     """
 
     tool_role: str
     method_name: str
-    forwarded: Collection[int] = ()
+    forwarded: Mapping[int, tuple[Outcome, Outcome]] = field(default_factory=dict)
 
 
 class _Rebuilder:
@@ -193,23 +196,43 @@ class _Rebuilder:
             return None if field is None else self.value(field, f"{where}.{name}", depth + 1)
 
         status = text(value.status, "status")
+        inner = self.value(value.value, f"{where}.value", depth + 1)
+        metadata = self._dict(value.metadata, dict, f"{where}.metadata", depth + 1)
         tool_role, method_name = value.tool_role, value.method_name
         called = self._attribution
-        if called is not None and id(value) not in called.forwarded:
-            # Made by the program: whatever role it wrote, it answers for the call that ran.
-            tool_role, method_name = called.tool_role, called.method_name
+        if called is not None:
+            received = called.forwarded.get(id(value))
+            if received is None or not self._as_answered(inner, metadata, received[1]):
+                # Made by the program, or a child's answer it changed in place: whatever role
+                # it names, it answers for the call that ran.
+                tool_role, method_name = called.tool_role, called.method_name
         built = Outcome.model_construct(
             status="ok" if status == "ok" else "error",
-            value=self.value(value.value, f"{where}.value", depth + 1),
+            value=inner,
             error_type=text(value.error_type, "error_type"),
             error_message=text(value.error_message, "error_message"),
             retriable=value.retriable is True,
             tool_role=text(tool_role, "tool_role"),
             method_name=text(method_name, "method_name"),
-            metadata=self._dict(value.metadata, dict, f"{where}.metadata", depth + 1),
+            metadata=metadata,
         )
         self._remember(value, built)
         return built
+
+    def _as_answered(self, inner: Any, metadata: Any, answered: Outcome) -> bool:
+        """Whether a rebuilt value and metadata are exactly what the child answered."""
+        fresh = _Rebuilder(None, self._handles, self._keep)
+        try:
+            return _same(
+                (inner, metadata),
+                (
+                    fresh.value(answered.value, "answer", 0),
+                    fresh._dict(answered.metadata, dict, "answer.metadata", 0),
+                ),
+                set(),
+            )
+        except Exception:  # noqa: BLE001 - any doubt (a refused value, a signalling NaN): changed
+            return False
 
     def _exception(self, value: BaseException, kind: type, where: str, depth: int) -> Any:
         # A fresh exception of the same builtin class, from plain arguments: no traceback,
@@ -275,6 +298,39 @@ class _Rebuilder:
 
 
 _NOT_REDUCED: Any = object()
+
+
+def _same(a: Any, b: Any, seen: set[tuple[int, int]]) -> bool:
+    """Strict equality of two rebuilt values: same types all the way down (``1`` is not
+    ``True``), same order; both are plain, so comparing runs no program code."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    pair = (id(a), id(b))
+    if pair in seen:
+        return True  # a cycle: the rest of it is compared where it started
+    if kind is Outcome:
+        seen.add(pair)
+        fields = ("status", "error_type", "error_message", "retriable", "tool_role", "method_name")
+        return all(getattr(a, name) == getattr(b, name) for name in fields) and _same(
+            (a.value, a.metadata), (b.value, b.metadata), seen
+        )
+    if isinstance(a, dict):
+        seen.add(pair)
+        return len(a) == len(b) and all(
+            _same(key_a, key_b, seen) and _same(item_a, item_b, seen)
+            for (key_a, item_a), (key_b, item_b) in zip(a.items(), b.items(), strict=True)
+        )
+    if kind in (list, tuple, collections.deque):
+        seen.add(pair)
+        return len(a) == len(b) and all(
+            _same(item_a, item_b, seen) for item_a, item_b in zip(a, b, strict=True)
+        )
+    if kind in (set, frozenset):
+        return {(type(item), item) for item in a} == {(type(item), item) for item in b}
+    return bool(a == b)
 
 
 def rebuild(

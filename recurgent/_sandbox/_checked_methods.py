@@ -3,7 +3,10 @@
 The attribute policy hands out these versions of ``str.format``/``format_map`` (through
 :class:`SafeFormatter`, which also resolves ``{0.attr}`` through the attribute policy),
 ``ljust``/``rjust``/``center``/``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``,
-``int.to_bytes``, ``re.Pattern.sub``/``subn``, ``re.Match.expand`` and ``Counter.elements``. Each
+``int.to_bytes``, ``re.Pattern.sub``/``subn``, ``re.Match.expand``, ``Counter.elements``, the
+sized methods of ``random.Random`` (a host's generator in memory, red-team F16) and ``seek`` of
+``StringIO``/``BytesIO`` (a write past the end pads up to the position, F17), and the methods
+that add children to an XML element (a cycle makes ElementTree's own loops endless, F19). Each
 checks the size of what it would build first and raises :class:`SizeLimitExceeded`; sizes come
 from ``_measure``, never from methods generated code can override.
 """
@@ -12,8 +15,12 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # the helper string.Formatter uses
 import collections
+import functools
+import io
+import random
 import re
 import string
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,7 +28,14 @@ from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._sizes import check_format_spec
 
-__all__ = ["SafeFormatter", "checked_expand", "checked_sub", "special_methods"]
+__all__ = [
+    "ElementWriter",
+    "SafeFormatter",
+    "checked_expand",
+    "checked_sub",
+    "refuse_element_cycle",
+    "special_methods",
+]
 
 _EXACT_STR = frozenset({str})
 _GROUP_REFERENCE = re.compile(r"\\(?:[1-9]|g<)")
@@ -230,6 +244,99 @@ def _bind_expand(obj: Any) -> Callable[..., Any]:
     return lambda template: checked_expand(obj, template)
 
 
+def _bind_seek(obj: Any) -> Callable[..., Any]:
+    def seek(offset: int, whence: int = 0, /) -> int:
+        # Seeking allocates nothing, but the next write pads the stream up to the position.
+        before = obj.tell()
+        position: int = obj.seek(offset, whence)
+        if position > MAX_ITEMS:
+            obj.seek(before)
+            check_items(position, f"{type(obj).__name__}.seek()")
+        return position
+
+    return seek
+
+
+def refuse_element_cycle(parent: Any, children: Iterable[Any], tick: Callable[[], bool]) -> None:
+    """Raise ``ValueError`` if adding ``children`` under ``parent`` would make it its own descendant.
+
+    ElementTree assumes a tree: ``iter()`` of a cycle grows memory in one C call and
+    ``tostring()`` loops in library code that never ticks. Each child's subtree is walked once
+    (shared subtrees are fine), ticking, so a huge one still ends at the deadline.
+    """
+    seen: set[int] = set()
+    stack = [child for child in children if type(child) is ElementTree.Element]
+    walked = 0
+    while stack:
+        element = stack.pop()
+        if element is parent:
+            raise ValueError("an XML element cannot contain itself (ElementTree builds trees)")
+        if id(element) in seen:
+            continue
+        seen.add(id(element))
+        stack.extend(child for child in list(element) if type(child) is ElementTree.Element)
+        walked += 1
+        if walked % 1024 == 0:
+            tick()
+
+
+class ElementWriter:
+    """What ``e[i] = child``, ``e[a:b] = children`` and ``e.tag = ...`` write through for an XML
+    element (the policy's ``_write_`` hook): item stores are checked for cycles first."""
+
+    __slots__ = ("_element", "_tick")
+    _element: Any
+    _tick: Callable[[], bool]
+
+    def __init__(self, element: Any, tick: Callable[[], bool]) -> None:
+        object.__setattr__(self, "_element", element)
+        object.__setattr__(self, "_tick", tick)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        children = list(value) if isinstance(index, slice) else [value]
+        refuse_element_cycle(self._element, children, self._tick)
+        self._element[index] = children if isinstance(index, slice) else value
+
+    def __delitem__(self, index: Any) -> None:
+        del self._element[index]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._element, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self._element, name)
+
+
+def _element_adders(tick: Callable[[], bool]) -> dict[str, Binder]:
+    def bind_append(obj: Any) -> Callable[..., Any]:
+        def append(child: Any, /) -> None:
+            refuse_element_cycle(obj, (child,), tick)
+            obj.append(child)
+
+        return append
+
+    def bind_extend(obj: Any) -> Callable[..., Any]:
+        def extend(children: Any, /) -> None:
+            items = list(children)
+            refuse_element_cycle(obj, items, tick)
+            obj.extend(items)
+
+        return extend
+
+    def bind_insert(obj: Any) -> Callable[..., Any]:
+        def insert(index: int, child: Any, /) -> None:
+            refuse_element_cycle(obj, (child,), tick)
+            obj.insert(index, child)
+
+        return insert
+
+    return {"append": bind_append, "extend": bind_extend, "insert": bind_insert}
+
+
+def _bind_random(method: Callable[..., Any]) -> Binder:
+    return lambda obj: functools.partial(method, obj)
+
+
 _TEXT = (str, bytes, bytearray)
 
 
@@ -251,6 +358,9 @@ def special_methods(
     def bind_elements(obj: Any) -> Callable[..., Any]:
         return lambda: TickingIterator(obj.elements(), tick)
 
+    # Imported here: _stdlib imports _regex, which imports this module's checked_sub.
+    from recurgent._sandbox._stdlib import SandboxRandom
+
     return {
         "format": ((str,), bind_format),
         "format_map": ((str,), bind_format_map),
@@ -267,4 +377,12 @@ def special_methods(
         "subn": ((re.Pattern,), _bind_subn),
         "expand": ((re.Match,), _bind_expand),
         "elements": ((collections.Counter,), bind_elements),
+        "seek": ((io.StringIO, io.BytesIO), _bind_seek),
+        "getrandbits": ((random.Random,), _bind_random(SandboxRandom.getrandbits)),
+        "randbytes": ((random.Random,), _bind_random(SandboxRandom.randbytes)),
+        "choices": ((random.Random,), _bind_random(SandboxRandom.choices)),
+        "sample": ((random.Random,), _bind_random(SandboxRandom.sample)),
+        **{
+            name: ((ElementTree.Element,), binder) for name, binder in _element_adders(tick).items()
+        },
     }

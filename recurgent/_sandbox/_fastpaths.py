@@ -41,7 +41,7 @@ MAX_TREE_LEAVES = 32
 
 # Attribute names that never take the read fast path because the guard answers them
 # differently on plain types: str.format* would walk attributes of its arguments, the rest can
-# build huge values in one C call.
+# build huge values in one C call (or, for seek, let the next write pad up to any size).
 SPECIAL_ATTRIBUTES = frozenset(
     {
         "format",
@@ -61,6 +61,11 @@ SPECIAL_ATTRIBUTES = frozenset(
         "subn",
         "expand",
         "elements",
+        "seek",
+        "getrandbits",
+        "randbytes",
+        "choices",
+        "sample",
     }
 )
 

@@ -15,13 +15,14 @@ import copy
 import functools
 import os
 import types
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
-from recurgent._sandbox._checked_methods import SafeFormatter, special_methods
+from recurgent._sandbox._checked_methods import ElementWriter, SafeFormatter, special_methods
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -125,6 +126,7 @@ class AttributePolicy:
         self._handle_writer = handle_writer
         self._on_violation = on_violation
         self._special = special_methods(SafeFormatter(self.getattr), tick)
+        self._tick = tick
 
     def getattr(self, obj: Any, name: str) -> Any:
         """``obj.name`` under the sandbox policy (also the ``_getattr_`` hook)."""
@@ -272,6 +274,8 @@ class AttributePolicy:
     def write(self, obj: Any) -> Any:
         """The ``_write_`` hook: what a store through ``obj.x = v`` or ``obj[k] = v`` targets."""
         kind = type(obj)
+        if kind is ElementTree.Element:
+            return ElementWriter(obj, self._tick)  # item stores checked for cycles (F19)
         writable = kind in MUTABLE_TYPES or kind in OPEN_TYPES or is_sandbox_made(obj)
         if writable and kind is not types.MappingProxyType:
             return obj

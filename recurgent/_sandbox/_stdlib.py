@@ -116,14 +116,19 @@ def math_overrides() -> dict[str, Any]:
 
 
 class SandboxRandom(random.Random):
-    """``random.Random`` with the sizes of generated values capped."""
+    """``random.Random`` with the sizes of generated values capped.
+
+    The methods call ``random.Random``'s by name rather than through the class hierarchy, so
+    the policy can also apply them to a plain ``random.Random`` a host put in memory (red-team
+    F16).
+    """
 
     _sandbox_public_ = frozenset(name for name in dir(random.Random) if not name.startswith("_"))
 
     def getrandbits(self, k: int, /) -> int:
         """``Random.getrandbits`` with ``k`` capped."""
         check_bits(k, "getrandbits()")
-        return super().getrandbits(k)
+        return random.Random.getrandbits(self, k)
 
     def randbytes(self, n: int) -> bytes:
         """``Random.randbytes`` with ``n`` capped."""
@@ -141,12 +146,12 @@ class SandboxRandom(random.Random):
     ) -> list[Any]:
         """``Random.choices`` with ``k`` capped."""
         check_items(k, "choices()")
-        return super().choices(population, weights, cum_weights=cum_weights, k=k)
+        return random.Random.choices(self, population, weights, cum_weights=cum_weights, k=k)
 
     def sample(self, population: Any, k: int, *, counts: Any = None) -> list[Any]:
         """``Random.sample`` with ``k`` capped (``counts`` can make a population of any size)."""
         check_items(k, "sample()")
-        return super().sample(population, k, counts=counts)
+        return random.Random.sample(self, population, k, counts=counts)
 
 
 def _bytes_capped(function: Callable[..., Any], what: str) -> Callable[..., Any]:

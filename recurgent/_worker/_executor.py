@@ -11,6 +11,7 @@ the program reassigned, or whose patches do not fit the host's memory, gets its 
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLi
 from recurgent._sandbox._limits import attempt_deadline
 from recurgent._worker._env import Environment
 from recurgent._worker._protocol import (
+    OUTCOME_KEY,
     ForwardReply,
     ForwardRequest,
     MemoryPatch,
@@ -42,6 +44,7 @@ from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.errors import (
     BudgetExceededError,
     GuardrailViolationError,
+    InvalidOutcomeError,
     NonSerializableResultError,
     RecurgentError,
     UsageError,
@@ -76,6 +79,8 @@ class _Run:
         self._calls = 0
         self._ops: dict[int, HandleOps] = {}
         self._numbers: dict[int, int] = {}
+        # The wire form of every answer a forwarded call gave the worker (ADR 0065, F15).
+        self._answered: set[str] = set()
 
     def _register(self, ops: HandleOps, key: int) -> int:
         number = self._numbers.get(key)
@@ -103,6 +108,26 @@ class _Run:
     def decode(self, value: Any) -> Any:
         return from_wire(value, self.agent)
 
+    def settle(self, wire: Any) -> Any:
+        """The worker's result with every Outcome it did not receive from a forwarded call
+        naming the call that ran: a subverted worker's word on attribution is not taken
+        (ADR 0059 settles it in the worker's own sandbox; this holds if that one is bypassed).
+        """
+        if type(wire) is list:
+            return [self.settle(item) for item in wire]
+        if type(wire) is not dict:
+            return wire
+        envelope = wire.get(OUTCOME_KEY) if len(wire) == 1 else None
+        if type(envelope) is not dict:
+            return {key: self.settle(item) for key, item in wire.items()}
+        if _fingerprint(wire) in self._answered:
+            return wire  # a child's answer passed on unchanged keeps the child's name
+        fields = dict(envelope)
+        fields.update(tool_role=self._bridge.role, method_name=self._bridge.method_name)
+        fields["value"] = self.settle(fields.get("value"))
+        fields["metadata"] = self.settle(fields.get("metadata"))
+        return {OUTCOME_KEY: fields}
+
     def _handle(self, number: int | None) -> HandleOps:
         ops = self._ops.get(number or 0)
         if ops is None:
@@ -123,7 +148,9 @@ class _Run:
             return None, None
         ops = self._handle(request.handle)
         if request.op == "handle_call":
-            return self.encode(ops.call(name, tuple(args), kwargs), f"{ops.role}.{name}()"), None
+            wire = self.encode(ops.call(name, tuple(args), kwargs), f"{ops.role}.{name}()")
+            self._answered.add(_fingerprint(wire))
+            return wire, None
         if request.op == "handle_set":
             ops.set(name, args[0] if args else None)
             return None, None
@@ -261,9 +288,15 @@ class ProcessExecutor:
                 delete=list(answer.memory_deleted),
             )
             _patch_in_place(writes, answer.memory_patches, memory, run)
-            value = run.decode(answer.value)
+            value = run.decode(run.settle(answer.value))
         except WorkerCrashError as error:
             return self._failed(error)
+        except (ValueError, KeyError, TypeError, InvalidOutcomeError) as problem:
+            # An envelope an honest worker never sends (an Outcome that fails validation, an
+            # agent reference without a number): the answer of a subverted worker, which must
+            # not escape the call as a raw exception (red-team F14).
+            name = type(problem).__name__
+            return self._failed(WorkerCrashError(f"the worker sent a malformed answer ({name})"))
         if commit:
             writes.apply(memory)
         violations = [error_from_wire(item) for item in answer.violations]
@@ -327,6 +360,11 @@ def _host_patch(memory: dict[str, Any], key: str, entry: MemoryPatch, run: _Run)
         delete=list(entry.delete),
         items=list(run.decode(entry.items)),
     )
+
+
+def _fingerprint(wire: Any) -> str:
+    # Key order aside, equal JSON text is equal data with equal types (1, 1.0 and true differ).
+    return json.dumps(wire, sort_keys=True)
 
 
 def _safe_text(error: BaseException) -> str:
