@@ -25,9 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, SupportsIndex
 
 from recurgent._contracts import CONTRACT_FIELDS, infer_intent_signature
-from recurgent._journal import after_commit, writable
+from recurgent._journal import writable
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
+from recurgent._lifecycle._stored_tools import (
+    hydrate_tools,
+    register_stored_tool,
+    touch_stored_tool,
+)
 from recurgent._observability import CallLogger
 from recurgent._options import KNOWN_OPTIONS, AgentOptions, parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
@@ -356,7 +361,9 @@ class Agent:
             outcome = child._dispatch(method, args, kwargs)
             if registered is not None:
                 record_tool_use(writable(parent_memory), registered, method, outcome.is_ok)
-                self._touch_stored_tool(registered, method, outcome.is_ok)
+                touch_stored_tool(
+                    self._agent.store, self._agent.memory, registered, method, ok=outcome.is_ok
+                )
             return outcome
 
         def set_value(name: str, value: Any) -> None:
@@ -506,57 +513,18 @@ class Agent:
         self._hydrate_tools()
 
     def _hydrate_tools(self) -> bool:
-        """Merge the persisted registry into ``context["tools"]`` (memory wins for scalars);
-        False when there is nothing persisted to merge."""
-        internals = self._agent
-        store = internals.store
-        if store is None:
-            return False
-        persisted = store.registry_entries()
-        if not persisted:
-            return False
-        # Inside this agent's attempt the merge lands in the attempt's view (ADR 0027).
-        memory = writable(internals.memory)
-        current = memory.get(TOOLS_KEY)
-        if current is not None and not isinstance(current, Mapping):
-            return False  # a broken registry is the integrity guard's to report
-        merged = store.known_tools(current)
-        if isinstance(current, dict):
-            # In place: a running program may hold this very dict as context["tools"].
-            current.update(merged)
-        else:
-            memory[TOOLS_KEY] = merged
-        return True
-
-    def _touch_stored_tool(self, name: str, method: str, ok: bool) -> None:
-        """Count a call through a registered tool on disk once the attempt that made it commits,
-        as its count in memory does (ADR 0056)."""
-        store = self._agent.store
-        if store is None:
-            return
-
-        def touch() -> None:
-            store.touch_tool(name, method, ok=ok)
-
-        if not after_commit(self._agent.memory, touch):
-            touch()
+        return hydrate_tools(self._agent.store, self._agent.memory)
 
     def _store_registration(self, name: str, child: Agent, *, refresh: bool) -> None:
-        """Register ``name`` in registry.json when the current attempt commits (at once outside
-        an attempt); a rolled-back attempt leaves no registration behind (ADR 0056). Without
-        ``refresh`` a tool this agent already registered is not written again."""
         internals = self._agent
-        store = internals.store
-        if store is None or (not refresh and name in internals.stored_tools):
-            return
-        contract = child._agent.options.contract
-
-        def register() -> None:
-            if store.register_tool(name, contract).written:
-                internals.stored_tools.add(name)
-
-        if not after_commit(internals.memory, register):
-            register()
+        register_stored_tool(
+            internals.store,
+            internals.memory,
+            internals.stored_tools,
+            name,
+            child._agent.options.contract,
+            refresh=refresh,
+        )
 
     @staticmethod
     def _child_key(options: Mapping[str, Any]) -> str:
