@@ -123,7 +123,9 @@ def outcome_summary(
     }
     if outcome.is_ok and outcome.value is not None:
         summary["value_class"] = type(outcome.value).__name__
-        preview = json.dumps(json_safe(outcome.value, secrets=secrets), ensure_ascii=False)
+        safe = json_safe(outcome.value, secrets=secrets)
+        # An int's JSON text is its decimal text; json.dumps costs several times more.
+        preview = str(safe) if type(safe) is int else json.dumps(safe, ensure_ascii=False)
         summary["value_preview"] = (
             preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
         )

@@ -50,9 +50,11 @@ _LEADING_DIGITS = 20
 def utc_timestamp(moment: datetime.datetime | None = None) -> str:
     """UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
     moment = moment or datetime.datetime.now(datetime.UTC)
+    if moment.tzinfo is not datetime.UTC:
+        moment = moment.astimezone(datetime.UTC)
     # isoformat is one C call (strftime costs several times more, and every call stamps two
     # of these); in UTC it always ends in "+00:00".
-    return moment.astimezone(datetime.UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def shorten(text: str, limit: int) -> str:
@@ -377,6 +379,15 @@ def _secret_positions_cached(keys: tuple[Any, ...]) -> tuple[int, ...]:
     )
 
 
+_SHORT_SEQUENCE = 16
+_SMALL_INT = 2**53
+
+
+def _is_small_atom(item: Any) -> bool:
+    kind = type(item)
+    return item is None or kind is bool or (kind is int and -_SMALL_INT < item < _SMALL_INT)
+
+
 def json_safe(
     value: Any,
     *,
@@ -408,6 +419,14 @@ def json_safe(
         return value
     if (kind is list or kind is tuple or kind is dict) and not value:
         return {} if kind is dict else []
+    if (
+        (kind is list or kind is tuple)
+        and len(value)
+        <= (_SHORT_SEQUENCE if max_items is None else min(max_items, _SHORT_SEQUENCE))
+        and (budget is None or budget > 8 * (len(value) + 1))
+        and all(map(_is_small_atom, value))
+    ):
+        return list(value)  # a call's arguments are mostly a few numbers or flags
     walk = _Walk(
         max_chars, max_items, budget, environment_secrets() if secrets is None else secrets
     )

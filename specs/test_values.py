@@ -125,6 +125,32 @@ class TestUtcTimestamp:
 
         assert utc_timestamp(moment) == "2024-05-06T07:08:07.654Z"
 
+    def test_utc_moments_and_early_years(self) -> None:
+        """A UTC moment is used as is; years before 1000 keep four digits."""
+        moment = datetime.datetime(999, 1, 2, 3, 4, 5, 6_000, tzinfo=datetime.UTC)
+
+        assert utc_timestamp(moment) == "0999-01-02T03:04:05.006Z"
+
+
+class TestShortcuts:
+    """Values json_safe returns without a walk come back exactly as the walk would give them."""
+
+    @pytest.mark.parametrize(
+        "value",
+        [None, True, 7, -(2**40), 1.5, [], (), {}, [1, True, None], (3, 4), [0] * 16],
+    )
+    def test_shortcut_matches_the_walk(self, value: Any) -> None:
+        """Scalars, empty containers and short lists of small atoms equal the walked copy."""
+        walked = json_safe({"k": value})["k"]  # inside a mapping: always walked
+
+        assert json_safe(value) == walked
+        assert type(json_safe(value)) is type(walked)
+
+    def test_caps_still_cut_short_lists(self) -> None:
+        """max_items and a small budget cut a short list of numbers as before."""
+        assert json_safe([1, 2, 3, 4], max_items=2) == [1, 2, "<2 more items>"]
+        assert json_safe(list(range(10)), budget=20) == [0, 1, 2, "<7 more items>"]
+
 
 class TestBounds:
     """json_safe and safe_repr are bounded and total (ADR 0032)."""
