@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import collections
 import io
+import random
 import time
+import xml.etree.ElementTree as ElementTree
 from typing import Any
 
 from recurgent import Agent
@@ -252,6 +254,31 @@ class TestAnotherAgentsHostObjects:
             "so generated code cannot use it>"
         )
         assert thing.count == 0
+
+    def test_copies_of_a_childs_objects_keep_the_size_caps(self) -> None:
+        """A copied child Random and StringIO still refuse huge randbytes and seek."""
+        host = Host()
+        host.child("notes").memory.update(rng=random.Random(1), buf=io.StringIO("a"))
+
+        random_error = error_of(
+            "result = len(delegate('notes').rng.randbytes(200_000_000))", host=host
+        )
+        seek_error = error_of("b = delegate('notes').buf\nb.seek(10**9)\nresult = 1", host=host)
+
+        assert (random_error[0], seek_error[0]) == ("resource_limit", "resource_limit")
+        assert host.children["notes"].memory["buf"].tell() == 0
+
+    def test_a_cycle_the_host_made_in_a_childs_tree_is_copied_once(self) -> None:
+        """An element the host appended to itself is read as one copy, not endlessly."""
+        host = Host()
+        element = ElementTree.Element("x")
+        element.append(element)
+        host.child("notes").memory["e"] = element
+
+        assert value_of("e = delegate('notes').e\nresult = [e.tag, e[0] is e]", host=host) == [
+            "x",
+            True,
+        ]
 
 
 class TestOrderedDicts:
