@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = ["CallFrame", "current_frame", "enter_frame"]
@@ -36,19 +34,25 @@ def current_frame() -> CallFrame | None:
     return stack[-1] if stack else None
 
 
-@contextlib.contextmanager
-def enter_frame(trace_id: str) -> Iterator[CallFrame]:
-    """Push a new frame for a call of an agent whose trace id is ``trace_id``."""
-    stack = _stack.get()
-    parent = stack[-1] if stack else None
-    frame = CallFrame(
-        trace_id=trace_id,
-        call_id=secrets.token_hex(8),
-        parent_call_id=parent.call_id if parent else None,
-        depth=len(stack),
-    )
-    token = _stack.set((*stack, frame))
-    try:
-        yield frame
-    finally:
-        _stack.reset(token)
+class enter_frame:  # lower case: read as a function, ``with enter_frame(trace_id) as frame``
+    """Push a new frame for a call of an agent whose trace id is ``trace_id``.
+
+    A class rather than a generator context manager: every dynamic call enters one, and a
+    generator's set-up and tear-down cost several function calls more.
+    """
+
+    __slots__ = ("_frame", "_token")
+
+    def __init__(self, trace_id: str) -> None:
+        stack = _stack.get()
+        parent = stack[-1] if stack else None
+        self._frame = CallFrame(
+            trace_id, secrets.token_hex(8), parent.call_id if parent else None, len(stack)
+        )
+        self._token = _stack.set((*stack, self._frame))
+
+    def __enter__(self) -> CallFrame:
+        return self._frame
+
+    def __exit__(self, *exc: object) -> None:
+        _stack.reset(self._token)

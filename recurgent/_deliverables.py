@@ -253,6 +253,8 @@ def validate_deliverable(
     ``constraints.properties.<key>.{type,min_items}``. A deliverable that is not a mapping, or
     has no recognised ``type``, is not enforced.
     """
+    if deliverable is None:
+        return ContractCheck(applied=False)
     if isinstance(deliverable, TypedDeliverable):
         return _check_typed(deliverable, value)
     if not isinstance(deliverable, Mapping):

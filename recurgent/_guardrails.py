@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import re
-import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -130,15 +129,17 @@ def _fetches(node: ast.AST) -> bool:
 
 # A program's tree is parsed once and only read afterwards, and a stored program's tree is the
 # same object for every persisted call: its walk (most of a trivial call's guardrail cost) is
-# done once per tree (ADR 0054). Weak keys: a tree no program holds any more is forgotten.
-_FETCHES: weakref.WeakKeyDictionary[ast.AST, bool] = weakref.WeakKeyDictionary()
+# done once per tree (ADR 0054) and kept on the tree itself, so it lives and dies with it (an
+# attribute read costs a fraction of a weak-keyed table's lookup; ADR 0072).
+_FETCHES_ATTRIBUTE = "_recurgent_external_fetch"
 
 
 def is_external_fetch(tree: ast.AST) -> bool:
     """Whether a program fetches external data: HTTP modules, ``urlopen``, or a ``*fetch*`` tool."""
-    known = _FETCHES.get(tree)
+    known: bool | None = getattr(tree, _FETCHES_ATTRIBUTE, None)
     if known is None:
-        known = _FETCHES[tree] = any(_fetches(node) for node in ast.walk(tree))
+        known = any(_fetches(node) for node in ast.walk(tree))
+        setattr(tree, _FETCHES_ATTRIBUTE, known)
     return known
 
 

@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import reprlib
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
@@ -48,13 +49,30 @@ _LEADING_DIGITS = 20
 
 
 def utc_timestamp(moment: datetime.datetime | None = None) -> str:
-    """UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
-    moment = moment or datetime.datetime.now(datetime.UTC)
+    """UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (now, without ``moment``)."""
+    if moment is None:
+        return _now_text()
     if moment.tzinfo is not datetime.UTC:
         moment = moment.astimezone(datetime.UTC)
-    # isoformat is one C call (strftime costs several times more, and every call stamps two
-    # of these); in UTC it always ends in "+00:00".
+    # isoformat is one C call (strftime costs several times more).
     return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+# The text of the last second stamped: every call stamps two or three times within one second,
+# so the date and time are formatted once a second and only the milliseconds each time.
+_second_text: tuple[int, str] = (-1, "")
+
+
+def _now_text() -> str:
+    global _second_text  # a process-wide memo; one assignment, so threads see old or new
+    # Integer microseconds, rounded as datetime.now() rounds them: float seconds would turn
+    # .001 into .000 now and then.
+    second, micros = divmod((time.time_ns() + 500) // 1000, 1_000_000)
+    cached = _second_text
+    if cached[0] != second:
+        cached = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        _second_text = cached
+    return f"{cached[1]}.{micros // 1000:03d}Z"
 
 
 def shorten(text: str, limit: int) -> str:

@@ -383,6 +383,9 @@ class Outcome(BaseModel):
             yield "error_message", self.error_message
 
 
+_PLAIN_VALUES = frozenset({int, float, str, bool, type(None), list, tuple, bytes})
+
+
 def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
     """Turn whatever generated code produced into the Outcome of the call that ran.
 
@@ -405,6 +408,9 @@ def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
         InvalidOutcomeError: The error type is not a short identifier, or an error mapping's
             message is longer than :data:`MAX_ERROR_MESSAGE_CHARS`.
     """
+    if type(value) in _PLAIN_VALUES:
+        # Neither an Outcome nor a mapping: skip the (abstract) mapping check.
+        return Outcome(status="ok", value=value, tool_role=tool_role, method_name=method_name)
     if isinstance(value, Outcome):
         return _checked(value)
     if isinstance(value, Mapping):

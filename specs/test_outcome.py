@@ -283,6 +283,17 @@ class TestCoerce:
 
         assert self._coerce(child) is child
 
+    @pytest.mark.parametrize("value", [None, 15, "text", [1, {"a": 2}], {"status": 200}])
+    def test_plain_value_equals_the_validated_outcome(self, value: Any) -> None:
+        """A plain value's Outcome names the running call and equals the one built directly."""
+        built = self._coerce(value)
+        validated = Outcome(status="ok", value=value, tool_role="r", method_name="m")
+
+        assert built == validated
+        assert built.model_fields_set == validated.model_fields_set
+        assert built.model_dump() == validated.model_dump()
+        assert built.metadata == {} and built.metadata is not validated.metadata
+
     @pytest.mark.parametrize("status", ["ok", "error"])
     def test_mapping_attribution_keys_are_ignored(self, status: str) -> None:
         """tool_role/method_name keys of a returned mapping neither attribute nor join metadata."""

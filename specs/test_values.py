@@ -9,6 +9,7 @@ from collections import UserDict
 from typing import Any
 
 import pytest
+from freezegun import freeze_time
 
 from recurgent import Agent, Outcome
 from recurgent._values import (
@@ -130,6 +131,21 @@ class TestUtcTimestamp:
         moment = datetime.datetime(999, 1, 2, 3, 4, 5, 6_000, tzinfo=datetime.UTC)
 
         assert utc_timestamp(moment) == "0999-01-02T03:04:05.006Z"
+
+    def test_now_under_a_frozen_clock(self) -> None:
+        """Without a moment it stamps the current UTC time, the same text as isoformat."""
+        with freeze_time("2026-12-02T03:04:05.678901+00:00"):
+            assert utc_timestamp() == "2026-12-02T03:04:05.678Z"
+        with freeze_time("2026-12-02T03:04:06.001+00:00"):
+            assert utc_timestamp() == "2026-12-02T03:04:06.001Z"
+
+    def test_now_changes_second_within_one_process(self) -> None:
+        """The memo of the last second's text never shows a stale second."""
+        with freeze_time("2030-01-01T23:59:59.999+00:00") as frozen:
+            first = utc_timestamp()
+            frozen.tick(datetime.timedelta(milliseconds=2))
+            second = utc_timestamp()
+        assert (first, second) == ("2030-01-01T23:59:59.999Z", "2030-01-02T00:00:00.001Z")
 
 
 class TestShortcuts:

@@ -14,6 +14,7 @@ and are not counted here.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -266,10 +267,13 @@ def _capped_by_enclosing(seconds: float | None) -> float | None:
 def _sandbox_limits(options: AgentOptions) -> SandboxLimits:
     timeout = _capped_by_enclosing(options.execution_timeout_seconds)
     assert timeout is not None
-    return SandboxLimits(
-        timeout_seconds=timeout,
-        max_forwarded_calls=options.forwarded_call_budget,
-    )
+    return _limits(timeout, options.forwarded_call_budget)
+
+
+@functools.lru_cache(maxsize=64)
+def _limits(timeout_seconds: float, forwarded_calls: int) -> SandboxLimits:
+    # Immutable, and the same for every top-level call of an agent: built once.
+    return SandboxLimits(timeout_seconds=timeout_seconds, max_forwarded_calls=forwarded_calls)
 
 
 def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
@@ -294,9 +298,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         )
 
     # --- persistence (ADR 0047): a stored program may answer with no provider request.
-    stored = _persistence.run_stored(
-        runtime, state, _persistence_hooks(runtime, state, limits, build)
-    )
+    stored = _persistence.run_stored(runtime, state, _Hooks(runtime, state, limits, build))
     if stored is not None:
         return stored
     # ---
@@ -345,16 +347,28 @@ def _commit(runtime: AgentRuntime, writes: Writes | None) -> None:
             writes.apply(runtime.memory)
 
 
-def _persistence_hooks(
-    runtime: AgentRuntime, state: CallState, limits: SandboxLimits, prompts: Callable[[], Prompts]
-) -> _persistence.Hooks:
-    return _persistence.Hooks(
-        prompts=prompts,
-        generate=lambda system, user, purpose: _generate(
-            runtime, state, system, user, purpose=purpose
-        ),
-        execute=lambda generated: _attempt(runtime, state, generated, limits),
-    )
+class _Hooks:
+    """The persisted path's hooks for one call (one object, no closures: made on every call)."""
+
+    __slots__ = ("_limits", "_prompts", "_runtime", "_state")
+
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        state: CallState,
+        limits: SandboxLimits,
+        prompts: Callable[[], Prompts],
+    ) -> None:
+        self._runtime, self._state, self._limits, self._prompts = runtime, state, limits, prompts
+
+    def prompts(self) -> Prompts:
+        return self._prompts()
+
+    def generate(self, system: str, user: str, purpose: _persistence.Purpose) -> Generated:
+        return _generate(self._runtime, self._state, system, user, purpose=purpose)
+
+    def execute(self, generated: Generated) -> _persistence.AttemptResult:
+        return _attempt(self._runtime, self._state, generated, self._limits)
 
 
 def _attempt(

@@ -163,6 +163,14 @@ def _after(runtime: AgentRuntime, writes: Writes | None) -> Mapping[str, Any]:
 def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -> Outcome:
     contract = runtime.options.contract
     deliverable = contract.get("deliverable") if contract else None
+    if deliverable is None:
+        # Nothing to check (most calls): the fields a check that did not apply would leave.
+        state.contract_validation_applied = False
+        state.contract_validation_passed = None
+        state.contract_validation_mismatch = None
+        state.contract_validation_expected_keys = []
+        state.contract_validation_actual_keys = []
+        return outcome
     check = validate_deliverable(deliverable, outcome.value, state.args, state.kwargs)
     state.contract_validation_applied = check.applied
     state.contract_validation_passed = check.passed

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from recurgent._guardrails import is_terminal, static_violations
 from recurgent._lifecycle._generation import Generated
@@ -69,20 +69,18 @@ class AttemptResult:
     commit: Callable[[], None] = lambda: None
 
 
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    """What the lifecycle lends this module for one call.
+class Hooks(Protocol):
+    """What the lifecycle lends this module for one call."""
 
-    Attributes:
-        prompts: The call's system and user prompts (built on first use).
-        generate: Asks the provider for a program (one generation round) with a user prompt
-            and a request purpose; raises ``ProviderError`` when the round is spent.
-        execute: Runs one prepared program as an attempt.
-    """
+    def prompts(self) -> Prompts:
+        """The call's system and user prompts (built on first use)."""
 
-    prompts: Callable[[], Prompts]
-    generate: Callable[[str, str, Purpose], Generated]
-    execute: Callable[[Generated], AttemptResult]
+    def generate(self, system: str, user: str, purpose: Purpose) -> Generated:
+        """Ask the provider for a program (one generation round) with a user prompt and a
+        request purpose; raises ``ProviderError`` when the round is spent."""
+
+    def execute(self, generated: Generated) -> AttemptResult:
+        """Run one prepared program as an attempt."""
 
 
 @functools.cache
@@ -120,6 +118,25 @@ def _prepared(code: str, dependencies: str, method: str) -> Generated:
     if violations:
         return Generated(program, None, tree, violations[0], 0)
     return Generated(program, compile_program(program.code), tree, None, 0)
+
+
+#: Stored programs prepared, by the identity of the cached record they came from (a record the
+#: store caches is never changed, and the entry keeps it alive, so the id stays its own).
+_PREPARED: dict[int, tuple[ArtifactRecord, str, Generated]] = {}
+_PREPARED_KEPT = 256
+
+
+def _prepare_record(record: ArtifactRecord, method: str) -> Generated:
+    """:func:`_prepare` for a record the store handed out, without encoding its dependencies
+    again on every run of it."""
+    entry = _PREPARED.get(id(record))
+    if entry is not None and entry[0] is record and entry[1] == method:
+        return entry[2]
+    generated = _prepare(record.code, record.dependencies, method)
+    if len(_PREPARED) >= _PREPARED_KEPT:
+        _PREPARED.pop(next(iter(_PREPARED), 0), None)
+    _PREPARED[id(record)] = (record, method, generated)
+    return generated
 
 
 def _run(hooks: Hooks, prepare: Callable[[], Generated]) -> AttemptResult:
@@ -216,7 +233,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     record = lookup.record
     _hit(state, record)
     state.attempt_stage = "persisted"
-    result = _run(hooks, lambda: _prepare(record.code, record.dependencies, state.method))
+    result = _run(hooks, lambda: _prepare_record(record, state.method))
     outcome = result.outcome if result.error is None else _error_outcome(result.error, state)
     route = after_persisted(
         outcome, raised=result.error is not None, repair_count=record.repair_count_since_regen
@@ -319,7 +336,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
     provider failed before writing any) leaves the store as it was. Never raises.
     """
     code = state.code
-    if not code or not code.strip():
+    if not code or code.isspace():
         return
     state.artifact_checksum = checksum(code)
     cache = _cacheability(state, code)

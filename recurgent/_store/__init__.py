@@ -146,7 +146,8 @@ class Store:
         return f"Store({str(self.root)!r})"
 
     def _now(self) -> str:
-        return utc_timestamp(self._clock())
+        # The default clock is the wall clock: the shared formatter is cheaper than a datetime.
+        return utc_timestamp(None if self._clock is _utc_now else self._clock())
 
     def flush(self) -> int:
         """Write every waiting counter change of this process (see :func:`flush`)."""

@@ -188,9 +188,13 @@ class FailedAttempt:
     attempt_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallRecord:
     """One finished call that ran code, as the lifecycle reports it to the store.
+
+    Read-only by convention, not frozen: one is built for every call that ran code, and a
+    frozen dataclass sets each of these fields through ``object.__setattr__``, which costs
+    more than the rest of recording a persisted run (ADR 0072).
 
     Attributes:
         role, method: The call.
@@ -270,11 +274,14 @@ def reuse_verdict(
     """
     if record.runtime != RUNTIME_TAG:
         return "foreign_runtime"
-    if not record.code.strip():
+    if not record.code or record.code.isspace():  # blank, without copying the code
         return "no_code"
     if record.code_checksum != checksum(record.code):
         return "checksum_mismatch"
-    if not record_cacheability(record).cacheable:
+    cacheable = record.cacheable
+    if cacheable is None:
+        cacheable = legacy_cacheable(record.method_name)  # as record_cacheability rules
+    if not cacheable:
         return "not_cacheable"
     if record.runtime_version is not None and record.runtime_version != runtime_version:
         return "runtime_version_mismatch"

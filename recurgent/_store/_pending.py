@@ -94,7 +94,8 @@ class PendingTable(Generic[D]):
             if entry is None:
                 entry = self._entries[path] = _Entry(root, start(), now)
             entry.delta = change(entry.delta)
-            oldest = min(e.since for e in self._entries.values())
+            # Entries are added in time order and never move, so the first is the oldest.
+            oldest = next(iter(self._entries.values())).since
         return now - oldest >= FLUSH_AFTER_SECONDS
 
     def take(self, path: Path) -> D | None:
