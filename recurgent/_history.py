@@ -12,7 +12,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from recurgent._redact import environment_secrets
 from recurgent._values import json_safe, utc_timestamp
 from recurgent.outcome import Outcome
 
@@ -146,8 +145,11 @@ def outcome_summary(
     return summary
 
 
+_ATOMS = frozenset({int, float, str, bool, type(None), list, tuple})
+
+
 def _provenance_sources(value: Any) -> list[Mapping[str, Any]]:
-    if not isinstance(value, Mapping):
+    if type(value) in _ATOMS or not isinstance(value, Mapping):
         return []
     provenance = value.get("provenance")
     sources = provenance.get("sources") if isinstance(provenance, Mapping) else None
@@ -175,16 +177,17 @@ def append_record(
     Only the last :data:`HISTORY_LIMIT` records are kept.
     """
     records = history_records(memory, cursor)
-    secrets = environment_secrets()  # read once for the record's three copies
+    # Each copy below reads the environment's secrets only if it has to walk its value:
+    # numbers, flags and empty containers (most arguments and answers) need no read.
     records.append(
         {
             "call_id": call_id,
             "timestamp": utc_timestamp(),
             "speaker": "user" if depth == 0 else "tool",
             "method_name": method_name,
-            "args": json_safe(list(args), secrets=secrets),
-            "kwargs": json_safe(dict(kwargs), secrets=secrets),
-            "outcome_summary": outcome_summary(outcome, secrets=secrets),
+            "args": json_safe(list(args)),
+            "kwargs": json_safe(dict(kwargs)),
+            "outcome_summary": outcome_summary(outcome),
             "trace_id": trace_id,
             "parent_call_id": parent_call_id,
             "depth": depth,

@@ -59,6 +59,8 @@ __all__ = [
 
 Clock = Callable[[], datetime.datetime]
 
+_PATHS_KEPT = 1024
+
 
 def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
@@ -141,6 +143,17 @@ class Store:
     def __init__(self, root: Path, *, clock: Clock = _utc_now) -> None:
         self.root = Path(root)
         self._clock = clock
+        # Each call asks for its artifact's path twice; keyed by two strings, a lookup here
+        # skips the (Python-level) comparison of equal roots the shared path cache makes.
+        self._paths: dict[tuple[str, str], Path] = {}
+
+    def _artifact_path(self, role: str, method: str) -> Path:
+        path = self._paths.get((role, method))
+        if path is None:
+            if len(self._paths) >= _PATHS_KEPT:
+                self._paths.clear()
+            path = self._paths[(role, method)] = artifact_path(self.root, role, method)
+        return path
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
@@ -164,7 +177,7 @@ class Store:
         checksum does not match its code are moved aside and never run. The record returned may
         be shared with later lookups in this process: read it, never change it.
         """
-        path = artifact_path(self.root, role, method)
+        path = self._artifact_path(role, method)
         cached = _ARTIFACTS.get(path)
         if cached is not None:
             # The checksum is verified on every use, not only when the file was read: cheap
@@ -205,7 +218,7 @@ class Store:
         untouched. A counters-only write skips fsync: losing it to a power cut loses counts,
         never a program.
         """
-        path = artifact_path(self.root, call.role, call.method)
+        path = self._artifact_path(call.role, call.method)
         now = self._now()
         if batchable(call):
             return self._defer_run(path, call, now)
