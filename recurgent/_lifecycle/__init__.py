@@ -23,21 +23,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._call import enter_frame
-from recurgent._guardrails import is_terminal
 from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._journal import Writes
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import execute_attempt
 from recurgent._lifecycle._generation import Generated, generate_program
-from recurgent._lifecycle._lanes import (
-    EXECUTION_REPAIR_BUDGET,
-    Feedback,
-    execution_feedback,
-    failure_class,
-    guardrail_feedback,
-    last_cause,
-    outcome_feedback,
-)
+from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
+from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
@@ -57,7 +49,6 @@ from recurgent.errors import (
     ExecutionTimeoutError,
     GuardrailRetryExhaustedError,
     GuardrailViolationError,
-    OutcomeRepairRetryExhaustedError,
     RecurgentError,
     ResourceLimitError,
     UsageError,
@@ -117,19 +108,6 @@ class AgentRuntime:
     history: HistoryCursor = field(default_factory=HistoryCursor)
     store: Store | None = None
     workers: LaneSlot | None = None
-
-
-class _Counters:
-    __slots__ = ("execution", "guardrail", "outcome")
-
-    def __init__(self) -> None:
-        self.guardrail = 0
-        self.execution = 0
-        self.outcome = 0
-
-    @property
-    def attempt_id(self) -> int:
-        return self.guardrail + self.execution + self.outcome + 1
 
 
 def run_call(
@@ -304,7 +282,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     # ---
     prompts = build()
     state.system_prompt = prompts.system
-    counters = _Counters()
+    counters = Counters()
     feedback: Feedback | None = None
     while True:
         state.begin_attempt(counters.attempt_id, feedback_injected=feedback is not None)
@@ -321,10 +299,10 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         try:
             outcome, writes = execute_attempt(runtime, state, generated, limits)
         except GuardrailViolationError as violation:
-            feedback = _guardrail_lane(runtime, state, counters, violation)
+            feedback = guardrail_step(runtime, state, counters, violation)
             continue
         except ExecutionError as error:
-            feedback = _execution_lane(state, counters, error)
+            feedback = execution_step(state, counters, error)
             continue
         except RecurgentError:
             # Timeouts and exhausted budgets end the call, but never leave half an attempt.
@@ -338,7 +316,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         if state.failure_class == "extrinsic":
             _commit(runtime, writes)
             return outcome
-        feedback = _outcome_lane(runtime, state, counters, outcome)
+        feedback = outcome_step(runtime, state, counters, outcome)
 
 
 def _commit(runtime: AgentRuntime, writes: Writes | None) -> None:
@@ -430,99 +408,4 @@ def _generate(
         max_attempts=options.max_generation_attempts,
         on_attempt=on_attempt,
         on_refusal=on_refusal,
-    )
-
-
-def _guardrail_lane(
-    runtime: AgentRuntime,
-    state: CallState,
-    counters: _Counters,
-    violation: GuardrailViolationError,
-) -> Feedback:
-    state.rollback_applied = True
-    state.attempt_stage = "rolled_back"
-    state.validation_failure_type = violation.error_type
-    state.guardrail_violation_subtype = violation.subtype
-    state.record_failure(
-        "validation", type(violation).__name__, violation.message, violation.subtype
-    )
-    terminal = is_terminal(violation.message) or (
-        violation.metadata.get("guardrail_class") == "terminal_guardrail"
-    )
-    if terminal:
-        violation.metadata.update(
-            guardrail_class="terminal_guardrail",
-            guardrail_subtype=violation.subtype,
-            guardrail_correction=violation.correction,
-        )
-        raise violation
-    counters.guardrail += 1
-    state.guardrail_recovery_attempts = counters.guardrail
-    remaining = runtime.options.guardrail_recovery_budget - counters.guardrail
-    if remaining < 0:
-        state.guardrail_retry_exhausted = True
-        cause = last_cause(f"{violation.subtype}: {violation.message}")
-        raise GuardrailRetryExhaustedError(
-            f"Recoverable guardrail retries exhausted for {runtime.role}.{state.method}. {cause}",
-            metadata={
-                "guardrail_recovery_attempts": counters.guardrail,
-                "guardrail_class": "recoverable_guardrail",
-                "last_violation_type": violation.error_type,
-                "last_violation_subtype": violation.subtype,
-                "last_violation_message": violation.message,
-            },
-        )
-    state.mark_feedback_injected()
-    return guardrail_feedback(
-        violation, attempt_number=counters.attempt_id, remaining=remaining, code=state.code
-    )
-
-
-def _execution_lane(state: CallState, counters: _Counters, error: ExecutionError) -> Feedback:
-    state.rollback_applied = True
-    state.attempt_stage = "execution_retry"
-    state.validation_failure_type = error.error_type
-    state.record_failure("execution", type(error).__name__, error.message)
-    if counters.execution >= EXECUTION_REPAIR_BUDGET:
-        raise error
-    counters.execution += 1
-    state.execution_repair_attempts = counters.execution
-    state.mark_feedback_injected()
-    return execution_feedback(
-        error,
-        attempt_number=counters.attempt_id,
-        remaining=EXECUTION_REPAIR_BUDGET - counters.execution,
-        code=state.code,
-    )
-
-
-def _outcome_lane(
-    runtime: AgentRuntime, state: CallState, counters: _Counters, outcome: Outcome
-) -> Feedback:
-    state.rollback_applied = True
-    state.attempt_stage = "outcome_retry"
-    state.validation_failure_type = outcome.error_type
-    state.outcome_repair_triggered = True
-    message = f"{outcome.error_type}: {outcome.error_message}"
-    state.record_failure("outcome_policy", "OutcomeError", message)
-    budget = runtime.options.fresh_outcome_repair_budget
-    if counters.outcome >= budget:
-        state.outcome_repair_retry_exhausted = True
-        cause = last_cause(message)
-        raise OutcomeRepairRetryExhaustedError(
-            f"Retriable outcome-error repairs exhausted for {runtime.role}.{state.method}. {cause}",
-            metadata={
-                "outcome_repair_attempts": counters.outcome,
-                "last_error_type": outcome.error_type,
-                "last_error_message": outcome.error_message,
-            },
-        )
-    counters.outcome += 1
-    state.outcome_repair_attempts = counters.outcome
-    state.mark_feedback_injected()
-    return outcome_feedback(
-        outcome.error_type or "execution",
-        outcome.error_message or "",
-        attempt_number=counters.attempt_id,
-        remaining=budget - counters.outcome,
     )
