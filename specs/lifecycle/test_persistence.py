@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from recurgent import Agent
+from recurgent._lifecycle import _persistence
 from recurgent._store import Store, checksum
 from recurgent._store._paths import artifact_path, default_root
 from recurgent.testing import ScriptedProvider, read_log
@@ -176,6 +177,34 @@ class TestReuse:
 
         assert (warm.run().value, provider.calls) == ("fine", 1)
         assert [r.purpose for r in provider.requests] == ["generate"]
+
+
+class TestPreparedOnce:
+    """A stored program is screened and compiled once per record read, not on every reuse."""
+
+    def test_reuses_of_one_record_prepare_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Three persisted calls prepare the stored code once; a rewritten file is prepared again."""
+        prepared: list[str] = []
+        real = _persistence._prepare
+
+        def counting(code: str, dependencies: Any, method: str) -> Any:
+            prepared.append(code)
+            return real(code, dependencies, method)
+
+        monkeypatch.setattr(_persistence, "_prepare", counting)
+        root = tmp_path / "store"
+        calc, _ = _agent({"add": ADD}, root)
+        calc.add(1)
+        values = [calc.add(2).value, calc.add(3).value, calc.add(4).value]
+        path = artifact_path(root, "calculator", "add")
+        Store(root).flush()  # the waiting counts are written: a new file, a new record
+        calc.add(5)
+
+        assert values == [3, 6, 10]
+        assert prepared == [ADD, ADD]
+        assert path.exists()
 
 
 class TestRepair:
