@@ -501,7 +501,8 @@ _UNSAFE_MODULES = ("ctypes", "pickle", "socket", "subprocess", "importlib.util",
 def _host_fingerprint(tmp_path: Path) -> dict[str, Any]:
     """Everything an escape could change in the host, captured by value."""
     return {
-        "agent_class": dict(vars(Agent)),
+        # Agent and its base (ADR 0067): an escape could patch a method on either.
+        "agent_class": [dict(vars(cls)) for cls in Agent.__mro__],
         "outcome_class": dict(vars(Outcome)),
         "outcome_config": dict(Outcome.model_config),
         "math_pi": math.pi,

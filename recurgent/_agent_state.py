@@ -1,0 +1,43 @@
+"""AgentState: everything one Agent keeps, held in the facade's single underscored slot.
+
+Kept in one record so the Agent's own namespace stays the short public surface of ADR 0001:
+dynamic method names never collide with the agent's state.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from recurgent._lifecycle import AgentRuntime
+from recurgent._observability import CallLogger
+from recurgent._options import AgentOptions
+from recurgent._store import Store
+from recurgent._worker._slot import LaneSlot
+from recurgent.providers import Provider
+
+if TYPE_CHECKING:
+    from recurgent._agent import Agent
+
+__all__ = ["AgentState"]
+
+
+@dataclass(slots=True)
+class AgentState:
+    """One agent's role, options, memory and the runtime parts built for it."""
+
+    role: str
+    options: AgentOptions
+    memory: dict[str, Any] = field(default_factory=dict)
+    provider: Provider | None = None
+    logger: CallLogger | None = None
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    runtime: AgentRuntime | None = None
+    store: Store | None = None
+    # Tools this agent materialized, by name: tool(name) hands back the same child, so the
+    # memory a tool keeps (handle.x = v, its own programs' writes) is there at its next call.
+    children: dict[str, tuple[str, Agent]] = field(default_factory=dict)
+    # Children whose registration reached registry.json (only once an attempt committed it).
+    stored_tools: set[str] = field(default_factory=set)
+    workers: LaneSlot | None = None

@@ -1,0 +1,132 @@
+"""The attempt's namespace: the globals one program runs with, built fresh per attempt.
+
+It holds the vetted builtins and importer, the run-time hooks the compile policy's code calls
+(``_getattr_``, ``_write_``, ``_getiter_``, the tick, the size hooks, the fast-path type
+tests), the call's data (``context``/``memory`` as the journal view, ``args``, ``kwargs``,
+``result``), ``Outcome`` and the forwarders. :data:`VISIBLE_NAMES` lists what code sees
+besides builtins and imports.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from typing import Any
+
+from recurgent._sandbox._builtins import make_builtins
+from recurgent._sandbox._forwarding import ForwardedCalls
+from recurgent._sandbox._guards import MUTABLE_TYPES, OPEN_TYPES, AttributePolicy, SandboxType
+from recurgent._sandbox._limits import DeadlineExceeded, OutputCollector
+from recurgent._sandbox._modules import ModuleFacade, _Spec, make_importer
+from recurgent._sandbox._network import make_network_modules
+from recurgent._sandbox._sizes import size_hooks
+from recurgent.outcome import Outcome
+
+__all__ = ["VISIBLE_NAMES", "AttemptNamespace"]
+
+_NUMERIC_TYPES = frozenset({int, float})
+
+#: The names generated code sees besides builtins and imports (pinned by specs/sandbox).
+VISIBLE_NAMES = (
+    "context",
+    "memory",
+    "args",
+    "kwargs",
+    "result",
+    "tool",
+    "delegate",
+    "remember",
+    "Outcome",
+)
+
+
+class AttemptNamespace(ForwardedCalls):
+    """The sandbox's side that fills the attempt's namespace.
+
+    :class:`~recurgent._sandbox.ExecutionSandbox` derives from this class and sets the
+    attributes declared here (and in :class:`ForwardedCalls`) in its own ``__init__``.
+    """
+
+    _namespace: dict[str, Any]
+    _network: Any
+    _output: OutputCollector
+
+    def _cheap_tick(self) -> bool:
+        return next(self._namespace["_ticker_"], False) or self._ticker.tick()
+
+    def _build_namespace(self) -> None:
+        ns = self._namespace
+        network = make_network_modules(
+            policy=self._network,
+            limits=self._limits,
+            remaining=self._ticker.remaining,
+            spend=self._spend,
+        )
+        policy = AttributePolicy(
+            handle_attribute=self._handle_attribute,
+            handle_writer=self._handle_writer,
+            on_violation=self._violation,
+            tick=self._cheap_tick,
+        )
+        importer = make_importer(
+            tick=self._cheap_tick,
+            extra_modules={
+                "modules": {name: (module, _Spec()) for name, module in network.items()},
+                "time_overrides": {"sleep": self._sleep},
+                "getattr": policy.getattr,
+            },
+        )
+        ns["__builtins__"] = make_builtins(policy=policy, importer=importer, tick=self._cheap_tick)
+        ns.update(size_hooks())
+        cheap_tick = self._cheap_tick
+        # The inline fast path reads attributes natively for the types in _OPEN_. Classes the
+        # code defines join them, and so do module facades: the guard would return the same
+        # getattr() for them (a facade's own __getattr__ applies its module's spec).
+        # XML elements stay on the guarded path: adding a child is checked for cycles (F19).
+        open_types = (set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade}
+
+        def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
+            cls = SandboxType(name, bases, body, **kw)
+            open_types.add(cls)
+            return cls
+
+        ns.update(
+            _getattr_=policy.getattr,
+            _write_=policy.write,
+            _getiter_=lambda obj: cheap_tick() and obj,
+            _apply_=lambda function, *a, **k: function(*a, **k),
+            _print_=lambda _getattr: self._output,
+            _tick_=self._ticker.tick,
+            _next_=next,
+            _type_=type,
+            _OPEN_=open_types,
+            _MUTABLE_=MUTABLE_TYPES,
+            # Tests of the policy's other fast paths (_fastpaths): generated code cannot rebind
+            # these, unlike int, float or type.
+            _INT_=int,
+            _FLOAT_=float,
+            _NUMERIC_=_NUMERIC_TYPES,
+            _SANDBOX_TYPE_=SandboxType,
+            __metaclass__=make_class,
+            __name__="sandbox",
+        )
+        bridge = self._bridge
+        view = self._journal.view
+        ns.update(
+            context=view,
+            memory=view,
+            args=[self._to_sandbox(arg) for arg in bridge.args],
+            kwargs={key: self._to_sandbox(value) for key, value in bridge.kwargs.items()},
+            result=None,
+            Outcome=Outcome,
+            **self._forwarders(),
+        )
+
+    def _sleep(self, seconds: float) -> None:
+        import time
+
+        remaining = self._ticker.remaining()
+        if seconds >= remaining:
+            time.sleep(max(0.0, remaining))
+            self._ticker.expire()
+            raise DeadlineExceeded("time.sleep() ran past the attempt's deadline")
+        time.sleep(max(0.0, seconds))
