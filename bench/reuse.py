@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'program':<22} {'req/call':>17} {'persisted ms':>13} {'sustained':>10}"
         f" {'no-store ms':>12}"
         f" {'sandbox ms':>11}"
-        f" {'ratio':>6} {'plain ms':>9} {'ratio':>7}"
+        f" {'ratio':>6} {'warm':>5} {'plain ms':>9} {'ratio':>7}"
     )
     print(f"{'':<22} {'fresh  persisted':>17}")
     for row in rows:
@@ -217,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{row.name:<22} {row.fresh:>7.2f} {row.stored:>9.3f} {row.persisted * 1000:>13.3f}"
             f" {row.sustained * 1000:>10.3f}"
             f" {row.generated * 1000:>12.3f} {row.sandbox * 1000:>11.3f} {row.persisted / row.sandbox:>6.2f}"
+            f" {row.sustained / row.sandbox_sustained:>5.2f}"
             f" {row.plain * 1000:>9.3f} {row.persisted / row.plain:>7.1f}"
         )
     worst = max(row.persisted / row.sandbox for row in rows)
