@@ -10,6 +10,7 @@ contract checks a fresh one does, and its memory writes are undone like any fail
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -134,7 +135,9 @@ def _prepare_record(record: ArtifactRecord, method: str) -> Generated:
         return entry[2]
     generated = _prepare(record.code, record.dependencies, method)
     if len(_PREPARED) >= _PREPARED_KEPT:
-        _PREPARED.pop(next(iter(_PREPARED), 0), None)
+        # Another thread may change the table between iter() and next(): then skip the drop.
+        with contextlib.suppress(RuntimeError):
+            _PREPARED.pop(next(iter(_PREPARED), 0), None)
     _PREPARED[id(record)] = (record, method, generated)
     return generated
 
