@@ -84,8 +84,8 @@ class Entry:
         }
 
 
-def _entry(path: Path) -> Entry:
-    loaded = read_json(path, quarantine_corrupt=False)
+def _entry(path: Path, root: Path) -> Entry:
+    loaded = read_json(path, quarantine_corrupt=False, root=root)
     if loaded.state != "ok" or loaded.data is None:
         return Entry(path, loaded.state, data=loaded.data)
     if loaded.data.get("runtime") != RUNTIME_TAG:
@@ -106,7 +106,7 @@ def scan(root: Path, role: str | None = None, method: str | None = None) -> list
         base = role_dir(root, role) if role is not None else artifacts_dir(root)
         pattern = "*.json" if role is not None else "*/*.json"
         paths = [p for p in base.glob(pattern) if p.is_file()] if base.is_dir() else []
-    entries = [_entry(path) for path in paths]
+    entries = [_entry(path, root) for path in paths]
     return sorted(entries, key=lambda e: (e.role, e.method, str(e.path)))
 
 
@@ -194,7 +194,7 @@ def _cmd_list(args: argparse.Namespace, root: Path, out: TextIO) -> int:
 
 def _load_tools_readonly(root: Path) -> tuple[dict[str, dict[str, Any]], str]:
     """Registered tools without quarantining a damaged registry, and the file's state."""
-    loaded = read_json(registry_path(root), quarantine_corrupt=False)
+    loaded = read_json(registry_path(root), quarantine_corrupt=False, root=root)
     tools = (loaded.data or {}).get("tools") if loaded.state == "ok" else None
     if not isinstance(tools, dict):
         return {}, loaded.state

@@ -180,7 +180,7 @@ def load_tools(root: Path) -> tuple[dict[str, dict[str, Any]], Loaded]:
 
     A corrupt file is quarantined; an unsupported schema version reads as no tools.
     """
-    loaded = read_json(registry_path(root))
+    loaded = read_json(registry_path(root), root=root)
     tools = (loaded.data or {}).get("tools") if loaded.state == "ok" else None
     if not isinstance(tools, dict):
         return {}, loaded

@@ -1,0 +1,382 @@
+"""Red team R2: the tool store as a boundary (ADRs 0070, 0071).
+
+Every payload here is what a hostile file writer (another process of the same user, a torn
+write, a planted link) or a hostile generated program could leave in the store. A fixed
+finding is a plain regression spec; an open one is a strict ``xfail`` naming the payload and
+what happens today.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recurgent import Agent
+from recurgent._store import Store, checksum
+from recurgent._store._files import MAX_FILE_BYTES, read_json
+from recurgent._store._paths import artifact_path, registry_path, safe_segment
+from recurgent.testing import ScriptedProvider, read_log
+from specs.store.support import frozen
+
+ADD = "return args[0] + 1"
+STORED_ADD = "return args[0] + 100"
+
+
+def _agent(root: Path, log: Path | None = None, code: str = ADD) -> tuple[Agent, ScriptedProvider]:
+    provider = ScriptedProvider({"add": code})
+    return Agent("calculator", provider=provider, log=log or False, toolstore_root=root), provider
+
+
+def _stored_record(root: Path, **changes: Any) -> dict[str, Any]:
+    """The reusable calculator.add record of :data:`STORED_ADD` as the store wrote it, edited."""
+    agent, _ = _agent(root, code=STORED_ADD)
+    agent.add(1)
+    Store(root).flush()
+    path = artifact_path(root, "calculator", "add")
+    data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    data.update(changes)
+    return data
+
+
+def _write(path: Path, payload: bytes | dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    path.write_bytes(raw)
+    os.chmod(path, 0o600)
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(
+        p.name.split(".corrupt-")[0] + (".corrupt" if ".corrupt-" in p.name else "")
+        for p in directory.iterdir()
+        if not p.name.endswith(".lock")
+    )
+
+
+HOSTILE_JSON = {
+    "deep_array": b"[" * 200_000,
+    "deep_object": b'{"a":' * 200_000,
+    "int_over_4300_digits": b'{"schema_version": 1, "x": ' + b"1" * 5000 + b"}",
+    "nan": b'{"schema_version": 1, "runtime": "python", "recent_failure_rate": NaN}',
+    "infinity": b'{"schema_version": 1, "runtime": "python", "last_duration_ms": Infinity}',
+    "float_overflow": b'{"schema_version": 1, "runtime": "python", "last_duration_ms": 1e400}',
+}
+
+
+class TestHostileJson:
+    """Files json.loads rejects with something other than JSONDecodeError, or accepts wrongly."""
+
+    @pytest.mark.parametrize("name", sorted(HOSTILE_JSON))
+    def test_an_artifact_is_quarantined_and_the_call_generates(
+        self, tmp_path: Path, name: str
+    ) -> None:
+        """Payload at the artifact path: moved aside, the call answers from a new program."""
+        root = tmp_path / "store"
+        path = artifact_path(root, "calculator", "add")
+        _write(path, HOSTILE_JSON[name])
+        agent, provider = _agent(root)
+
+        outcome = agent.add(1)
+
+        assert (outcome.value, provider.calls) == (2, 1)
+        assert _names(path.parent) == ["add-7e9e5ac3.json", "add-7e9e5ac3.json.corrupt"]
+
+    @pytest.mark.parametrize("name", sorted(HOSTILE_JSON))
+    def test_a_registry_is_quarantined_and_agents_still_work(
+        self, tmp_path: Path, name: str
+    ) -> None:
+        """Payload as registry.json: building an agent and calling it both work (before the
+        fix, RecursionError/ValueError/OverflowError escaped from Agent() itself)."""
+        root = tmp_path / "store"
+        _write(registry_path(root), HOSTILE_JSON[name])
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        assert [p.name.split("-")[0] for p in root.glob("registry.json.corrupt-*")] == [
+            "registry.json.corrupt"
+        ]
+
+    def test_nan_counters_in_a_tool_entry_do_not_break_prompts(self, tmp_path: Path) -> None:
+        """``success_count: NaN`` used to raise ValueError while ranking the known tools."""
+        root = tmp_path / "store"
+        tools = b'{"schema_version":1,"tools":{"t":{"purpose":"x","success_count":NaN}}}'
+        _write(registry_path(root), tools)
+
+        assert read_json(registry_path(root)).state == "corrupt"
+
+    def test_an_oversized_file_is_quarantined_without_being_read(self, tmp_path: Path) -> None:
+        """A (sparse) file over the cap is moved aside; nothing of it is parsed."""
+        root = tmp_path / "store"
+        path = artifact_path(root, "calculator", "add")
+        _write(path, b"")
+        os.truncate(path, MAX_FILE_BYTES + 1)
+
+        loaded = read_json(path)
+
+        assert (loaded.state, loaded.detail) == (
+            "corrupt",
+            f"{MAX_FILE_BYTES + 1} bytes, more than {MAX_FILE_BYTES}",
+        )
+        assert loaded.quarantined_to is not None and not path.exists()
+
+
+WRONG_TYPES: dict[str, dict[str, Any]] = {
+    "code_not_str": {"code": 42},
+    "code_a_list": {"code": ["import os"]},
+    "scorecards_a_list": {"scorecards": []},
+    "negative_count": {"success_count": -5},
+    "bool_cacheable_as_text": {"cacheable": "maybe"},
+    "dependencies_a_dict": {"dependencies": {"name": "requests"}},
+    "history_of_ints": {"history": [1, 2]},
+    "role_not_str": {"role": None},
+}
+
+
+class TestWrongTypes:
+    """A record whose fields have the wrong types never runs and is moved aside."""
+
+    @pytest.mark.parametrize("name", sorted(WRONG_TYPES))
+    def test_invalid_record_is_quarantined(self, tmp_path: Path, name: str) -> None:
+        """The stored program (returning +100) never answers; the generated one (+1) does."""
+        root = tmp_path / "store"
+        data = _stored_record(root, **WRONG_TYPES[name])
+        path = artifact_path(root, "calculator", "add")
+        _write(path, data)
+
+        lookup = Store(root).lookup(
+            "calculator",
+            "add",
+            contract_fingerprint="none",
+            runtime_version=data["runtime_version"],
+        )
+
+        assert (lookup.record, lookup.reason) == (None, "invalid_record")
+        assert lookup.quarantined_to is not None and lookup.quarantined_to.exists()
+
+    def test_huge_counts_are_kept_and_do_not_break_the_call(self, tmp_path: Path) -> None:
+        """A 4000-digit success count is a valid int: the stored program answers."""
+        root = tmp_path / "store"
+        data = _stored_record(root, success_count=10**4000, failure_count=10**4000)
+        _write(artifact_path(root, "calculator", "add"), data)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (101, 0)
+
+
+class TestKeyBinding:
+    """A record only answers (and is only rewritten by) the (role, method) it names."""
+
+    def test_a_record_of_another_role_at_this_path_never_runs(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """The segments keep 8 hex digits of hash: a colliding name found offline (or a copied
+        file) must not make one role run another's program."""
+        root = tmp_path / "store"
+        data = _stored_record(root, role="evil")
+        path = artifact_path(root, "calculator", "add")
+        _write(path, data)
+        agent, provider = _agent(root, log_path)
+
+        outcome = agent.add(1)
+
+        assert (outcome.value, provider.calls) == (2, 1)
+        entry = read_log(log_path)[-1]
+        assert (entry["artifact_lookup"], entry["artifact_write"]) == (
+            "key_mismatch",
+            "key_mismatch",
+        )
+        assert json.loads(path.read_text("utf-8"))["code"] == STORED_ADD
+
+    def test_a_record_of_another_method_never_runs(self, tmp_path: Path) -> None:
+        """Same for ``method_name``."""
+        root = tmp_path / "store"
+        data = _stored_record(root, method_name="sub")
+        _write(artifact_path(root, "calculator", "add"), data)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+
+    @pytest.mark.parametrize(
+        "name",
+        ["..", "../../etc", "a/b", "\\..\\x", "\x00", "é" * 300, "CON", ".", " ", "İ" * 60],
+    )
+    def test_hostile_names_stay_one_segment_under_the_root(self, tmp_path: Path, name: str) -> None:
+        """Any role or method name maps to one ``[a-z0-9_]`` segment plus a hash, under root."""
+        root = tmp_path / "store"
+        path = artifact_path(root, name, name)
+
+        assert path.parent.parent == root / "artifacts"
+        assert path.name == safe_segment(name) + ".json"
+        assert set(safe_segment(name)[:-9]) <= set("abcdefghijklmnopqrstuvwxyz0123456789_")
+        assert len(safe_segment(name)) <= 48 + 9
+
+    def test_names_differing_in_case_are_different_files(self, tmp_path: Path) -> None:
+        """``Calculator`` cannot read or overwrite ``calculator``'s program."""
+        root = tmp_path / "store"
+
+        assert artifact_path(root, "Calculator", "add") != artifact_path(root, "calculator", "add")
+        assert artifact_path(root, "calculator", "ADD") != artifact_path(root, "calculator", "add")
+
+
+class TestLinksAndKinds:
+    """Symbolic links and non-files at store paths are never followed, read or written through."""
+
+    def test_a_linked_artifact_is_moved_aside_as_a_link(self, tmp_path: Path) -> None:
+        """A link to a valid program outside the root is not run; the outside file is untouched."""
+        root = tmp_path / "store"
+        data = _stored_record(root)
+        outside = tmp_path / "outside.json"
+        _write(outside, data)
+        path = artifact_path(root, "calculator", "add")
+        path.unlink()
+        path.symlink_to(outside)
+
+        loaded = read_json(path)
+
+        assert (loaded.state, loaded.detail) == ("corrupt", "a symbolic link")
+        assert loaded.quarantined_to is not None and loaded.quarantined_to.is_symlink()
+        assert json.loads(outside.read_text("utf-8"))["code"] == STORED_ADD
+
+    def test_a_linked_role_directory_is_neither_read_nor_written(self, tmp_path: Path) -> None:
+        """``<root>/artifacts/<seg(role)>`` linking outside: the call generates, nothing is
+        written outside the root, the planted program never runs."""
+        root = tmp_path / "store"
+        data = _stored_record(root)
+        role_dir = artifact_path(root, "calculator", "add").parent
+        outside = tmp_path / "elsewhere"
+        outside.mkdir(mode=0o700)
+        _write(outside / "add-7e9e5ac3.json", data)
+        for child in role_dir.iterdir():
+            child.unlink()
+        role_dir.rmdir()
+        role_dir.symlink_to(outside)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        assert sorted(p.name for p in outside.iterdir()) == ["add-7e9e5ac3.json"]
+
+    def test_a_linked_artifacts_directory_is_refused_for_writes(self, tmp_path: Path) -> None:
+        """The first write of a new store through ``<root>/artifacts -> outside`` is refused."""
+        root = tmp_path / "store"
+        root.mkdir(mode=0o700)
+        outside = tmp_path / "elsewhere"
+        outside.mkdir(mode=0o700)
+        (root / "artifacts").symlink_to(outside)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        assert list(outside.iterdir()) == []
+
+    def test_an_existing_quarantine_link_is_not_overwritten(self, tmp_path: Path) -> None:
+        """A link planted at ``<file>.corrupt-<stamp>`` stays; the damage goes to ``-2``."""
+        root = tmp_path / "store"
+        path = artifact_path(root, "calculator", "add")
+        _write(path, b"not json")
+        victim = tmp_path / "victim.txt"
+        victim.write_text("keep")
+        planted = Path(f"{path}.corrupt-20261201T120000")
+        planted.symlink_to(victim)
+
+        loaded = read_json(path, now=frozen())
+
+        assert loaded.quarantined_to == Path(f"{planted}-2")
+        assert (planted.is_symlink(), victim.read_text()) == (True, "keep")
+
+    def test_a_directory_at_the_file_path_is_refused(self, tmp_path: Path) -> None:
+        """The call answers from a new program; the directory is left for the user."""
+        root = tmp_path / "store"
+        path = artifact_path(root, "calculator", "add")
+        path.mkdir(parents=True)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        assert path.is_dir()
+
+    def test_a_named_pipe_at_the_file_path_does_not_hang(self, tmp_path: Path) -> None:
+        """Opening a FIFO for reading would block until a writer came: it is refused at once."""
+        root = tmp_path / "store"
+        path = artifact_path(root, "calculator", "add")
+        path.parent.mkdir(parents=True, mode=0o700)
+        os.mkfifo(path, 0o600)
+
+        assert read_json(path).state == "unreadable"
+        agent, provider = _agent(root)
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+
+
+class TestPermissions:
+    """Only files and directories no one else may write are trusted (ADR 0070)."""
+
+    def test_a_group_writable_artifact_is_moved_aside_not_run(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """0660: another user of the group could have written the program."""
+        root = tmp_path / "store"
+        data = _stored_record(root)
+        path = artifact_path(root, "calculator", "add")
+        _write(path, data)
+        os.chmod(path, 0o660)
+        agent, provider = _agent(root, log_path)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        assert read_log(log_path)[-1]["artifact_lookup"] == "untrusted"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert len(list(path.parent.glob("*.corrupt-*"))) == 1
+
+    def test_a_world_writable_role_directory_is_not_trusted(self, tmp_path: Path) -> None:
+        """0777 role directory: nothing in it is run, nothing is written into it."""
+        root = tmp_path / "store"
+        data = _stored_record(root)
+        path = artifact_path(root, "calculator", "add")
+        _write(path, data)
+        os.chmod(path.parent, 0o777)
+        before = path.read_bytes()
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        assert path.read_bytes() == before
+        assert read_json(path, root=root).state == "untrusted"
+
+    def test_a_world_writable_root_is_not_trusted(self, tmp_path: Path) -> None:
+        """A root others may write (no sticky bit) could hold anyone's programs."""
+        root = tmp_path / "store"
+        _write(artifact_path(root, "calculator", "add"), _stored_record(root))
+        os.chmod(root, 0o777)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+
+    def test_a_group_readable_root_the_user_made_is_fine(self, tmp_path: Path) -> None:
+        """0755 (or 0750) on the user's own root keeps reuse working."""
+        root = tmp_path / "store"
+        _stored_record(root)
+        os.chmod(root, 0o755)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (101, 0)
+
+
+class TestChecksumIsNotASignature:
+    """The checksum detects damage, not intent: a rewritten file with a matching checksum runs,
+    but only ever as a generated program would (ADR 0070)."""
+
+    def test_a_forbidden_import_with_a_valid_checksum_is_still_refused(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """``import os`` planted with a correct checksum: the guardrail stops it before it runs,
+        and the call is answered by the repair the provider wrote."""
+        root = tmp_path / "store"
+        code = "import os\nreturn os.getcwd()"
+        data = _stored_record(root, code=code, code_checksum=checksum(code))
+        _write(artifact_path(root, "calculator", "add"), data)
+        agent, provider = _agent(root, log_path)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        entry = read_log(log_path)[-1]
+        assert (entry["artifact_lookup"], entry["program_source"]) == ("hit", "repaired")
+        assert provider.requests[0].purpose == "repair"
