@@ -8,6 +8,7 @@ what happens today.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -18,10 +19,11 @@ import pytest
 
 from recurgent import Agent
 from recurgent._store import Store, checksum
+from recurgent._store._cli import main as tools_main, visible
 from recurgent._store._files import MAX_FILE_BYTES, read_json
 from recurgent._store._paths import artifact_path, registry_path, safe_segment
 from recurgent.testing import ScriptedProvider, read_log
-from specs.store.support import frozen
+from specs.store.support import call, frozen
 
 ADD = "return args[0] + 1"
 STORED_ADD = "return args[0] + 100"
@@ -380,3 +382,93 @@ class TestChecksumIsNotASignature:
         entry = read_log(log_path)[-1]
         assert (entry["artifact_lookup"], entry["program_source"]) == ("hit", "repaired")
         assert provider.requests[0].purpose == "repair"
+
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202e\r"
+"""OSC title, clear screen, a C1 CSI, a bidi override and a carriage return."""
+
+
+def _cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = tools_main([*argv, "--root", str(root)], out=out, err=err, now=frozen())
+    return code, out.getvalue(), err.getvalue()
+
+
+def _hostile_store(root: Path) -> None:
+    store = Store(root, clock=frozen)
+    store.record_call(call(code=f"return 1  # {ESCAPES}", role=f"r{ESCAPES}", method=f"m{ESCAPES}"))
+    store.register_tool(f"t{ESCAPES}", {"purpose": f"p{ESCAPES}"})
+
+
+class TestToolsCommand:
+    """``recurgent tools`` prints text generated programs wrote: never raw control characters."""
+
+    @pytest.mark.parametrize("argv", [("list",), ("show", f"r{ESCAPES}")])
+    def test_text_output_escapes_every_control_character(
+        self, tmp_path: Path, argv: tuple[str, ...]
+    ) -> None:
+        """ESC, BEL, C1, bidi and CR are shown as ``\\x1b``-style escapes, never emitted."""
+        root = tmp_path / "store"
+        _hostile_store(root)
+
+        code, out, _ = _cli(root, *argv)
+
+        assert code == 0
+        assert all(char == "\n" or char.isprintable() for char in out)
+        assert "\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\u202e\\r" in out
+
+    @pytest.mark.parametrize("argv", [("list",), ("show", f"r{ESCAPES}")])
+    def test_json_output_is_escaped_and_reads_back_exactly(
+        self, tmp_path: Path, argv: tuple[str, ...]
+    ) -> None:
+        """``--json`` escapes them as ``\\uXXXX``: printable, valid, and the same strings."""
+        root = tmp_path / "store"
+        _hostile_store(root)
+
+        code, out, _ = _cli(root, *argv, "--json")
+
+        assert code == 0
+        assert all(char == "\n" or char.isprintable() for char in out)
+        document = json.loads(out)
+        if argv[0] == "list":
+            assert document["artifacts"][0]["role"] == f"r{ESCAPES}"
+            assert document["tools"][0]["purpose"] == f"p{ESCAPES}"
+        else:
+            assert document["artifacts"][0]["artifact"]["code"] == f"return 1  # {ESCAPES}"
+
+    def test_astral_non_printables_become_surrogate_pairs(self) -> None:
+        """A plane-14 tag character is escaped as a valid JSON surrogate pair."""
+        assert visible("a\U000e0041b", json_text=True) == "a\\udb40\\udc41b"
+        assert json.loads('"' + visible("\U000e0041", json_text=True) + '"') == "\U000e0041"
+
+    @pytest.mark.parametrize("role", ["../..", "*", "calculator/../x", "."])
+    def test_forget_with_path_like_names_removes_nothing_else(
+        self, tmp_path: Path, role: str
+    ) -> None:
+        """A path-like or glob-like ROLE names one hashed segment: other roles stay."""
+        root = tmp_path / "store"
+        _stored_record(root)
+
+        code, _, err = _cli(root, "forget", role)
+
+        assert (code, err.startswith("recurgent tools: nothing stored for")) == (1, True)
+        assert artifact_path(root, "calculator", "add").is_file()
+
+    def test_forget_through_a_linked_role_directory_is_refused(self, tmp_path: Path) -> None:
+        """``<root>/artifacts/<seg(role)> -> elsewhere``: the files there are not deleted."""
+        root = tmp_path / "store"
+        data = _stored_record(root)
+        role_dir = artifact_path(root, "calculator", "add").parent
+        outside = tmp_path / "elsewhere"
+        outside.mkdir(mode=0o700)
+        _write(outside / "add-7e9e5ac3.json", data)
+        for child in role_dir.iterdir():
+            child.unlink()
+        role_dir.rmdir()
+        role_dir.symlink_to(outside)
+
+        code, _, err = _cli(root, "forget", "calculator")
+
+        assert code == 1
+        assert "is a symbolic link" in err
+        assert (outside / "add-7e9e5ac3.json").is_file()
