@@ -8,6 +8,7 @@ as found. The merge functions are pure; the file functions return what they did.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from recurgent._store._files import (
 from recurgent._store._paths import registry_path
 
 __all__ = [
+    "ENTRY_CHARS_SHOWN",
     "INTENT_SIGNATURES_KEPT",
+    "TOOLS_SHOWN",
     "load_tools",
     "merge_known_tools",
     "merge_registration",
@@ -36,6 +39,12 @@ __all__ = [
 ]
 
 INTENT_SIGNATURES_KEPT = 6
+#: Persisted tools an agent sees (the most recently used): each is merged into its memory, and
+#: every call walks the registry, so 100k planted tools cost seconds on every call (ADR 0071).
+TOOLS_SHOWN = 64
+#: A persisted tool entry bigger than this (its compact JSON) is not shown to agents at all:
+#: a 10 MB purpose would otherwise be hashed and copied on every call through the tool.
+ENTRY_CHARS_SHOWN = 64 * 1024
 _CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
 _UNAVAILABLE = "purpose unavailable"
 
@@ -175,16 +184,38 @@ def update_tools(root: Path, edit: Callable[[dict[str, Any]], bool]) -> Updated:
     return update_json(path, change, root=root)
 
 
-def load_tools(root: Path) -> tuple[dict[str, dict[str, Any]], Loaded]:
-    """Every registered tool (entries that are not objects are skipped) and what was read.
+def _entry_chars(entry: Mapping[str, Any]) -> int:
+    try:
+        return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError, RecursionError):
+        return ENTRY_CHARS_SHOWN + 1
 
-    A corrupt file is quarantined; an unsupported schema version reads as no tools.
+
+def _recency(item: tuple[str, Mapping[str, Any]]) -> tuple[str, str]:
+    stamp = item[1].get("last_used_at")
+    return (stamp if isinstance(stamp, str) else "", item[0])
+
+
+def load_tools(root: Path) -> tuple[dict[str, dict[str, Any]], Loaded]:
+    """The registered tools agents see, and what was read.
+
+    Entries that are not objects are skipped. Every later call of every agent carries these
+    tools in its memory (and each call's checks walk them), so what an agent sees is bounded
+    (ADR 0071): at most :data:`TOOLS_SHOWN` tools, the most recently used, each at most
+    :data:`ENTRY_CHARS_SHOWN` characters of JSON. The file itself keeps everything, for the CLI
+    and for ``prune``. A corrupt file is quarantined; an unsupported schema version reads as no
+    tools.
     """
     loaded = read_json(registry_path(root), root=root)
     tools = (loaded.data or {}).get("tools") if loaded.state == "ok" else None
     if not isinstance(tools, dict):
         return {}, loaded
-    return {str(k): dict(v) for k, v in tools.items() if isinstance(v, dict)}, loaded
+    entries = [(str(k), v) for k, v in tools.items() if isinstance(v, dict)]
+    if len(entries) > TOOLS_SHOWN:
+        entries = sorted(entries, key=_recency, reverse=True)[:TOOLS_SHOWN]
+    return {
+        name: dict(entry) for name, entry in entries if _entry_chars(entry) <= ENTRY_CHARS_SHOWN
+    }, loaded
 
 
 def register(root: Path, name: str, contract: Mapping[str, Any] | None, *, now: str) -> Updated:
