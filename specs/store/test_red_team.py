@@ -590,3 +590,63 @@ class TestPoisonedPersistence:
         values, calls = _sqrt_twice(tmp_path / "store", code, log_path)
 
         assert (values, calls) == ([5.656854249492381, 7.0], 2)
+
+
+PROBE_NETWORK = (
+    "import urllib.request\n"
+    "try:\n"
+    "    urllib.request.urlopen('http://127.0.0.1:9/' + str(args[0]), timeout=2)\n"
+    "except Exception as error:\n"
+    "    return Outcome.error(error_type='unreachable', error_message=str(error))\n"
+    "return Outcome.error(error_type='reached', error_message='connected')"
+)
+SPIN_WHEN_ASKED = "n = args[0]\nwhile n:\n    pass\nreturn 'done'"
+
+
+class TestPersistedRunsKeepThePolicy:
+    """A stored program runs under the policy of the agent running it now, not the one that
+    wrote it: reuse never widens network access or limits."""
+
+    def test_network_deny_applies_to_a_program_stored_under_an_allow_list(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """Stored by an agent allowed 127.0.0.1, reused by a deny agent: refused before
+        connecting, with no provider request."""
+        root = tmp_path / "store"
+        writer = ScriptedProvider({"probe": PROBE_NETWORK})
+        Agent(
+            "prober", provider=writer, log=False, toolstore_root=root, network=["127.0.0.1"]
+        ).probe(1)
+        reader = ScriptedProvider({"probe": PROBE_NETWORK})
+        denied = Agent("prober", provider=reader, log=log_path, toolstore_root=root, network="deny")
+
+        outcome = denied.probe(2)
+
+        assert (reader.calls, read_log(log_path)[-1]["program_source"]) == (0, "persisted")
+        assert outcome.error_type == "unreachable"
+        assert "network access is disabled" in str(outcome.error_message)
+
+    def test_a_lower_timeout_applies_to_a_stored_program(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """Stored under the default 30 s, reused with 1 s: the spin is stopped as a timeout."""
+        root = tmp_path / "store"
+        Agent(
+            "spinner",
+            provider=ScriptedProvider({"spin": SPIN_WHEN_ASKED}),
+            log=False,
+            toolstore_root=root,
+        ).spin(0)
+        reader = ScriptedProvider({"spin": SPIN_WHEN_ASKED})
+        strict = Agent(
+            "spinner",
+            provider=reader,
+            log=log_path,
+            toolstore_root=root,
+            execution_timeout_seconds=1,
+        )
+
+        outcome = strict.spin(1)
+
+        assert (outcome.error_type, reader.calls) == ("timeout", 0)
+        assert read_log(log_path)[-1]["program_source"] == "persisted"
