@@ -25,6 +25,7 @@ from recurgent._store._paths import registry_path
 
 __all__ = [
     "ENTRY_CHARS_SHOWN",
+    "FIELD_CHARS_RECORDED",
     "INTENT_SIGNATURES_KEPT",
     "TOOLS_SHOWN",
     "load_tools",
@@ -45,6 +46,8 @@ TOOLS_SHOWN = 64
 #: A persisted tool entry bigger than this (its compact JSON) is not shown to agents at all:
 #: a 10 MB purpose would otherwise be hashed and copied on every call through the tool.
 ENTRY_CHARS_SHOWN = 64 * 1024
+#: A contract field (purpose, deliverable, ...) larger than this is not written to the registry.
+FIELD_CHARS_RECORDED = 8 * 1024
 _CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
 _UNAVAILABLE = "purpose unavailable"
 
@@ -75,7 +78,14 @@ def merge_registration(
     Registering is not using: ``usage_count`` does not change, ``registration_count`` does.
     """
     merged: dict[str, Any] = dict(entry or {})
-    contract = contract or {}
+    # A field too large to show later agents is not recorded at all (ADR 0071): a 40 MB
+    # purpose would otherwise push registry.json over the file cap, and the next read would
+    # quarantine every tool with it.
+    contract = {
+        key: value
+        for key, value in (contract or {}).items()
+        if _encoded_chars(value) <= FIELD_CHARS_RECORDED
+    }
     purpose = contract.get("purpose")
     if isinstance(purpose, str) and purpose.strip():
         merged["purpose"] = purpose
@@ -184,9 +194,12 @@ def update_tools(root: Path, edit: Callable[[dict[str, Any]], bool]) -> Updated:
     return update_json(path, change, root=root)
 
 
-def _entry_chars(entry: Mapping[str, Any]) -> int:
+def _encoded_chars(value: Any) -> int:
+    """Characters of ``value`` as compact JSON (unencodable values count as too large)."""
+    if isinstance(value, str):
+        return len(value) + 2
     try:
-        return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     except (TypeError, ValueError, RecursionError):
         return ENTRY_CHARS_SHOWN + 1
 
@@ -214,7 +227,7 @@ def load_tools(root: Path) -> tuple[dict[str, dict[str, Any]], Loaded]:
     if len(entries) > TOOLS_SHOWN:
         entries = sorted(entries, key=_recency, reverse=True)[:TOOLS_SHOWN]
     return {
-        name: dict(entry) for name, entry in entries if _entry_chars(entry) <= ENTRY_CHARS_SHOWN
+        name: dict(entry) for name, entry in entries if _encoded_chars(entry) <= ENTRY_CHARS_SHOWN
     }, loaded
 
 

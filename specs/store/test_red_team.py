@@ -517,6 +517,23 @@ class TestPersistentPromptInjection:
         assert sorted(Store(root).registry_entries()) == ["small"]
         assert listing == "- small: fine\n"
 
+    def test_a_delegated_five_megabyte_purpose_is_not_recorded(self, tmp_path: Path) -> None:
+        """A program delegating with a 5 MB purpose registers the tool without it: the registry
+        stays small (a 40 MB one would have pushed the file over the cap and every tool into
+        quarantine at the next read)."""
+        root = tmp_path / "store"
+        provider = ScriptedProvider(
+            {
+                ("boss", "run"): "return delegate('helper', purpose='x' * 5_000_000).work()",
+                ("helper", "work"): "return 1",
+            }
+        )
+        Agent("boss", provider=provider, log=False, toolstore_root=root).run()
+
+        stored = json.loads(registry_path(root).read_text("utf-8"))["tools"]
+        assert stored["helper"]["purpose"] == "purpose unavailable"
+        assert registry_path(root).stat().st_size < 4096
+
     def test_control_and_format_characters_are_shown_as_escapes(self, tmp_path: Path) -> None:
         """ESC, a bidi override and a zero-width space in a name, purpose and method reach the
         prompt as visible escapes; whitespace runs (CR, LF, tabs) become one space."""
