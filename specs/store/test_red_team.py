@@ -668,6 +668,24 @@ class TestPersistedRunsKeepThePolicy:
         assert (outcome.error_type, reader.calls) == ("timeout", 0)
         assert read_log(log_path)[-1]["program_source"] == "persisted"
 
+    def test_process_isolation_applies_to_a_program_stored_in_process(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """Stored by an in-process agent, reused by an ``isolation="process"`` one: it runs
+        in a worker process, with no provider request."""
+        root = tmp_path / "store"
+        _stored_record(root)
+        provider = ScriptedProvider({"add": ADD})
+        isolated = Agent(
+            "calculator", provider=provider, log=log_path, toolstore_root=root, isolation="process"
+        )
+
+        outcome = isolated.add(1)
+
+        entry = read_log(log_path)[-1]
+        assert (outcome.value, provider.calls, entry["program_source"]) == (101, 0, "persisted")
+        assert entry["worker_pid"] not in (None, os.getpid())
+
 
 class TestSharedNamespace:
     """Agents made by generated code share the store's (role, method) keys with the host's."""
