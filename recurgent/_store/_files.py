@@ -1,5 +1,9 @@
 """Store file mechanics: atomic private writes, file locks, quarantine and the schema guard (ADR 0036).
 
+Reads are strict and bounded (ADR 0070): no ``NaN``, no file over :data:`MAX_FILE_BYTES`, no
+symbolic link followed, no open that can block, and nothing read below a directory level or
+from a file someone else could write (:mod:`recurgent._store._trust`).
+
 Every store file is one JSON object written whole: a temp file in the same directory, fsync,
 then ``os.replace``, so a reader sees the old file or the new one, never a torn one. Updates
 that read, change and write a file hold ``<file>.lock`` (``filelock``) so concurrent processes
@@ -23,6 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import filelock
+
+from recurgent._store._trust import UntrustedStoreError, status_problem, untrusted_levels
 
 __all__ = [
     "LOCK_TIMEOUT_SECONDS",
@@ -139,72 +145,6 @@ def encode_json(payload: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON (no spaces, keys in insertion order, non-ASCII kept as is)."""
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return _repair_text(text).encode("utf-8")
-
-
-class UntrustedStoreError(PermissionError):
-    """A store path someone else could have written (ADR 0070): a symbolic link or a
-    non-directory below the root, or a level (or file) not owned by this user or writable by
-    group or others. The store neither reads through it nor writes into it."""
-
-
-def _euid() -> int | None:
-    geteuid = getattr(os, "geteuid", None)
-    return None if geteuid is None else int(geteuid())
-
-
-def _status_problem(status: os.stat_result, what: str, *, strict: bool) -> str | None:
-    uid = _euid()
-    if uid is None:
-        return None
-    if status.st_uid != uid:
-        return f"{what} is owned by uid {status.st_uid}, not {uid}"
-    mode = stat.S_IMODE(status.st_mode)
-    # The root may be the user's own group-shared directory; below it every level is one the
-    # store made 0700 (or 0600), so any write bit for others means someone changed it.
-    loose = mode & 0o022 if strict else mode & 0o002 and not mode & stat.S_ISVTX
-    if loose:
-        return f"{what} is writable by others (mode {mode:04o})"
-    return None
-
-
-def untrusted_levels(directory: Path, root: Path) -> str | None:
-    """Why ``directory`` (``root`` or below it) must not be trusted, or ``None``.
-
-    Every existing level below ``root`` must be a real directory (not a symbolic link: it
-    could lead outside the root), owned by this user and writable by no one else; ``root``
-    itself (a link to it is the user's choice) must be this user's and not world-writable.
-    Missing levels are fine: the store creates them private.
-    """
-    try:
-        status = os.stat(root)
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        return f"store root {root}: {error}"
-    problem = _status_problem(status, f"store root {root}", strict=False)
-    if problem is not None:
-        return problem
-    try:
-        relative = directory.relative_to(root)
-    except ValueError:
-        return f"{directory} is outside the store root {root}"
-    level = root
-    for part in relative.parts:
-        level = level / part
-        try:
-            status = os.lstat(level)
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            return f"{level}: {error}"
-        if stat.S_ISLNK(status.st_mode):
-            return f"{level} is a symbolic link"
-        if not stat.S_ISDIR(status.st_mode):
-            return f"{level} is not a directory"
-        problem = _status_problem(status, str(level), strict=True)
-        if problem is not None:
-            return problem
-    return None
 
 
 def ensure_private_dir(directory: Path, root: Path) -> None:
@@ -462,7 +402,7 @@ def _read(path: Path) -> tuple[bytes, Identity]:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
-        problem = _status_problem(status, f"store file {path}", strict=True)
+        problem = status_problem(status, f"store file {path}", strict=True)
         if problem is not None:
             raise _Untrusted(problem, _identity(status))
         if status.st_size > MAX_FILE_BYTES:
