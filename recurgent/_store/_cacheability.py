@@ -9,12 +9,12 @@ the artifact's classification. The first rule that matches wins:
    it: the program answers only this input (``input_baked_code``).
 3. The call had inputs and the code never reads ``args``/``kwargs``: the program ignores its
    inputs (``arg_ignored_code``).
+4. The agent has a delegation contract: reusable (``delegated_contract_tool``).
+5. Otherwise reusable (``stable_method_default``).
 
 "Reads" means a name ``args``/``kwargs`` loaded in the program's syntax tree: the word in a
 comment or a string (``return 5.65  # args``) does not count (ADR 0070). A program that reads
 its inputs and then ignores them (``_ = args``) still passes: no static rule can tell.
-4. The agent has a delegation contract: reusable (``delegated_contract_tool``).
-5. Otherwise reusable (``stable_method_default``).
 """
 
 from __future__ import annotations
