@@ -687,6 +687,53 @@ class TestPersistedRunsKeepThePolicy:
         assert entry["worker_pid"] not in (None, os.getpid())
 
 
+class TestStoredCodeMeetsTheFreshChecks:
+    """A stored program passes the checks a fresh one does, with the same typed failures."""
+
+    @pytest.mark.xfail(
+        strict=True,
+        raises=MemoryError,
+        reason="open (lifecycle fix): _persistence._prepared parses stored code with "
+        "parse_python and catches only SyntaxError; CPython's parser raises MemoryError for "
+        "150,000 nested unary minus signs (under the 200,000-character cap), which escapes "
+        "out of the call. A fresh program goes through recurgent.program.parse_code, which "
+        "turns it into InvalidCodeError",
+    )
+    def test_code_the_parser_cannot_hold_is_repaired_not_raised(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """The payload: ``x = ------...1`` stored with a valid checksum. Today: MemoryError."""
+        root = tmp_path / "store"
+        code = "x = " + "-" * 150_000 + "1\nreturn args[0] + 100"
+        data = _stored_record(root, code=code, code_checksum=checksum(code))
+        _write(artifact_path(root, "calculator", "add"), data)
+        agent, provider = _agent(root, log_path)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+
+    @pytest.mark.parametrize(
+        ("code", "message"),
+        [
+            ("x = " + "[" * 190 + "1" + "]" * 190, "nested too deeply"),
+            ("x = [" + ",".join(["1"] * 40_000) + "]", "more than 6,000 syntax nodes"),
+        ],
+    )
+    def test_syntax_bounds_apply_to_stored_code(
+        self, tmp_path: Path, log_path: Path, code: str, message: str
+    ) -> None:
+        """Too deep or too many nodes: refused as invalid code, then repaired."""
+        root = tmp_path / "store"
+        code = code + "\nreturn args[0] + 100"
+        data = _stored_record(root, code=code, code_checksum=checksum(code))
+        _write(artifact_path(root, "calculator", "add"), data)
+        agent, provider = _agent(root, log_path)
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        failure = read_log(log_path)[-1]["attempt_failures"][0]
+        assert (failure["stage"], failure["error_class"]) == ("persisted", "InvalidCodeError")
+        assert message in failure["error_message"]
+
+
 class TestSharedNamespace:
     """Agents made by generated code share the store's (role, method) keys with the host's."""
 
