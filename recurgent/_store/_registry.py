@@ -27,6 +27,8 @@ __all__ = [
     "ENTRY_CHARS_SHOWN",
     "FIELD_CHARS_RECORDED",
     "INTENT_SIGNATURES_KEPT",
+    "METHODS_KEPT",
+    "METHOD_CHARS_RECORDED",
     "TOOLS_SHOWN",
     "load_tools",
     "merge_known_tools",
@@ -48,6 +50,9 @@ TOOLS_SHOWN = 64
 ENTRY_CHARS_SHOWN = 64 * 1024
 #: A contract field (purpose, deliverable, ...) larger than this is not written to the registry.
 FIELD_CHARS_RECORDED = 8 * 1024
+#: Method names kept per tool (the latest added), and the longest name recorded.
+METHODS_KEPT = 64
+METHOD_CHARS_RECORDED = 200
 _CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
 _UNAVAILABLE = "purpose unavailable"
 
@@ -159,7 +164,10 @@ def merge_uses(
         merged["success_count"] = _count(merged, "success_count") + successes
     if failures:
         merged["failure_count"] = _count(merged, "failure_count") + failures
-    merged["methods"] = _union(merged.get("methods"), methods)
+    # A program can call any method name on a tool: the list stays small enough that the
+    # entry stays under ENTRY_CHARS_SHOWN, instead of a flood of names hiding the tool.
+    named = [m for m in methods if isinstance(m, str) and len(m) <= METHOD_CHARS_RECORDED]
+    merged["methods"] = _union(merged.get("methods"), named)[-METHODS_KEPT:]
     merged["last_used_at"] = now
     return merged
 

@@ -534,6 +534,21 @@ class TestPersistentPromptInjection:
         assert stored["helper"]["purpose"] == "purpose unavailable"
         assert registry_path(root).stat().st_size < 4096
 
+    def test_a_flood_of_method_names_keeps_the_tool_visible(self, tmp_path: Path) -> None:
+        """100 method names and one of 1,000 characters called through a tool: the entry keeps
+        the latest 64 short names, so it stays under the size later agents are shown."""
+        root = tmp_path / "store"
+        store = Store(root, clock=frozen)
+        store.register_tool("helper", {"purpose": "p"})
+        for index in range(100):
+            store.touch_tool("helper", f"m{index:03d}", ok=True)
+        store.touch_tool("helper", "x" * 1000, ok=True)
+        store.flush()
+
+        entry = Store(root).registry_entries()["helper"]
+        assert entry["methods"] == [f"m{index:03d}" for index in range(36, 100)]
+        assert entry["usage_count"] == 101
+
     def test_control_and_format_characters_are_shown_as_escapes(self, tmp_path: Path) -> None:
         """ESC, a bidi override and a zero-width space in a name, purpose and method reach the
         prompt as visible escapes; whitespace runs (CR, LF, tabs) become one space."""
