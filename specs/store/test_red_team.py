@@ -330,6 +330,21 @@ class TestPermissions:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert len(list(path.parent.glob("*.corrupt-*"))) == 1
 
+    def test_a_readable_artifact_runs_and_is_made_private_by_the_next_write(
+        self, tmp_path: Path
+    ) -> None:
+        """0644 leaks the program but lets no one change it: it runs, and the counts written
+        after the call replace it with a 0600 file."""
+        root = tmp_path / "store"
+        path = artifact_path(root, "calculator", "add")
+        _write(path, _stored_record(root))
+        os.chmod(path, 0o644)
+        agent, provider = _agent(root)
+
+        assert (agent.add(1).value, provider.calls) == (101, 0)
+        Store(root).flush()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
     def test_a_world_writable_role_directory_is_not_trusted(self, tmp_path: Path) -> None:
         """0777 role directory: nothing in it is run, nothing is written into it."""
         root = tmp_path / "store"
