@@ -717,6 +717,36 @@ class TestPersistedRunsKeepThePolicy:
         assert entry["worker_pid"] not in (None, os.getpid())
 
 
+SPIN_ON_ODD = "n = args[0] % 2\nwhile n:\n    pass\nreturn args[0]"
+
+
+class TestHangingStoredPrograms:
+    """A stored program that hangs on some inputs (a planted trigger, or a bug)."""
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="open (lifecycle fix): the sandbox deadline ending a persisted run is classed "
+        "extrinsic like an upstream timeout, so it is never repaired, and a program that hangs "
+        "on half its inputs (failure rate 0.5) never reaches 'degraded': every odd call "
+        "costs the full timeout and fails, forever, with no provider request",
+    )
+    def test_a_program_hanging_on_half_its_inputs_is_eventually_replaced(
+        self, tmp_path: Path
+    ) -> None:
+        """The payload: ``while args[0] % 2: pass``. Today spin(7) still times out, 0 requests."""
+        root = tmp_path / "store"
+        writer = ScriptedProvider({"spin": SPIN_ON_ODD})
+        Agent("spinner", provider=writer, log=False, toolstore_root=root).spin(0)
+        fixer = ScriptedProvider({"spin": "return args[0]"})
+        agent = Agent(
+            "spinner", provider=fixer, log=False, toolstore_root=root, execution_timeout_seconds=1
+        )
+
+        outcomes = [agent.spin(n) for n in (1, 2, 3, 4, 5, 7)]
+
+        assert (outcomes[-1].value, fixer.calls > 0) == (7, True)
+
+
 class TestStoredCodeMeetsTheFreshChecks:
     """A stored program passes the checks a fresh one does, with the same typed failures."""
 
