@@ -716,6 +716,32 @@ class TestPersistedRunsKeepThePolicy:
         assert (outcome.value, provider.calls, entry["program_source"]) == (101, 0, "persisted")
         assert entry["worker_pid"] not in (None, os.getpid())
 
+    def test_the_dependency_policy_applies_to_planted_dependencies(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """A package added to a stored program's dependencies is refused by the current agent's
+        policy before anything is installed; the call is answered by a repair."""
+        root = tmp_path / "store"
+        _write(
+            artifact_path(root, "calculator", "add"),
+            _stored_record(root, dependencies=[{"name": "evilpkg"}]),
+        )
+        provider = ScriptedProvider({"add": ADD})
+        agent = Agent(
+            "calculator",
+            provider=provider,
+            log=log_path,
+            toolstore_root=root,
+            dependency_policy={"blocked_packages": ["evilpkg"]},
+        )
+
+        assert (agent.add(1).value, provider.calls) == (2, 1)
+        failure = read_log(log_path)[-1]["attempt_failures"][0]
+        assert (failure["stage"], failure["error_class"]) == (
+            "persisted",
+            "DependencyPolicyViolationError",
+        )
+
 
 SPIN_ON_ODD = "n = args[0] % 2\nwhile n:\n    pass\nreturn args[0]"
 
