@@ -55,6 +55,9 @@ METHODS_KEPT = 64
 METHOD_CHARS_RECORDED = 200
 _CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
 _UNAVAILABLE = "purpose unavailable"
+_BOUNDED_FIELDS = frozenset(
+    {"purpose", *_CONTRACT_SUMMARY_FIELDS, "intent_signature", "intent_signatures", "aliases"}
+)
 
 
 def _count(entry: Mapping[str, Any], key: str) -> int:
@@ -82,10 +85,15 @@ def merge_registration(
     aliases, counts and ``created_at`` are kept; intent signatures are a union, last six.
     Registering is not using: ``usage_count`` does not change, ``registration_count`` does.
     """
-    merged: dict[str, Any] = dict(entry or {})
     # A field too large to show later agents is not recorded at all (ADR 0071): a 40 MB
     # purpose would otherwise push registry.json over the file cap, and the next read would
-    # quarantine every tool with it.
+    # quarantine every tool with it. One already recorded (by an older version, or planted)
+    # is dropped here, so registering the tool again makes it visible again.
+    merged: dict[str, Any] = {
+        key: value
+        for key, value in (entry or {}).items()
+        if key not in _BOUNDED_FIELDS or _encoded_chars(value) <= FIELD_CHARS_RECORDED
+    }
     contract = {
         key: value
         for key, value in (contract or {}).items()

@@ -549,6 +549,19 @@ class TestPersistentPromptInjection:
         assert stored["helper"]["purpose"] == "purpose unavailable"
         assert registry_path(root).stat().st_size < 4096
 
+    def test_registering_again_heals_an_oversized_entry(self, tmp_path: Path) -> None:
+        """A planted 100 KB purpose hides the tool; the next registration drops the field, and
+        the tool is shown again with its other fields."""
+        root = tmp_path / "store"
+        _registry(root, {"helper": {"purpose": "x" * 100_000, "methods": ["work"]}})
+        store = Store(root, clock=frozen)
+        hidden = sorted(store.registry_entries())
+
+        store.register_tool("helper", None)
+
+        entry = Store(root).registry_entries()["helper"]
+        assert (hidden, entry["purpose"], entry["methods"]) == ([], "purpose unavailable", ["work"])
+
     def test_a_flood_of_method_names_keeps_the_tool_visible(self, tmp_path: Path) -> None:
         """100 method names and one of 1,000 characters called through a tool: the entry keeps
         the latest 64 short names, so it stays under the size later agents are shown."""
