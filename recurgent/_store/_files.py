@@ -91,9 +91,11 @@ class Loaded:
 
     Attributes:
         state: ``missing``; ``ok`` (``data`` holds the object); ``corrupt`` (not a JSON
-            object: moved aside to ``quarantined_to`` when quarantine was asked for);
-            ``unsupported`` (another ``schema_version``: left untouched); ``unreadable``
-            (an OS error, e.g. permissions).
+            object, over the size cap, or a symbolic link: moved aside to ``quarantined_to``
+            when quarantine was asked for); ``unsupported`` (another ``schema_version``: left
+            untouched); ``unreadable`` (an OS error, e.g. permissions, or not a regular file);
+            ``untrusted`` (a file someone else could write, moved aside like a corrupt one, or a
+            directory level that is not private, left untouched; ADR 0070).
         data: The JSON object when ``state`` is ``ok``.
         detail: Why it is not ``ok``, for messages.
         quarantined_to: Where a corrupt file was moved, when it was.
@@ -117,7 +119,8 @@ class Updated:
     Attributes:
         written: The new object was written.
         data: The object written (or, when not written, the object as found, if any).
-        skipped: Why nothing was written (``unsupported_schema``, ``unreadable``, ``no_change``).
+        skipped: Why nothing was written (``unsupported: ...``, ``unreadable: ...``,
+            ``untrusted: ...``, ``no_change``).
         quarantined_to: A corrupt file found on the way was moved here.
     """
 
