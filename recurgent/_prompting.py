@@ -35,7 +35,7 @@ __all__ = [
     "shared_system_prefix",
 ]
 
-PROMPT_VERSION = "2026-12-01.python.v4"
+PROMPT_VERSION = "2026-12-02.python.v5"
 KNOWN_TOOLS_LIMIT = 12
 _MEMORY_CHARS = 6000
 _ARGUMENT_CHARS = 4000
@@ -130,19 +130,29 @@ def _memory_view(memory: Mapping[str, Any]) -> str:
     return text if len(text) <= _MEMORY_CHARS else text[: _MEMORY_CHARS - 3] + "..."
 
 
+def _plain(text: str, limit: int) -> str:
+    """Registry text on one line: whitespace runs become one space, and every other control,
+    format (bidi override, zero-width) or unassigned character is shown as its escape, so text a
+    program stored in the registry cannot hide or reorder what later prompts show (ADR 0071)."""
+    text = " ".join(_clip(text, limit * 2).split())
+    if not text.isprintable():
+        text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    return _clip(text, limit)
+
+
 def _known_tools(memory: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for name, entry in ranked_tools(memory, KNOWN_TOOLS_LIMIT):
-        purpose = _clip(" ".join(str(entry.get("purpose") or "purpose unavailable").split()), 300)
-        lines.append(f"- {_clip(' '.join(str(name).split()), _NAME_CHARS)}: {purpose}\n")
+        purpose = _plain(str(entry.get("purpose") or "purpose unavailable"), 300)
+        lines.append(f"- {_plain(str(name), _NAME_CHARS)}: {purpose}\n")
         methods = entry.get("methods")
         methods = (
-            [m for m in methods if isinstance(m, str) and m.strip()]
+            [m for m in methods[:64] if isinstance(m, str) and m.strip()]
             if isinstance(methods, list)
             else []
         )
         if methods:
-            shown = _clip(", ".join(" ".join(m.split()) for m in methods), 600)
+            shown = _clip(", ".join(_plain(m, _NAME_CHARS) for m in methods), 600)
             lines.append(f"  methods: [{shown}]\n")
         if entry.get("deliverable") is not None:
             lines.append(f"  deliverable: {_short(entry['deliverable'], 300)}\n")

@@ -73,7 +73,8 @@ class Lookup:
     Attributes:
         record: The artifact, when one could be read (reusable or not).
         reason: ``hit`` when ``record`` may run without a provider request; otherwise why not:
-            ``missing``, ``corrupt``, ``unsupported_schema``, ``unreadable``, ``invalid_record``,
+            ``missing``, ``corrupt``, ``unsupported_schema``, ``unreadable``, ``untrusted``
+            (ADR 0070), ``invalid_record``, ``key_mismatch``,
             or a reason of :func:`~recurgent._store._artifacts.reuse_verdict`.
         path: The artifact file.
         quarantined_to: Where a damaged file was moved, when it was.
@@ -93,7 +94,7 @@ class Lookup:
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did: ``written``, or ``reason`` why not (``unsupported: ...``,
-    ``foreign_runtime``, ``not_registered``, ``error: ...``)."""
+    ``foreign_runtime``, ``key_mismatch``, ``not_registered``, ``error: ...``)."""
 
     written: bool
     reason: str | None = None
@@ -188,7 +189,7 @@ class Store:
             if verdict != "checksum_mismatch":
                 return Lookup(cached, verdict or "hit", path)
             _ARTIFACTS.drop(path)
-        loaded = read_json(path, now=self._clock())
+        loaded = read_json(path, now=self._clock(), root=self.root)
         if loaded.state != "ok":
             reason = {"unsupported": "unsupported_schema"}.get(loaded.state, loaded.state)
             return Lookup(None, reason, path, loaded.quarantined_to)
@@ -199,6 +200,11 @@ class Store:
         if record is None:
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
             return Lookup(None, "invalid_record", path, moved)
+        if (record.role, record.method_name) != (role, method):
+            # Another (role, method) whose path segments collide with these (8 hex digits of
+            # hash: a name can be searched for offline), or a file copied here: never run it
+            # for this call, never overwrite it (ADR 0070).
+            return Lookup(None, "key_mismatch", path)
         verdict = reuse_verdict(
             record, contract_fingerprint=contract_fingerprint, runtime_version=runtime_version
         )
@@ -234,6 +240,9 @@ class Store:
                 record = _parse(loaded)
                 if record is None:
                     quarantine(path, expected=loaded.raw, now=self._clock())
+                elif (record.role, record.method_name) != (call.role, call.method):
+                    refused.append("key_mismatch")
+                    return None
             if record is not None and waiting is not None:
                 apply_runs(record, waiting)
             # The record was parsed from the file a moment ago and nothing else holds it.

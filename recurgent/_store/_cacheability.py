@@ -5,21 +5,28 @@ the artifact's classification. The first rule that matches wins:
 
 1. ``ask``, ``chat``, ``discuss`` and ``host`` (any case) answer open requests: never reused
    (``dynamic_dispatch_method``).
-2. The call had inputs, the code never names ``args``/``kwargs`` and an input appears verbatim in
+2. The call had inputs, the code never reads ``args``/``kwargs`` and an input appears verbatim in
    it: the program answers only this input (``input_baked_code``).
-3. The call had inputs, the code never names ``args``/``kwargs`` and it works on memory: the
-   program ignores its inputs (``arg_ignored_code``).
+3. The call had inputs and the code never reads ``args``/``kwargs``: the program ignores its
+   inputs (``arg_ignored_code``).
 4. The agent has a delegation contract: reusable (``delegated_contract_tool``).
 5. Otherwise reusable (``stable_method_default``).
+
+"Reads" means a name ``args``/``kwargs`` loaded in the program's syntax tree: the word in a
+comment or a string (``return 5.65  # args``) does not count (ADR 0070). A program that reads
+its inputs and then ignores them (``_ = args``) still passes: no static rule can tell.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from recurgent._parsing import parse_python
 from recurgent.outcome import Outcome
 
 __all__ = [
@@ -33,7 +40,7 @@ __all__ = [
 DYNAMIC_DISPATCH_METHODS = frozenset({"ask", "chat", "discuss", "host"})
 
 _NAMES_INPUTS = re.compile(r"\b(?:args|kwargs)\b")
-_USES_MEMORY = re.compile(r"\b(?:context|memory)\s*(?:\[|\.get\s*\(|\.setdefault\s*\()")
+_INPUT_NAMES = frozenset({"args", "kwargs"})
 _MAX_LITERALS = 256
 _MAX_DEPTH = 16
 
@@ -97,7 +104,7 @@ def classify(
     """Classify the program ``code`` generated for ``method(*args, **kwargs)``."""
     if method.lower() in DYNAMIC_DISPATCH_METHODS:
         return Cacheability(False, "dynamic_dispatch_method", True)
-    if (args or kwargs) and not _NAMES_INPUTS.search(code):
+    if (args or kwargs) and not _reads_inputs(code):
         if any(literal in code for literal in input_literals(args, kwargs)):
             return Cacheability(False, "input_baked_code", True)
         # A program that never reads its arguments answered this call from what it already
@@ -108,6 +115,22 @@ def classify(
     if contracted:
         return Cacheability(True, "delegated_contract_tool", False)
     return Cacheability(True, "stable_method_default", False)
+
+
+@functools.lru_cache(maxsize=256)
+def _reads_inputs(code: str) -> bool:
+    """Whether the program loads ``args`` or ``kwargs`` (not merely mentions the word)."""
+    if not _NAMES_INPUTS.search(code):
+        return False
+    try:
+        tree = parse_python(code, "<classify>")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # Code that does not parse never answered: the textual test is as good as any.
+        return True
+    return any(
+        isinstance(node, ast.Name) and node.id in _INPUT_NAMES and isinstance(node.ctx, ast.Load)
+        for node in ast.walk(tree)
+    )
 
 
 def legacy_cacheable(method: str) -> bool:

@@ -5,6 +5,11 @@ show them with their state. ``prune`` is a dry run unless ``--yes``. ``forget`` 
 it names at once: asking for it by name is the confirmation. Every command takes ``--json``
 (one JSON document on stdout) and ``--root`` (default: ``$RECURGENT_TOOLSTORE_ROOT``, else the
 XDG state directory). Only the standard library and the store room are used.
+
+Everything printed was written by generated programs (code, roles, purposes): every control or
+other non-printable character is escaped on the way out, as ``recurgent watch`` does, so a
+stored ``\\x1b]0;...`` cannot retitle or clear the terminal (ADR 0071). ``--json`` output
+escapes them as ``\\uXXXX`` and stays valid JSON.
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import io
 import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from pydantic import ValidationError
 
@@ -33,9 +39,46 @@ from recurgent._store._paths import (
 )
 from recurgent._store._registry import remove_tools
 
-__all__ = ["Entry", "build_parser", "main", "scan"]
+__all__ = ["Entry", "build_parser", "main", "scan", "visible"]
 
 _CODE_INDENT = "    "
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def visible(text: str, *, json_text: bool = False) -> str:
+    """``text`` with every non-printable character but newline escaped: as ``repr`` does
+    (``\\x1b``), or with ``json_text`` as a JSON ``\\uXXXX`` escape (JSON text holds them only
+    inside strings, so the document stays valid)."""
+    if text.isprintable():
+        return text
+    escape = _json_escape if json_text else (lambda char: repr(char)[1:-1])
+    return "".join(char if char == "\n" or char.isprintable() else escape(char) for char in text)
+
+
+class _Escaping(io.TextIOBase):
+    """A text stream that passes everything through :func:`visible` (ADR 0071)."""
+
+    def __init__(self, target: TextIO, *, json_text: bool) -> None:
+        super().__init__()
+        self._target = target
+        self._json = json_text
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._target.write(visible(text, json_text=self._json))
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +127,8 @@ class Entry:
         }
 
 
-def _entry(path: Path) -> Entry:
-    loaded = read_json(path, quarantine_corrupt=False)
+def _entry(path: Path, root: Path) -> Entry:
+    loaded = read_json(path, quarantine_corrupt=False, root=root)
     if loaded.state != "ok" or loaded.data is None:
         return Entry(path, loaded.state, data=loaded.data)
     if loaded.data.get("runtime") != RUNTIME_TAG:
@@ -106,7 +149,7 @@ def scan(root: Path, role: str | None = None, method: str | None = None) -> list
         base = role_dir(root, role) if role is not None else artifacts_dir(root)
         pattern = "*.json" if role is not None else "*/*.json"
         paths = [p for p in base.glob(pattern) if p.is_file()] if base.is_dir() else []
-    entries = [_entry(path) for path in paths]
+    entries = [_entry(path, root) for path in paths]
     return sorted(entries, key=lambda e: (e.role, e.method, str(e.path)))
 
 
@@ -194,7 +237,7 @@ def _cmd_list(args: argparse.Namespace, root: Path, out: TextIO) -> int:
 
 def _load_tools_readonly(root: Path) -> tuple[dict[str, dict[str, Any]], str]:
     """Registered tools without quarantining a damaged registry, and the file's state."""
-    loaded = read_json(registry_path(root), quarantine_corrupt=False)
+    loaded = read_json(registry_path(root), quarantine_corrupt=False, root=root)
     tools = (loaded.data or {}).get("tools") if loaded.state == "ok" else None
     if not isinstance(tools, dict):
         return {}, loaded.state
@@ -393,6 +436,8 @@ def main(
             args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 2
+    out = cast(TextIO, _Escaping(out, json_text=args.json))
+    err = cast(TextIO, _Escaping(err, json_text=False))
     root = args.root.expanduser() if args.root is not None else default_root()
     moment = now or datetime.datetime.now(datetime.UTC)
     # Run inside a process that made calls, the command sees (and prunes) its counts too.

@@ -1,5 +1,9 @@
 """Store file mechanics: atomic private writes, file locks, quarantine and the schema guard (ADR 0036).
 
+Reads are strict and bounded (ADR 0070): no ``NaN``, no file over :data:`MAX_FILE_BYTES`, no
+symbolic link followed, no open that can block, and nothing read below a directory level or
+from a file someone else could write (:mod:`recurgent._store._trust`).
+
 Every store file is one JSON object written whole: a temp file in the same directory, fsync,
 then ``os.replace``, so a reader sees the old file or the new one, never a torn one. Updates
 that read, change and write a file hold ``<file>.lock`` (``filelock``) so concurrent processes
@@ -11,9 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import json
+import math
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +28,16 @@ from typing import Any, Literal
 
 import filelock
 
+from recurgent._store._trust import UntrustedStoreError, status_problem, untrusted_levels
+
 __all__ = [
     "LOCK_TIMEOUT_SECONDS",
+    "MAX_FILE_BYTES",
     "SCHEMA_VERSION",
     "Identity",
     "LoadState",
     "Loaded",
+    "UntrustedStoreError",
     "Updated",
     "encode_json",
     "ensure_private_dir",
@@ -35,6 +46,7 @@ __all__ = [
     "quarantine",
     "read_json",
     "supported_schema",
+    "untrusted_levels",
     "update_json",
     "write_json",
 ]
@@ -47,11 +59,14 @@ SCHEMA_VERSION = 1
 LOCK_TIMEOUT_SECONDS = 30.0
 # filelock polls; a short interval keeps waiters from starving behind a busy writer.
 _LOCK_POLL_SECONDS = 0.005
+#: A store file larger than this is damaged, not read (ADR 0070): the biggest file the runtime
+#: writes (a registry of thousands of tools) is a few MiB, and every call may read the file.
+MAX_FILE_BYTES = 32 * 1024 * 1024
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
 
-LoadState = Literal["missing", "ok", "corrupt", "unsupported", "unreadable"]
+LoadState = Literal["missing", "ok", "corrupt", "unsupported", "unreadable", "untrusted"]
 #: Which file version was read: ``(st_dev, st_ino, st_mtime_ns, st_size)``. Every store write
 #: renames a new file into place (a new inode), so a read cache keyed by it sees every write.
 Identity = tuple[int, int, int, int]
@@ -76,9 +91,11 @@ class Loaded:
 
     Attributes:
         state: ``missing``; ``ok`` (``data`` holds the object); ``corrupt`` (not a JSON
-            object: moved aside to ``quarantined_to`` when quarantine was asked for);
-            ``unsupported`` (another ``schema_version``: left untouched); ``unreadable``
-            (an OS error, e.g. permissions).
+            object, over the size cap, or a symbolic link: moved aside to ``quarantined_to``
+            when quarantine was asked for); ``unsupported`` (another ``schema_version``: left
+            untouched); ``unreadable`` (an OS error, e.g. permissions, or not a regular file);
+            ``untrusted`` (a file someone else could write, moved aside like a corrupt one, or a
+            directory level that is not private, left untouched; ADR 0070).
         data: The JSON object when ``state`` is ``ok``.
         detail: Why it is not ``ok``, for messages.
         quarantined_to: Where a corrupt file was moved, when it was.
@@ -102,7 +119,8 @@ class Updated:
     Attributes:
         written: The new object was written.
         data: The object written (or, when not written, the object as found, if any).
-        skipped: Why nothing was written (``unsupported_schema``, ``unreadable``, ``no_change``).
+        skipped: Why nothing was written (``unsupported: ...``, ``unreadable: ...``,
+            ``untrusted: ...``, ``no_change``).
         quarantined_to: A corrupt file found on the way was moved here.
     """
 
@@ -136,10 +154,15 @@ def ensure_private_dir(directory: Path, root: Path) -> None:
     """Create ``directory`` (under ``root``) with every missing level at mode 0700.
 
     Directories that already exist keep their mode: a root the user made is theirs.
+
+    Raises:
+        UntrustedStoreError: an existing level is a symbolic link, not a directory, or not
+            private (see :func:`untrusted_levels`): nothing is created through it.
     """
+    problem = untrusted_levels(directory, root)
+    if problem is not None:
+        raise UntrustedStoreError(f"untrusted tool store path: {problem}")
     if directory.is_dir():
-        # Every level above an existing directory exists too: one stat instead of a mkdir per
-        # level on every store write.
         return
     if not root.exists():
         root.parent.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
@@ -225,33 +248,41 @@ def _stamp(now: datetime.datetime | None) -> str:
 
 
 def quarantine(
-    path: Path, *, expected: bytes | None = None, now: datetime.datetime | None = None
+    path: Path,
+    *,
+    expected: bytes | None = None,
+    now: datetime.datetime | None = None,
+    identity: Identity | None = None,
 ) -> Path | None:
     """Move a damaged file to ``<path>.corrupt-<UTC YYYYMMDDTHHMMSS>`` and return the new path.
 
     A second quarantine in the same second gets ``-2``, ``-3``, ... instead of overwriting the
-    first. With ``expected``, the file is moved only if it still holds exactly those bytes
-    (another process may have replaced it with a good file meanwhile). Returns ``None`` when
-    nothing was moved.
+    first. With ``expected`` (or ``identity``), the file is moved only if it still holds
+    exactly those bytes (is still that file): another process may have replaced it with a good
+    file meanwhile. A symbolic link is moved as the link, never through it. Returns ``None``
+    when nothing was moved.
     """
     if expected is not None:
         try:
-            if path.read_bytes() != expected:
+            if _read(path)[0] != expected:
                 return None
         except OSError:
             return None
+    if identity is not None and _lidentity(path) != identity:
+        return None
     base = f"{path}.corrupt-{_stamp(now)}"
     for attempt in range(1, 1000):
         target = Path(base if attempt == 1 else f"{base}-{attempt}")
         try:
-            # link() refuses an existing target, which rename() would silently replace.
-            os.link(path, target)
+            # link() refuses an existing target, which rename() would silently replace; it
+            # links the symbolic link itself, so nothing outside the root is linked in.
+            os.link(path, target, follow_symlinks=False)
         except FileExistsError:
             continue
         except FileNotFoundError:
             return None
         except OSError:
-            if target.exists():
+            if os.path.lexists(target):
                 continue
             os.replace(path, target)
             return target
@@ -262,25 +293,47 @@ def quarantine(
 
 
 def read_json(
-    path: Path, *, quarantine_corrupt: bool = True, now: datetime.datetime | None = None
+    path: Path,
+    *,
+    quarantine_corrupt: bool = True,
+    now: datetime.datetime | None = None,
+    root: Path | None = None,
 ) -> Loaded:
     """Read a store file; never raises.
 
-    A file that is not a JSON object is corrupt and, with ``quarantine_corrupt``, moved aside
-    (the caller then behaves as if it were absent). A ``schema_version`` other than 1 is
-    ``unsupported`` and left untouched.
+    A file that is not a JSON object (or larger than :data:`MAX_FILE_BYTES`, or a symbolic
+    link) is corrupt and, with ``quarantine_corrupt``, moved aside (the caller then behaves as
+    if it were absent). A file not owned by this user or writable by others is ``untrusted``
+    and moved aside the same way. With ``root``, a directory level that is not private (see
+    :func:`untrusted_levels`) makes the file ``untrusted`` without touching it. A
+    ``schema_version`` other than 1 is ``unsupported`` and left untouched.
     """
+    if root is not None:
+        problem = untrusted_levels(path.parent, root)
+        if problem is not None:
+            return Loaded("untrusted", detail=problem)
     try:
         raw, identity = _read(path)
     except FileNotFoundError:
         return Loaded("missing")
+    except _Untrusted as foreign:
+        moved = quarantine(path, now=now, identity=foreign.identity) if quarantine_corrupt else None
+        return Loaded("untrusted", detail=foreign.problem, quarantined_to=moved)
+    except _TooLarge as large:
+        moved = quarantine(path, now=now, identity=large.identity) if quarantine_corrupt else None
+        return Loaded("corrupt", detail=large.problem, quarantined_to=moved)
     except OSError as error:
+        link = _lidentity(path) if error.errno == errno.ELOOP else None
+        if link is not None and os.path.islink(path):
+            # A link is not a file this store wrote: moved aside like damage, never followed.
+            moved = quarantine(path, now=now, identity=link) if quarantine_corrupt else None
+            return Loaded("corrupt", detail="a symbolic link", quarantined_to=moved)
         return Loaded("unreadable", detail=f"{type(error).__name__}: {error}")
     detail: str | None = None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        detail = f"invalid JSON: {error}"
+        data = _decode(raw)
+    except (ValueError, RecursionError) as error:
+        detail = f"invalid JSON: {type(error).__name__}: {str(error)[:200]}"
     else:
         if not isinstance(data, dict):
             detail = f"top level is {type(data).__name__}"
@@ -297,15 +350,74 @@ def read_json(
     return Loaded("ok", data=data, raw=raw, identity=identity)
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} does not fit a float")
+    return value
+
+
+def _decode(raw: bytes) -> Any:
+    """Strict JSON (ADR 0070): no ``NaN``/``Infinity`` (this store never writes them, and they
+    break every counter), no float that overflows to infinity. An integer of more than 4300
+    digits raises ``ValueError`` and a nesting deeper than the stack ``RecursionError``; the
+    caller treats all of them as damage."""
+    return json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite)
+
+
+class _Untrusted(OSError):
+    def __init__(self, problem: str, identity: Identity) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.identity = identity
+
+
+class _TooLarge(OSError):
+    def __init__(self, size: int, identity: Identity) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+        self.identity = identity
+
+    @property
+    def problem(self) -> str:
+        return f"{self.size} bytes, more than {MAX_FILE_BYTES}"
+
+
+def _lidentity(path: Path) -> Identity | None:
+    try:
+        return _identity(os.lstat(path))
+    except OSError:
+        return None
+
+
 def _read(path: Path) -> tuple[bytes, Identity]:
     # fstat of the descriptor read from: a rename over the path between the stat and the read
-    # cannot pair the old bytes with the new file's identity.
-    descriptor = os.open(path, os.O_RDONLY)
+    # cannot pair the old bytes with the new file's identity. O_NOFOLLOW: a symbolic link at a
+    # store path is never read through (it may point anywhere outside the root).
+    # O_NONBLOCK: a named pipe put at a store path would block the open forever.
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    descriptor = os.open(path, flags)
     try:
         status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
+        problem = status_problem(status, f"store file {path}", strict=True)
+        if problem is not None:
+            raise _Untrusted(problem, _identity(status))
+        if status.st_size > MAX_FILE_BYTES:
+            raise _TooLarge(status.st_size, _identity(status))
         chunks: list[bytes] = []
+        total = 0
         while chunk := os.read(descriptor, max(status.st_size, 1 << 16)):
             chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                # Grew while being read: as damaged as one that was too large to begin with.
+                raise _TooLarge(total, _identity(status))
         return b"".join(chunks), _identity(status)
     finally:
         os.close(descriptor)
@@ -330,8 +442,11 @@ def update_json(
         OSError: locking or writing failed (``TimeoutError`` for a lock held too long).
     """
     with locked(path, root=root):
-        loaded = read_json(path, now=now)
+        loaded = read_json(path, now=now, root=root)
         if loaded.state in ("unsupported", "unreadable"):
+            return Updated(False, skipped=f"{loaded.state}: {loaded.detail}")
+        if loaded.state == "untrusted" and loaded.quarantined_to is None:
+            # A file someone else may write that could not be moved aside: not replaced either.
             return Updated(False, skipped=f"{loaded.state}: {loaded.detail}")
         new = change(loaded)
         if new is None:

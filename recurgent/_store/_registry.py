@@ -8,6 +8,7 @@ as found. The merge functions are pure; the file functions return what they did.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,12 @@ from recurgent._store._files import (
 from recurgent._store._paths import registry_path
 
 __all__ = [
+    "ENTRY_CHARS_SHOWN",
+    "FIELD_CHARS_RECORDED",
     "INTENT_SIGNATURES_KEPT",
+    "METHODS_KEPT",
+    "METHOD_CHARS_RECORDED",
+    "TOOLS_SHOWN",
     "load_tools",
     "merge_known_tools",
     "merge_registration",
@@ -36,8 +42,22 @@ __all__ = [
 ]
 
 INTENT_SIGNATURES_KEPT = 6
+#: Persisted tools an agent sees (the most recently used): each is merged into its memory, and
+#: every call walks the registry, so 100k planted tools cost seconds on every call (ADR 0071).
+TOOLS_SHOWN = 64
+#: A persisted tool entry bigger than this (its compact JSON) is not shown to agents at all:
+#: a 10 MB purpose would otherwise be hashed and copied on every call through the tool.
+ENTRY_CHARS_SHOWN = 64 * 1024
+#: A contract field (purpose, deliverable, ...) larger than this is not written to the registry.
+FIELD_CHARS_RECORDED = 8 * 1024
+#: Method names kept per tool (the latest added), and the longest name recorded.
+METHODS_KEPT = 64
+METHOD_CHARS_RECORDED = 200
 _CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
 _UNAVAILABLE = "purpose unavailable"
+_BOUNDED_FIELDS = frozenset(
+    {"purpose", *_CONTRACT_SUMMARY_FIELDS, "intent_signature", "intent_signatures", "aliases"}
+)
 
 
 def _count(entry: Mapping[str, Any], key: str) -> int:
@@ -65,8 +85,20 @@ def merge_registration(
     aliases, counts and ``created_at`` are kept; intent signatures are a union, last six.
     Registering is not using: ``usage_count`` does not change, ``registration_count`` does.
     """
-    merged: dict[str, Any] = dict(entry or {})
-    contract = contract or {}
+    # A field too large to show later agents is not recorded at all (ADR 0071): a 40 MB
+    # purpose would otherwise push registry.json over the file cap, and the next read would
+    # quarantine every tool with it. One already recorded (by an older version, or planted)
+    # is dropped here, so registering the tool again makes it visible again.
+    merged: dict[str, Any] = {
+        key: value
+        for key, value in (entry or {}).items()
+        if key not in _BOUNDED_FIELDS or _encoded_chars(value) <= FIELD_CHARS_RECORDED
+    }
+    contract = {
+        key: value
+        for key, value in (contract or {}).items()
+        if _encoded_chars(value) <= FIELD_CHARS_RECORDED
+    }
     purpose = contract.get("purpose")
     if isinstance(purpose, str) and purpose.strip():
         merged["purpose"] = purpose
@@ -140,7 +172,10 @@ def merge_uses(
         merged["success_count"] = _count(merged, "success_count") + successes
     if failures:
         merged["failure_count"] = _count(merged, "failure_count") + failures
-    merged["methods"] = _union(merged.get("methods"), methods)
+    # A program can call any method name on a tool: the list stays small enough that the
+    # entry stays under ENTRY_CHARS_SHOWN, instead of a flood of names hiding the tool.
+    named = [m for m in methods if isinstance(m, str) and len(m) <= METHOD_CHARS_RECORDED]
+    merged["methods"] = _union(merged.get("methods"), named)[-METHODS_KEPT:]
     merged["last_used_at"] = now
     return merged
 
@@ -175,16 +210,41 @@ def update_tools(root: Path, edit: Callable[[dict[str, Any]], bool]) -> Updated:
     return update_json(path, change, root=root)
 
 
-def load_tools(root: Path) -> tuple[dict[str, dict[str, Any]], Loaded]:
-    """Every registered tool (entries that are not objects are skipped) and what was read.
+def _encoded_chars(value: Any) -> int:
+    """Characters of ``value`` as compact JSON (unencodable values count as too large)."""
+    if isinstance(value, str):
+        return len(value) + 2
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError, RecursionError):
+        return ENTRY_CHARS_SHOWN + 1
 
-    A corrupt file is quarantined; an unsupported schema version reads as no tools.
+
+def _recency(item: tuple[str, Mapping[str, Any]]) -> tuple[str, str]:
+    stamp = item[1].get("last_used_at")
+    return (stamp if isinstance(stamp, str) else "", item[0])
+
+
+def load_tools(root: Path) -> tuple[dict[str, dict[str, Any]], Loaded]:
+    """The registered tools agents see, and what was read.
+
+    Entries that are not objects are skipped. Every later call of every agent carries these
+    tools in its memory (and each call's checks walk them), so what an agent sees is bounded
+    (ADR 0071): at most :data:`TOOLS_SHOWN` tools, the most recently used, each at most
+    :data:`ENTRY_CHARS_SHOWN` characters of JSON. The file itself keeps everything, for the CLI
+    and for ``prune``. A corrupt file is quarantined; an unsupported schema version reads as no
+    tools.
     """
-    loaded = read_json(registry_path(root))
+    loaded = read_json(registry_path(root), root=root)
     tools = (loaded.data or {}).get("tools") if loaded.state == "ok" else None
     if not isinstance(tools, dict):
         return {}, loaded
-    return {str(k): dict(v) for k, v in tools.items() if isinstance(v, dict)}, loaded
+    entries = [(str(k), v) for k, v in tools.items() if isinstance(v, dict)]
+    if len(entries) > TOOLS_SHOWN:
+        entries = sorted(entries, key=_recency, reverse=True)[:TOOLS_SHOWN]
+    return {
+        name: dict(entry) for name, entry in entries if _encoded_chars(entry) <= ENTRY_CHARS_SHOWN
+    }, loaded
 
 
 def register(root: Path, name: str, contract: Mapping[str, Any] | None, *, now: str) -> Updated:
