@@ -23,7 +23,6 @@ from recurgent._lifecycle._generation import Generated
 from recurgent._lifecycle._lanes import failure_class
 from recurgent._lifecycle._selection import after_persisted, after_repair, plan_call, result_kind
 from recurgent._lifecycle._state import CallState
-from recurgent._parsing import parse_python
 from recurgent._prompting import PROMPT_VERSION, Prompts, render
 from recurgent._redact import redact
 from recurgent._sandbox import compile_program
@@ -38,9 +37,9 @@ from recurgent._store import (
     contract_fingerprint,
     record_cacheability,
 )
-from recurgent.errors import GuardrailViolationError, InvalidCodeError, RecurgentError
+from recurgent.errors import ExecutionTimeoutError, GuardrailViolationError, RecurgentError
 from recurgent.outcome import Outcome
-from recurgent.program import parse_program
+from recurgent.program import parse_code, parse_program
 
 if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
@@ -109,12 +108,9 @@ def _prepared(code: str, dependencies: str, method: str) -> Generated:
     program = parse_program(
         {"code": code, "dependencies": json.loads(dependencies)}, method_name=method
     )
-    try:
-        tree = parse_python(program.code, "<generated>")
-    except SyntaxError as error:
-        raise InvalidCodeError(
-            f"Stored code has invalid Python syntax: line {error.lineno}: {error.msg}"
-        ) from None
+    # The checks a fresh program meets, with the same typed failures (a parser that gives up
+    # with MemoryError or RecursionError is invalid code, not a crash of the call).
+    tree = parse_code(program.code, where=method)
     violations = static_violations(tree)
     if violations:
         return Generated(program, None, tree, violations[0], 0)
@@ -239,7 +235,10 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     result = _run(hooks, lambda: _prepare_record(record, state.method))
     outcome = result.outcome if result.error is None else _error_outcome(result.error, state)
     route = after_persisted(
-        outcome, raised=result.error is not None, repair_count=record.repair_count_since_regen
+        outcome,
+        raised=result.error is not None,
+        repair_count=record.repair_count_since_regen,
+        stalled=isinstance(result.error, ExecutionTimeoutError) and state.forwarded_calls == 0,
     )
     state.failure_class = route.failure_class
     if route.action == "return" or _ends_call(result.error):

@@ -111,17 +111,25 @@ def _classify(outcome: Outcome | None, raised: bool) -> tuple[ResultKind, Failur
     return kind, failure_class(outcome.error_type if outcome is not None else None)
 
 
-def after_persisted(outcome: Outcome | None, *, raised: bool, repair_count: int) -> Route:
+def after_persisted(
+    outcome: Outcome | None, *, raised: bool, repair_count: int, stalled: bool = False
+) -> Route:
     """Route the end of a persisted run.
 
     Successes and domain errors are returned; extrinsic failures (timeout, provider, network,
     rate limit) are returned as they are, since a new program would not fix them; any other
     failure gets one repair while the lineage has had fewer than
     :data:`MAX_REPAIRS_BEFORE_REGEN` repairs since it was generated, else a fresh generation.
+
+    ``stalled``: the runtime's deadline stopped a run that waited on nothing outside it (no
+    tool, agent or HTTP call): the time went to the program's own code, so the failure is
+    intrinsic (ADR 0073) instead of an upstream timeout passed on as it is.
     """
     kind, klass = _classify(outcome, raised)
     if kind != "failure":
         return Route("return", kind, None, kind)
+    if stalled:
+        klass = "intrinsic"
     if klass == "extrinsic":
         return Route("return", kind, klass, "extrinsic")
     if repair_count < MAX_REPAIRS_BEFORE_REGEN:

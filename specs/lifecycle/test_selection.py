@@ -125,6 +125,21 @@ def test_after_persisted(outcome: Outcome | None, raised: bool, repairs: int, ro
     assert after_persisted(outcome, raised=raised, repair_count=repairs) == route
 
 
+@pytest.mark.parametrize(
+    ("stalled", "repairs", "route"),
+    [
+        (False, 0, Route("return", "failure", "extrinsic", "extrinsic")),
+        (True, 0, Route("repair", "failure", "intrinsic", "repairable")),
+        (True, 3, Route("regenerate", "failure", "intrinsic", "repair_budget_exhausted")),
+    ],
+)
+def test_a_stalled_run_is_the_programs_failure(stalled: bool, repairs: int, route: Route) -> None:
+    """A deadline stop of a run that waited on nothing outside is intrinsic; else extrinsic."""
+    outcome = _error("timeout")
+
+    assert after_persisted(outcome, raised=True, repair_count=repairs, stalled=stalled) == route
+
+
 def test_the_repair_budget_is_three() -> None:
     """Three repairs since the last generation are allowed, the fourth failure regenerates."""
     routes = [

@@ -689,7 +689,8 @@ class TestPersistedRunsKeepThePolicy:
     def test_a_lower_timeout_applies_to_a_stored_program(
         self, tmp_path: Path, log_path: Path
     ) -> None:
-        """Stored under the default 30 s, reused with 1 s: the spin is stopped as a timeout."""
+        """Stored under the default 30 s, reused with 1 s: the spin is stopped as a timeout (a
+        stall of the program's own, so it gets one repair, which the deadline stops too)."""
         root = tmp_path / "store"
         Agent(
             "spinner",
@@ -708,8 +709,12 @@ class TestPersistedRunsKeepThePolicy:
 
         outcome = strict.spin(1)
 
-        assert (outcome.error_type, reader.calls) == ("timeout", 0)
-        assert read_log(log_path)[-1]["program_source"] == "persisted"
+        assert (outcome.error_type, reader.calls) == ("timeout", 1)
+        entry = read_log(log_path)[-1]
+        assert (entry["program_source"], entry["repair_attempted"]) == ("repaired", True)
+        assert [(f["stage"], f["error_class"]) for f in entry["attempt_failures"]] == [
+            ("persisted", "ExecutionTimeoutError")
+        ]
 
     def test_process_isolation_applies_to_a_program_stored_in_process(
         self, tmp_path: Path, log_path: Path
@@ -762,17 +767,12 @@ SPIN_ON_ODD = "n = args[0] % 2\nwhile n:\n    pass\nreturn args[0]"
 class TestHangingStoredPrograms:
     """A stored program that hangs on some inputs (a planted trigger, or a bug)."""
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="open (lifecycle fix): the sandbox deadline ending a persisted run is classed "
-        "extrinsic like an upstream timeout, so it is never repaired, and a program that hangs "
-        "on half its inputs (failure rate 0.5) never reaches 'degraded': every odd call "
-        "costs the full timeout and fails, forever, with no provider request",
-    )
     def test_a_program_hanging_on_half_its_inputs_is_eventually_replaced(
         self, tmp_path: Path
     ) -> None:
-        """The payload: ``while args[0] % 2: pass``. Today spin(7) still times out, 0 requests."""
+        """The payload: ``while args[0] % 2: pass``. A run the deadline stops while it waited on
+        nothing outside is the program's failure: repaired (it was once passed on as an upstream
+        timeout, forever, with no request)."""
         root = tmp_path / "store"
         writer = ScriptedProvider({"spin": SPIN_ON_ODD})
         Agent("spinner", provider=writer, log=False, toolstore_root=root).spin(0)
@@ -785,23 +785,31 @@ class TestHangingStoredPrograms:
 
         assert (outcomes[-1].value, fixer.calls > 0) == (7, True)
 
+    def test_a_run_stopped_while_it_waited_outside_is_passed_on(self, tmp_path: Path) -> None:
+        """A deadline stop after a tool or agent call (an upstream may be slow) stays extrinsic:
+        the timeout comes back as it is, with no provider request (ADR 0073)."""
+        root = tmp_path / "store"
+        waits = "delegate('helper').ping()\nwhile args[0] % 2:\n    pass\nreturn 0"
+        replies = {("caller", "get"): waits, ("helper", "ping"): "return 1"}
+        Agent("caller", provider=ScriptedProvider(replies), log=False, toolstore_root=root).get(0)
+        provider = ScriptedProvider(replies)
+        agent = Agent(
+            "caller", provider=provider, log=False, toolstore_root=root, execution_timeout_seconds=1
+        )
+
+        outcome = agent.get(1)
+
+        assert (outcome.error_type, provider.calls) == ("timeout", 0)
+
 
 class TestStoredCodeMeetsTheFreshChecks:
     """A stored program passes the checks a fresh one does, with the same typed failures."""
 
-    @pytest.mark.xfail(
-        strict=True,
-        raises=MemoryError,
-        reason="open (lifecycle fix): _persistence._prepared parses stored code with "
-        "parse_python and catches only SyntaxError; CPython's parser raises MemoryError for "
-        "150,000 nested unary minus signs (under the 200,000-character cap), which escapes "
-        "out of the call. A fresh program goes through recurgent.program.parse_code, which "
-        "turns it into InvalidCodeError",
-    )
     def test_code_the_parser_cannot_hold_is_repaired_not_raised(
         self, tmp_path: Path, log_path: Path
     ) -> None:
-        """The payload: ``x = ------...1`` stored with a valid checksum. Today: MemoryError."""
+        """The payload: ``x = ------...1`` stored with a valid checksum (the parser gives up with
+        MemoryError): invalid code, repaired, like a fresh program (it once escaped the call)."""
         root = tmp_path / "store"
         code = "x = " + "-" * 150_000 + "1\nreturn args[0] + 100"
         data = _stored_record(root, code=code, code_checksum=checksum(code))
