@@ -223,3 +223,41 @@ class TestEnvironment:
         first.note()
         second = Agent("t", provider=provider, log=False, toolstore_root=tmp_path)
         assert ("seen" in first.runtime_context, "seen" in second.runtime_context) == (True, False)
+
+
+class TestOutcomeRules:
+    """The request guide's rules for a returned Outcome, as the runtime applies them."""
+
+    def _guide(self) -> str:
+        provider = ScriptedProvider({("t", "run"): "result = 1"})
+        Agent("t", provider=provider, log=False, toolstore_root=None).run()
+        request = provider.requests[0]
+        return request.system_prompt + request.user_prompt
+
+    def test_the_guide_states_the_limits_the_runtime_applies(self) -> None:
+        """The numbers the prompt gives are MAX_ERROR_TYPE_CHARS and MAX_ERROR_MESSAGE_CHARS."""
+        from recurgent.outcome import MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_TYPE_CHARS
+
+        guide = self._guide()
+
+        assert (MAX_ERROR_TYPE_CHARS, MAX_ERROR_MESSAGE_CHARS) == (64, 10_000)
+        assert "short snake_case identifier (at most 64 characters)" in guide
+        assert "error_message plain text (at most 10,000 characters)" in guide
+
+    @pytest.mark.parametrize(("length", "kept"), [(64, True), (65, False)])
+    def test_an_error_type_at_the_limit_is_kept(self, length: int, kept: bool) -> None:
+        """A 64-character identifier is the answer's type; 65 characters is refused."""
+        error_type = "e" * length
+        code = f"return Outcome.error(error_type={error_type!r}, error_message='no')"
+
+        outcome, _, _ = _run(code)
+
+        assert (outcome.error_type == error_type) is kept
+
+    def test_own_outcome_names_the_call_and_a_tools_keeps_the_tools(self) -> None:
+        """One the program builds is this call's; a tool's answer passed on stays the tool's."""
+        own, _, _ = _run("return Outcome.ok(5)")
+        passed, _, _ = _run("return delegate('helper').run()")
+
+        assert (own.value, own.tool_role, own.method_name) == (5, "t", "run")
+        assert (passed.value, passed.tool_role, passed.method_name) == (1, "helper", "run")
