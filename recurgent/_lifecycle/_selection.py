@@ -72,13 +72,21 @@ class Route:
     reason: str
 
 
+# Immutable answers every persisted call gives, made once.
+_PERSISTENCE_OFF = Start("generate", "persistence_off")
+_HIT = Start("persisted", "hit")
+_ANSWERED: dict[str, Route] = {
+    kind: Route("return", kind, None, kind) for kind in ("ok", "domain_error")
+}
+
+
 def plan_call(lookup: Lookup | None) -> Start:
     """Run the stored program when the store says it is reusable; ``None`` means the agent
     has persistence turned off."""
     if lookup is None:
-        return Start("generate", "persistence_off")
+        return _PERSISTENCE_OFF
     if lookup.reusable:
-        return Start("persisted", "hit")
+        return _HIT
     return Start("generate", lookup.reason)
 
 
@@ -127,7 +135,7 @@ def after_persisted(
     """
     kind, klass = _classify(outcome, raised)
     if kind != "failure":
-        return Route("return", kind, None, kind)
+        return _ANSWERED[kind]
     if stalled:
         klass = "intrinsic"
     if klass == "extrinsic":
@@ -143,7 +151,7 @@ def after_repair(outcome: Outcome | None, *, raised: bool) -> Route:
     falls through to a fresh generation."""
     kind, klass = _classify(outcome, raised)
     if kind != "failure":
-        return Route("return", kind, None, kind)
+        return _ANSWERED[kind]
     if klass == "extrinsic":
         return Route("return", kind, klass, "extrinsic")
     return Route("regenerate", kind, klass, "repair_failed")

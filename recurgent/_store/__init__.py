@@ -101,6 +101,9 @@ class WriteResult:
     quarantined_to: Path | None = None
 
 
+_DEFERRED = WriteResult(False, "deferred")
+
+
 def _parse(loaded: Loaded) -> ArtifactRecord | None:
     try:
         return ArtifactRecord.model_validate(loaded.data)
@@ -283,7 +286,7 @@ class Store:
                 _pending.write_runs(path, self.root, delta)
         if due:
             _pending.flush_due()
-        return WriteResult(False, "deferred")
+        return _DEFERRED
 
     # ----------------------------------------------------------------- registry
 
@@ -344,7 +347,7 @@ class Store:
         due = _pending.USES.fold(registry_path(self.root), self.root, dict, add)
         if due:
             _pending.flush_due()
-        return WriteResult(False, "deferred")
+        return _DEFERRED
 
     def _write(self, action: Callable[[], Any]) -> WriteResult:
         try:
