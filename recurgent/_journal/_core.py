@@ -21,16 +21,16 @@ from recurgent._journal._kinds import (
     HOST_CALLABLES,
     HOST_KINDS,
     Fresh,
-    HostCall,
     HostKind,
     Withheld,
+    guarded,
     shareable,
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
 from recurgent.outcome import Outcome
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "running_journal"]
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
 _DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, collections.defaultdict})
@@ -238,9 +238,14 @@ class Journal:
         start = host.fill(value, copy, lambda item, step: self._copy(item, (*path, step)))
         return self._record(copy, value, start, path, host)
 
+    @property
+    def guard(self) -> Callable[[], None] | None:
+        """What a host function handed to this attempt calls first (``None``: no guard)."""
+        return self._guard
+
     def _wrap_call(self, value: Any, guard: Callable[[], None]) -> Any:
         # Stored back into memory, the wrapper resolves to the function (original_of).
-        wrapper = HostCall(value, guard)
+        wrapper = guarded(value, guard)
         self._copies[id(value)] = wrapper
         self._originals[id(wrapper)] = value
         self._keep.append(value)
@@ -406,3 +411,16 @@ class Journal:
             return Patch(entry.original, entry.path, "extend", items=tail)
         rebuilt = [rebuild(item, f"{where}[{i}]", resolve=resolve) for i, item in enumerate(items)]
         return Patch(entry.original, entry.path, "replace", items=rebuilt)
+
+
+def running_journal() -> Journal | None:
+    """The journal of the innermost attempt running in this context, or ``None`` outside any.
+
+    Values another agent's handle reads are copied by the sandbox boundary, not by this
+    journal; they still belong to this attempt, so host code among them takes its guard.
+    """
+    running = ACTIVE.get()
+    if not running:
+        return None
+    journal = running[-1][1]._journal
+    return journal if isinstance(journal, Journal) else None

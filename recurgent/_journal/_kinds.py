@@ -40,7 +40,16 @@ from typing import Any
 from recurgent._journal._writes import MISSING, Patch, Path
 from recurgent.errors import NonSerializableResultError
 
-__all__ = ["HOST_CALLABLES", "HOST_KINDS", "Fresh", "HostCall", "HostKind", "Withheld", "shareable"]
+__all__ = [
+    "HOST_CALLABLES",
+    "HOST_KINDS",
+    "Fresh",
+    "HostCall",
+    "HostKind",
+    "Withheld",
+    "guarded",
+    "shareable",
+]
 
 #: How the journal copies one value found inside a host object: ``child(value, step)``.
 Child = Callable[[Any, Any], Any]
@@ -459,3 +468,11 @@ def shareable(value: Any) -> bool:
 
 def _plain_or_shared(value: Any) -> bool:
     return type(value) in (str, int, float, bool, bytes, type(None)) or shareable(value)
+
+
+def guarded(value: Any, guard: Callable[[], None]) -> Any:
+    """Shared host code as generated code gets it: a host function, bound method or partial
+    wrapped in a :class:`HostCall` (red-team F12), anything else as it is."""
+    if type(value) in HOST_CALLABLES:
+        return HostCall(value, guard)
+    return value

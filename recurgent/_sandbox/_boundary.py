@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._journal import MemoryView
-from recurgent._journal._kinds import HOST_KINDS, Withheld, shareable
+from recurgent._journal._core import running_journal
+from recurgent._journal._kinds import HOST_CALLABLES, HOST_KINDS, Withheld, guarded, shareable
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
@@ -384,7 +385,9 @@ def inbound(value: Any, handle_for: Callable[[object], HandleOps | None]) -> Any
     Agents become handles; every mutable container the program could change in place (dicts
     and their collections subclasses, lists, deques, sets, bytearrays, and the tuples,
     namedtuples and Outcomes holding them) is copied, so writes stay in the attempt and never
-    reach the other agent's memory. Shared and cyclic containers stay shared and cyclic.
+    reach the other agent's memory. Shared and cyclic containers stay shared and cyclic. Host
+    code the other agent holds is guarded by the running attempt, as the attempt's own memory's
+    is (red-team F12, ADR 0068): called after that attempt ended, it raises the attempt's stop.
     """
     return _Inbound(handle_for).value(value, 0)
 
@@ -451,7 +454,23 @@ class _Inbound:
             self._memo[id(value)] = made
             host.fill(value, made, lambda item, _step: self.value(item, depth))
             return made
-        return value if shareable(value) else Withheld(value)
+        if not shareable(value):
+            return Withheld(value)
+        if kind in HOST_CALLABLES:
+            return self._guarded(value)
+        return value
+
+    def _guarded(self, value: Any) -> Any:
+        journal = running_journal()
+        if journal is None:
+            # Read while no attempt runs here (a leaked generator's late cleanup): nothing
+            # may call it, so it is handed out inert.
+            made: Any = Withheld(value)
+        else:
+            guard = journal.guard
+            made = value if guard is None else guarded(value, guard)
+        self._memo[id(value)] = made
+        return made
 
 
 def _setter(kind: type) -> Callable[[Any, Any, Any], None]:
