@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from recurgent._journal._kinds import (
-    HOST_CALLABLES,
     HOST_KINDS,
     Fresh,
     HostKind,
     Withheld,
     guarded,
+    needs_guard,
     shareable,
 )
 from recurgent._journal._view import ACTIVE, MemoryView
@@ -206,7 +206,7 @@ class Journal:
         if host is not None:
             return self._copy_host(host, value, path)
         if shareable(value) or (self._is_agent is not None and self._is_agent(value)):
-            if self._guard is not None and kind in HOST_CALLABLES:
+            if self._guard is not None and needs_guard(value):
                 return self._wrap_call(value, self._guard)
             return value
         return self._withhold(value)

@@ -9,7 +9,9 @@ holds the rules for the other objects a host may put in memory (ADR 0057), decid
   ``UserList``, ``UserString``, ``ChainMap`` and ``ElementTree.ElementTree`` (a shell whose
   attributes are copied like any value, so their containers are journaled);
 * **shared**: values nobody can change (dates, numbers, patterns, UUIDs, enum members) and host
-  code (functions, classes, modules, agents, methods of objects the journal does not copy);
+  code (functions, classes, agents, methods of objects the journal does not copy); given a
+  guard, host functions and classes are handed out as :class:`HostCall`/:class:`HostClass`,
+  which refuse to run once the attempt ended (F12, ADR 0068);
 * **withheld**: everything else. Generated code gets a :class:`Withheld` stand-in with no
   attributes and no operators; stored back into memory it is resolved to the original, so
   moving it around works, using it does not. A failed attempt cannot have changed
@@ -45,6 +47,7 @@ __all__ = [
     "HOST_KINDS",
     "Fresh",
     "HostCall",
+    "HostClass",
     "HostKind",
     "Withheld",
     "guarded",
@@ -108,6 +111,77 @@ class HostCall:
         return f"<host function {name}>"
 
     __str__ = __repr__
+
+
+class HostClass(HostCall):
+    """A host class memory holds, as generated code gets it (red-team R2, ADR 0068).
+
+    Calling it constructs an instance while its attempt runs and raises the attempt's stop
+    afterwards, as :class:`HostCall` does: a leaked generator's late cleanup cannot run the
+    class's ``__init__``. ``isinstance``/``issubclass`` against it, ``==`` and hashing answer
+    for the class itself, iteration and item reads go to the class (an enum's members), and
+    the attribute policy reads its attributes by the class's own rules, guarding host code it
+    returns. Subclassing it is refused: a subclass would construct the host class unguarded.
+    Stored in memory, it resolves to the class.
+    """
+
+    __slots__ = ("__name__", "__qualname__")
+
+    def __init__(self, cls: type, guard: Callable[[], None]) -> None:
+        super().__init__(cls, guard)
+        self.__name__ = str.__str__(cls.__name__)
+        self.__qualname__ = str.__str__(cls.__qualname__)
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        return isinstance(instance, self._function)
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        return issubclass(unwrap_class(subclass), self._function)
+
+    def __eq__(self, other: object) -> bool:
+        return self._function is unwrap_class(other)
+
+    def __hash__(self) -> int:
+        return hash(self._function)
+
+    # An enum's members, by iteration and by name; any other class refuses these as a class
+    # does (C[int] would hand out an alias that constructs the class unguarded).
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._enum())
+
+    def __len__(self) -> int:
+        return len(self._enum())
+
+    def __contains__(self, item: Any) -> bool:
+        return item in self._enum()
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._enum()[key]
+
+    def _enum(self) -> Any:
+        if isinstance(self._function, enum.EnumMeta):
+            return self._function
+        raise TypeError(f"the host class {self.__name__} is neither iterable nor subscriptable")
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        raise TypeError(
+            f"the host class {self.__name__} from memory cannot be subclassed by generated "
+            "code; call it, or define a class of your own"
+        )
+
+    def __repr__(self) -> str:
+        return f"<host class {self.__qualname__}>"
+
+    __str__ = __repr__
+
+    def guarded(self, value: Any) -> Any:
+        """``value`` read from the class (a classmethod, a nested class) under the same guard."""
+        return guarded(value, self._guard)
+
+
+def unwrap_class(value: Any) -> Any:
+    """The class a :class:`HostClass` stands for, or ``value`` itself."""
+    return value._function if type(value) is HostClass else value
 
 
 class Fresh:
@@ -427,10 +501,11 @@ _IMMUTABLE = frozenset(
     }
 )
 # Host code: calling it is what the host stored it for (its effects are the host's, ADR 0057).
+# Modules are not among it: generated code can read none of a raw module's attributes, so one
+# is withheld (ADR 0068); a builtin bound to a module (math.sqrt) is still shared.
 _CODE = frozenset(
     {
         types.FunctionType,
-        types.ModuleType,
         types.MethodDescriptorType,
         types.WrapperDescriptorType,
         types.ClassMethodDescriptorType,
@@ -467,12 +542,25 @@ def shareable(value: Any) -> bool:
 
 
 def _plain_or_shared(value: Any) -> bool:
-    return type(value) in (str, int, float, bool, bytes, type(None)) or shareable(value)
+    kind = type(value)
+    return kind in (str, int, float, bool, bytes, type(None), types.ModuleType) or shareable(value)
+
+
+def needs_guard(value: Any) -> bool:
+    """Whether ``value`` (shared) is host code a leaked generator could run after its attempt:
+    a host function, bound method or partial (F12), or a class that is not a builtin type
+    (constructing it runs its ``__init__``, ADR 0068)."""
+    if type(value) in HOST_CALLABLES:
+        return True
+    return isinstance(value, type) and value.__module__ != "builtins"
 
 
 def guarded(value: Any, guard: Callable[[], None]) -> Any:
     """Shared host code as generated code gets it: a host function, bound method or partial
-    wrapped in a :class:`HostCall` (red-team F12), anything else as it is."""
+    in a :class:`HostCall` (red-team F12), a host class in a :class:`HostClass` (ADR 0068),
+    anything else as it is."""
     if type(value) in HOST_CALLABLES:
         return HostCall(value, guard)
+    if isinstance(value, type) and value.__module__ != "builtins":
+        return HostClass(value, guard)
     return value

@@ -35,7 +35,14 @@ from typing import Any
 
 from recurgent._journal import MemoryView
 from recurgent._journal._core import running_journal
-from recurgent._journal._kinds import HOST_CALLABLES, HOST_KINDS, Withheld, guarded, shareable
+from recurgent._journal._kinds import (
+    HOST_KINDS,
+    HostClass,
+    Withheld,
+    guarded,
+    needs_guard,
+    shareable,
+)
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
@@ -82,7 +89,7 @@ def _unplain_reason(value: Any) -> str:
         return "an agent handle"
     if isinstance(value, ModuleFacade):
         return "a module"
-    if isinstance(value, type | SealedType):
+    if isinstance(value, type | SealedType | HostClass):
         return f"the class {str.__str__(value.__name__)}"
     if isinstance(value, Iterator | types.GeneratorType) or type(value) in _VIEWS:
         return "an iterator"
@@ -456,7 +463,7 @@ class _Inbound:
             return made
         if not shareable(value):
             return Withheld(value)
-        if kind in HOST_CALLABLES:
+        if needs_guard(value):
             return self._guarded(value)
         return value
 

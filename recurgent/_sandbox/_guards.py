@@ -22,6 +22,7 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
+from recurgent._journal._kinds import HostClass, unwrap_class
 from recurgent._sandbox._checked_methods import ElementWriter, SafeFormatter, special_methods
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
@@ -158,6 +159,9 @@ class AttributePolicy:
             )
         if isinstance(obj, type):
             return self._class_attribute(obj, name)
+        if kind is HostClass:
+            # A host class from memory: the class's own rules, host code guarded (ADR 0068).
+            return obj.guarded(self._class_attribute(unwrap_class(obj), name))
         if is_sandbox_made(obj) or is_namedtuple_class(kind):
             return getattr(obj, name)
         if isinstance(obj, super):
@@ -199,7 +203,13 @@ class AttributePolicy:
     @staticmethod
     def _readable_dunder(obj: Any, name: str) -> Any:
         named = isinstance(
-            obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType | SealedCallable
+            obj,
+            type
+            | types.FunctionType
+            | types.BuiltinFunctionType
+            | SealedType
+            | SealedCallable
+            | HostClass,
         )
         if name == "__class__":
             return type_of(obj)

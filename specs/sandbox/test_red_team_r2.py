@@ -7,8 +7,13 @@ Each class names its finding (G1 to G5), the payload, what used to happen and wh
 
 from __future__ import annotations
 
+import datetime
+import enum
 import gc
-from collections.abc import Callable
+import json
+import math
+from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 import pytest
 
@@ -126,3 +131,185 @@ class TestAnotherAgentsHostFunctions:
 
         assert (outcome.status, outcome.error_type) == ("error", "execution")
         assert calls == ["during"] * provider.calls and provider.calls >= 1
+
+
+class _Parser:
+    """A host class a user stores for generated code to instantiate."""
+
+    made: ClassVar[list[str]] = []
+
+    def __init__(self, text: str) -> None:
+        _Parser.made.append(text)
+        self.text = text
+
+    @classmethod
+    def empty(cls) -> _Parser:
+        return cls("")
+
+
+class _OpenParser(_Parser):
+    """A host class whose instances the user opened to generated code."""
+
+    _sandbox_public_ = frozenset({"text"})
+
+
+class _Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+@pytest.fixture
+def parser_calls() -> Iterator[list[str]]:
+    _Parser.made.clear()
+    yield _Parser.made
+    _Parser.made.clear()
+
+
+class TestHostClassesInMemory:
+    """Finding G2 (fixed): a host class in memory (own or another agent's) was shared as it
+    was, so a leaked generator's late cleanup constructed it, running its ``__init__`` after
+    the attempt failed.
+
+    Payload: ``C = context['parser_cls']``, a leaked generator whose cleanup calls
+    ``C('late')``, then ``raise ValueError``. The journal (and ``inbound``) now hand a host class
+    out as a guarded ``HostClass``: it constructs during the attempt and raises the attempt's
+    stop afterwards (ADR 0068).
+    """
+
+    @pytest.mark.parametrize("read", ["context['parser_cls']", "delegate('c').parser_cls"])
+    def test_a_leaked_generator_cannot_construct_it_later(
+        self, read: str, parser_calls: list[str]
+    ) -> None:
+        """After ``gc.collect()`` the class was constructed once, during the attempt."""
+        host = Host(memory={"parser_cls": _Parser})
+        host.child("c").memory["parser_cls"] = _Parser
+        source = _leaking("C('late')", f"C = {read}\nC('during')\nraise ValueError('fail')")
+
+        result = execute(source, host=host)
+        gc.collect()
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert parser_calls == ["during"]
+
+    def test_legitimate_uses_keep_working(self, parser_calls: list[str]) -> None:
+        """Constructing, isinstance, ==, the name, a classmethod and storing it back all work;
+        memory keeps the class itself."""
+        host = Host(memory={"parser_cls": _Parser})
+        source = (
+            "C = context['parser_cls']\n"
+            "p = C('a')\n"
+            "context['again'] = C\n"
+            "result = [isinstance(p, C), isinstance(1, C), C == C, C.__name__, repr(C)]"
+        )
+
+        result = execute(source, host=host)
+
+        assert (result.error, result.value) == (
+            None,
+            [True, False, True, "_Parser", "<host class _Parser>"],
+        )
+        assert host.memory == {"parser_cls": _Parser, "again": _Parser}
+        assert parser_calls == ["a"]
+
+    def test_a_stdlib_class_keeps_its_class_methods(self) -> None:
+        """``context['date_cls'].fromisoformat`` is the class's own, and builds a date."""
+        host = Host(memory={"date_cls": datetime.date})
+
+        result = execute(
+            "d = context['date_cls'].fromisoformat('2026-12-02')\n"
+            "result = [d.year, isinstance(d, context['date_cls'])]",
+            host=host,
+        )
+
+        assert (result.error, result.value) == (None, [2026, True])
+
+    def test_an_enum_class_iterates_and_looks_up(self) -> None:
+        """Members by name and by value, in order, counted and contained, as on the class."""
+        host = Host(memory={"Color": _Color})
+
+        result = execute(
+            "C = context['Color']\n"
+            "result = [C['BLUE'] == C(2), list(C) == [C(1), C(2)], len(C), C(1) in C]",
+            host=host,
+        )
+
+        assert (result.error, result.value) == (None, [True, True, 2, True])
+
+    def test_subclassing_it_is_refused_with_a_clear_error(self) -> None:
+        """A subclass would construct the host class unguarded: ``TypeError`` naming the rule."""
+        host = Host(memory={"parser_cls": _Parser})
+
+        result = execute("class Mine(context['parser_cls']):\n    pass\nresult = 1", host=host)
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert (
+            "TypeError: the host class _Parser from memory cannot be subclassed by generated "
+            "code; call it, or define a class of your own"
+        ) in str(result.error)
+
+    def test_a_generic_alias_of_it_is_refused(self) -> None:
+        """``C[int]`` would be an alias that constructs the class unguarded: a ``TypeError``."""
+        host = Host(memory={"parser_cls": _Parser})
+
+        result = execute("K = context['parser_cls'][int]\nresult = 1", host=host)
+
+        assert result.error is not None and (
+            "TypeError: the host class _Parser is neither iterable nor subscriptable"
+        ) in str(result.error)
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="open (ADR 0068): type() of an instance of a class the user opened with "
+        "_sandbox_public_ returns the class itself, unguarded",
+    )
+    def test_type_of_an_opened_instance_does_not_reach_the_class(
+        self, parser_calls: list[str]
+    ) -> None:
+        """Payload: ``K = type(context['cls']('a'))`` kept by a leaked generator whose cleanup
+        calls ``K('late')``. ``type()`` exposes a class that declares ``_sandbox_public_``, so
+        the late cleanup still constructs it."""
+        host = Host(memory={"cls": _OpenParser})
+        source = _leaking(
+            "K('late')", "K = type(context['cls']('a'))\nraise ValueError('fail the attempt')"
+        )
+
+        execute(source, host=host)
+        gc.collect()
+
+        assert parser_calls == ["a"]
+
+
+class TestHostModulesInMemory:
+    """Finding G2 (decided): a module in memory was shared as it was. Generated code can read
+    none of a raw module's attributes, so nothing legitimate used it; it is now withheld like
+    any object the journal cannot copy, and stored back it is the module again (ADR 0068)."""
+
+    @pytest.mark.parametrize("read", ["context['mod']", "delegate('c').mod"])
+    def test_a_module_is_an_inert_stand_in(self, read: str) -> None:
+        """Its repr says it is withheld; reading an attribute fails naming the stand-in."""
+        host = Host(memory={"mod": json})
+        host.child("c").memory["mod"] = json
+
+        text = execute(f"result = repr({read})", host=host)
+        used = execute(f"result = {read}.dumps([1])", host=host)
+
+        assert (text.error, text.value) == (
+            None,
+            "<withheld module object: the runtime cannot undo changes to it, "
+            "so generated code cannot use it>",
+        )
+        assert used.error is not None and "attribute 'dumps' of Withheld objects" in str(used.error)
+
+    def test_moved_within_memory_it_stays_the_module(self) -> None:
+        """``context['copy'] = context['mod']`` commits the module itself."""
+        host = Host(memory={"mod": json})
+
+        result = execute("context['copy'] = context['mod']\nresult = 1", host=host)
+
+        assert result.error is None and host.memory == {"mod": json, "copy": json}
+
+    def test_a_builtin_bound_to_a_module_is_still_callable(self) -> None:
+        """``math.sqrt`` stored in memory is a guarded host function, not withheld."""
+        host = Host(memory={"sqrt": math.sqrt})
+
+        assert execute("result = context['sqrt'](16.0)", host=host).value == 4.0
