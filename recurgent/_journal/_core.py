@@ -23,11 +23,13 @@ from recurgent._journal._kinds import (
     HostKind,
     Withheld,
     guarded,
+    is_plain_factory,
     needs_guard,
     shareable,
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
+from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
 __all__ = ["Journal", "running_journal"]
@@ -42,7 +44,8 @@ _ORDERED = collections.OrderedDict
 class _Copied:
     """An object copied into the view: the copy, its original and the copy's first contents.
 
-    ``kind`` is the host rule that copied it (``None`` for a builtin container).
+    ``kind`` is the host rule that copied it (``None`` for a builtin container); ``factory``
+    the default factory a defaultdict's copy started with.
     """
 
     copy: Any
@@ -50,6 +53,7 @@ class _Copied:
     contents: Any
     path: Path
     kind: HostKind | None = None
+    factory: Any = MISSING  # a defaultdict copy's default factory when copied
 
 
 def _items(mapping: Any) -> list[tuple[Any, Any]]:
@@ -213,11 +217,16 @@ class Journal:
 
     def _copy_dict(self, value: Any, path: Path) -> Any:
         kind = type(value)
-        copy: Any = (
-            collections.defaultdict(value.default_factory)
-            if kind is collections.defaultdict
-            else kind()
-        )
+        factory: Any = MISSING
+        if kind is collections.defaultdict:
+            # Host code the program calls on a missing key: guarded like any (F12, ADR 0069);
+            # a factory the journal withholds leaves the copy without one.
+            factory = self._copy(value.default_factory, (*path, "default_factory"))
+            if not callable(factory):
+                factory = None
+            copy: Any = collections.defaultdict(factory)
+        else:
+            copy = kind()
         # An OrderedDict keeps its order outside the dict storage: written through its own
         # __setitem__, or move_to_end on the copy would not find the key.
         store = collections.OrderedDict.__setitem__ if kind is _ORDERED else dict.__setitem__
@@ -226,7 +235,9 @@ class Journal:
             # A key hashed by identity may be a host object (an Element): copied like a value.
             copied_key = key if type(key) in _ATOMS else self._copy(key, path)
             store(copy, copied_key, self._copy(item, (*path, key)))
-        return self._record(copy, value, _items(copy), path)
+        self._record(copy, value, _items(copy), path)
+        self._copied[-1].factory = factory
+        return copy
 
     def _copy_host(self, host: HostKind, value: Any, path: Path) -> Any:
         copy = host.make(value)
@@ -339,6 +350,8 @@ class Journal:
                 )
             else:
                 patch = self._patch(entry, rebuild, resolve)
+                if entry.factory is not MISSING and entry.copy.default_factory is not entry.factory:
+                    writes.patches.append(_factory_patch(entry, resolve))
             if patch is not None:
                 writes.patches.append(patch)
         writes.after.extend(self._after)
@@ -411,6 +424,26 @@ class Journal:
             return Patch(entry.original, entry.path, "extend", items=tail)
         rebuilt = [rebuild(item, f"{where}[{i}]", resolve=resolve) for i, item in enumerate(items)]
         return Patch(entry.original, entry.path, "replace", items=rebuilt)
+
+
+def _factory_patch(entry: _Copied, resolve: Callable[[Any], Any | None]) -> Patch:
+    """The default factory a program set on memory's defaultdict, for commit (ADR 0069).
+
+    A plain factory (``list``, ``int``, ``None``...) or host code memory held (resolved to the
+    host's own) commits; anything the attempt made would run program code in the host on
+    every missing key after the attempt, and is refused as its result would be.
+    """
+    factory = entry.copy.default_factory
+    held = resolve(factory)
+    if held is None:
+        if not is_plain_factory(factory):
+            raise NonSerializableResultError(
+                f"{_where(entry.path)}.default_factory is not a plain factory (list, dict, set, "
+                "int, float, str, tuple, bool, bytes or None); a defaultdict in memory may not "
+                "hold a function or class defined in an attempt"
+            )
+        held = factory
+    return Patch(entry.original, entry.path, "attrs", set={"default_factory": held})
 
 
 def running_journal() -> Journal | None:

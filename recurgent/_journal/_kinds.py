@@ -45,17 +45,29 @@ from recurgent.errors import NonSerializableResultError
 __all__ = [
     "HOST_CALLABLES",
     "HOST_KINDS",
+    "PLAIN_FACTORIES",
     "Fresh",
     "HostCall",
     "HostClass",
     "HostKind",
     "Withheld",
     "guarded",
+    "is_plain_factory",
     "shareable",
 ]
 
 #: How the journal copies one value found inside a host object: ``child(value, step)``.
 Child = Callable[[Any, Any], Any]
+
+#: The default factories a defaultdict that leaves an attempt may have (compared by identity,
+#: so no ``__eq__`` or ``__hash__`` of a program's object runs).
+PLAIN_FACTORIES = (None, list, dict, set, int, float, str, tuple, bool, bytes)
+
+
+def is_plain_factory(factory: Any) -> bool:
+    """Whether ``factory`` is one of :data:`PLAIN_FACTORIES`."""
+    return any(factory is plain for plain in PLAIN_FACTORIES)
+
 
 # The deepest element tree an attempt may build and commit (the boundary's value depth).
 _MAX_ELEMENT_DEPTH = 64

@@ -40,6 +40,7 @@ from recurgent._journal._kinds import (
     HostClass,
     Withheld,
     guarded,
+    is_plain_factory,
     needs_guard,
     shareable,
 )
@@ -77,7 +78,6 @@ _KEPT_BASES = (
 )
 _DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, MemoryView})
 _VIEWS = frozenset({type({}.keys()), type({}.values()), type({}.items())})
-_FACTORIES = frozenset({None, list, dict, set, int, float, str, tuple, bool, bytes})
 
 
 class _Refused(Exception):
@@ -257,7 +257,7 @@ class _Rebuilder:
     def _dict(self, value: Any, kind: type, where: str, depth: int) -> Any:
         if kind is collections.defaultdict:
             factory = value.default_factory
-            if factory not in _FACTORIES:
+            if not is_plain_factory(factory):
                 raise _Refused(f"{where} holds a defaultdict whose default factory is a function")
             built: Any = collections.defaultdict(factory)
         elif kind is MemoryView or kind is dict:
@@ -428,11 +428,12 @@ class _Inbound:
                 }
             )
         if kind in _INBOUND_DICTS:
-            built: Any = (
-                collections.defaultdict(value.default_factory)
-                if kind is collections.defaultdict
-                else kind()
-            )
+            if kind is collections.defaultdict:
+                # The factory is host code the program calls on a missing key: guarded.
+                factory = self.value(value.default_factory, depth)
+                built: Any = collections.defaultdict(factory if callable(factory) else None)
+            else:
+                built = kind()
             self._memo[id(value)] = built
             store = _setter(kind)
             for key, item in list(dict.items(value)):

@@ -7,13 +7,14 @@ Each class names its finding (G1 to G5), the payload, what used to happen and wh
 
 from __future__ import annotations
 
+import collections
 import datetime
 import enum
 import gc
 import json
 import math
 from collections.abc import Callable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -313,3 +314,94 @@ class TestHostModulesInMemory:
         host = Host(memory={"sqrt": math.sqrt})
 
         assert execute("result = context['sqrt'](16.0)", host=host).value == 4.0
+
+
+def _make_entry() -> list[str]:
+    return ["new"]
+
+
+class TestDefaultdictFactories:
+    """Finding G3 (fixed): a program that set ``default_factory`` on memory's defaultdict
+    changed only the attempt's copy; the host kept its factory silently while the keys the new
+    factory made committed.
+
+    Payload: ``d = context['d']; d.default_factory = int; d['x']``. The journal compared a
+    defaultdict's items only. It now records the factory a copy started with and commits a
+    changed one into the host's defaultdict (a plain factory, or host code memory held);
+    one the attempt made is refused and the attempt rolls back (ADR 0069). A host function
+    as factory is guarded like any host function in memory (F12).
+    """
+
+    def test_a_new_plain_factory_commits_into_the_hosts_defaultdict(self) -> None:
+        """The host's own defaultdict now makes ints; the key the attempt read holds 0."""
+        groups: collections.defaultdict[str, Any] = collections.defaultdict(list)
+        host = Host(memory={"d": groups})
+
+        result = execute("d = context['d']\nd.default_factory = int\nresult = d['x']", host=host)
+
+        assert (result.error, result.value) == (None, 0)
+        assert host.memory["d"] is groups
+        assert (groups.default_factory, dict(groups)) == (int, {"x": 0})
+
+    def test_a_failed_attempt_leaves_the_factory(self) -> None:
+        """Set, used, then the attempt fails: factory and items are what they were."""
+        groups: collections.defaultdict[str, Any] = collections.defaultdict(list)
+        host = Host(memory={"d": groups})
+
+        result = execute(
+            "d = context['d']\nd.default_factory = int\nd['x'] += 1\nraise ValueError('no')",
+            host=host,
+        )
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert (groups.default_factory, dict(groups)) == (list, {})
+
+    @pytest.mark.parametrize("factory", ["lambda: 1", "Maker", "print"])
+    def test_a_factory_the_attempt_made_is_refused(self, factory: str) -> None:
+        """A function or class of the attempt would run program code in the host on every
+        missing key: ``non_serializable_result``, nothing written."""
+        groups: collections.defaultdict[str, Any] = collections.defaultdict(list)
+        host = Host(memory={"d": groups})
+        source = f"class Maker:\n    pass\ncontext['d'].default_factory = {factory}\nresult = 1"
+
+        result = execute(source, host=host)
+
+        assert result.error is not None and result.error.error_type == "non_serializable_result"
+        assert str(result.error) == (
+            "context['d'].default_factory is not a plain factory (list, dict, set, int, float, "
+            "str, tuple, bool, bytes or None); a defaultdict in memory may not hold a function "
+            "or class defined in an attempt"
+        )
+        assert (groups.default_factory, dict(groups)) == (list, {})
+
+    def test_a_host_function_memory_holds_may_become_the_factory(self) -> None:
+        """``context['d'].default_factory = context['make']`` commits the host function itself."""
+        groups: collections.defaultdict[str, Any] = collections.defaultdict(list)
+        host = Host(memory={"d": groups, "make": _make_entry})
+
+        result = execute(
+            "d = context['d']\nd.default_factory = context['make']\nresult = d['k']", host=host
+        )
+
+        assert (result.error, result.value) == (None, ["new"])
+        assert groups.default_factory is _make_entry and dict(groups) == {"k": ["new"]}
+
+    @pytest.mark.parametrize("read", ["context['d']", "delegate('c').d"])
+    def test_a_host_function_factory_is_guarded(self, read: str) -> None:
+        """A leaked generator's cleanup reading a missing key calls no host code after the
+        attempt; during the attempt the factory runs."""
+        calls: list[str] = []
+
+        def make() -> list[str]:
+            calls.append("made")
+            return []
+
+        host = Host(memory={"d": collections.defaultdict(make)})
+        host.child("c").memory["d"] = collections.defaultdict(make)
+        source = _leaking("d['late']", f"d = {read}\nd['during']\nraise ValueError('fail')")
+
+        result = execute(source, host=host)
+        gc.collect()
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert calls == ["made"]
