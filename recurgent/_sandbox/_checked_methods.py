@@ -29,7 +29,9 @@ from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._sizes import check_format_spec
 
 __all__ = [
+    "ITEM_WRITTEN_TYPES",
     "ElementWriter",
+    "ItemWriter",
     "SafeFormatter",
     "checked_expand",
     "checked_sub",
@@ -305,6 +307,41 @@ class ElementWriter:
 
     def __delattr__(self, name: str) -> None:
         delattr(self._element, name)
+
+
+#: Wrappers whose items generated code writes through :class:`ItemWriter` (ADR 0069).
+ITEM_WRITTEN_TYPES = frozenset({collections.ChainMap, collections.UserDict, collections.UserList})
+
+
+class ItemWriter:
+    """What ``c[k] = v`` and ``del c[k]`` write through for a ``ChainMap``, ``UserDict`` or
+    ``UserList`` (the policy's ``_write_`` hook): the wrapper's own item methods, as its
+    ``update``/``append`` do; its attributes (``c.maps``, ``u.data``) stay unwritable."""
+
+    __slots__ = ("_target",)
+    _target: Any
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._target[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._target[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(self._refusal(name))
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(self._refusal(name))
+
+    def _refusal(self, name: str) -> str:
+        kind = str.__str__(type(self._target).__name__)
+        return (
+            f"cannot change {kind}.{name}: generated code writes a {kind}'s items "
+            "(x[key] = value), not its attributes"
+        )
 
 
 def _element_adders(tick: Callable[[], bool]) -> dict[str, Binder]:

@@ -23,7 +23,13 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
 from recurgent._journal._kinds import HostClass, unwrap_class
-from recurgent._sandbox._checked_methods import ElementWriter, SafeFormatter, special_methods
+from recurgent._sandbox._checked_methods import (
+    ITEM_WRITTEN_TYPES,
+    ElementWriter,
+    ItemWriter,
+    SafeFormatter,
+    special_methods,
+)
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -286,6 +292,8 @@ class AttributePolicy:
         kind = type(obj)
         if kind is ElementTree.Element:
             return ElementWriter(obj, self._tick)  # item stores checked for cycles (F19)
+        if kind in ITEM_WRITTEN_TYPES:
+            return ItemWriter(obj)  # items as update() writes them; attributes refused (G4)
         writable = kind in MUTABLE_TYPES or kind in OPEN_TYPES or is_sandbox_made(obj)
         if writable and kind is not types.MappingProxyType:
             return obj

@@ -405,3 +405,72 @@ class TestDefaultdictFactories:
 
         assert result.error is not None and result.error.error_type == "execution"
         assert calls == ["made"]
+
+
+class TestChainMapWrites:
+    """Finding G4 (fixed): ``c['k'] = v`` on a ``ChainMap`` was refused as a guardrail violation
+    while ``c.update(k=v)`` on the same object worked (``UserDict``/``UserList`` the same).
+
+    Payload: ``c = context['c']; c['b'] = 2`` and the program's own ``ChainMap``. The policy's
+    write hook now hands out an item writer for these wrappers: items are written as
+    ``update``/``append`` write them, and memory's copy commits or rolls back with the attempt;
+    their attributes stay unwritable (ADR 0069).
+    """
+
+    @pytest.mark.parametrize(
+        ("build", "writes", "expected"),
+        [
+            ("collections.ChainMap({}, {'z': 1})", "c['a'] = 1\nc['a'] += 1", {"a": 2, "z": 1}),
+            ("collections.ChainMap({'a': 1})", "del c['a']\nc['b'] = 2", {"b": 2}),
+            ("collections.UserDict()", "c['a'] = 1\nc['a'] += 1", {"a": 2}),
+            ("collections.UserList([1, 2, 3])", "c[0] = 5\nc[1:] = [9]\ndel c[1]", [5]),
+        ],
+    )
+    def test_item_writes_on_the_programs_own_wrapper_work(
+        self, build: str, writes: str, expected: Any
+    ) -> None:
+        """Assignment, augmented assignment, slices and deletes as on a dict or list."""
+        converter = "list" if "UserList" in build else "dict"
+        source = f"import collections\nc = {build}\n{writes}\nresult = {converter}(c)"
+
+        result = execute(source)
+
+        assert (result.error, result.value) == (None, expected)
+
+    @pytest.mark.parametrize("write", ["c['b'] = 2", "c.update(b=2)"])
+    def test_memorys_chainmap_commits_item_writes_and_update_alike(self, write: str) -> None:
+        """Both forms write memory's first mapping, in place."""
+        first: dict[str, int] = {"a": 1}
+        chain = collections.ChainMap(first, {"z": 0})
+        host = Host(memory={"c": chain})
+
+        result = execute(f"c = context['c']\n{write}\nresult = dict(c)", host=host)
+
+        assert (result.error, result.value) == (None, {"z": 0, "a": 1, "b": 2})
+        assert host.memory["c"] is chain and chain.maps[0] is first
+        assert chain.maps == [{"a": 1, "b": 2}, {"z": 0}]
+
+    @pytest.mark.parametrize("write", ["c['b'] = 2", "c.update(b=2)", "del c['a']"])
+    def test_a_failed_attempt_rolls_both_back(self, write: str) -> None:
+        """Written, then the attempt fails: memory's ChainMap is as it was."""
+        chain = collections.ChainMap({"a": 1}, {"z": 0})
+        host = Host(memory={"c": chain})
+
+        result = execute(f"c = context['c']\n{write}\nraise ValueError('no')", host=host)
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert chain.maps == [{"a": 1}, {"z": 0}]
+
+    @pytest.mark.parametrize("write", ["c.maps = 5", "setattr(c, 'maps', 5)", "del c.maps"])
+    def test_its_attributes_stay_unwritable(self, write: str) -> None:
+        """``c.maps = 5`` would break memory's ChainMap: an ``AttributeError`` naming the rule."""
+        chain = collections.ChainMap({"a": 1})
+        host = Host(memory={"c": chain})
+
+        result = execute(f"c = context['c']\n{write}\nresult = 1", host=host)
+
+        assert result.error is not None and (
+            "AttributeError: cannot change ChainMap.maps: generated code writes a ChainMap's "
+            "items (x[key] = value), not its attributes"
+        ) in str(result.error)
+        assert chain.maps == [{"a": 1}]
