@@ -13,12 +13,14 @@ import enum
 import gc
 import json
 import math
+import random
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
 
 from recurgent import Agent
+from recurgent._sandbox import SandboxLimits
 from recurgent.testing import ScriptedProvider
 from specs.sandbox.support import Host, execute
 
@@ -474,3 +476,61 @@ class TestChainMapWrites:
             "items (x[key] = value), not its attributes"
         ) in str(result.error)
         assert chain.maps == [{"a": 1}]
+
+
+_SHUFFLES = [
+    "import random\nrandom.shuffle(x)",
+    "import random\nrandom.Random(1).shuffle(x)",
+    "import random\nrandom.Random.shuffle(random.Random(1), x)",
+    "context['rng'].shuffle(x)",
+]
+
+
+class TestShuffleIsInterruptible:
+    """Finding G5 (fixed): ``random.shuffle`` of a 10-million-item list ran about 27 s past a
+    1 s deadline (every path: the module function, a generator the program made, a subclass,
+    memory's ``random.Random``).
+
+    Payload: ``x = list(range(10**7)); random.shuffle(x)``. ``Random.shuffle`` is a loop in the
+    ``random`` module's Python code, which never ticks. The policy now serves a checked
+    ``shuffle`` that makes the same swaps and ticks every 4,096 of them (ADR 0069). Three
+    million swaps take seconds in Python, far past the 0.25 s deadline used here.
+    """
+
+    @pytest.mark.parametrize("shuffle", _SHUFFLES)
+    def test_a_huge_shuffle_stops_at_the_deadline(self, shuffle: str) -> None:
+        """The attempt ends as ``timeout``; memory's generator keeps its state."""
+        rng = random.Random(7)
+        state = rng.getstate()
+        host = Host(memory={"rng": rng})
+
+        result = execute(
+            f"x = [0] * 3_000_000\n{shuffle}\nresult = 1",
+            host=host,
+            limits=SandboxLimits(timeout_seconds=0.25),
+        )
+
+        assert result.error is not None and result.error.error_type == "timeout"
+        assert rng.getstate() == state
+
+    @pytest.mark.parametrize("shuffle", _SHUFFLES[1:])
+    def test_the_order_is_random_shuffles_own(self, shuffle: str) -> None:
+        """Seeded the same, the checked shuffle gives ``Random.shuffle``'s order."""
+        expected = list(range(10_000))
+        random.Random(1).shuffle(expected)
+        host = Host(memory={"rng": random.Random(1)})
+
+        result = execute(f"x = list(range(10_000))\n{shuffle}\nresult = x", host=host)
+
+        assert (result.error, result.value) == (None, expected)
+
+    def test_memorys_generator_commits_the_advanced_state(self) -> None:
+        """After the attempt, memory's generator is where ``Random.shuffle`` leaves one."""
+        rng, expected = random.Random(3), random.Random(3)
+        expected.shuffle(list(range(100)))
+        host = Host(memory={"rng": rng})
+
+        result = execute("context['rng'].shuffle(list(range(100)))\nresult = 1", host=host)
+
+        assert result.error is None and host.memory["rng"] is rng
+        assert rng.getstate() == expected.getstate()
