@@ -195,21 +195,22 @@ class TestHostClassesInMemory:
         assert parser_calls == ["during"]
 
     def test_legitimate_uses_keep_working(self, parser_calls: list[str]) -> None:
-        """Constructing, isinstance, ==, the name, a classmethod and storing it back all work;
+        """Constructing, isinstance, ==, the name, ``type()`` and storing it back all work;
         memory keeps the class itself."""
         host = Host(memory={"parser_cls": _Parser})
         source = (
             "C = context['parser_cls']\n"
             "p = C('a')\n"
             "context['again'] = C\n"
-            "result = [isinstance(p, C), isinstance(1, C), C == C, C.__name__, repr(C)]"
+            "result = [isinstance(p, C), isinstance(1, C), C == C, C.__name__, repr(C), "
+            "type(C) is type]"
         )
 
         result = execute(source, host=host)
 
         assert (result.error, result.value) == (
             None,
-            [True, False, True, "_Parser", "<host class _Parser>"],
+            [True, False, True, "_Parser", "<host class _Parser>", True],
         )
         assert host.memory == {"parser_cls": _Parser, "again": _Parser}
         assert parser_calls == ["a"]
@@ -260,17 +261,12 @@ class TestHostClassesInMemory:
             "TypeError: the host class _Parser is neither iterable nor subscriptable"
         ) in str(result.error)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="open (ADR 0068): type() of an instance of a class the user opened with "
-        "_sandbox_public_ returns the class itself, unguarded",
-    )
     def test_type_of_an_opened_instance_does_not_reach_the_class(
         self, parser_calls: list[str]
     ) -> None:
         """Payload: ``K = type(context['cls']('a'))`` kept by a leaked generator whose cleanup
-        calls ``K('late')``. ``type()`` exposes a class that declares ``_sandbox_public_``, so
-        the late cleanup still constructs it."""
+        calls ``K('late')``. ``type()`` of an instance whose class the user opened with
+        ``_sandbox_public_`` handed out the class itself; it is now guarded the same way."""
         host = Host(memory={"cls": _OpenParser})
         source = _leaking(
             "K('late')", "K = type(context['cls']('a'))\nraise ValueError('fail the attempt')"
@@ -280,6 +276,27 @@ class TestHostClassesInMemory:
         gc.collect()
 
         assert parser_calls == ["a"]
+
+    def test_type_of_an_opened_instance_works_during_the_attempt(
+        self, parser_calls: list[str]
+    ) -> None:
+        """``type(p)`` constructs, compares equal to the class and checks instances."""
+        host = Host(memory={"cls": _OpenParser})
+        source = (
+            "C = context['cls']\n"
+            "p = C('a')\n"
+            "K = type(p)\n"
+            "q = K('b')\n"
+            "result = [K == C, isinstance(q, C), q.text, repr(K)]"
+        )
+
+        result = execute(source, host=host)
+
+        assert (result.error, result.value) == (
+            None,
+            [True, True, "b", "<host class _OpenParser>"],
+        )
+        assert parser_calls == ["a", "b"]
 
 
 class TestHostModulesInMemory:
