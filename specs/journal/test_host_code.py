@@ -143,15 +143,18 @@ class TestDefaultdictFactories:
         assert groups.default_factory is list
 
     def test_a_withheld_factory_leaves_the_copy_without_one(self) -> None:
-        """A bound method of a host list is withheld: the copy has no factory, memory keeps it."""
-        rows: list[Any] = []
-        groups = collections.defaultdict(rows.copy)
+        """``rows.pop`` of a host list is withheld: a missing key on the copy is a ``KeyError``
+        and pops nothing from the host's list (it used to); memory keeps its factory."""
+        rows: list[Any] = ["kept"]
+        groups = collections.defaultdict(rows.pop)
         memory: dict[str, Any] = {"d": groups}
         journal, _ = _journal(memory)
         copy = journal.view["d"]
 
+        with pytest.raises(KeyError):
+            copy["x"]
         writes = journal.prepare(rebuild)
         writes.apply(memory)
 
-        assert (copy.default_factory, writes.patches) == (None, [])
-        assert groups.default_factory == rows.copy
+        assert (copy.default_factory, writes.patches, rows) == (None, [], ["kept"])
+        assert groups.default_factory == rows.pop
