@@ -551,3 +551,39 @@ class TestShuffleIsInterruptible:
 
         assert result.error is None and host.memory["rng"] is rng
         assert rng.getstate() == expected.getstate()
+
+
+class TestThroughAnAgent:
+    """The lifecycle commits what the sandbox prepared (G3, G4), and drops it on failure."""
+
+    def test_an_accepted_call_commits_the_factory_and_the_chainmap_item(self) -> None:
+        """Memory's defaultdict gets the new factory and memory's ChainMap the new item."""
+        code = (
+            "context['d'].default_factory = int\n"
+            "context['d']['n'] += 1\n"
+            "context['c']['k'] = 'v'\n"
+            "result = 1"
+        )
+        agent = Agent("t", provider=ScriptedProvider({"run": code}), log=False)
+        groups: collections.defaultdict[str, Any] = collections.defaultdict(list)
+        chain = collections.ChainMap({}, {"z": 0})
+        agent.remember(d=groups, c=chain)
+
+        outcome = agent.run()
+
+        assert (outcome.status, outcome.value) == ("ok", 1)
+        assert (agent.d is groups, groups.default_factory, dict(groups)) == (True, int, {"n": 1})
+        assert (agent.c is chain, chain.maps) == (True, [{"k": "v"}, {"z": 0}])
+
+    def test_a_failed_call_leaves_both(self) -> None:
+        """Every attempt writes and fails: factory, items and maps are what they were."""
+        code = "context['d'].default_factory = int\ncontext['c']['k'] = 'v'\nraise ValueError('no')"
+        agent = Agent("t", provider=ScriptedProvider({"run": code}), log=False)
+        groups: collections.defaultdict[str, Any] = collections.defaultdict(list)
+        chain = collections.ChainMap({}, {"z": 0})
+        agent.remember(d=groups, c=chain)
+
+        outcome = agent.run()
+
+        assert outcome.status == "error"
+        assert (groups.default_factory, dict(groups), chain.maps) == (list, {}, [{}, {"z": 0}])
