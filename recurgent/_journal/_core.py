@@ -5,7 +5,8 @@ See the package docstring for the model (ADR 0027). A :class:`Journal` owns its
 first time it is reached and remember copy -> original; :meth:`Journal.prepare` compares each
 copy with what it held when copied and returns :class:`~recurgent._journal._writes.Writes`.
 Host objects other than containers follow the rules of :mod:`recurgent._journal._kinds`
-(ADR 0057): copied, shared, or withheld behind a stand-in.
+(copied) and :mod:`recurgent._journal._shared` (shared, guarded, or withheld; ADRs 0057,
+0068).
 """
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from recurgent._journal._kinds import (
-    HOST_KINDS,
-    Fresh,
-    HostKind,
+from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind
+from recurgent._journal._shared import (
     Withheld,
     guarded,
     is_plain_factory,

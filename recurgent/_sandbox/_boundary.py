@@ -35,8 +35,8 @@ from typing import Any
 
 from recurgent._journal import MemoryView
 from recurgent._journal._core import running_journal
-from recurgent._journal._kinds import (
-    HOST_KINDS,
+from recurgent._journal._kinds import HOST_KINDS
+from recurgent._journal._shared import (
     HostClass,
     Withheld,
     guarded,

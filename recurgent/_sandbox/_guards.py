@@ -22,7 +22,7 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
-from recurgent._journal._kinds import HostClass, unwrap_class
+from recurgent._journal._shared import HostClass, unwrap_class
 from recurgent._sandbox._checked_methods import (
     ITEM_WRITTEN_TYPES,
     ElementWriter,

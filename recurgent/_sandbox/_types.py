@@ -23,7 +23,7 @@ from typing import Any
 
 from recurgent._journal import MemoryView
 from recurgent._journal._core import running_journal
-from recurgent._journal._kinds import HostClass, guarded
+from recurgent._journal._shared import HostClass, guarded
 from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from recurgent._journal import Journal
-from recurgent._journal._kinds import HostCall, HostClass, Withheld
+from recurgent._journal._shared import HostCall, HostClass, Withheld
 from recurgent._sandbox import rebuild
 from recurgent.errors import NonSerializableResultError
 
