@@ -125,6 +125,9 @@ class HostClass(HostCall):
     def __hash__(self) -> int:
         return hash(self._function)
 
+    def __bool__(self) -> bool:
+        return True  # a class is true; __len__ below would otherwise decide
+
     # An enum's members, by iteration and by name; any other class refuses these as a class
     # does (C[int] would hand out an alias that constructs the class unguarded).
     def __iter__(self) -> Iterator[Any]:

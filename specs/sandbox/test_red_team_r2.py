@@ -195,22 +195,22 @@ class TestHostClassesInMemory:
         assert parser_calls == ["during"]
 
     def test_legitimate_uses_keep_working(self, parser_calls: list[str]) -> None:
-        """Constructing, isinstance, ==, the name, ``type()`` and storing it back all work;
-        memory keeps the class itself."""
+        """Constructing, isinstance, ==, the name, ``type()``, truth and storing it back all
+        work; memory keeps the class itself."""
         host = Host(memory={"parser_cls": _Parser})
         source = (
             "C = context['parser_cls']\n"
             "p = C('a')\n"
             "context['again'] = C\n"
             "result = [isinstance(p, C), isinstance(1, C), C == C, C.__name__, repr(C), "
-            "type(C) is type]"
+            "type(C) is type, bool(C), 'yes' if C else 'no']"
         )
 
         result = execute(source, host=host)
 
         assert (result.error, result.value) == (
             None,
-            [True, False, True, "_Parser", "<host class _Parser>", True],
+            [True, False, True, "_Parser", "<host class _Parser>", True, True, "yes"],
         )
         assert host.memory == {"parser_cls": _Parser, "again": _Parser}
         assert parser_calls == ["a"]
