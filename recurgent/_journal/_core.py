@@ -5,7 +5,8 @@ See the package docstring for the model (ADR 0027). A :class:`Journal` owns its
 first time it is reached and remember copy -> original; :meth:`Journal.prepare` compares each
 copy with what it held when copied and returns :class:`~recurgent._journal._writes.Writes`.
 Host objects other than containers follow the rules of :mod:`recurgent._journal._kinds`
-(ADR 0057): copied, shared, or withheld behind a stand-in.
+(copied) and :mod:`recurgent._journal._shared` (shared, guarded, or withheld; ADRs 0057,
+0068).
 """
 
 from __future__ import annotations
@@ -17,20 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from recurgent._journal._kinds import (
-    HOST_CALLABLES,
-    HOST_KINDS,
-    Fresh,
-    HostCall,
-    HostKind,
+from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind
+from recurgent._journal._shared import (
     Withheld,
+    guarded,
+    is_plain_factory,
+    needs_guard,
     shareable,
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
+from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "running_journal"]
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
 _DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, collections.defaultdict})
@@ -42,7 +43,8 @@ _ORDERED = collections.OrderedDict
 class _Copied:
     """An object copied into the view: the copy, its original and the copy's first contents.
 
-    ``kind`` is the host rule that copied it (``None`` for a builtin container).
+    ``kind`` is the host rule that copied it (``None`` for a builtin container); ``factory``
+    the default factory a defaultdict's copy started with.
     """
 
     copy: Any
@@ -50,6 +52,7 @@ class _Copied:
     contents: Any
     path: Path
     kind: HostKind | None = None
+    factory: Any = MISSING  # a defaultdict copy's default factory when copied
 
 
 def _items(mapping: Any) -> list[tuple[Any, Any]]:
@@ -206,18 +209,23 @@ class Journal:
         if host is not None:
             return self._copy_host(host, value, path)
         if shareable(value) or (self._is_agent is not None and self._is_agent(value)):
-            if self._guard is not None and kind in HOST_CALLABLES:
+            if self._guard is not None and needs_guard(value):
                 return self._wrap_call(value, self._guard)
             return value
         return self._withhold(value)
 
     def _copy_dict(self, value: Any, path: Path) -> Any:
         kind = type(value)
-        copy: Any = (
-            collections.defaultdict(value.default_factory)
-            if kind is collections.defaultdict
-            else kind()
-        )
+        factory: Any = MISSING
+        if kind is collections.defaultdict:
+            # Host code the program calls on a missing key: guarded like any (F12, ADR 0069);
+            # a factory the journal withholds leaves the copy without one.
+            factory = self._copy(value.default_factory, (*path, "default_factory"))
+            if not callable(factory):
+                factory = None
+            copy: Any = collections.defaultdict(factory)
+        else:
+            copy = kind()
         # An OrderedDict keeps its order outside the dict storage: written through its own
         # __setitem__, or move_to_end on the copy would not find the key.
         store = collections.OrderedDict.__setitem__ if kind is _ORDERED else dict.__setitem__
@@ -226,7 +234,9 @@ class Journal:
             # A key hashed by identity may be a host object (an Element): copied like a value.
             copied_key = key if type(key) in _ATOMS else self._copy(key, path)
             store(copy, copied_key, self._copy(item, (*path, key)))
-        return self._record(copy, value, _items(copy), path)
+        self._record(copy, value, _items(copy), path)
+        self._copied[-1].factory = factory
+        return copy
 
     def _copy_host(self, host: HostKind, value: Any, path: Path) -> Any:
         copy = host.make(value)
@@ -238,9 +248,14 @@ class Journal:
         start = host.fill(value, copy, lambda item, step: self._copy(item, (*path, step)))
         return self._record(copy, value, start, path, host)
 
+    @property
+    def guard(self) -> Callable[[], None] | None:
+        """What a host function handed to this attempt calls first (``None``: no guard)."""
+        return self._guard
+
     def _wrap_call(self, value: Any, guard: Callable[[], None]) -> Any:
         # Stored back into memory, the wrapper resolves to the function (original_of).
-        wrapper = HostCall(value, guard)
+        wrapper = guarded(value, guard)
         self._copies[id(value)] = wrapper
         self._originals[id(wrapper)] = value
         self._keep.append(value)
@@ -334,6 +349,8 @@ class Journal:
                 )
             else:
                 patch = self._patch(entry, rebuild, resolve)
+                if entry.factory is not MISSING and entry.copy.default_factory is not entry.factory:
+                    writes.patches.append(_factory_patch(entry, resolve))
             if patch is not None:
                 writes.patches.append(patch)
         writes.after.extend(self._after)
@@ -406,3 +423,36 @@ class Journal:
             return Patch(entry.original, entry.path, "extend", items=tail)
         rebuilt = [rebuild(item, f"{where}[{i}]", resolve=resolve) for i, item in enumerate(items)]
         return Patch(entry.original, entry.path, "replace", items=rebuilt)
+
+
+def _factory_patch(entry: _Copied, resolve: Callable[[Any], Any | None]) -> Patch:
+    """The default factory a program set on memory's defaultdict, for commit (ADR 0069).
+
+    A plain factory (``list``, ``int``, ``None``...) or host code memory held (resolved to the
+    host's own) commits; anything the attempt made would run program code in the host on
+    every missing key after the attempt, and is refused as its result would be.
+    """
+    factory = entry.copy.default_factory
+    held = resolve(factory)
+    if held is None:
+        if not is_plain_factory(factory):
+            raise NonSerializableResultError(
+                f"{_where(entry.path)}.default_factory is not a plain factory (list, dict, set, "
+                "int, float, str, tuple, bool, bytes or None); a defaultdict in memory may not "
+                "hold a function or class defined in an attempt"
+            )
+        held = factory
+    return Patch(entry.original, entry.path, "attrs", set={"default_factory": held})
+
+
+def running_journal() -> Journal | None:
+    """The journal of the innermost attempt running in this context, or ``None`` outside any.
+
+    Values another agent's handle reads are copied by the sandbox boundary, not by this
+    journal; they still belong to this attempt, so host code among them takes its guard.
+    """
+    running = ACTIVE.get()
+    if not running:
+        return None
+    journal = running[-1][1]._journal
+    return journal if isinstance(journal, Journal) else None

@@ -1,38 +1,25 @@
-"""What the journal does with each kind of host object in memory: copy it, share it, or withhold it.
+"""The host objects other than containers that the journal copies, and how each commits.
 
 Containers (dicts, lists, sets, ...) are copied by :mod:`recurgent._journal._core`. This module
-holds the rules for the other objects a host may put in memory (ADR 0057), decided by exact type:
+holds the rules for the other objects a host may put in memory (ADR 0057), decided by exact type;
+what is shared or withheld instead is decided in :mod:`recurgent._journal._shared`:
 
 * **copied on touch** and committed in place: ``random.Random`` (its state), ``io.StringIO`` and
   ``io.BytesIO`` (value, position, newline mode), ``array.array``, ``ElementTree.Element`` (tag,
   text, tail, attributes, children; one copy per element), and the wrappers ``UserDict``,
   ``UserList``, ``UserString``, ``ChainMap`` and ``ElementTree.ElementTree`` (a shell whose
   attributes are copied like any value, so their containers are journaled);
-* **shared**: values nobody can change (dates, numbers, patterns, UUIDs, enum members) and host
-  code (functions, classes, modules, agents, methods of objects the journal does not copy);
-* **withheld**: everything else. Generated code gets a :class:`Withheld` stand-in with no
-  attributes and no operators; stored back into memory it is resolved to the original, so
-  moving it around works, using it does not. A failed attempt cannot have changed
-  what it never held.
+* **shared** (values nobody can change, and host code, guarded) or **withheld** (an inert
+  stand-in) otherwise: see :mod:`recurgent._journal._shared`.
 """
 
 from __future__ import annotations
 
 import array
 import collections
-import datetime
-import decimal
-import enum
-import fractions
-import functools
 import io
 import random
-import re
-import time
-import types
-import uuid
 import xml.etree.ElementTree as ElementTree
-import zoneinfo
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +27,7 @@ from typing import Any
 from recurgent._journal._writes import MISSING, Patch, Path
 from recurgent.errors import NonSerializableResultError
 
-__all__ = ["HOST_CALLABLES", "HOST_KINDS", "Fresh", "HostCall", "HostKind", "Withheld", "shareable"]
+__all__ = ["HOST_KINDS", "Fresh", "HostKind"]
 
 #: How the journal copies one value found inside a host object: ``child(value, step)``.
 Child = Callable[[Any, Any], Any]
@@ -49,56 +36,9 @@ Child = Callable[[Any, Any], Any]
 _MAX_ELEMENT_DEPTH = 64
 
 
-class Withheld:
-    """What generated code gets for a host object the journal can neither copy nor share.
-
-    It has no public attributes and no operators, so nothing can be done to the original
-    through it; the journal maps it back to the original when the attempt stores it in memory.
-    """
-
-    __slots__ = ("_described",)
-
-    def __init__(self, original: Any) -> None:
-        self._described = type(original).__name__
-
-    def __repr__(self) -> str:
-        return (
-            f"<withheld {self._described} object: the runtime cannot undo changes to it, "
-            "so generated code cannot use it>"
-        )
-
-    __str__ = __repr__
-
-
 def _type_name(value: Any) -> str:
     # str.__str__: a class the program made cannot make its name run code in the host.
     return str.__str__(type(value).__name__)
-
-
-class HostCall:
-    """A host function memory holds, as generated code gets it (red-team F12).
-
-    Called while its attempt runs, it calls the function as it is (what the function does is
-    the host's grant, ADR 0057). A generator the attempt leaked can run its cleanup at a later
-    garbage collection; calling the function then raises the attempt's stop (``guard``), as
-    forwarded calls do. Stored in memory, it resolves to the function itself.
-    """
-
-    __slots__ = ("_function", "_guard")
-
-    def __init__(self, function: Any, guard: Callable[[], None]) -> None:
-        self._function = function
-        self._guard = guard
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self._guard()
-        return self._function(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        name = getattr(self._function, "__qualname__", None) or type(self._function).__name__
-        return f"<host function {name}>"
-
-    __str__ = __repr__
 
 
 class Fresh:
@@ -396,66 +336,3 @@ HOST_KINDS: dict[type, HostKind] = {
     collections.ChainMap: _SHELL,
     ElementTree.ElementTree: _SHELL,
 }
-
-# ----------------------------------------------------------------------------- shared
-
-# Immutable values: no method, operator or attribute write changes them.
-_IMMUTABLE = frozenset(
-    {
-        datetime.date,
-        datetime.datetime,
-        datetime.time,
-        datetime.timedelta,
-        datetime.timezone,
-        uuid.UUID,
-        re.Pattern,
-        re.Match,
-        zoneinfo.ZoneInfo,
-        time.struct_time,
-        type(Ellipsis),
-        type(NotImplemented),
-        slice,
-    }
-)
-# Host code: calling it is what the host stored it for (its effects are the host's, ADR 0057).
-_CODE = frozenset(
-    {
-        types.FunctionType,
-        types.ModuleType,
-        types.MethodDescriptorType,
-        types.WrapperDescriptorType,
-        types.ClassMethodDescriptorType,
-        types.GetSetDescriptorType,
-        types.MemberDescriptorType,
-        staticmethod,
-        classmethod,
-        property,
-    }
-)
-_BOUND = frozenset({types.MethodType, types.BuiltinFunctionType, types.MethodWrapperType})
-#: Shared host callables the journal hands out as a :class:`HostCall` when given a guard.
-HOST_CALLABLES = frozenset({types.FunctionType, functools.partial, *_BOUND})
-
-
-def shareable(value: Any) -> bool:
-    """Whether ``value`` (neither an atom nor a kind the journal copies) may be handed out as is."""
-    kind = type(value)
-    if kind in _IMMUTABLE or kind in _CODE:
-        return True
-    if isinstance(value, type | decimal.Decimal | fractions.Fraction | enum.Enum):
-        return True
-    if getattr(kind, "__recurgent_agent__", False) is True:
-        return True  # agents are called through handles, each call with its own journal
-    if kind in _BOUND:
-        # rows.append or buf.write would change memory past the journal: shared only when
-        # bound to something shared itself (a module, a class, an agent).
-        receiver = getattr(value, "__self__", None)
-        return receiver is None or _plain_or_shared(receiver)
-    if kind is functools.partial:
-        held = (value.func, *value.args, *value.keywords.values())
-        return all(_plain_or_shared(item) for item in held)
-    return False
-
-
-def _plain_or_shared(value: Any) -> bool:
-    return type(value) in (str, int, float, bool, bytes, type(None)) or shareable(value)

@@ -34,7 +34,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._journal import MemoryView
-from recurgent._journal._kinds import HOST_KINDS, Withheld, shareable
+from recurgent._journal._core import running_journal
+from recurgent._journal._kinds import HOST_KINDS
+from recurgent._journal._shared import (
+    HostClass,
+    Withheld,
+    guarded,
+    is_plain_factory,
+    needs_guard,
+    shareable,
+)
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
@@ -69,7 +78,6 @@ _KEPT_BASES = (
 )
 _DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, MemoryView})
 _VIEWS = frozenset({type({}.keys()), type({}.values()), type({}.items())})
-_FACTORIES = frozenset({None, list, dict, set, int, float, str, tuple, bool, bytes})
 
 
 class _Refused(Exception):
@@ -81,7 +89,7 @@ def _unplain_reason(value: Any) -> str:
         return "an agent handle"
     if isinstance(value, ModuleFacade):
         return "a module"
-    if isinstance(value, type | SealedType):
+    if isinstance(value, type | SealedType | HostClass):
         return f"the class {str.__str__(value.__name__)}"
     if isinstance(value, Iterator | types.GeneratorType) or type(value) in _VIEWS:
         return "an iterator"
@@ -249,7 +257,7 @@ class _Rebuilder:
     def _dict(self, value: Any, kind: type, where: str, depth: int) -> Any:
         if kind is collections.defaultdict:
             factory = value.default_factory
-            if factory not in _FACTORIES:
+            if not is_plain_factory(factory):
                 raise _Refused(f"{where} holds a defaultdict whose default factory is a function")
             built: Any = collections.defaultdict(factory)
         elif kind is MemoryView or kind is dict:
@@ -384,7 +392,9 @@ def inbound(value: Any, handle_for: Callable[[object], HandleOps | None]) -> Any
     Agents become handles; every mutable container the program could change in place (dicts
     and their collections subclasses, lists, deques, sets, bytearrays, and the tuples,
     namedtuples and Outcomes holding them) is copied, so writes stay in the attempt and never
-    reach the other agent's memory. Shared and cyclic containers stay shared and cyclic.
+    reach the other agent's memory. Shared and cyclic containers stay shared and cyclic. Host
+    code the other agent holds is guarded by the running attempt, as the attempt's own memory's
+    is (red-team F12, ADR 0068): called after that attempt ended, it raises the attempt's stop.
     """
     return _Inbound(handle_for).value(value, 0)
 
@@ -418,11 +428,12 @@ class _Inbound:
                 }
             )
         if kind in _INBOUND_DICTS:
-            built: Any = (
-                collections.defaultdict(value.default_factory)
-                if kind is collections.defaultdict
-                else kind()
-            )
+            if kind is collections.defaultdict:
+                # The factory is host code the program calls on a missing key: guarded.
+                factory = self.value(value.default_factory, depth)
+                built: Any = collections.defaultdict(factory if callable(factory) else None)
+            else:
+                built = kind()
             self._memo[id(value)] = built
             store = _setter(kind)
             for key, item in list(dict.items(value)):
@@ -451,7 +462,23 @@ class _Inbound:
             self._memo[id(value)] = made
             host.fill(value, made, lambda item, _step: self.value(item, depth))
             return made
-        return value if shareable(value) else Withheld(value)
+        if not shareable(value):
+            return Withheld(value)
+        if needs_guard(value):
+            return self._guarded(value)
+        return value
+
+    def _guarded(self, value: Any) -> Any:
+        journal = running_journal()
+        if journal is None:
+            # Read while no attempt runs here (a leaked generator's late cleanup): nothing
+            # may call it, so it is handed out inert.
+            made: Any = Withheld(value)
+        else:
+            guard = journal.guard
+            made = value if guard is None else guarded(value, guard)
+        self._memo[id(value)] = made
+        return made
 
 
 def _setter(kind: type) -> Callable[[Any, Any, Any], None]:

@@ -4,7 +4,8 @@ The attribute policy hands out these versions of ``str.format``/``format_map`` (
 :class:`SafeFormatter`, which also resolves ``{0.attr}`` through the attribute policy),
 ``ljust``/``rjust``/``center``/``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``,
 ``int.to_bytes``, ``re.Pattern.sub``/``subn``, ``re.Match.expand``, ``Counter.elements``, the
-sized methods of ``random.Random`` (a host's generator in memory, red-team F16) and ``seek`` of
+sized methods of ``random.Random`` (a host's generator in memory, red-team F16) and its
+``shuffle``, which ticks (a loop in library code, G5), ``seek`` of
 ``StringIO``/``BytesIO`` (a write past the end pads up to the position, F17), and the methods
 that add children to an XML element (a cycle makes ElementTree's own loops endless, F19). Each
 checks the size of what it would build first and raises :class:`SizeLimitExceeded`; sizes come
@@ -29,9 +30,12 @@ from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._sizes import check_format_spec
 
 __all__ = [
+    "ITEM_WRITTEN_TYPES",
     "ElementWriter",
+    "ItemWriter",
     "SafeFormatter",
     "checked_expand",
+    "checked_shuffle",
     "checked_sub",
     "refuse_element_cycle",
     "special_methods",
@@ -307,6 +311,41 @@ class ElementWriter:
         delattr(self._element, name)
 
 
+#: Wrappers whose items generated code writes through :class:`ItemWriter` (ADR 0069).
+ITEM_WRITTEN_TYPES = frozenset({collections.ChainMap, collections.UserDict, collections.UserList})
+
+
+class ItemWriter:
+    """What ``c[k] = v`` and ``del c[k]`` write through for a ``ChainMap``, ``UserDict`` or
+    ``UserList`` (the policy's ``_write_`` hook): the wrapper's own item methods, as its
+    ``update``/``append`` do; its attributes (``c.maps``, ``u.data``) stay unwritable."""
+
+    __slots__ = ("_target",)
+    _target: Any
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._target[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._target[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(self._refusal(name))
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(self._refusal(name))
+
+    def _refusal(self, name: str) -> str:
+        kind = str.__str__(type(self._target).__name__)
+        return (
+            f"cannot change {kind}.{name}: generated code writes a {kind}'s items "
+            "(x[key] = value), not its attributes"
+        )
+
+
 def _element_adders(tick: Callable[[], bool]) -> dict[str, Binder]:
     def bind_append(obj: Any) -> Callable[..., Any]:
         def append(child: Any, /) -> None:
@@ -331,6 +370,26 @@ def _element_adders(tick: Callable[[], bool]) -> dict[str, Binder]:
         return insert
 
     return {"append": bind_append, "extend": bind_extend, "insert": bind_insert}
+
+
+# Swaps between two ticks of a shuffle: a tick costs about as much as a few hundred swaps.
+_SHUFFLE_TICK_EVERY = 4096
+
+
+def checked_shuffle(rng: Any, items: Any, tick: Callable[[], bool]) -> None:
+    """``Random.shuffle`` that ticks, so the deadline stops a huge one (red-team R2, G5).
+
+    ``random.Random.shuffle`` is a loop in the ``random`` module's Python code, which never
+    ticks: ten million items ran about 27 s past a 1 s deadline. This is the same
+    Fisher-Yates walk over the generator's own ``_randbelow``, so a generator in the same state
+    gives the same order.
+    """
+    randbelow = rng._randbelow
+    for i in reversed(range(1, len(items))):
+        j = randbelow(i + 1)
+        items[i], items[j] = items[j], items[i]
+        if not i % _SHUFFLE_TICK_EVERY:
+            tick()
 
 
 def _bind_random(method: Callable[..., Any]) -> Binder:
@@ -358,6 +417,9 @@ def special_methods(
     def bind_elements(obj: Any) -> Callable[..., Any]:
         return lambda: TickingIterator(obj.elements(), tick)
 
+    def bind_shuffle(obj: Any) -> Callable[..., Any]:
+        return lambda items, /: checked_shuffle(obj, items, tick)
+
     # Imported here: _stdlib imports _regex, which imports this module's checked_sub.
     from recurgent._sandbox._stdlib import SandboxRandom
 
@@ -382,6 +444,7 @@ def special_methods(
         "randbytes": ((random.Random,), _bind_random(SandboxRandom.randbytes)),
         "choices": ((random.Random,), _bind_random(SandboxRandom.choices)),
         "sample": ((random.Random,), _bind_random(SandboxRandom.sample)),
+        "shuffle": ((random.Random,), bind_shuffle),
         **{
             name: ((ElementTree.Element,), binder) for name, binder in _element_adders(tick).items()
         },

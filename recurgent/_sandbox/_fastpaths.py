@@ -57,6 +57,7 @@ SPECIAL_ATTRIBUTES = frozenset(
         "mro",
         "fromkeys",
         "to_bytes",
+        "shuffle",
         "sub",
         "subn",
         "expand",

@@ -22,7 +22,14 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
-from recurgent._sandbox._checked_methods import ElementWriter, SafeFormatter, special_methods
+from recurgent._journal._shared import HostClass, unwrap_class
+from recurgent._sandbox._checked_methods import (
+    ITEM_WRITTEN_TYPES,
+    ElementWriter,
+    ItemWriter,
+    SafeFormatter,
+    special_methods,
+)
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -158,6 +165,9 @@ class AttributePolicy:
             )
         if isinstance(obj, type):
             return self._class_attribute(obj, name)
+        if kind is HostClass:
+            # A host class from memory: the class's own rules, host code guarded (ADR 0068).
+            return obj.guarded(self._class_attribute(unwrap_class(obj), name))
         if is_sandbox_made(obj) or is_namedtuple_class(kind):
             return getattr(obj, name)
         if isinstance(obj, super):
@@ -199,7 +209,13 @@ class AttributePolicy:
     @staticmethod
     def _readable_dunder(obj: Any, name: str) -> Any:
         named = isinstance(
-            obj, type | types.FunctionType | types.BuiltinFunctionType | SealedType | SealedCallable
+            obj,
+            type
+            | types.FunctionType
+            | types.BuiltinFunctionType
+            | SealedType
+            | SealedCallable
+            | HostClass,
         )
         if name == "__class__":
             return type_of(obj)
@@ -276,6 +292,8 @@ class AttributePolicy:
         kind = type(obj)
         if kind is ElementTree.Element:
             return ElementWriter(obj, self._tick)  # item stores checked for cycles (F19)
+        if kind in ITEM_WRITTEN_TYPES:
+            return ItemWriter(obj)  # items as update() writes them; attributes refused (G4)
         writable = kind in MUTABLE_TYPES or kind in OPEN_TYPES or is_sandbox_made(obj)
         if writable and kind is not types.MappingProxyType:
             return obj

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
+from recurgent._sandbox._checked_methods import checked_shuffle
 from recurgent._sandbox._enum import make_enum
 from recurgent._sandbox._idioms import make_attrgetter, make_methodcaller
 from recurgent._sandbox._limits import TickingIterator
@@ -143,7 +144,11 @@ def _attempt_builders(
 
     def random_rows() -> dict[str, Any]:
         rng = SandboxRandom()
-        return {name: getattr(rng, name) for name in CATALOG["random"].attempt}
+        rows = {name: getattr(rng, name) for name in CATALOG["random"].attempt}
+        if "shuffle" in rows:
+            # Random.shuffle never ticks: the checked one does (ADR 0069).
+            rows["shuffle"] = functools.partial(checked_shuffle, rng, tick=tick)
+        return rows
 
     def itertools_rows() -> dict[str, Any]:
         rows: dict[str, Any] = {

@@ -22,6 +22,8 @@ import zoneinfo
 from typing import Any
 
 from recurgent._journal import MemoryView
+from recurgent._journal._core import running_journal
+from recurgent._journal._shared import HostClass, guarded
 from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class
@@ -214,14 +216,41 @@ def type_of(obj: Any) -> Any:
     cls = number_class(type(obj))  # raw Decimal/Fraction -> checked stand-in (ADR 0022)
     if issubclass(cls, type):
         return SEALED_TYPE_OF
-    if cls is object or _exposable_class(cls):
+    if cls is object or cls in OPEN_TYPES:
         return cls
+    if cls is HostClass:
+        return SEALED_TYPE_OF  # a host class from memory is a class (ADR 0068)
+    if _exposable_class(cls):
+        return _guarded_if_opened(cls)
     if cls is SealedCallable:
         return _SEALED_FUNCTION_TYPE
     return SealedType(cls)
 
 
 type_of.__name__ = type_of.__qualname__ = "type"
+
+
+def _guarded_if_opened(cls: type) -> Any:
+    """A class the user opened with ``_sandbox_public_``, as ``type()`` hands it out.
+
+    It is host code like a class in memory (ADR 0068): guarded by the running attempt, so a
+    leaked generator cannot construct it after the attempt; with no attempt running, sealed.
+    The runtime's own opened classes and the program's are handed out as they are.
+    """
+    module = cls.__module__
+    if (
+        not hasattr(cls, "_sandbox_public_")
+        or isinstance(cls, SandboxType)
+        or module in _TRUSTED_TYPE_MODULES
+        or (isinstance(module, str) and module.startswith("recurgent."))
+    ):
+        return cls
+    journal = running_journal()
+    if journal is None:
+        return SealedType(cls)
+    guard = journal.guard
+    return cls if guard is None else guarded(cls, guard)
+
 
 # What type() says of a runtime callable: a function, as it would of the original.
 _SEALED_FUNCTION_TYPE = SealedType(SealedCallable)
