@@ -274,7 +274,16 @@ class Agent(ChildAgents):
             "remember(**agent.runtime_context)"
         )
 
-    def _dispatch(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+    def _dispatch(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        from_program: bool = False,
+    ) -> Outcome:
+        """Run one dynamic call; ``from_program`` when generated code made it through a handle
+        (then, as for an agent generated code built, the call is not the host's: ADR 0074)."""
         internals = self._agent
         if generated_code_running():
             # Library code handed a raw agent (json.dump(data, agent) calls agent.write) would
@@ -289,7 +298,8 @@ class Agent(ChildAgents):
         # No lock is held while the call runs: the attempt works on its own journal view and
         # the lifecycle takes the lock only to commit and to append history (ADR 0027), so
         # agents calling each other from two threads cannot deadlock.
-        return run_call(self._runtime(), name, tuple(args), dict(kwargs))
+        host_call = not (from_program or internals.built_by_program)
+        return run_call(self._runtime(), name, tuple(args), dict(kwargs), host_call=host_call)
 
     # ----------------------------------------------------------------- runtime wiring
 
