@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from recurgent import Agent
 from recurgent._store import Store
 from recurgent._store._paths import artifact_path
@@ -155,6 +157,42 @@ class TestProgramAgentsReuse:
         host, provider = _host(root)
         assert (host.add(1).value, provider.calls) == (2, 0)
 
+    def test_a_repair_for_a_program_child_is_not_stored(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """The host's program fails for the program's input: each such call is repaired (one
+        request) and answers, the repair never replaces the host's code or spends its budget."""
+        root = tmp_path / "store"
+        host = Agent(
+            "calculator",
+            provider=ScriptedProvider({"invert": "return 100 // args[0]"}),
+            log=False,
+            toolstore_root=root,
+        )
+        host.invert(4)
+        provider = ScriptedProvider(
+            {
+                ("reader", "summarize"): "return delegate('calculator').invert(args[0]).value",
+                ("calculator", "invert"): "return 0 if args[0] == 0 else 100 // args[0]",
+            }
+        )
+        reader = Agent("reader", provider=provider, log=log_path, toolstore_root=root)
+
+        values = [reader.summarize(0).value, reader.summarize(0).value]
+
+        assert (values, len(provider.requests_for("invert"))) == ([0, 0], 2)
+        child = [e for e in read_log(log_path) if e["role"] == "calculator"]
+        assert [(e["program_source"], e["artifact_write"]) for e in child] == [
+            ("repaired", "host_written"),
+            ("repaired", "host_written"),
+        ]
+        stored = _stored(root, method="invert")
+        assert (stored["code"], stored["author"], stored["repair_count_since_regen"]) == (
+            "return 100 // args[0]",
+            "host",
+            0,
+        )
+
     def test_children_of_program_children_are_the_programs(self, tmp_path: Path) -> None:
         """A grandchild made by a program-built child's own program writes program code."""
         root = tmp_path / "store"
@@ -199,6 +237,25 @@ class TestProgramCallsOnHostAgents:
         assert reader.tool("calculator") is hosts_child
         host, provider = _host(root)
         assert (host.add(1).value, provider.calls) == (2, 1)
+
+    @pytest.mark.slow
+    def test_a_handle_call_from_a_worker_process_is_the_programs_too(self, tmp_path: Path) -> None:
+        """Under ``isolation="process"`` the call comes back over the worker's bridge: it is
+        still the program's, and its program is stored as such."""
+        root = tmp_path / "store"
+        provider = ScriptedProvider(
+            {
+                ("reader", "summarize"): "return tool('calculator').add(len(args[0])).value",
+                ("calculator", "add"): PLANTED_ADD,
+            }
+        )
+        reader = Agent(
+            "reader", provider=provider, log=False, toolstore_root=root, isolation="process"
+        )
+        reader.delegate("calculator")
+
+        assert reader.summarize("headline").value == 42
+        assert _stored(root)["author"] == "program"
 
     def test_a_handle_call_still_reuses_anything(self, tmp_path: Path) -> None:
         """The same call reuses a program-written program with no request."""
