@@ -208,7 +208,9 @@ class Agent(ChildAgents):
         Contract fields (``purpose``, ``deliverable``, ``acceptance``, ``failure_policy``,
         ``intent_signature``, ``delegation_contract``) describe the child's job; runtime options
         override inherited ones; other options are ignored (a warning in debug mode). The child
-        is recorded in ``runtime_context["tools"]``.
+        is recorded in ``runtime_context["tools"]``. Called by host code on an agent the host
+        built, the child is the host's: it never answers from a program stored for an agent
+        generated code made (ADR 0074).
 
         Raises:
             GuardrailViolationError: ``role`` is this agent's own role.
@@ -218,6 +220,10 @@ class Agent(ChildAgents):
 
     def tool(self, name: str, **options: Any) -> Agent:
         """Materialize a tool recorded in ``runtime_context["tools"]`` again, with its contract.
+
+        The tool kept under ``name`` is returned as it is; a tool built anew is the program's
+        (the registry is written by generated code too), so it runs any stored program of its
+        role with no request (ADR 0074).
 
         Raises:
             UsageError: no tool of that name is recorded.
