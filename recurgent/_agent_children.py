@@ -28,6 +28,7 @@ from recurgent._options import KNOWN_OPTIONS
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
 from recurgent._sandbox import HandleOps
 from recurgent._store import Store
+from recurgent._store._registry import PURPOSE_UNAVAILABLE
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
 
@@ -193,6 +194,11 @@ class ChildAgents:
         for field_name in CONTRACT_FIELDS:
             if field_name not in merged and entry.get(field_name) is not None:
                 merged[field_name] = entry[field_name]
+        if merged.get("purpose") == PURPOSE_UNAVAILABLE and "purpose" not in options:
+            # The registry's placeholder for a tool delegated without a purpose: as a contract
+            # it would change the tool's fingerprint, so tool(name) would never reuse the
+            # programs the tool stored, and the prompt would state it as the tool's job.
+            del merged["purpose"]
         return self._delegate(key, merged, invocation, api="tool")
 
     # ----------------------------------------------------------------- tool store (ADR 0047)
