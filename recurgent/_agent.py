@@ -208,7 +208,9 @@ class Agent(ChildAgents):
         Contract fields (``purpose``, ``deliverable``, ``acceptance``, ``failure_policy``,
         ``intent_signature``, ``delegation_contract``) describe the child's job; runtime options
         override inherited ones; other options are ignored (a warning in debug mode). The child
-        is recorded in ``runtime_context["tools"]``.
+        is recorded in ``runtime_context["tools"]``. Called by host code on an agent the host
+        built, the child is the host's: it never answers from a program stored for an agent
+        generated code made (ADR 0074).
 
         Raises:
             GuardrailViolationError: ``role`` is this agent's own role.
@@ -218,6 +220,10 @@ class Agent(ChildAgents):
 
     def tool(self, name: str, **options: Any) -> Agent:
         """Materialize a tool recorded in ``runtime_context["tools"]`` again, with its contract.
+
+        The tool kept under ``name`` is returned as it is; a tool built anew is the program's
+        (the registry is written by generated code too), so it runs any stored program of its
+        role with no request (ADR 0074).
 
         Raises:
             UsageError: no tool of that name is recorded.
@@ -274,7 +280,16 @@ class Agent(ChildAgents):
             "remember(**agent.runtime_context)"
         )
 
-    def _dispatch(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+    def _dispatch(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        from_program: bool = False,
+    ) -> Outcome:
+        """Run one dynamic call; ``from_program`` when generated code made it through a handle
+        (then, as for an agent generated code built, the call is not the host's: ADR 0074)."""
         internals = self._agent
         if generated_code_running():
             # Library code handed a raw agent (json.dump(data, agent) calls agent.write) would
@@ -289,7 +304,8 @@ class Agent(ChildAgents):
         # No lock is held while the call runs: the attempt works on its own journal view and
         # the lifecycle takes the lock only to commit and to append history (ADR 0027), so
         # agents calling each other from two threads cannot deadlock.
-        return run_call(self._runtime(), name, tuple(args), dict(kwargs))
+        host_call = not (from_program or internals.built_by_program)
+        return run_call(self._runtime(), name, tuple(args), dict(kwargs), host_call=host_call)
 
     # ----------------------------------------------------------------- runtime wiring
 

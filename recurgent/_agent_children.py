@@ -1,7 +1,10 @@
 """An agent's children: how ``delegate``/``tool`` make, keep, register and reach child agents.
 
 A child inherits its parent's settings; generated code may only narrow its limits (ADR 0024)
-and never materialize the parent's own role. Each child is kept by name for the parent's
+and never materialize the parent's own role. A child generated code asks for, every agent such
+a child makes, and every tool ``tool(name)`` builds are built by the program; only
+``delegate()`` called by host code on an agent the host built makes a host-built child (ADR
+0074). Each child is kept by name for the parent's
 lifetime, registered in ``context["tools"]`` and, with a tool store, in ``registry.json``
 (ADRs 0047, 0056). :meth:`ChildAgents._ops` is what a handle in generated code may do with
 a child (ADR 0010).
@@ -25,6 +28,7 @@ from recurgent._options import KNOWN_OPTIONS
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
 from recurgent._sandbox import HandleOps
 from recurgent._store import Store
+from recurgent._store._registry import PURPOSE_UNAVAILABLE
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
 
@@ -52,7 +56,7 @@ class ChildAgents:
         parent_memory = self._agent.memory
 
         def call(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
-            outcome = child._dispatch(method, args, kwargs)
+            outcome = child._dispatch(method, args, kwargs, from_program=True)
             if registered is not None:
                 record_tool_use(writable(parent_memory), registered, method, outcome.is_ok)
                 touch_stored_tool(
@@ -126,9 +130,14 @@ class ChildAgents:
                 f"[AGENT DELEGATE OPTION IGNORE {internals.role}->{name}] ignored non-runtime "
                 f"options: {', '.join(ignored)}\n"
             )
+        # An agent generated code asks for, any agent an agent so built makes, and a tool
+        # materialized from the registry (which programs write too) are the program's: their
+        # programs never answer the host's own agents (ADR 0074).
+        by_program = invocation is not None or internals.built_by_program or api == "tool"
         cached = self._cached_child(name, options)
-        if cached is not None:
+        if cached is not None and (by_program or not cached._agent.built_by_program):
             return cached
+        # Host code asking for a child the program made gets its own child in its place.
         fields = {key: options.get(key) for key in CONTRACT_FIELDS}
         if fields["intent_signature"] is None and invocation is not None:
             fields["intent_signature"] = infer_intent_signature(*invocation)
@@ -152,6 +161,7 @@ class ChildAgents:
             **fields,
             delegation_contract=options.get("delegation_contract"),
         )
+        child._agent.built_by_program = by_program
         # Inside this agent's attempt these write the attempt's view (they roll back with it).
         memory = writable(internals.memory)
         register_tool(memory, name, child._agent.options.contract)
@@ -184,6 +194,11 @@ class ChildAgents:
         for field_name in CONTRACT_FIELDS:
             if field_name not in merged and entry.get(field_name) is not None:
                 merged[field_name] = entry[field_name]
+        if merged.get("purpose") == PURPOSE_UNAVAILABLE and "purpose" not in options:
+            # The registry's placeholder for a tool delegated without a purpose: as a contract
+            # it would change the tool's fingerprint, so tool(name) would never reuse the
+            # programs the tool stored, and the prompt would state it as the tool's job.
+            del merged["purpose"]
         return self._delegate(key, merged, invocation, api="tool")
 
     # ----------------------------------------------------------------- tool store (ADR 0047)

@@ -29,6 +29,9 @@ class AgentState:
 
     role: str
     options: AgentOptions
+    # Who built the agent (ADR 0074): the host's own code, or generated code (a delegate/tool
+    # call through a handle's bridge, or any agent such an agent built). Never changes.
+    built_by_program: bool = False
     memory: dict[str, Any] = field(default_factory=dict)
     provider: Provider | None = None
     logger: CallLogger | None = None

@@ -111,9 +111,19 @@ class AgentRuntime:
 
 
 def run_call(
-    runtime: AgentRuntime, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    runtime: AgentRuntime,
+    method: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    host_call: bool = False,
 ) -> Outcome:
-    """Perform one dynamic call and return its Outcome (never raises for runtime failures)."""
+    """Perform one dynamic call and return its Outcome (never raises for runtime failures).
+
+    ``host_call``: the host's own code calls an agent it built (not generated code, not an
+    agent generated code built); the programs it writes are the host's, and only such programs
+    answer it from the store (ADR 0074). Unknown callers are not the host.
+    """
     options = runtime.options
     with enter_frame(options.trace_id) as frame:
         state = CallState(
@@ -125,6 +135,7 @@ def run_call(
             frame=frame,
             contract=dict(options.contract) if options.contract else None,
             contract_source=options.contract_source,
+            host_call=host_call,
         )
         started = time.monotonic()
         try:

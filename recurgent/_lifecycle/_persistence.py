@@ -27,6 +27,8 @@ from recurgent._prompting import PROMPT_VERSION, Prompts, render
 from recurgent._redact import redact
 from recurgent._sandbox import compile_program
 from recurgent._store import (
+    HOST,
+    PROGRAM,
     ArtifactRecord,
     Cacheability,
     CallRecord,
@@ -179,6 +181,7 @@ def _hit(state: CallState, record: ArtifactRecord) -> None:
     state.input_sensitive = cache.input_sensitive
     state.artifact_prompt_version = record.prompt_version
     state.artifact_contract_fingerprint = record.contract_fingerprint
+    state.artifact_author = record.author
 
 
 def _give_up_program(state: CallState) -> None:
@@ -188,6 +191,7 @@ def _give_up_program(state: CallState) -> None:
     state.code = None
     state.program_dependencies = None
     state.cacheable = state.cacheability_reason = state.input_sensitive = None
+    state.artifact_author = None
 
 
 def _finish_attempt(result: AttemptResult) -> Outcome:
@@ -224,6 +228,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
         state.method,
         contract_fingerprint=_fingerprint(state),
         runtime_version=runtime_version(),
+        host_call=state.host_call,
     )
     start = plan_call(lookup)
     state.artifact_lookup = start.reason
@@ -354,8 +359,11 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
     if kind == "failure":
         klass = state.failure_class or failure_class(outcome.error_type if outcome else None)
     source: ProgramSource = "generated"
+    # A persisted run recorded under the author of the code it ran; new code under the call's.
+    author: str | None = HOST if state.host_call else PROGRAM
     if state.program_source == "persisted":
         source = "persisted"
+        author = state.artifact_author
     elif state.program_source == "repaired":
         source = "repaired"
     call = CallRecord(
@@ -384,6 +392,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
             state.contract_validation_passed if state.contract_validation_applied else None
         ),
         failed_attempt=_failed_attempt(state) if source != "persisted" else None,
+        author=author,
     )
     written = store.record_call(call)
     state.artifact_write = "written" if written.written else (written.reason or "skipped")

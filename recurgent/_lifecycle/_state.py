@@ -188,6 +188,9 @@ class CallState:
     frame: CallFrame
     contract: dict[str, Any] | None
     contract_source: str
+    # The host's own code called an agent it built: only host-written programs may answer
+    # without a request (ADR 0074).
+    host_call: bool = False
     duration_ms: float = 0.0
     generation_attempt: int = 0
     code: str | None = None
@@ -201,6 +204,8 @@ class CallState:
     artifact_contract_fingerprint: str | None = None
     artifact_prompt_version: str | None = None
     artifact_write: str | None = None
+    # Who the stored program that ran was generated for (``host``/``program``; ADR 0074).
+    artifact_author: str | None = None
     cacheable: bool | None = None
     cacheability_reason: str | None = None
     input_sensitive: bool | None = None

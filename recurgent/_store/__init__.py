@@ -19,6 +19,8 @@ from pydantic import ValidationError
 
 from recurgent._store import _pending
 from recurgent._store._artifacts import (
+    HOST,
+    PROGRAM,
     ArtifactRecord,
     CallRecord,
     FailedAttempt,
@@ -42,6 +44,8 @@ from recurgent._store._registry import (
 from recurgent._values import utc_timestamp
 
 __all__ = [
+    "HOST",
+    "PROGRAM",
     "ArtifactRecord",
     "Cacheability",
     "CallRecord",
@@ -75,7 +79,8 @@ class Lookup:
         reason: ``hit`` when ``record`` may run without a provider request; otherwise why not:
             ``missing``, ``corrupt``, ``unsupported_schema``, ``unreadable``, ``untrusted``
             (ADR 0070), ``invalid_record``, ``key_mismatch``,
-            or a reason of :func:`~recurgent._store._artifacts.reuse_verdict`.
+            or a reason of :func:`~recurgent._store._artifacts.reuse_verdict` (among them
+            ``program_written`` and ``author_unknown``, ADR 0074).
         path: The artifact file.
         quarantined_to: Where a damaged file was moved, when it was.
     """
@@ -94,7 +99,8 @@ class Lookup:
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did: ``written``, or ``reason`` why not (``unsupported: ...``,
-    ``foreign_runtime``, ``key_mismatch``, ``not_registered``, ``error: ...``)."""
+    ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``not_registered``,
+    ``error: ...``)."""
 
     written: bool
     reason: str | None = None
@@ -173,11 +179,18 @@ class Store:
     # ----------------------------------------------------------------- artifacts
 
     def lookup(
-        self, role: str, method: str, *, contract_fingerprint: str, runtime_version: str
+        self,
+        role: str,
+        method: str,
+        *,
+        contract_fingerprint: str,
+        runtime_version: str,
+        host_call: bool,
     ) -> Lookup:
         """The artifact for ``role.method`` and whether it may run now.
 
-        A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
+        ``host_call``: the host's own code calls an agent it built; only a program generated
+        for such a call may then run without a request (ADR 0074). A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
         checksum does not match its code are moved aside and never run. The record returned may
         be shared with later lookups in this process: read it, never change it.
         """
@@ -187,7 +200,10 @@ class Store:
             # The checksum is verified on every use, not only when the file was read: cheap
             # (one sha256 of the code), and a record changed in memory can never run.
             verdict = reuse_verdict(
-                cached, contract_fingerprint=contract_fingerprint, runtime_version=runtime_version
+                cached,
+                contract_fingerprint=contract_fingerprint,
+                runtime_version=runtime_version,
+                host_call=host_call,
             )
             if verdict != "checksum_mismatch":
                 return Lookup(cached, verdict or "hit", path)
@@ -209,7 +225,10 @@ class Store:
             # for this call, never overwrite it (ADR 0070).
             return Lookup(None, "key_mismatch", path)
         verdict = reuse_verdict(
-            record, contract_fingerprint=contract_fingerprint, runtime_version=runtime_version
+            record,
+            contract_fingerprint=contract_fingerprint,
+            runtime_version=runtime_version,
+            host_call=host_call,
         )
         if verdict == "checksum_mismatch":
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
@@ -224,7 +243,9 @@ class Store:
         (``deferred``, ADR 0055). Every other call (a failure, a repair, a new program) is
         written at once, atomically under the file's lock, carrying the runs waiting for the
         same file. An artifact with another schema version or of another runtime is left
-        untouched. A counters-only write skips fsync: losing it to a power cut loses counts,
+        untouched, and so is one whose code was generated for the host when the call's code
+        was not (``host_written``, ADR 0074): a program may run the host's code, never
+        replace it. A counters-only write skips fsync: losing it to a power cut loses counts,
         never a program.
         """
         path = self._artifact_path(call.role, call.method)
@@ -245,6 +266,9 @@ class Store:
                     quarantine(path, expected=loaded.raw, now=self._clock())
                 elif (record.role, record.method_name) != (call.role, call.method):
                     refused.append("key_mismatch")
+                    return None
+                elif record.author == HOST and call.author != HOST:
+                    refused.append("host_written")
                     return None
             if record is not None and waiting is not None:
                 apply_runs(record, waiting)

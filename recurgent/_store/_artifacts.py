@@ -21,6 +21,8 @@ from recurgent._store._cacheability import Cacheability, legacy_cacheable
 
 __all__ = [
     "HISTORY_LIMIT",
+    "HOST",
+    "PROGRAM",
     "RUNTIME_TAG",
     "SCORECARD_LIMIT",
     "SESSIONS_KEPT",
@@ -53,6 +55,10 @@ SESSIONS_KEPT = 200
 _MESSAGE_CHARS = 400
 
 ProgramSource = Literal["generated", "persisted", "repaired"]
+#: Who a program was generated for (ADR 0074): an agent the host's own code built and called
+#: (``host``), or an agent generated code built or called (``program``).
+HOST = "host"
+PROGRAM = "program"
 CallResult = Literal["ok", "domain_error", "failure"]
 _FINGERPRINT_FIELDS = ("purpose", "deliverable", "acceptance", "failure_policy")
 
@@ -125,6 +131,7 @@ class HistoryEntry(_Model):
     trigger_error_class: str | None = None
     trigger_error_message: str | None = None
     trigger_attempt_id: int | None = None
+    author: str | None = None
 
 
 class ArtifactRecord(_Model):
@@ -145,6 +152,9 @@ class ArtifactRecord(_Model):
     cacheability_reason: str | None = None
     input_sensitive: bool = False
     last_program_source: str | None = None
+    #: Who the current code was generated for (``host`` / ``program``; ADR 0074). ``None`` in a
+    #: file written before the field existed: unknown, so never trusted as the host's.
+    author: str | None = None
     success_count: int = Field(default=0, ge=0)
     failure_count: int = Field(default=0, ge=0)
     domain_error_count: int = Field(default=0, ge=0)
@@ -211,6 +221,9 @@ class CallRecord:
         duration_ms: The call's duration.
         contract_passed: Deliverable check result, ``None`` when none applied.
         failed_attempt: The failed attempt the call recovered from, if any.
+        author: Who the code was generated for (ADR 0074): for a persisted run, the stored
+            record's author as it was run; otherwise ``host`` when the host's own code called
+            an agent it built, else ``program``. ``None`` (unknown) is never trusted.
     """
 
     role: str
@@ -232,6 +245,7 @@ class CallRecord:
     duration_ms: float | None = None
     contract_passed: bool | None = None
     failed_attempt: FailedAttempt | None = field(default=None)
+    author: str | None = None
 
 
 def is_degraded(record: ArtifactRecord) -> bool:
@@ -262,14 +276,16 @@ def record_cacheability(record: ArtifactRecord) -> Cacheability:
 
 
 def reuse_verdict(
-    record: ArtifactRecord, *, contract_fingerprint: str, runtime_version: str
+    record: ArtifactRecord, *, contract_fingerprint: str, runtime_version: str, host_call: bool
 ) -> str | None:
     """``None`` when the record may run without a provider request, else the reason it may not.
 
     Reasons, in the order checked: ``foreign_runtime``, ``no_code``, ``checksum_mismatch``,
     ``not_cacheable``, ``runtime_version_mismatch``, ``contract_mismatch``, ``degraded``,
     ``unproven`` (the current version has a scorecard and never produced an answer: a program
-    that only failed is regenerated, not run again and repaired; ADR 0047).
+    that only failed is regenerated, not run again and repaired; ADR 0047), then, for a
+    ``host_call`` (the host's own code calling an agent it built), ``program_written`` or
+    ``author_unknown``: only code generated for the host runs for the host (ADR 0074).
     ``prompt_version`` and ``model`` are metadata only and never block reuse.
     """
     if record.runtime != RUNTIME_TAG:
@@ -292,6 +308,9 @@ def reuse_verdict(
     card = record.scorecards.get(record.code_checksum or "")
     if card is not None and card.successes == 0:
         return "unproven"
+    if host_call and record.author != HOST:
+        # Checked last, so the reason says the author alone stood between the call and a hit.
+        return "program_written" if record.author == PROGRAM else "author_unknown"
     return None
 
 
@@ -378,6 +397,9 @@ def apply_call(
         new = record if in_place else record.model_copy(deep=True)
     previous = new.code_checksum if new.code.strip() else None
     digest = checksum(call.code)
+    if digest != previous or call.source != "persisted":
+        # A persisted run carries the author of the code it ran; anything else the caller's.
+        new.author = call.author
     new.runtime = RUNTIME_TAG
     new.code = call.code
     new.code_checksum = digest
@@ -402,6 +424,7 @@ def apply_call(
             prompt_version=call.prompt_version,
             runtime_version=call.runtime_version,
             model=call.model,
+            author=call.author,
         )
         if call.failed_attempt is not None:
             entry.trigger_stage = call.failed_attempt.stage

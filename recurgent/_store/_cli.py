@@ -119,6 +119,7 @@ class Entry:
             "state": self.state,
             "cacheable": record.cacheable if record else None,
             "cacheability_reason": record.cacheability_reason if record else None,
+            "author": record.author if record else None,
             "success_count": record.success_count if record else None,
             "failure_count": record.failure_count if record else None,
             "last_used_at": record.last_used_at if record else None,
@@ -183,12 +184,13 @@ def _remove(path: Path, root: Path) -> bool:
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
-    headers = ("ROLE", "METHOD", "CACHEABLE", "OK", "FAILED", "LAST USED", "STATE")
+    headers = ("ROLE", "METHOD", "CACHEABLE", "AUTHOR", "OK", "FAILED", "LAST USED", "STATE")
     cells = [
         (
             str(row["role"]),
             str(row["method"]),
             {True: "yes", False: "no", None: "-"}[row["cacheable"]],
+            str(row["author"] or "-"),
             "-" if row["success_count"] is None else str(row["success_count"]),
             "-" if row["failure_count"] is None else str(row["failure_count"]),
             row["last_used_at"] or "-",
@@ -267,6 +269,7 @@ def _cmd_show(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) ->
             continue
         for key in (
             "code_checksum",
+            "author",
             "cacheable",
             "cacheability_reason",
             "contract_fingerprint",

@@ -29,6 +29,7 @@ __all__ = [
     "INTENT_SIGNATURES_KEPT",
     "METHODS_KEPT",
     "METHOD_CHARS_RECORDED",
+    "PURPOSE_UNAVAILABLE",
     "TOOLS_SHOWN",
     "load_tools",
     "merge_known_tools",
@@ -54,7 +55,9 @@ FIELD_CHARS_RECORDED = 8 * 1024
 METHODS_KEPT = 64
 METHOD_CHARS_RECORDED = 200
 _CONTRACT_SUMMARY_FIELDS = ("deliverable", "acceptance", "failure_policy")
-_UNAVAILABLE = "purpose unavailable"
+#: The purpose recorded for a tool delegated without one: a placeholder, never a contract.
+PURPOSE_UNAVAILABLE = "purpose unavailable"
+_UNAVAILABLE = PURPOSE_UNAVAILABLE
 _BOUNDED_FIELDS = frozenset(
     {"purpose", *_CONTRACT_SUMMARY_FIELDS, "intent_signature", "intent_signatures", "aliases"}
 )

@@ -490,6 +490,7 @@ class TestNoExtraTrust:
             cacheability=Cacheability(True, "stable_method_default", False),
             source="generated",
             result="ok",
+            author="host",
         )
         assert Store(root).record_call(record).written
 

@@ -102,6 +102,42 @@ class TestRegistration:
         assert _on_disk(root)["converter"]["purpose"] == "convert units"
 
 
+class TestToolWithoutPurpose:
+    """The registry's ``purpose unavailable`` placeholder is not a contract (ADR 0074)."""
+
+    def _delegated_without_purpose(self, root: Path) -> None:
+        provider = ScriptedProvider(
+            {
+                ("builder", "run"): "return delegate('doubler').double(args[0]).value",
+                ("doubler", "double"): "return args[0] * 2",
+            }
+        )
+        Agent("builder", provider=provider, log=False, toolstore_root=root).run(2)
+
+    def test_tool_reuses_its_programs_in_a_new_agent(self, tmp_path: Path) -> None:
+        """``tool('doubler')`` in a later agent runs the stored program: 10, no request, and
+        its contract has no purpose (the same fingerprint, ``none``, as when it was made)."""
+        root = tmp_path / "store"
+        self._delegated_without_purpose(root)
+        provider = ScriptedProvider({})
+        doubler = Agent("other", provider=provider, log=False, toolstore_root=root).tool("doubler")
+
+        assert (doubler.double(5).value, provider.calls) == (10, 0)
+        assert (doubler._agent.options.contract or {}).get("purpose") is None
+        assert _on_disk(root)["doubler"]["purpose"] == "purpose unavailable"
+
+    def test_a_purpose_given_to_tool_is_kept(self, tmp_path: Path) -> None:
+        """``tool(name, purpose=...)`` from the caller is a contract like any other."""
+        root = tmp_path / "store"
+        self._delegated_without_purpose(root)
+        agent = Agent("other", provider=ScriptedProvider({}), log=False, toolstore_root=root)
+
+        doubler = agent.tool("doubler", purpose="double numbers")
+
+        assert doubler._agent.options.contract is not None
+        assert doubler._agent.options.contract["purpose"] == "double numbers"
+
+
 class TestUses:
     """A call through a tool counts on disk only when the attempt that made it commits."""
 

@@ -21,7 +21,8 @@ def frozen() -> datetime.datetime:
 
 
 def call(code: str = "return 42", **overrides: Any) -> CallRecord:
-    """A finished ``calculator.answer`` call that generated ``code`` and answered ok."""
+    """A finished ``calculator.answer`` call that generated ``code`` for the host's own agent
+    and answered ok."""
     fields: dict[str, Any] = {
         "role": "calculator",
         "method": "answer",
@@ -36,6 +37,7 @@ def call(code: str = "return 42", **overrides: Any) -> CallRecord:
         "result": "ok",
         "trace_id": "trace-1",
         "duration_ms": 12.34,
+        "author": "host",
     }
     fields.update(overrides)
     return CallRecord(**fields)

@@ -24,9 +24,11 @@ NOW = "2026-12-01T12:00:00.000Z"
 
 
 def _verdict(
-    record: ArtifactRecord, fingerprint: str = "none", runtime: str = "0.1.0"
+    record: ArtifactRecord, fingerprint: str = "none", runtime: str = "0.1.0", *, host: bool = True
 ) -> str | None:
-    return reuse_verdict(record, contract_fingerprint=fingerprint, runtime_version=runtime)
+    return reuse_verdict(
+        record, contract_fingerprint=fingerprint, runtime_version=runtime, host_call=host
+    )
 
 
 def test_checksum_is_prefixed_sha256_of_the_code() -> None:

@@ -28,7 +28,7 @@ def _path(store: Store) -> Path:
 
 def _lookup(store: Store) -> Any:
     return store.lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
 
 

@@ -92,6 +92,24 @@ class TestList:
             ("fetch", 0),
         ]
 
+    def test_the_author_of_each_program_is_listed(self, root: Path) -> None:
+        """``author`` says whose call the code was generated for (ADR 0074); unknown is null
+        in JSON and ``-`` in the table."""
+        Store(root, clock=lambda: NEW).record_call(call(method="planted", author="program"))
+        Store(root, clock=lambda: NEW).record_call(call(method="legacy", author=None))
+
+        data = _json("list", "--root", str(root))
+        _, out, _ = _run("list", "--root", str(root))
+
+        assert [(a["method"], a["author"]) for a in data["artifacts"]] == [
+            ("add", "host"),
+            ("answer", "host"),
+            ("legacy", None),
+            ("planted", "program"),
+            ("fetch", "host"),
+        ]
+        assert [line.split()[3] for line in out.splitlines()[1:4]] == ["host", "host", "-"]
+
     def test_text_table(self, root: Path) -> None:
         """The human form is a table with one row per artifact."""
         code, out, _ = _run("list", "--root", str(root))
@@ -102,6 +120,7 @@ class TestList:
             "ROLE",
             "METHOD",
             "CACHEABLE",
+            "AUTHOR",
             "OK",
             "FAILED",
             "LAST",
@@ -112,6 +131,7 @@ class TestList:
             "calculator",
             "add",
             "yes",
+            "host",
             "1",
             "0",
             "2026-10-01T00:00:00.000Z",
@@ -162,6 +182,7 @@ class TestShow:
         assert code == 0
         assert out.startswith("tool web_fetcher: fetch pages\n")
         assert '  cacheability_reason: "stable_method_default"\n' in out
+        assert '  author: "host"\n' in out
         assert out.endswith("  code:\n    return args[0]\n")
 
     def test_unknown_role(self, root: Path) -> None:

@@ -155,6 +155,7 @@ class TestWrongTypes:
             "add",
             contract_fingerprint="none",
             runtime_version=data["runtime_version"],
+            host_call=True,
         )
 
         assert (lookup.record, lookup.reason) == (None, "invalid_record")
@@ -844,18 +845,12 @@ class TestStoredCodeMeetsTheFreshChecks:
 class TestSharedNamespace:
     """Agents made by generated code share the store's (role, method) keys with the host's."""
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="open (ADR 0070, lifecycle fix): artifacts are keyed by (role, method) only, so "
-        "a program steered by hostile text can delegate('calculator').add(5) and have the "
-        "child's program (`_ = args; return 42`) stored under the key the host's own "
-        "Agent('calculator') later runs with no request: the host's add(1) answers 42",
-    )
     def test_a_program_made_delegate_cannot_plant_the_hosts_program(
         self, tmp_path: Path, log_path: Path
     ) -> None:
-        """The payload: a reader's program delegates to the host's role name. Today the host's
-        calculator.add(1) runs the planted program: 42, 0 requests, ``persisted``."""
+        """The payload: a reader's program delegates to the host's role name. The stored
+        program is the program's (ADR 0074): the host's calculator.add(1) asks its provider
+        (``program_written``) and answers 2, not the planted 42."""
         root = tmp_path / "store"
         planter = ScriptedProvider(
             {
@@ -869,6 +864,11 @@ class TestSharedNamespace:
         outcome = host.add(1)
 
         assert (outcome.value, provider.calls) == (2, 1)
+        entry = read_log(log_path)[0]
+        assert (entry["artifact_lookup"], entry["program_source"]) == (
+            "program_written",
+            "generated",
+        )
 
     def test_a_linked_lock_file_is_not_followed(self, tmp_path: Path) -> None:
         """``<file>.lock -> victim``: the write is refused (filelock opens with O_NOFOLLOW);

@@ -29,7 +29,7 @@ def test_a_recorded_program_is_a_hit(tmp_path: Path) -> None:
     assert store.record_call(call()).written
 
     found = store.lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
 
     assert (found.reason, found.reusable) == ("hit", True)
@@ -51,7 +51,7 @@ def test_the_file_is_private_and_timestamped(tmp_path: Path) -> None:
 def test_missing(tmp_path: Path) -> None:
     """No file is a 'missing' miss."""
     found = _store(tmp_path).lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
     assert (found.reason, found.record) == ("missing", None)
 
@@ -62,7 +62,11 @@ def test_contract_mismatch_is_a_miss_with_the_record(tmp_path: Path) -> None:
     store.record_call(call())
 
     found = store.lookup(
-        "calculator", "answer", contract_fingerprint="sha256:b", runtime_version="0.1.0"
+        "calculator",
+        "answer",
+        contract_fingerprint="sha256:b",
+        runtime_version="0.1.0",
+        host_call=True,
     )
     assert (found.reason, found.reusable, found.record is not None) == (
         "contract_mismatch",
@@ -81,7 +85,7 @@ def test_tampered_code_is_quarantined_not_run(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
 
     found = store.lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
 
     assert (found.reason, found.reusable) == ("checksum_mismatch", False)
@@ -97,7 +101,7 @@ def test_corrupt_file_is_quarantined_and_the_next_write_is_fresh(tmp_path: Path)
     path.write_text("{broken")
 
     found = store.lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
     assert (found.reason, found.quarantined_to is not None) == ("corrupt", True)
     assert store.record_call(call()).written
@@ -114,7 +118,7 @@ def test_a_record_with_wrong_field_types_is_quarantined(tmp_path: Path) -> None:
     )
 
     found = store.lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
     assert (found.reason, found.quarantined_to is not None, path.exists()) == (
         "invalid_record",
@@ -132,7 +136,7 @@ def test_unsupported_schema_is_neither_reused_nor_overwritten(tmp_path: Path) ->
     path.write_text(text)
 
     found = store.lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
     written = store.record_call(call())
 
@@ -150,7 +154,7 @@ def test_another_runtimes_artifact_is_never_read_or_overwritten(tmp_path: Path) 
     path.write_text(text)
 
     found = store.lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
     written = store.record_call(call())
 
@@ -245,7 +249,7 @@ def test_concurrent_writers_of_one_artifact_keep_every_count(tmp_path: Path) -> 
 
 def _lookup_in_child(root: Path, queue: Any) -> None:
     found = Store(root).lookup(
-        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0"
+        "calculator", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
     )
     queue.put((found.reason, found.record.code if found.record else None))
 
