@@ -102,3 +102,76 @@ def test_a_parse_inside_a_parse_on_one_thread_does_not_deadlock(
         ast.dump(real_parse("inner = 1")),
         ast.dump(real_parse("outer = 2")),
     ]
+
+
+class _SpoiledAst:
+    """Stands in for the ast module: parse() fails as a spoiled counter makes it, ``spoiled`` times."""
+
+    def __init__(
+        self, spoiled: int, message: str = "AST constructor recursion depth mismatch"
+    ) -> None:
+        self.spoiled = spoiled
+        self.message = message
+        self.calls = 0
+
+    def parse(self, source: str, filename: str, mode: str) -> ast.Module:
+        self.calls += 1
+        if self.calls <= self.spoiled:
+            raise SystemError(f"{self.message} (before=3, after=6)")
+        return ast.parse(source, filename, mode)
+
+
+class TestSpoiledByAParseOutsideTheLock:
+    """A parse outside recurgent's lock (traceback formatting, a library) can spoil one of ours:
+    it is done again, at most three times in all."""
+
+    def test_a_spoiled_parse_is_done_again(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Two spoiled tries, then the tree."""
+        fake = _SpoiledAst(spoiled=2)
+        monkeypatch.setattr(_parsing, "ast", fake)
+
+        tree = parse_python("x = 1", "<generated>")
+
+        assert (ast.dump(tree), fake.calls) == (ast.dump(ast.parse("x = 1")), 3)
+
+    def test_three_spoiled_tries_raise(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The third spoiled try's SystemError reaches the caller."""
+        fake = _SpoiledAst(spoiled=5)
+        monkeypatch.setattr(_parsing, "ast", fake)
+
+        with pytest.raises(SystemError, match="recursion depth mismatch"):
+            parse_python("x = 1", "<generated>")
+        assert fake.calls == 3
+
+    def test_another_system_error_is_not_retried(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Only the counter race is tried again."""
+        fake = _SpoiledAst(spoiled=1, message="something else")
+        monkeypatch.setattr(_parsing, "ast", fake)
+
+        with pytest.raises(SystemError, match="something else"):
+            parse_python("x = 1", "<generated>")
+        assert fake.calls == 1
+
+
+def test_format_traceback_holds_the_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Formatting a traceback (which parses on Python 3.11) waits for a parse in progress."""
+    blocking = _BlockingAst()
+    monkeypatch.setattr(_parsing, "ast", blocking)
+    try:
+        raise ValueError("boom")
+    except ValueError as error:
+        tb = error.__traceback__
+    parser = threading.Thread(target=parse_python, args=("x = 1", "<generated>"))
+    parser.start()
+    assert blocking.entered.wait(10)
+    formatted: list[list[str]] = []
+    formatter = threading.Thread(target=lambda: formatted.append(_parsing.format_traceback(tb)))
+    formatter.start()
+    formatter.join(0.2)
+    waited = formatter.is_alive()
+    blocking.release.set()
+    parser.join(10)
+    formatter.join(10)
+
+    assert waited is True
+    assert formatted[0][-1].startswith("  File ") and 'raise ValueError("boom")' in formatted[0][-1]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recurgent._call import CallFrame
 from recurgent._history import HISTORY_KEY
+from recurgent._parsing import format_traceback
 from recurgent._redact import environment_secrets, redact
 from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
@@ -404,7 +404,7 @@ class CallState:
             )
             if self.error is not None:
                 entry["error_backtrace"] = view.value(
-                    traceback.format_tb(self.error.__traceback__)[-10:]
+                    format_traceback(self.error.__traceback__)[-10:]
                 )
         for name, value in entry.items():
             # Most fields are null or a flag: skipped here without a call per field.
