@@ -437,7 +437,9 @@ class _Inbound:
             self._memo[id(value)] = built
             store = _setter(kind)
             for key, item in list(dict.items(value)):
-                store(built, key, self.value(item, depth))
+                # A key may be host code too (a handler table keyed by function): guarded
+                # like a value, or the program gets the raw function (red-team R3, H2).
+                store(built, self.value(key, depth), self.value(item, depth))
             return built
         if kind is list or kind is collections.deque:
             built = [] if kind is list else collections.deque(maxlen=value.maxlen)
