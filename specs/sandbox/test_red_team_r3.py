@@ -9,11 +9,13 @@ open finding is a strict ``xfail`` stating the fix.
 from __future__ import annotations
 
 import gc
+import random
 from collections.abc import Callable
 
 import pytest
 
 from recurgent import Agent
+from recurgent._sandbox import SandboxLimits
 from recurgent.testing import ScriptedProvider
 from specs.sandbox.support import Host, execute
 
@@ -170,3 +172,116 @@ class TestHostCodeAsAnotherAgentsDictKey:
             [f"<host function {notify.__qualname__}>", "on", 1, True],
         )
         assert list(child.memory["handlers"]) == [notify, "k"]
+
+
+_DRAWS = [
+    "random.sample(x, len(x))",
+    "random.Random(1).sample(x, len(x))",
+    "random.Random.sample(random.Random(1), x, len(x))",
+    "context['rng'].sample(x, len(x))",
+    "random.sample(x, len(x), counts=[1] * len(x))",
+    "random.choices(x, k=len(x))",
+    "random.choices(x, cum_weights=list(range(1, len(x) + 1)), k=len(x))",
+    "context['rng'].choices(x, k=len(x))",
+    "random.Random.choices(random.Random(1), x, k=len(x))",
+]
+
+
+class TestSampleAndChoicesAreInterruptible:
+    """Finding H3 (fixed): ``random.sample`` and ``random.choices`` of millions of items ran
+    seconds past the deadline (a sample of 3 million, 4 s past 0.5 s; with ``counts``, 20 s).
+
+    Payload: ``x = [0] * 3_000_000; random.sample(x, len(x))`` (or ``choices(x, k=len(x))``,
+    on the module, a generator of the program's or memory's). Both are loops in the
+    ``random`` module's Python code, which never tick (G5 fixed only ``shuffle``); their ``k``
+    cap (10 million) bounds the items, not the time. The policy now runs them on a stand-in
+    generator that makes the same draws and ticks every 4,096 (``_sandbox/_draws.py``,
+    ADR 0075).
+    """
+
+    @pytest.mark.parametrize("draw", _DRAWS)
+    def test_a_huge_draw_stops_at_the_deadline(self, draw: str) -> None:
+        """The attempt ends as ``timeout``; memory's generator keeps its state."""
+        rng = random.Random(7)
+        state = rng.getstate()
+        host = Host(memory={"rng": rng})
+
+        result = execute(
+            f"import random\nx = [0] * 3_000_000\n{draw}\nresult = 1",
+            host=host,
+            limits=SandboxLimits(timeout_seconds=0.25),
+        )
+
+        assert result.error is not None and result.error.error_type == "timeout"
+        assert rng.getstate() == state
+
+    def test_the_draws_are_randoms_own(self) -> None:
+        """Seeded the same, each checked draw gives ``random.Random``'s result."""
+        reference = random.Random(3)
+        expected = [
+            reference.sample(range(100), 5),
+            reference.sample("abcdef", 3, counts=[1, 2, 3, 1, 1, 1]),
+            reference.sample(list(range(50)), 40),
+            reference.choices("abc", k=4),
+            reference.choices("abc", [1, 2, 3], k=4),
+            reference.choices("abc", cum_weights=[1, 2, 3], k=4),
+        ]
+        source = (
+            "import random\n"
+            "random.seed(3)\n"
+            "result = [random.sample(range(100), 5),\n"
+            "          random.sample('abcdef', 3, counts=[1, 2, 3, 1, 1, 1]),\n"
+            "          random.sample(list(range(50)), 40),\n"
+            "          random.choices('abc', k=4),\n"
+            "          random.choices('abc', [1, 2, 3], k=4),\n"
+            "          random.choices('abc', cum_weights=[1, 2, 3], k=4)]"
+        )
+
+        result = execute(source)
+
+        assert (result.error, result.value) == (None, expected)
+
+    def test_memorys_generator_commits_the_advanced_state(self) -> None:
+        """After the attempt, memory's generator is where ``Random.sample`` leaves one."""
+        rng, expected = random.Random(3), random.Random(3)
+        drawn = expected.sample(range(1000), 300)
+        host = Host(memory={"rng": rng})
+
+        result = execute("result = context['rng'].sample(range(1000), 300)", host=host)
+
+        assert (result.error, result.value) == (None, drawn) and host.memory["rng"] is rng
+        assert rng.getstate() == expected.getstate()
+
+    def test_the_item_caps_and_the_errors_are_unchanged(self) -> None:
+        """``k`` past the item cap and a set population fail as before."""
+        cap = execute("import random\nrandom.sample([1], 2 * 10**7, counts=[2 * 10**7])")
+        bad = execute("import random\nrandom.sample({1, 2}, 1)")
+
+        assert cap.error is not None and "sample() would create 20000000 items" in str(cap.error)
+        assert bad.error is not None and "Population must be a sequence" in str(bad.error)
+
+
+class TestTheTickCannotBeReplaced:
+    """Finding H4 (fixed): ``random.shuffle(x, tick=int)`` ran past the deadline.
+
+    Payload: ``x = list(range(3_000_000)); random.shuffle(x, tick=int)``. The module's
+    ``shuffle`` row was ``functools.partial(checked_shuffle, rng, tick=tick)``: a keyword a
+    partial holds is replaced by the caller's, so any builtin that returns (``int``, ``print``)
+    took the place of the deadline's tick: 5 s past a 0.5 s deadline. The rows are now
+    closures with the tick closed over (``_draws.ticking_draws``), which take no ``tick``.
+    """
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            "random.shuffle(x, tick=int)",
+            "random.sample(x, 3, tick=int)",
+            "random.choices(x, tick=int)",
+        ],
+    )
+    def test_a_tick_argument_is_refused(self, call: str) -> None:
+        """The call raises ``TypeError`` naming the unexpected ``tick`` argument."""
+        result = execute(f"import random\nx = list(range(10))\n{call}")
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert "unexpected keyword argument 'tick'" in str(result.error)
