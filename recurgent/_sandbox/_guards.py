@@ -52,6 +52,7 @@ from recurgent._sandbox._types import (
     OPEN_TYPES,
     SEALED_TYPE_OF,
     SealedType,
+    guarded_host_code,
     trusted_class,
     type_of,
 )
@@ -280,6 +281,9 @@ class AttributePolicy:
     @staticmethod
     def _instance_attribute(obj: Any, name: str) -> Any:
         value = _runtime_sealed(getattr(obj, name))
+        if not trusted_class(type(obj)):
+            # An opened host instance's methods and classes are host code (R3, H5).
+            value = guarded_host_code(value)
         for klass in type(obj).__mro__:
             raw = vars(klass).get(name, _ABSENT)
             if raw is not _ABSENT:
