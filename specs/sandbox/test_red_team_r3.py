@@ -11,12 +11,13 @@ from __future__ import annotations
 import gc
 import random
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from recurgent import Agent
 from recurgent._sandbox import SandboxLimits
-from recurgent.testing import ScriptedProvider
+from recurgent.testing import ScriptedProvider, read_log
 from specs.sandbox.support import Host, execute
 
 # A generator whose cleanup runs ``{late}``, started and kept alive in a reference cycle, so a
@@ -398,3 +399,47 @@ class TestHostCodeNestedInAHostCallsResult:
 
         assert result.error is not None and result.error.error_type == "execution"
         assert calls == ["during"]
+
+
+_PROBE = (
+    "import urllib.request\n"
+    "try:\n"
+    "    urllib.request.urlopen('http://127.0.0.1:9/' + str(args[0]), timeout=2)\n"
+    "except Exception as error:\n"
+    "    return Outcome.error(error_type='unreachable', error_message=str(error))\n"
+    "return 'reached'"
+)
+
+
+class TestAPreparedProgramKeepsEachAgentsPolicy:
+    """Held (regression pin): ADR 0072 keeps a stored program prepared once per cached record
+    and shares it process-wide; the policy is not part of what is prepared.
+
+    Payload: two live agents of one role over one store, one allowed ``127.0.0.1``, one
+    ``network="deny"``, alternately reusing the program the first stored. Each run is refused
+    or let through by the agent running it, in both orders, with no provider request.
+    """
+
+    def test_alternating_agents_each_get_their_own_network_policy(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """allow, deny, allow: only the deny agent's run says network access is disabled."""
+        root = tmp_path / "store"
+        writer = ScriptedProvider({"probe": _PROBE})
+        reader = ScriptedProvider({"probe": _PROBE})
+        allowed = Agent(
+            "prober", provider=writer, log=False, toolstore_root=root, network=["127.0.0.1"]
+        )
+        denied = Agent("prober", provider=reader, log=log_path, toolstore_root=root, network="deny")
+
+        first = allowed.probe(1)
+        second = denied.probe(2)
+        third = allowed.probe(3)
+
+        assert (writer.calls, reader.calls) == (1, 0)
+        assert read_log(log_path)[-1]["program_source"] == "persisted"
+        disabled = [
+            "network access is disabled" in str(o.error_message) for o in (first, second, third)
+        ]
+        assert [o.error_type for o in (first, second, third)] == ["unreachable"] * 3
+        assert disabled == [False, True, False]
