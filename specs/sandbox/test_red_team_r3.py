@@ -443,3 +443,37 @@ class TestAPreparedProgramKeepsEachAgentsPolicy:
         ]
         assert [o.error_type for o in (first, second, third)] == ["unreachable"] * 3
         assert disabled == [False, True, False]
+
+
+class TestHostCodeInAHostExceptionsArgs:
+    """Finding H7 (open): host code in the ``args`` of an exception a host function raises
+    reaches the program raw.
+
+    Payload: memory holds ``boom``, a host function that raises ``ValueError(notify)``;
+    ``try: context['boom']() except ValueError as e: m = e.args[0]``, a leaked generator whose
+    cleanup calls ``m('late')``, then ``raise ValueError``: the next garbage collection calls
+    ``notify`` after the attempt. A guarded call's exception propagates as the host raised
+    it, and the policy hands out ``BaseException.args`` as they are. Fix: the policy guards
+    host code in the ``args`` of an exception the program did not raise itself (through
+    ``_types.guarded_host_code``, as H5 does for opened instances), without mutating the
+    host's exception, which the host may raise again.
+    """
+
+    @pytest.mark.xfail(strict=True, reason="H7 open: host code in a host exception's args")
+    def test_a_leaked_generator_cannot_call_a_function_from_the_args_later(self) -> None:
+        """After ``gc.collect()`` the function from the exception's args never ran."""
+        calls, notify = _recorder()
+
+        def boom() -> None:
+            raise ValueError(notify)
+
+        source = _leaking(
+            "m('late')",
+            "try:\n    context['boom']()\nexcept ValueError as e:\n    m = e.args[0]\nraise ValueError",
+        )
+
+        result = execute(source, host=Host(memory={"boom": boom}))
+        gc.collect()
+
+        assert result.error is not None and result.error.error_type == "execution"
+        assert calls == []
