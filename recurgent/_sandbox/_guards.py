@@ -22,7 +22,7 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
-from recurgent._journal._shared import HostClass, unwrap_class
+from recurgent._journal._shared import HostClass, needs_guard, unwrap_class
 from recurgent._sandbox._checked_methods import (
     ITEM_WRITTEN_TYPES,
     ElementWriter,
@@ -149,6 +149,9 @@ class AttributePolicy:
             # Sealed: the checked method closes over the formatter, the policy and the tick.
             return SealedCallable(special[1](obj), name)
         kind = type(obj)
+        if name == "args" and isinstance(obj, BaseException):
+            # A host function may raise with host code in its args (R3, H7).
+            return _guarded_args(obj.args)
         if kind in OPEN_TYPES or isinstance(kind, SandboxType):
             return getattr(obj, name)
         if kind is ModuleFacade:
@@ -330,6 +333,13 @@ class AttributePolicy:
 
 
 _ABSENT: Any = object()
+
+
+def _guarded_args(args: Any) -> Any:
+    # A new tuple: the exception is the host's, which may raise the same object again.
+    if not isinstance(args, tuple) or not any(needs_guard(item) for item in args):
+        return args
+    return tuple(item if is_sandbox_made(item) else guarded_host_code(item) for item in args)
 
 
 class _NotHandled:

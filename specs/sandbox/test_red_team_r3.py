@@ -446,20 +446,19 @@ class TestAPreparedProgramKeepsEachAgentsPolicy:
 
 
 class TestHostCodeInAHostExceptionsArgs:
-    """Finding H7 (open): host code in the ``args`` of an exception a host function raises
-    reaches the program raw.
+    """Finding H7 (fixed): host code in the ``args`` of an exception a host function raises
+    reached the program raw.
 
     Payload: memory holds ``boom``, a host function that raises ``ValueError(notify)``;
     ``try: context['boom']() except ValueError as e: m = e.args[0]``, a leaked generator whose
-    cleanup calls ``m('late')``, then ``raise ValueError``: the next garbage collection calls
+    cleanup calls ``m('late')``, then ``raise ValueError``: the next garbage collection called
     ``notify`` after the attempt. A guarded call's exception propagates as the host raised
-    it, and the policy hands out ``BaseException.args`` as they are. Fix: the policy guards
-    host code in the ``args`` of an exception the program did not raise itself (through
-    ``_types.guarded_host_code``, as H5 does for opened instances), without mutating the
-    host's exception, which the host may raise again.
+    it, and the policy handed out ``BaseException.args`` as they were. The policy now reads
+    ``args`` as a new tuple with host code guarded by the running attempt (the program's own
+    functions stay as they are), without changing the host's exception, which the host may
+    raise again.
     """
 
-    @pytest.mark.xfail(strict=True, reason="H7 open: host code in a host exception's args")
     def test_a_leaked_generator_cannot_call_a_function_from_the_args_later(self) -> None:
         """After ``gc.collect()`` the function from the exception's args never ran."""
         calls, notify = _recorder()
@@ -477,3 +476,34 @@ class TestHostCodeInAHostExceptionsArgs:
 
         assert result.error is not None and result.error.error_type == "execution"
         assert calls == []
+
+    def test_the_programs_own_args_and_the_host_exception_are_unchanged(self) -> None:
+        """A function the program raised with comes back as itself; the host's exception
+        keeps the raw function in its args."""
+        _calls, notify = _recorder()
+        error = ValueError(notify)
+
+        def boom() -> None:
+            raise error
+
+        source = (
+            "def f():\n"
+            "    return 1\n"
+            "try:\n"
+            "    raise KeyError(f, 'k')\n"
+            "except KeyError as e:\n"
+            "    mine = e.args[0] is f and e.args[1] == 'k'\n"
+            "try:\n"
+            "    context['boom']()\n"
+            "except ValueError as e:\n"
+            "    theirs = repr(e.args[0])\n"
+            "result = [mine, theirs]"
+        )
+
+        result = execute(source, host=Host(memory={"boom": boom}))
+
+        assert (result.error, result.value) == (
+            None,
+            [True, f"<host function {notify.__qualname__}>"],
+        )
+        assert error.args == (notify,)
