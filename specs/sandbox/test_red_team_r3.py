@@ -18,7 +18,7 @@ import pytest
 from recurgent import Agent
 from recurgent._sandbox import SandboxLimits
 from recurgent.testing import ScriptedProvider, read_log
-from specs.sandbox.support import Host, execute
+from specs.sandbox.support import FakeClock, Host, execute
 
 # A generator whose cleanup runs ``{late}``, started and kept alive in a reference cycle, so a
 # later garbage collection finalizes it after the attempt ended (the shape of F12, G1, G2).
@@ -507,3 +507,35 @@ class TestHostCodeInAHostExceptionsArgs:
             [True, f"<host function {notify.__qualname__}>"],
         )
         assert error.args == (notify,)
+
+
+class TestReadingAHugeMemoryValue:
+    """Finding H8 (open): reading a huge value from memory copies it in code that never ticks.
+
+    Payload: a program of an earlier call stored ten million items in memory (within the
+    caps); a later program reads it: ``x = context['big']`` (or another agent's,
+    ``delegate('c').big``), then ``result = 1``. The journal copies the value on first read
+    (``_core._copy``, one Python step per item; ``_boundary.inbound`` for another agent's), and
+    neither consults the deadline: 10 million ints took 7 s past a 0.25 s deadline, 2 million
+    one-item lists 20 s, and a straight-line program then *succeeds*, as nothing ticks after
+    the copy. The fake clock here advances on every deadline check, so a copy that ticked would
+    end as ``timeout``. Fix: ``ExecutionSandbox`` hands its ticker's ``tick`` to the
+    ``Journal`` (``_sandbox/__init__.py``, outside this red team's files) and to ``inbound``,
+    and the copy loops call it every 4,096 items, as the checked shuffle does.
+    """
+
+    @pytest.mark.xfail(strict=True, reason="H8 open: the journal's copy never ticks")
+    @pytest.mark.parametrize("read", ["context['big']", "delegate('c').big"])
+    def test_a_huge_read_stops_at_the_deadline(self, read: str) -> None:
+        """The attempt ends as ``timeout``."""
+        host = Host(memory={"big": list(range(200_000))})
+        host.child("c").memory["big"] = list(range(200_000))
+
+        result = execute(
+            f"x = {read}\nresult = 1",
+            host=host,
+            limits=SandboxLimits(timeout_seconds=1.0),
+            clock=FakeClock(step=0.05),
+        )
+
+        assert result.error is not None and result.error.error_type == "timeout"
