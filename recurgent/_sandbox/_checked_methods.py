@@ -32,6 +32,7 @@ from recurgent._sandbox._sizes import check_format_spec
 
 __all__ = [
     "ITEM_WRITTEN_TYPES",
+    "USER_STRING_CHECKED",
     "ElementWriter",
     "ItemWriter",
     "SafeFormatter",
@@ -39,6 +40,7 @@ __all__ = [
     "checked_sub",
     "refuse_element_cycle",
     "special_methods",
+    "user_string_binder",
 ]
 
 _EXACT_STR = frozenset({str})
@@ -370,6 +372,37 @@ def _element_adders(tick: Callable[[], bool]) -> dict[str, Binder]:
         return insert
 
     return {"append": bind_append, "extend": bind_extend, "insert": bind_insert}
+
+
+# UserString's text methods that return a UserString; format, format_map and join return a str.
+_USER_STRING_WRAPPED = frozenset(
+    {"center", "ljust", "rjust", "zfill", "expandtabs", "replace", "translate"}
+)
+#: The UserString methods served as str's checked ones over the wrapper's ``data``.
+USER_STRING_CHECKED = _USER_STRING_WRAPPED | {"format", "format_map", "join"}
+
+
+def user_string_binder(name: str, binder: Binder) -> Binder:
+    """``UserString.name`` checked as ``str.name`` is, on the wrapper's ``data`` (red-team R3,
+    H9). UserString's methods call the str's own on ``data``, past every check the policy
+    makes on a str: ``UserString('ab').center(10**9)`` built a gigabyte. Results are wrapped
+    as UserString's are."""
+
+    def bind(obj: Any) -> Callable[..., Any]:
+        checked = binder(obj.data)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if name == "replace":
+                # As UserString.replace does: a UserString old or new is its data.
+                args = tuple(
+                    arg.data if isinstance(arg, collections.UserString) else arg for arg in args
+                )
+            result = checked(*args, **kwargs)
+            return collections.UserString(result) if name in _USER_STRING_WRAPPED else result
+
+        return method
+
+    return bind
 
 
 def _bind_random(method: Callable[..., Any]) -> Binder:

@@ -11,6 +11,7 @@ sealed ``type()`` are in ``_types``, re-exported here for the sandbox). Everythi
 from __future__ import annotations
 
 import abc
+import collections
 import copy
 import functools
 import os
@@ -25,10 +26,12 @@ from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
 from recurgent._journal._shared import HostClass, needs_guard, unwrap_class
 from recurgent._sandbox._checked_methods import (
     ITEM_WRITTEN_TYPES,
+    USER_STRING_CHECKED,
     ElementWriter,
     ItemWriter,
     SafeFormatter,
     special_methods,
+    user_string_binder,
 )
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
@@ -148,6 +151,13 @@ class AttributePolicy:
         if special is not None and isinstance(obj, special[0]):
             # Sealed: the checked method closes over the formatter, the policy and the tick.
             return SealedCallable(special[1](obj), name)
+        if (
+            special is not None
+            and name in USER_STRING_CHECKED
+            and isinstance(obj, collections.UserString)
+        ):
+            # str's checks, on its data (R3, H9).
+            return SealedCallable(user_string_binder(name, special[1])(obj), name)
         kind = type(obj)
         if name == "args" and isinstance(obj, BaseException):
             # A host function may raise with host code in its args (R3, H7).
@@ -265,6 +275,9 @@ class AttributePolicy:
         special = self._special.get(name)
         if special is not None and issubclass(cls, special[0]):
             return SealedCallable(functools.partial(_call_bound, special[1]), name)
+        if special is not None and cls is collections.UserString and name in USER_STRING_CHECKED:
+            checked = user_string_binder(name, special[1])
+            return SealedCallable(functools.partial(_call_bound, checked), name)
         if name in DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
         value = getattr(cls, name)
