@@ -617,3 +617,30 @@ class TestUserStringMeetsTheTextCaps:
         result = execute(source)
 
         assert (result.error, result.value) == (None, expected)
+
+
+class TestTextOfASharedStructure:
+    """Finding H10 (open): ``str``/``repr``/f-strings/``format``/``%s``/``print`` of a
+    structure that shares one container many times build text of any size in one C call.
+
+    Payload: ``str([[0] * 10**4] * 400)``: 4 * 10**6 items counted by every cap, since the row
+    is one list held 400 times, but 12 million characters of text, past the 10-million item cap
+    (``json.dumps`` of the same value is refused, F6; ``str.format`` refuses it after building
+    it). One more level (``[[[0] * 1000] * 1000] * 1000``) is three gigabytes from one
+    uninterruptible call, which the memory limit checks only at the next tick. Fix: before
+    these conversions of a container, estimate its text by walking it with a memo by ``id``
+    (the expanded item count of a shared row is its count times its references: cost
+    proportional to the distinct containers) and refuse past the item cap, as ``json.dumps``
+    counts its pieces.
+    """
+
+    @pytest.mark.xfail(strict=True, reason="H10 open: text of a shared structure is uncapped")
+    @pytest.mark.parametrize(
+        "convert",
+        ["str(x)", "repr(x)", "f'{x}'", "'%s' % (x,)", "format(x)", "print(x) or ''"],
+    )
+    def test_the_text_is_refused_past_the_item_cap(self, convert: str) -> None:
+        """The conversion fails as ``resource_limit`` before building the text."""
+        result = execute(f"x = [[0] * 10**4] * 400\nresult = len({convert})")
+
+        assert result.error is not None and result.error.error_type == "resource_limit"
