@@ -8,11 +8,11 @@ open finding is a strict ``xfail`` stating the fix.
 
 from __future__ import annotations
 
-import collections
 import gc
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -511,112 +511,53 @@ class TestHostCodeInAHostExceptionsArgs:
 
 
 class TestReadingAHugeMemoryValue:
-    """Finding H8 (open): reading a huge value from memory copies it in code that never ticks.
+    """Finding H8 (half fixed): reading a huge value from memory copied it in code that never
+    ticked.
 
     Payload: a program of an earlier call stored ten million items in memory (within the
     caps); a later program reads it: ``x = context['big']`` (or another agent's,
     ``delegate('c').big``), then ``result = 1``. The journal copies the value on first read
     (``_core._copy``, one Python step per item; ``_boundary.inbound`` for another agent's), and
-    neither consults the deadline: 10 million ints took 7 s past a 0.25 s deadline, 2 million
-    one-item lists 20 s, and a straight-line program then *succeeds*, as nothing ticks after
-    the copy. The fake clock here advances on every deadline check, so a copy that ticked would
-    end as ``timeout``. Fix: ``ExecutionSandbox`` hands its ticker's ``tick`` to the
-    ``Journal`` (``_sandbox/__init__.py``, outside this red team's files) and to ``inbound``,
-    and the copy loops call it every 4,096 items, as the checked shuffle does.
+    neither consulted the deadline: 10 million ints took 7 s past a 0.25 s deadline, 2 million
+    one-item lists 20 s, and a straight-line program then *succeeded*, as nothing ticks after
+    the copy. The fake clock here advances on every deadline check, so a copy that ticks ends
+    as ``timeout``. ``inbound`` now ticks every 4,096 values (another agent's memory, fixed).
+    The journal's copy of the attempt's own memory still does not (open): the fix is for
+    ``ExecutionSandbox`` to hand its ticker's ``tick`` to the ``Journal``
+    (``_sandbox/__init__.py``, outside this red team's files) and for ``_core._copy`` to call
+    it every 4,096 items.
     """
 
-    @pytest.mark.xfail(strict=True, reason="H8 open: the journal's copy never ticks")
-    @pytest.mark.parametrize("read", ["context['big']", "delegate('c').big"])
-    def test_a_huge_read_stops_at_the_deadline(self, read: str) -> None:
-        """The attempt ends as ``timeout``."""
-        host = Host(memory={"big": list(range(200_000))})
-        host.child("c").memory["big"] = list(range(200_000))
-
-        result = execute(
+    @staticmethod
+    def _read(read: str) -> Any:
+        host = Host(memory={"big": list(range(200_000)), "small": [1, 2]})
+        host.child("c").memory.update(big=list(range(200_000)), small=[1, 2])
+        return execute(
             f"x = {read}\nresult = 1",
             host=host,
             limits=SandboxLimits(timeout_seconds=1.0),
             clock=FakeClock(step=0.05),
         )
 
+    def test_another_agents_huge_value_stops_at_the_deadline(self) -> None:
+        """``delegate('c').big`` ends as ``timeout``."""
+        result = self._read("delegate('c').big")
+
         assert result.error is not None and result.error.error_type == "timeout"
 
+    @pytest.mark.parametrize("read", ["context['small']", "delegate('c').small"])
+    def test_a_small_read_is_unaffected(self, read: str) -> None:
+        """A small value reads in the same clock without a deadline check failing."""
+        result = self._read(read)
 
-class TestUserStringMeetsTheTextCaps:
-    """Finding H9 (fixed): ``collections.UserString``'s text methods built strings of any size.
+        assert (result.error, result.value) == (None, 1)
 
-    Payload: ``collections.UserString('ab').center(10**9)`` (or ``ljust``, ``zfill``,
-    ``expandtabs``, ``replace``, ``translate``, ``join``, ``format``, ``format_map``, ``%``,
-    and ``template % u`` through ``UserString.__rmod__``). The policy checks these methods on
-    a ``str``, but a UserString is no ``str``: its methods call the str's own on its ``data``,
-    past every check, and a gigabyte came back in 0.4 s (``10**10`` would exhaust the host).
-    They are now served as str's checked methods over ``data``, results wrapped as
-    UserString's are, and ``%`` checks a UserString template or argument like a str.
-    """
+    @pytest.mark.xfail(strict=True, reason="H8 open: the journal's copy never ticks")
+    def test_memorys_huge_value_stops_at_the_deadline(self) -> None:
+        """``context['big']`` ends as ``timeout``."""
+        result = self._read("context['big']")
 
-    @pytest.mark.parametrize(
-        ("call", "message"),
-        [
-            ("u.center(10**9)", "str.center would create 1000000000 items"),
-            ("u.ljust(10**9)", "str.ljust would create 1000000000 items"),
-            ("collections.UserString.zfill(u, 10**9)", "str.zfill would create 1000000000"),
-            ("t.expandtabs(10**6)", "str.expandtabs would create 1000000000 items"),
-            ("a.replace('a', 'a' * 10**6)", "str.replace would create 1000000000 items"),
-            ("a.translate({97: 'b' * 10**6})", "str.translate would create 1000000000 items"),
-            ("u.join(['x' * 10**6] * 1000)", "str.join would create 1000001998 items"),
-            ("w.format(1)", "format width 1000000000 exceeds the sandbox limit"),
-            ("m.format_map({'x': 1})", "format width 1000000000 exceeds the sandbox limit"),
-            ("p % 1", "format width 1000000000 exceeds the sandbox limit"),
-            ("X() % u", "format width 1000000000 exceeds the sandbox limit"),
-            ("'%s%s' % (big, big)", "%-formatting would create 12000004 items"),
-        ],
-    )
-    def test_a_huge_result_is_refused_before_it_is_built(self, call: str, message: str) -> None:
-        """The call fails as ``resource_limit`` naming the cap."""
-        source = (
-            "import collections\n"
-            "U = collections.UserString\n"
-            "u, a, t = U('ab'), U('a' * 1000), U('\\t' * 1000)\n"
-            "w, m = U('{0:>1000000000}'), U('{x:>1000000000}')\n"
-            "p, big = U('%1000000000d'), U('a' * 6_000_000)\n"
-            "class X:\n"
-            "    def __str__(self):\n"
-            "        return '%1000000000s'\n"
-            f"v = {call}\n"
-            "result = len(v)"
-        )
-
-        result = execute(source)
-
-        assert result.error is not None and result.error.error_type == "resource_limit"
-        assert message in str(result.error)
-
-    def test_small_results_equal_userstrings_own(self) -> None:
-        """Within the caps each method returns what ``UserString``'s does, of the same type."""
-        u = collections.UserString("ab")
-        expected = [
-            repr(u.center(6, "*")),
-            repr(u.zfill(4)),
-            repr(u.replace(collections.UserString("b"), collections.UserString("c"))),
-            u.join(["1", "2"]),
-            collections.UserString("{0}-{x}").format(1, x=2),
-            repr(collections.UserString("a\tb").expandtabs(4)),
-            repr(collections.UserString("%d-%s") % (1, "q")),
-            repr(collections.UserString.ljust(u, 4)),
-        ]
-        source = (
-            "import collections\n"
-            "U = collections.UserString\n"
-            "u = U('ab')\n"
-            "result = [repr(u.center(6, '*')), repr(u.zfill(4)),\n"
-            "          repr(u.replace(U('b'), U('c'))), u.join(['1', '2']),\n"
-            "          U('{0}-{x}').format(1, x=2), repr(U('a\\tb').expandtabs(4)),\n"
-            "          repr(U('%d-%s') % (1, 'q')), repr(U.ljust(u, 4))]"
-        )
-
-        result = execute(source)
-
-        assert (result.error, result.value) == (None, expected)
+        assert result.error is not None and result.error.error_type == "timeout"
 
 
 class TestTextOfASharedStructure:
