@@ -2,12 +2,13 @@
 
 Every payload is the generated program of an attacker, run through the sandbox helpers of
 ``specs/sandbox/support.py`` or the public path (an ``Agent`` with a scripted provider). Each
-class names its finding (H1 to H4), the payload, what used to happen and what holds now; an
+class names its finding (H1 to H10), the payload, what used to happen and what holds now; an
 open finding is a strict ``xfail`` stating the fix.
 """
 
 from __future__ import annotations
 
+import collections
 import gc
 import random
 from collections.abc import Callable
@@ -585,3 +586,80 @@ class TestTextOfASharedStructure:
         result = execute(f"x = [[0] * 10**4] * 400\nresult = len({convert})")
 
         assert result.error is not None and result.error.error_type == "resource_limit"
+
+
+class TestUserStringMeetsTheTextCaps:
+    """Finding H9 (fixed): ``collections.UserString``'s text methods built strings of any size.
+
+    Payload: ``collections.UserString('ab').center(10**9)`` (or ``ljust``, ``zfill``,
+    ``expandtabs``, ``replace``, ``translate``, ``join``, ``format``, ``format_map``, ``%``,
+    and ``template % u`` through ``UserString.__rmod__``). The policy checks these methods on
+    a ``str``, but a UserString is no ``str``: its methods call the str's own on its ``data``,
+    past every check, and a gigabyte came back in 0.4 s (``10**10`` would exhaust the host).
+    They are now served as str's checked methods over ``data``, results wrapped as
+    UserString's are, and ``%`` checks a UserString template or argument like a str.
+    """
+
+    @pytest.mark.parametrize(
+        ("call", "message"),
+        [
+            ("u.center(10**9)", "str.center would create 1000000000 items"),
+            ("u.ljust(10**9)", "str.ljust would create 1000000000 items"),
+            ("collections.UserString.zfill(u, 10**9)", "str.zfill would create 1000000000"),
+            ("t.expandtabs(10**6)", "str.expandtabs would create 1000000000 items"),
+            ("a.replace('a', 'a' * 10**6)", "str.replace would create 1000000000 items"),
+            ("a.translate({97: 'b' * 10**6})", "str.translate would create 1000000000 items"),
+            ("u.join(['x' * 10**6] * 1000)", "str.join would create 1000001998 items"),
+            ("w.format(1)", "format width 1000000000 exceeds the sandbox limit"),
+            ("m.format_map({'x': 1})", "format width 1000000000 exceeds the sandbox limit"),
+            ("p % 1", "format width 1000000000 exceeds the sandbox limit"),
+            ("X() % u", "format width 1000000000 exceeds the sandbox limit"),
+            ("'%s%s' % (big, big)", "%-formatting would create 12000004 items"),
+        ],
+    )
+    def test_a_huge_result_is_refused_before_it_is_built(self, call: str, message: str) -> None:
+        """The call fails as ``resource_limit`` naming the cap."""
+        source = (
+            "import collections\n"
+            "U = collections.UserString\n"
+            "u, a, t = U('ab'), U('a' * 1000), U('\\t' * 1000)\n"
+            "w, m = U('{0:>1000000000}'), U('{x:>1000000000}')\n"
+            "p, big = U('%1000000000d'), U('a' * 6_000_000)\n"
+            "class X:\n"
+            "    def __str__(self):\n"
+            "        return '%1000000000s'\n"
+            f"v = {call}\n"
+            "result = len(v)"
+        )
+
+        result = execute(source)
+
+        assert result.error is not None and result.error.error_type == "resource_limit"
+        assert message in str(result.error)
+
+    def test_small_results_equal_userstrings_own(self) -> None:
+        """Within the caps each method returns what ``UserString``'s does, of the same type."""
+        u = collections.UserString("ab")
+        expected = [
+            repr(u.center(6, "*")),
+            repr(u.zfill(4)),
+            repr(u.replace(collections.UserString("b"), collections.UserString("c"))),
+            u.join(["1", "2"]),
+            collections.UserString("{0}-{x}").format(1, x=2),
+            repr(collections.UserString("a\tb").expandtabs(4)),
+            repr(collections.UserString("%d-%s") % (1, "q")),
+            repr(collections.UserString.ljust(u, 4)),
+        ]
+        source = (
+            "import collections\n"
+            "U = collections.UserString\n"
+            "u = U('ab')\n"
+            "result = [repr(u.center(6, '*')), repr(u.zfill(4)),\n"
+            "          repr(u.replace(U('b'), U('c'))), u.join(['1', '2']),\n"
+            "          U('{0}-{x}').format(1, x=2), repr(U('a\\tb').expandtabs(4)),\n"
+            "          repr(U('%d-%s') % (1, 'q')), repr(U.ljust(u, 4))]"
+        )
+
+        result = execute(source)
+
+        assert (result.error, result.value) == (None, expected)
