@@ -85,7 +85,18 @@ class HostCall:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._guard()
-        return self._function(*args, **kwargs)
+        # Host code the call returns (a factory's class, a registry's handler) is guarded by
+        # the same attempt: raw, a leaked generator could call it late (red-team R3, H1).
+        return guarded(self._function(*args, **kwargs), self._guard)
+
+    # Equal and hashed as the function it stands for (by identity, so no host __eq__ runs):
+    # two reads of one function, each wrapped, still find each other as dict keys.
+    def __eq__(self, other: object) -> bool:
+        theirs = other._function if isinstance(other, HostCall) else other
+        return self._function is theirs
+
+    def __hash__(self) -> int:
+        return object.__hash__(self._function)
 
     def __repr__(self) -> str:
         name = getattr(self._function, "__qualname__", None) or type(self._function).__name__

@@ -386,7 +386,11 @@ def find_unplain(value: Any, path: str) -> str | None:
     return None
 
 
-def inbound(value: Any, handle_for: Callable[[object], HandleOps | None]) -> Any:
+def inbound(
+    value: Any,
+    handle_for: Callable[[object], HandleOps | None],
+    tick: Callable[[], object] | None = None,
+) -> Any:
     """A value from another agent, as generated code receives it.
 
     Agents become handles; every mutable container the program could change in place (dicts
@@ -395,18 +399,34 @@ def inbound(value: Any, handle_for: Callable[[object], HandleOps | None]) -> Any
     reach the other agent's memory. Shared and cyclic containers stay shared and cyclic. Host
     code the other agent holds is guarded by the running attempt, as the attempt's own memory's
     is (red-team F12, ADR 0068): called after that attempt ended, it raises the attempt's stop.
+    ``tick`` (the attempt's deadline check) is called every 4,096 values copied: a read of ten
+    million items ran seconds past the deadline (red-team R3, H8).
     """
-    return _Inbound(handle_for).value(value, 0)
+    return _Inbound(handle_for, tick).value(value, 0)
+
+
+# Values copied between two deadline checks of an inbound copy.
+_TICK_EVERY = 4096
 
 
 class _Inbound:
-    __slots__ = ("_handle_for", "_memo")
+    __slots__ = ("_copied", "_handle_for", "_memo", "_tick")
 
-    def __init__(self, handle_for: Callable[[object], HandleOps | None]) -> None:
+    def __init__(
+        self,
+        handle_for: Callable[[object], HandleOps | None],
+        tick: Callable[[], object] | None = None,
+    ) -> None:
         self._handle_for = handle_for
         self._memo: dict[int, Any] = {}
+        self._tick = tick
+        self._copied = 0
 
     def value(self, value: Any, depth: int) -> Any:
+        if self._tick is not None:
+            self._copied += 1
+            if not self._copied % _TICK_EVERY:
+                self._tick()
         kind = type(value)
         if kind in _SCALARS or kind in _KEPT:
             return value
@@ -437,7 +457,9 @@ class _Inbound:
             self._memo[id(value)] = built
             store = _setter(kind)
             for key, item in list(dict.items(value)):
-                store(built, key, self.value(item, depth))
+                # A key may be host code too (a handler table keyed by function): guarded
+                # like a value, or the program gets the raw function (red-team R3, H2).
+                store(built, self.value(key, depth), self.value(item, depth))
             return built
         if kind is list or kind is collections.deque:
             built = [] if kind is list else collections.deque(maxlen=value.maxlen)

@@ -5,7 +5,7 @@ The attribute policy hands out these versions of ``str.format``/``format_map`` (
 ``ljust``/``rjust``/``center``/``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``,
 ``int.to_bytes``, ``re.Pattern.sub``/``subn``, ``re.Match.expand``, ``Counter.elements``, the
 sized methods of ``random.Random`` (a host's generator in memory, red-team F16) and its
-``shuffle``, which ticks (a loop in library code, G5), ``seek`` of
+``shuffle``, ``sample`` and ``choices``, which tick (``_draws``, G5, H3), ``seek`` of
 ``StringIO``/``BytesIO`` (a write past the end pads up to the position, F17), and the methods
 that add children to an XML element (a cycle makes ElementTree's own loops endless, F19). Each
 checks the size of what it would build first and raises :class:`SizeLimitExceeded`; sizes come
@@ -25,20 +25,22 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from recurgent._sandbox._draws import ticking_draws
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._sizes import check_format_spec
 
 __all__ = [
     "ITEM_WRITTEN_TYPES",
+    "USER_STRING_CHECKED",
     "ElementWriter",
     "ItemWriter",
     "SafeFormatter",
     "checked_expand",
-    "checked_shuffle",
     "checked_sub",
     "refuse_element_cycle",
     "special_methods",
+    "user_string_binder",
 ]
 
 _EXACT_STR = frozenset({str})
@@ -372,24 +374,35 @@ def _element_adders(tick: Callable[[], bool]) -> dict[str, Binder]:
     return {"append": bind_append, "extend": bind_extend, "insert": bind_insert}
 
 
-# Swaps between two ticks of a shuffle: a tick costs about as much as a few hundred swaps.
-_SHUFFLE_TICK_EVERY = 4096
+# UserString's text methods that return a UserString; format, format_map and join return a str.
+_USER_STRING_WRAPPED = frozenset(
+    {"center", "ljust", "rjust", "zfill", "expandtabs", "replace", "translate"}
+)
+#: The UserString methods served as str's checked ones over the wrapper's ``data``.
+USER_STRING_CHECKED = _USER_STRING_WRAPPED | {"format", "format_map", "join"}
 
 
-def checked_shuffle(rng: Any, items: Any, tick: Callable[[], bool]) -> None:
-    """``Random.shuffle`` that ticks, so the deadline stops a huge one (red-team R2, G5).
+def user_string_binder(name: str, binder: Binder) -> Binder:
+    """``UserString.name`` checked as ``str.name`` is, on the wrapper's ``data`` (red-team R3,
+    H9). UserString's methods call the str's own on ``data``, past every check the policy
+    makes on a str: ``UserString('ab').center(10**9)`` built a gigabyte. Results are wrapped
+    as UserString's are."""
 
-    ``random.Random.shuffle`` is a loop in the ``random`` module's Python code, which never
-    ticks: ten million items ran about 27 s past a 1 s deadline. This is the same
-    Fisher-Yates walk over the generator's own ``_randbelow``, so a generator in the same state
-    gives the same order.
-    """
-    randbelow = rng._randbelow
-    for i in reversed(range(1, len(items))):
-        j = randbelow(i + 1)
-        items[i], items[j] = items[j], items[i]
-        if not i % _SHUFFLE_TICK_EVERY:
-            tick()
+    def bind(obj: Any) -> Callable[..., Any]:
+        checked = binder(obj.data)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if name == "replace":
+                # As UserString.replace does: a UserString old or new is its data.
+                args = tuple(
+                    arg.data if isinstance(arg, collections.UserString) else arg for arg in args
+                )
+            result = checked(*args, **kwargs)
+            return collections.UserString(result) if name in _USER_STRING_WRAPPED else result
+
+        return method
+
+    return bind
 
 
 def _bind_random(method: Callable[..., Any]) -> Binder:
@@ -417,8 +430,8 @@ def special_methods(
     def bind_elements(obj: Any) -> Callable[..., Any]:
         return lambda: TickingIterator(obj.elements(), tick)
 
-    def bind_shuffle(obj: Any) -> Callable[..., Any]:
-        return lambda items, /: checked_shuffle(obj, items, tick)
+    def bind_draws(name: str) -> Binder:
+        return lambda obj: ticking_draws(obj, tick)[name]
 
     # Imported here: _stdlib imports _regex, which imports this module's checked_sub.
     from recurgent._sandbox._stdlib import SandboxRandom
@@ -442,9 +455,9 @@ def special_methods(
         "seek": ((io.StringIO, io.BytesIO), _bind_seek),
         "getrandbits": ((random.Random,), _bind_random(SandboxRandom.getrandbits)),
         "randbytes": ((random.Random,), _bind_random(SandboxRandom.randbytes)),
-        "choices": ((random.Random,), _bind_random(SandboxRandom.choices)),
-        "sample": ((random.Random,), _bind_random(SandboxRandom.sample)),
-        "shuffle": ((random.Random,), bind_shuffle),
+        "choices": ((random.Random,), bind_draws("choices")),
+        "sample": ((random.Random,), bind_draws("sample")),
+        "shuffle": ((random.Random,), bind_draws("shuffle")),
         **{
             name: ((ElementTree.Element,), binder) for name, binder in _element_adders(tick).items()
         },

@@ -203,7 +203,7 @@ class ForwardedCalls:
             return ops.role
         found, value = ops.read(name)
         if found:
-            return inbound(value, self._bridge.handle_for_agent)
+            return inbound(value, self._bridge.handle_for_agent, self._ticker.tick)
 
         def dynamic_call(*args: Any, **kwargs: Any) -> Any:
             plain_args = self._to_host(list(args), f"{ops.role}.{name}() arguments")
@@ -211,7 +211,7 @@ class ForwardedCalls:
             outcome = self._host_call(
                 f"{ops.role}.{name}", lambda: ops.call(name, tuple(plain_args), plain_kwargs)
             )
-            answer = inbound(outcome, self._bridge.handle_for_agent)
+            answer = inbound(outcome, self._bridge.handle_for_agent, self._ticker.tick)
             if isinstance(answer, Outcome) and isinstance(outcome, Outcome):
                 # A child's answer keeps its own role if the program passes it on unchanged
                 # (ADR 0059, red-team F10).

@@ -11,6 +11,7 @@ sealed ``type()`` are in ``_types``, re-exported here for the sandbox). Everythi
 from __future__ import annotations
 
 import abc
+import collections
 import copy
 import functools
 import os
@@ -22,13 +23,15 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._journal import REDIRECTED_DICT_METHODS, redirect_unbound
-from recurgent._journal._shared import HostClass, unwrap_class
+from recurgent._journal._shared import HostClass, needs_guard, unwrap_class
 from recurgent._sandbox._checked_methods import (
     ITEM_WRITTEN_TYPES,
+    USER_STRING_CHECKED,
     ElementWriter,
     ItemWriter,
     SafeFormatter,
     special_methods,
+    user_string_binder,
 )
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
@@ -52,6 +55,7 @@ from recurgent._sandbox._types import (
     OPEN_TYPES,
     SEALED_TYPE_OF,
     SealedType,
+    guarded_host_code,
     trusted_class,
     type_of,
 )
@@ -147,7 +151,17 @@ class AttributePolicy:
         if special is not None and isinstance(obj, special[0]):
             # Sealed: the checked method closes over the formatter, the policy and the tick.
             return SealedCallable(special[1](obj), name)
+        if (
+            special is not None
+            and name in USER_STRING_CHECKED
+            and isinstance(obj, collections.UserString)
+        ):
+            # str's checks, on its data (R3, H9).
+            return SealedCallable(user_string_binder(name, special[1])(obj), name)
         kind = type(obj)
+        if name == "args" and isinstance(obj, BaseException):
+            # A host function may raise with host code in its args (R3, H7).
+            return _guarded_args(obj.args)
         if kind in OPEN_TYPES or isinstance(kind, SandboxType):
             return getattr(obj, name)
         if kind is ModuleFacade:
@@ -261,6 +275,9 @@ class AttributePolicy:
         special = self._special.get(name)
         if special is not None and issubclass(cls, special[0]):
             return SealedCallable(functools.partial(_call_bound, special[1]), name)
+        if special is not None and cls is collections.UserString and name in USER_STRING_CHECKED:
+            checked = user_string_binder(name, special[1])
+            return SealedCallable(functools.partial(_call_bound, checked), name)
         if name in DENIED_BY_TYPE.get(cls, frozenset()):
             raise AttributeError(f"{cls.__name__}.{name} is not available in the sandbox")
         value = getattr(cls, name)
@@ -280,6 +297,9 @@ class AttributePolicy:
     @staticmethod
     def _instance_attribute(obj: Any, name: str) -> Any:
         value = _runtime_sealed(getattr(obj, name))
+        if not trusted_class(type(obj)):
+            # An opened host instance's methods and classes are host code (R3, H5).
+            value = guarded_host_code(value)
         for klass in type(obj).__mro__:
             raw = vars(klass).get(name, _ABSENT)
             if raw is not _ABSENT:
@@ -326,6 +346,13 @@ class AttributePolicy:
 
 
 _ABSENT: Any = object()
+
+
+def _guarded_args(args: Any) -> Any:
+    # A new tuple: the exception is the host's, which may raise the same object again.
+    if not isinstance(args, tuple) or not any(needs_guard(item) for item in args):
+        return args
+    return tuple(item if is_sandbox_made(item) else guarded_host_code(item) for item in args)
 
 
 class _NotHandled:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
-from recurgent._sandbox._checked_methods import checked_shuffle
+from recurgent._sandbox._draws import ticking_draws
 from recurgent._sandbox._enum import make_enum
 from recurgent._sandbox._idioms import make_attrgetter, make_methodcaller
 from recurgent._sandbox._limits import TickingIterator
@@ -145,9 +145,11 @@ def _attempt_builders(
     def random_rows() -> dict[str, Any]:
         rng = SandboxRandom()
         rows = {name: getattr(rng, name) for name in CATALOG["random"].attempt}
-        if "shuffle" in rows:
-            # Random.shuffle never ticks: the checked one does (ADR 0069).
-            rows["shuffle"] = functools.partial(checked_shuffle, rng, tick=tick)
+        # Random's shuffle, sample and choices never tick: the checked ones do (ADRs 0069,
+        # 0075), with the tick closed over so no argument replaces it.
+        for name, checked in ticking_draws(rng, tick).items():
+            if name in rows:
+                rows[name] = checked
         return rows
 
     def itertools_rows() -> dict[str, Any]:

@@ -14,6 +14,7 @@ nothing.
 
 from __future__ import annotations
 
+import collections
 import fractions
 import operator
 import re
@@ -133,10 +134,14 @@ def check_format_spec(spec: str) -> None:
 
 
 def _sized(value: Any) -> int:
+    if isinstance(value, collections.UserString):
+        value = value.data  # its % and %s are its data's (red-team R3, H9)
     return true_length(value) if isinstance(value, str | bytes | bytearray) else 0
 
 
 def _check_percent(a: Any, b: Any) -> None:
+    if isinstance(a, collections.UserString):
+        a = a.data
     if not isinstance(a, str | bytes):
         return
     template = str.__str__(a) if isinstance(a, str) else bytes.decode(a, "latin-1")
@@ -165,8 +170,24 @@ def _check_percent(a: Any, b: Any) -> None:
 def _mod_(a: Any, b: Any) -> Any:
     if type(a) is int or type(a) is float:
         return a % b
+    if isinstance(b, collections.UserString) and not isinstance(
+        a, str | bytes | collections.UserString
+    ):
+        return _user_string_rmod(a, b)
     _check_percent(a, b)
     return a % b
+
+
+def _user_string_rmod(a: Any, b: collections.UserString) -> Any:
+    # What ``a % b`` does when ``a`` does not handle it: UserString.__rmod__ formats str(a),
+    # a template of any width (red-team R3, H9), so it is formatted here, checked.
+    method = getattr(type(a), "__mod__", None)
+    result = NotImplemented if method is None else method(a, b)
+    if result is not NotImplemented:
+        return result
+    template = str(a)
+    _check_percent(template, b)
+    return collections.UserString(template % b)
 
 
 _DUNDER_CHECKS: dict[str, Callable[[Any, Any], None]] = {

@@ -23,7 +23,7 @@ from typing import Any
 
 from recurgent._journal import MemoryView
 from recurgent._journal._core import running_journal
-from recurgent._journal._shared import HostClass, guarded
+from recurgent._journal._shared import HostClass, Withheld, guarded, needs_guard
 from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class
@@ -37,6 +37,7 @@ __all__ = [
     "OPEN_TYPES",
     "SEALED_TYPE_OF",
     "SealedType",
+    "guarded_host_code",
     "trusted_class",
     "type_of",
 ]
@@ -250,6 +251,20 @@ def _guarded_if_opened(cls: type) -> Any:
         return SealedType(cls)
     guard = journal.guard
     return cls if guard is None else guarded(cls, guard)
+
+
+def guarded_host_code(value: Any) -> Any:
+    """``value`` read from an instance of a class the user opened (``_sandbox_public_``): host
+    code (a bound method, a classmethod, a nested class) guarded by the running attempt, so a
+    leaked generator cannot run it after the attempt (red-team R3, H5); with no attempt
+    running, withheld. Anything else as it is."""
+    if not needs_guard(value):
+        return value
+    journal = running_journal()
+    if journal is None:
+        return Withheld(value)
+    guard = journal.guard
+    return value if guard is None else guarded(value, guard)
 
 
 # What type() says of a runtime callable: a function, as it would of the original.
