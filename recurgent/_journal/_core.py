@@ -34,6 +34,8 @@ from recurgent.outcome import Outcome
 __all__ = ["Journal", "running_journal"]
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
+#: Items copied between two checks of the attempt's deadline.
+_TICK_EVERY = 4096
 _DICTS = frozenset({dict, collections.OrderedDict, collections.Counter, collections.defaultdict})
 _SEQUENCES = frozenset({list, collections.deque})
 _ORDERED = collections.OrderedDict
@@ -93,6 +95,8 @@ class Journal:
         "_keep",
         "_memory",
         "_originals",
+        "_tick",
+        "_untick",
         "view",
     )
 
@@ -102,10 +106,13 @@ class Journal:
         *,
         is_agent: Callable[[Any], bool] | None = None,
         guard: Callable[[], None] | None = None,
+        tick: Callable[[], object] | None = None,
     ) -> None:
         self._memory = memory
         self._is_agent = is_agent
         self._guard = guard
+        self._tick = tick
+        self._untick = _TICK_EVERY
         # dict(memory) is one C call, so it is atomic against writes from other threads.
         self._base: dict[str, Any] = dict(memory)
         view = dict.__new__(MemoryView)
@@ -155,6 +162,33 @@ class Journal:
         for key in list(dict.keys(view)):
             self._touch(key, dict.__getitem__(view, key))
 
+    def _spend(self, items: int) -> None:
+        # A copy is a Python step per item that the program's code never sees: the attempt's
+        # deadline is checked every _TICK_EVERY items copied, as its own loops are (H8).
+        if self._tick is None:
+            return
+        self._untick -= items
+        if self._untick <= 0:
+            self._untick = _TICK_EVERY
+            self._tick()
+
+    def _copy_items(self, parts: list[Any], path: Path, *, indexed: bool = True) -> list[Any]:
+        """Copies of ``parts`` (a container's items), the deadline checked as they are made."""
+        if len(parts) <= _TICK_EVERY:
+            self._spend(len(parts))
+            if not indexed:
+                return [self._copy(item, path) for item in parts]
+            return [self._copy(item, (*path, i)) for i, item in enumerate(parts)]
+        copies: list[Any] = []
+        for start in range(0, len(parts), _TICK_EVERY):
+            chunk = parts[start : start + _TICK_EVERY]
+            self._spend(len(chunk))
+            if indexed:
+                copies.extend(self._copy(item, (*path, i)) for i, item in enumerate(chunk, start))
+            else:
+                copies.extend(self._copy(item, path) for item in chunk)
+        return copies
+
     def _copy(self, value: Any, path: Path) -> Any:
         kind = type(value)
         if kind in _ATOMS:
@@ -167,20 +201,18 @@ class Journal:
         if kind in _SEQUENCES:
             copy_seq: Any = [] if kind is list else collections.deque(maxlen=value.maxlen)
             self._copies[id(value)] = copy_seq
-            copy_seq.extend([self._copy(item, (*path, i)) for i, item in enumerate(list(value))])
+            copy_seq.extend(self._copy_items(list(value), path))
             return self._record(copy_seq, value, list(copy_seq), path)
         if kind is set:
             # Members are hashable, yet one may be a host object hashed by identity (an
             # Element, a StringIO): members are copied like values.
-            members = {
-                item if type(item) in _ATOMS else self._copy(item, path) for item in list(value)
-            }
+            members = set(self._copy_items(list(value), path, indexed=False))
             return self._record(members, value, set(members), path)
         if kind is bytearray:
             return self._record(bytearray(value), value, bytes(value), path)
         if kind is tuple or _is_namedtuple(kind) or kind is frozenset:
             parts = list(value)
-            items = [self._copy(item, (*path, i)) for i, item in enumerate(parts)]
+            items = self._copy_items(parts, path)
             if all(a is b for a, b in zip(items, parts, strict=True)):
                 return value
             # A namedtuple the host stored may hold a list generated code can append to: its
@@ -230,7 +262,11 @@ class Journal:
         # __setitem__, or move_to_end on the copy would not find the key.
         store = collections.OrderedDict.__setitem__ if kind is _ORDERED else dict.__setitem__
         self._copies[id(value)] = copy
-        for key, item in _items(value):
+        pairs = _items(value)
+        self._spend(len(pairs) % _TICK_EVERY)
+        for index, (key, item) in enumerate(pairs):
+            if index % _TICK_EVERY == _TICK_EVERY - 1:
+                self._spend(_TICK_EVERY)
             # A key hashed by identity may be a host object (an Element): copied like a value.
             copied_key = key if type(key) in _ATOMS else self._copy(key, path)
             store(copy, copied_key, self._copy(item, (*path, key)))

@@ -103,6 +103,8 @@ class ExecutionSandbox(AttemptNamespace):
             bridge.memory,
             is_agent=lambda value: bridge.handle_for_agent(value) is not None,
             guard=self._after_the_attempt,
+            # Copying a huge memory value checks the deadline as the program's loops do (H8).
+            tick=lambda: self._ticker.tick(),
         )
         self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
         self._commit_memory = commit_memory
