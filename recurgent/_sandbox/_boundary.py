@@ -17,13 +17,13 @@ R5 and R6):
 Nothing here calls a method defined by generated code (no ``repr``, ``==``, ``hash``, ``len``,
 ``iter``, ``bool``), so host code that reads a rebuilt value later (history, logs, contract
 checks) never runs program code outside the attempt's deadline. Values coming *in* from other
-agents are copied by :func:`inbound`, so generated code cannot mutate another agent's memory.
+agents are copied by :func:`recurgent._sandbox._inbound.inbound`, so generated code cannot mutate
+another agent's memory.
 """
 
 from __future__ import annotations
 
 import collections
-import copy
 import datetime
 import decimal
 import fractions
@@ -34,15 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._journal import MemoryView
-from recurgent._journal._core import running_journal
-from recurgent._journal._kinds import HOST_KINDS
 from recurgent._journal._shared import (
     HostClass,
-    Withheld,
-    guarded,
     is_plain_factory,
-    needs_guard,
-    shareable,
 )
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
@@ -50,11 +44,20 @@ from recurgent._sandbox._modules import ModuleFacade
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
-__all__ = ["MAX_DEPTH", "Attribution", "exception_text", "find_unplain", "inbound", "rebuild"]
+__all__ = [
+    "KEPT_TYPES",
+    "MAX_DEPTH",
+    "SCALAR_TYPES",
+    "Attribution",
+    "dict_setter",
+    "exception_text",
+    "find_unplain",
+    "rebuild",
+]
 
 MAX_DEPTH = 64
-_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
-_KEPT = frozenset(
+SCALAR_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
+KEPT_TYPES = frozenset(
     {
         complex,
         range,
@@ -145,7 +148,7 @@ class _Rebuilder:
 
     def value(self, value: Any, where: str, depth: int) -> Any:
         kind = type(value)
-        if kind in _SCALARS:
+        if kind in SCALAR_TYPES:
             return value
         if self._resolve is not None:
             known = self._resolve(value)
@@ -156,7 +159,7 @@ class _Rebuilder:
             return done[1]
         if depth > MAX_DEPTH:
             raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
-        if kind in _KEPT:
+        if kind in KEPT_TYPES:
             return value
         if issubclass(kind, fractions.Fraction) and not is_sandbox_made(value):
             # The sandbox's checked Fraction leaves as the plain one (same value and hash).
@@ -265,7 +268,7 @@ class _Rebuilder:
         else:
             built = kind()
         self._remember(value, built)
-        store = _setter(type(built))
+        store = dict_setter(type(built))
         for key, item in list(dict.items(value)):
             plain_key = self.key(key, where, depth + 1)
             store(built, plain_key, self.value(item, f"{where}[{plain_key!r}]", depth + 1))
@@ -386,135 +389,13 @@ def find_unplain(value: Any, path: str) -> str | None:
     return None
 
 
-def inbound(
-    value: Any,
-    handle_for: Callable[[object], HandleOps | None],
-    tick: Callable[[], object] | None = None,
-) -> Any:
-    """A value from another agent, as generated code receives it.
-
-    Agents become handles; every mutable container the program could change in place (dicts
-    and their collections subclasses, lists, deques, sets, bytearrays, and the tuples,
-    namedtuples and Outcomes holding them) is copied, so writes stay in the attempt and never
-    reach the other agent's memory. Shared and cyclic containers stay shared and cyclic. Host
-    code the other agent holds is guarded by the running attempt, as the attempt's own memory's
-    is (red-team F12, ADR 0068): called after that attempt ended, it raises the attempt's stop.
-    ``tick`` (the attempt's deadline check) is called every 4,096 values copied: a read of ten
-    million items ran seconds past the deadline (red-team R3, H8).
-    """
-    return _Inbound(handle_for, tick).value(value, 0)
-
-
-# Values copied between two deadline checks of an inbound copy.
-_TICK_EVERY = 4096
-
-
-class _Inbound:
-    __slots__ = ("_copied", "_handle_for", "_memo", "_tick")
-
-    def __init__(
-        self,
-        handle_for: Callable[[object], HandleOps | None],
-        tick: Callable[[], object] | None = None,
-    ) -> None:
-        self._handle_for = handle_for
-        self._memo: dict[int, Any] = {}
-        self._tick = tick
-        self._copied = 0
-
-    def value(self, value: Any, depth: int) -> Any:
-        if self._tick is not None:
-            self._copied += 1
-            if not self._copied % _TICK_EVERY:
-                self._tick()
-        kind = type(value)
-        if kind in _SCALARS or kind in _KEPT:
-            return value
-        done = self._memo.get(id(value))
-        if done is not None:
-            return done
-        if depth > MAX_DEPTH:
-            # Deeper than any value an attempt can write: copied whole rather than handed out.
-            return copy.deepcopy(value)
-        ops = self._handle_for(value)
-        if ops is not None:
-            return AgentHandle(ops)
-        depth += 1
-        if isinstance(value, Outcome):
-            return value.model_copy(
-                update={
-                    "value": self.value(value.value, depth),
-                    "metadata": self.value(value.metadata, depth),
-                }
-            )
-        if kind in _INBOUND_DICTS:
-            if kind is collections.defaultdict:
-                # The factory is host code the program calls on a missing key: guarded.
-                factory = self.value(value.default_factory, depth)
-                built: Any = collections.defaultdict(factory if callable(factory) else None)
-            else:
-                built = kind()
-            self._memo[id(value)] = built
-            store = _setter(kind)
-            for key, item in list(dict.items(value)):
-                # A key may be host code too (a handler table keyed by function): guarded
-                # like a value, or the program gets the raw function (red-team R3, H2).
-                store(built, self.value(key, depth), self.value(item, depth))
-            return built
-        if kind is list or kind is collections.deque:
-            built = [] if kind is list else collections.deque(maxlen=value.maxlen)
-            self._memo[id(value)] = built
-            built.extend([self.value(item, depth) for item in list(value)])
-            return built
-        if kind is set or kind is frozenset:
-            # Members are hashable (nothing mutable inside), but an agent may be one.
-            return kind(self.value(item, depth) for item in value)
-        if kind is bytearray:
-            return bytearray(value)
-        if kind is tuple or (issubclass(kind, tuple) and hasattr(kind, "_fields")):
-            items = tuple(self.value(item, depth) for item in tuple.__iter__(value))
-            return items if kind is tuple else tuple.__new__(kind, items)
-        # Another agent's host objects get the journal's rules (ADR 0057): a copy the program
-        # may change, the object itself when nothing can change it, else a withheld stand-in.
-        host = HOST_KINDS.get(kind)
-        if host is not None:
-            made = host.make(value)
-            if made is None or made is value:
-                return value if made is value else Withheld(value)
-            self._memo[id(value)] = made
-            host.fill(value, made, lambda item, _step: self.value(item, depth))
-            return made
-        if not shareable(value):
-            return Withheld(value)
-        if needs_guard(value):
-            return self._guarded(value)
-        return value
-
-    def _guarded(self, value: Any) -> Any:
-        journal = running_journal()
-        if journal is None:
-            # Read while no attempt runs here (a leaked generator's late cleanup): nothing
-            # may call it, so it is handed out inert.
-            made: Any = Withheld(value)
-        else:
-            guard = journal.guard
-            made = value if guard is None else guarded(value, guard)
-        self._memo[id(value)] = made
-        return made
-
-
-def _setter(kind: type) -> Callable[[Any, Any, Any], None]:
+def dict_setter(kind: type) -> Callable[[Any, Any, Any], None]:
     """How to fill a fresh dict of ``kind``: an OrderedDict through its own ``__setitem__``,
     which keeps its order links (``dict.__setitem__`` skips them and ``move_to_end`` then
     fails); every other dict type directly."""
     if kind is collections.OrderedDict:
         return collections.OrderedDict.__setitem__
     return dict.__setitem__
-
-
-_INBOUND_DICTS = frozenset(
-    {dict, collections.OrderedDict, collections.Counter, collections.defaultdict}
-)
 
 
 def exception_text(error: BaseException) -> str:

@@ -15,10 +15,11 @@ from typing import Any
 
 from recurgent._journal import Journal, Writes
 from recurgent._redact import redact
-from recurgent._sandbox._boundary import exception_text, inbound, rebuild
+from recurgent._sandbox._boundary import exception_text, rebuild
 from recurgent._sandbox._bridge import HostBridge
 from recurgent._sandbox._guards import NOT_HANDLED
 from recurgent._sandbox._handles import AgentHandle, HandleOps, HandleWriter
+from recurgent._sandbox._inbound import inbound
 from recurgent._sandbox._limits import SandboxLimits, SizeLimitExceeded, Ticker
 from recurgent._sandbox._reflection import seal
 from recurgent.errors import (
