@@ -31,7 +31,7 @@ from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
-__all__ = ["Journal", "running_journal"]
+__all__ = ["Journal", "guard_by_running_attempt", "running_journal"]
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
 #: Items copied between two checks of the attempt's deadline.
@@ -492,3 +492,14 @@ def running_journal() -> Journal | None:
         return None
     journal = running[-1][1]._journal
     return journal if isinstance(journal, Journal) else None
+
+
+def guard_by_running_attempt(value: Any, idle: Callable[[Any], Any]) -> Any:
+    """Host code read for the running attempt, guarded by it: once the attempt has ended, a
+    call raises its stop (a leaked generator cannot run it late). Read while no attempt runs
+    here, ``idle(value)`` (an inert stand-in, a sealed class) is handed out instead."""
+    journal = running_journal()
+    if journal is None:
+        return idle(value)
+    guard = journal.guard
+    return value if guard is None else guarded(value, guard)

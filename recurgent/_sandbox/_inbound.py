@@ -13,9 +13,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from recurgent._journal._core import running_journal
+from recurgent._journal._core import guard_by_running_attempt
 from recurgent._journal._kinds import HOST_KINDS
-from recurgent._journal._shared import Withheld, guarded, needs_guard, shareable
+from recurgent._journal._shared import Withheld, needs_guard, shareable
 from recurgent._sandbox._boundary import KEPT_TYPES, MAX_DEPTH, SCALAR_TYPES, dict_setter
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent.outcome import Outcome
@@ -128,14 +128,9 @@ class _Inbound:
         return value
 
     def _guarded(self, value: Any) -> Any:
-        journal = running_journal()
-        if journal is None:
-            # Read while no attempt runs here (a leaked generator's late cleanup): nothing
-            # may call it, so it is handed out inert.
-            made: Any = Withheld(value)
-        else:
-            guard = journal.guard
-            made = value if guard is None else guarded(value, guard)
+        # Read while no attempt runs here (a leaked generator's late cleanup): nothing may
+        # call it, so it is handed out inert.
+        made = guard_by_running_attempt(value, Withheld)
         self._memo[id(value)] = made
         return made
 

@@ -22,8 +22,8 @@ import zoneinfo
 from typing import Any
 
 from recurgent._journal import MemoryView
-from recurgent._journal._core import running_journal
-from recurgent._journal._shared import HostClass, Withheld, guarded, needs_guard
+from recurgent._journal._core import guard_by_running_attempt
+from recurgent._journal._shared import HostClass, Withheld, needs_guard
 from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class
@@ -246,11 +246,7 @@ def _guarded_if_opened(cls: type) -> Any:
         or (isinstance(module, str) and module.startswith("recurgent."))
     ):
         return cls
-    journal = running_journal()
-    if journal is None:
-        return SealedType(cls)
-    guard = journal.guard
-    return cls if guard is None else guarded(cls, guard)
+    return guard_by_running_attempt(cls, SealedType)
 
 
 def guarded_host_code(value: Any) -> Any:
@@ -260,11 +256,7 @@ def guarded_host_code(value: Any) -> Any:
     running, withheld. Anything else as it is."""
     if not needs_guard(value):
         return value
-    journal = running_journal()
-    if journal is None:
-        return Withheld(value)
-    guard = journal.guard
-    return value if guard is None else guarded(value, guard)
+    return guard_by_running_attempt(value, Withheld)
 
 
 # What type() says of a runtime callable: a function, as it would of the original.

@@ -155,3 +155,24 @@ def error_of(source: str, **options: Any) -> tuple[str, str]:
     result = execute(source, **options)
     assert result.error is not None, f"expected a failure, got value {result.value!r}"
     return result.error.error_type, str(result.error)
+
+
+# A generator whose cleanup runs ``{late}``, started and kept alive in a reference cycle, so a
+# later garbage collection finalizes it after the attempt ended (red-team findings 9, F12, G1,
+# G2 and H1 share this shape).
+_LEAK = (
+    "def g():\n"
+    "    try:\n"
+    "        yield 1\n"
+    "    finally:\n"
+    "        {late}\n"
+    "x = g()\n"
+    "next(x)\n"
+    "loop = [x]\n"
+    "loop.append(loop)\n"
+)
+
+
+def leaking(late: str, rest: str) -> str:
+    """A program that leaks a generator whose late cleanup runs ``late``, then runs ``rest``."""
+    return _LEAK.format(late=late) + rest

@@ -22,25 +22,7 @@ import pytest
 from recurgent import Agent
 from recurgent._sandbox import SandboxLimits
 from recurgent.testing import ScriptedProvider
-from specs.sandbox.support import Host, execute
-
-# A generator whose cleanup runs ``{late}``, started and kept alive in a reference cycle, so a
-# later garbage collection finalizes it after the attempt ended (the shape of findings 9, F12).
-_LEAK = (
-    "def g():\n"
-    "    try:\n"
-    "        yield 1\n"
-    "    finally:\n"
-    "        {late}\n"
-    "x = g()\n"
-    "next(x)\n"
-    "loop = [x]\n"
-    "loop.append(loop)\n"
-)
-
-
-def _leaking(late: str, rest: str) -> str:
-    return _LEAK.format(late=late) + rest
+from specs.sandbox.support import Host, execute, leaking
 
 
 def _recorder() -> tuple[list[str], Callable[[str], None]]:
@@ -73,7 +55,7 @@ class TestAnotherAgentsHostFunctions:
         calls, notify = _recorder()
         host = Host()
         host.child("c").memory.update(notify=notify, hooks={"on": notify})
-        source = _leaking(
+        source = leaking(
             "f('late')", f"f = {read}\nf('during')\nraise ValueError('fail the attempt')"
         )
 
@@ -88,7 +70,7 @@ class TestAnotherAgentsHostFunctions:
         calls, notify = _recorder()
         host = Host()
         host.child("c").memory["notify"] = notify
-        source = _leaking("h.notify('late')", "h = delegate('c')\nresult = 1")
+        source = leaking("h.notify('late')", "h = delegate('c')\nresult = 1")
 
         result = execute(source, host=host)
         gc.collect()
@@ -121,7 +103,7 @@ class TestAnotherAgentsHostFunctions:
         calls, notify = _recorder()
         child = Agent("child", provider=ScriptedProvider({}), log=False)
         child.remember(notify=notify)
-        code = _leaking(
+        code = leaking(
             "f('late')",
             "f = context['child'].notify\nf('during')\nraise ValueError('fail the attempt')",
         )
@@ -186,7 +168,7 @@ class TestHostClassesInMemory:
         """After ``gc.collect()`` the class was constructed once, during the attempt."""
         host = Host(memory={"parser_cls": _Parser})
         host.child("c").memory["parser_cls"] = _Parser
-        source = _leaking("C('late')", f"C = {read}\nC('during')\nraise ValueError('fail')")
+        source = leaking("C('late')", f"C = {read}\nC('during')\nraise ValueError('fail')")
 
         result = execute(source, host=host)
         gc.collect()
@@ -268,7 +250,7 @@ class TestHostClassesInMemory:
         calls ``K('late')``. ``type()`` of an instance whose class the user opened with
         ``_sandbox_public_`` handed out the class itself; it is now guarded the same way."""
         host = Host(memory={"cls": _OpenParser})
-        source = _leaking(
+        source = leaking(
             "K('late')", "K = type(context['cls']('a'))\nraise ValueError('fail the attempt')"
         )
 
@@ -417,7 +399,7 @@ class TestDefaultdictFactories:
 
         host = Host(memory={"d": collections.defaultdict(make)})
         host.child("c").memory["d"] = collections.defaultdict(make)
-        source = _leaking("d['late']", f"d = {read}\nd['during']\nraise ValueError('fail')")
+        source = leaking("d['late']", f"d = {read}\nd['during']\nraise ValueError('fail')")
 
         result = execute(source, host=host)
         gc.collect()

@@ -20,25 +20,7 @@ import pytest
 from recurgent import Agent
 from recurgent._sandbox import SandboxLimits
 from recurgent.testing import ScriptedProvider, read_log
-from specs.sandbox.support import FakeClock, Host, execute
-
-# A generator whose cleanup runs ``{late}``, started and kept alive in a reference cycle, so a
-# later garbage collection finalizes it after the attempt ended (the shape of F12, G1, G2).
-_LEAK = (
-    "def g():\n"
-    "    try:\n"
-    "        yield 1\n"
-    "    finally:\n"
-    "        {late}\n"
-    "x = g()\n"
-    "next(x)\n"
-    "loop = [x]\n"
-    "loop.append(loop)\n"
-)
-
-
-def _leaking(late: str, rest: str) -> str:
-    return _LEAK.format(late=late) + rest
+from specs.sandbox.support import FakeClock, Host, execute, leaking
 
 
 class _Made:
@@ -76,7 +58,7 @@ class TestHostCodeAHostFunctionReturns:
         _Made.made.clear()
         host = Host(memory={"factory": lambda: _Made})
         host.child("c").memory["factory"] = lambda: _Made
-        source = _leaking("K('late')", f"K = {read}()\nK('during')\nraise ValueError('fail')")
+        source = leaking("K('late')", f"K = {read}()\nK('during')\nraise ValueError('fail')")
 
         result = execute(source, host=host)
         gc.collect()
@@ -90,7 +72,7 @@ class TestHostCodeAHostFunctionReturns:
         calls, notify = _recorder()
         host = Host(memory={"lookup": lambda: notify})
         host.child("c").memory["lookup"] = lambda: notify
-        source = _leaking("f('late')", f"f = {read}()\nf('during')\nraise ValueError('fail')")
+        source = leaking("f('late')", f"f = {read}()\nf('during')\nraise ValueError('fail')")
 
         result = execute(source, host=host)
         gc.collect()
@@ -116,7 +98,7 @@ class TestHostCodeAHostFunctionReturns:
         """Through ``Agent``: a factory in memory hands a class out; once the attempt failed,
         the collected cleanup constructs nothing."""
         _Made.made.clear()
-        code = _leaking("K('late')", "K = context['factory']()\nK('during')\nraise ValueError")
+        code = leaking("K('late')", "K = context['factory']()\nK('during')\nraise ValueError")
         provider = ScriptedProvider({"run": code})
         agent = Agent("parent", provider=provider, log=False)
         agent.remember(factory=lambda: _Made)
@@ -145,7 +127,7 @@ class TestHostCodeAsAnotherAgentsDictKey:
         calls, notify = _recorder()
         host = Host()
         host.child("c").memory["handlers"] = {notify: "on"}
-        source = _leaking(
+        source = leaking(
             "f('late')", "f = list(delegate('c').handlers)[0]\nf('during')\nraise ValueError"
         )
 
@@ -332,7 +314,7 @@ class TestAnOpenedInstancesHostCode:
     def test_a_leaked_generator_cannot_call_a_method_later(self, name: str) -> None:
         """After ``gc.collect()`` only the constructions and calls of the attempt happened."""
         _Opened.made.clear()
-        source = _leaking(
+        source = leaking(
             "m('late')", f"m = context['cls']('a').{name}\nm('during')\nraise ValueError"
         )
 
@@ -346,7 +328,7 @@ class TestAnOpenedInstancesHostCode:
     def test_a_nested_class_cannot_be_constructed_later(self) -> None:
         """A class held as a class attribute is guarded like a class in memory."""
         _Made.made.clear()
-        source = _leaking("K('late')", "K = context['cls']('a').nested\nK('b')\nraise ValueError")
+        source = leaking("K('late')", "K = context['cls']('a').nested\nK('b')\nraise ValueError")
 
         result = execute(source, host=Host(memory={"cls": _Opened}))
         gc.collect()
@@ -394,7 +376,7 @@ class TestHostCodeNestedInAHostCallsResult:
         """After ``gc.collect()`` the nested function ran once, during the attempt."""
         calls, notify = _recorder()
         host = Host(memory={"get": lambda: {"on": notify}, "getl": lambda: [notify]})
-        source = _leaking("m('late')", f"m = {read}\nm('during')\nraise ValueError")
+        source = leaking("m('late')", f"m = {read}\nm('during')\nraise ValueError")
 
         result = execute(source, host=host)
         gc.collect()
@@ -468,7 +450,7 @@ class TestHostCodeInAHostExceptionsArgs:
         def boom() -> None:
             raise ValueError(notify)
 
-        source = _leaking(
+        source = leaking(
             "m('late')",
             "try:\n    context['boom']()\nexcept ValueError as e:\n    m = e.args[0]\nraise ValueError",
         )
