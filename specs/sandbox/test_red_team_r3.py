@@ -557,6 +557,23 @@ class TestReadingAHugeMemoryValue:
 
         assert result.error is not None and result.error.error_type == "timeout"
 
+    def test_a_caught_stop_mid_copy_commits_nothing(self) -> None:
+        """The program catches the stop raised inside the copy and writes to the half-made
+        copy: the attempt still ends as ``timeout`` and the host's list is untouched."""
+        big = list(range(200_000))
+        host = Host(memory={"big": big})
+        code = (
+            "try:\n    x = context['big']\nexcept BaseException:\n    pass\n"
+            "context['big'].append('planted')\nresult = len(context['big'])"
+        )
+
+        result = execute(
+            code, host=host, limits=SandboxLimits(timeout_seconds=1.0), clock=FakeClock(step=0.05)
+        )
+
+        assert result.error is not None and result.error.error_type == "timeout"
+        assert (len(big), big[-1], host.memory["big"] is big) == (200_000, 199_999, True)
+
     def test_memorys_huge_value_stops_at_the_deadline(self) -> None:
         """``context['big']`` ends as ``timeout``."""
         result = self._read("context['big']")
