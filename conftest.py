@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from recurgent import providers
+from recurgent._runtime_config import SETTING_NAMES, reset_runtime_config
 from recurgent._store import flush as store_flush
 
 
@@ -31,7 +32,12 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", False)
+    # Runtime switches come from the defaults in every test unless the test sets them.
+    for name in SETTING_NAMES:
+        monkeypatch.delenv("RECURGENT_" + name.upper(), raising=False)
+    reset_runtime_config()
     yield
+    reset_runtime_config()
     # Counter changes still waiting in this process belong to this test's store (ADR 0055).
     store_flush()
 

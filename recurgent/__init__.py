@@ -14,6 +14,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError, version as _version
 
 from recurgent._agent import Agent
+from recurgent._runtime_config import configure_runtime, reset_runtime_config, runtime_config
 from recurgent._worker._pool import configure_workers
 from recurgent.errors import (
     BudgetExceededError,
@@ -62,5 +63,8 @@ __all__ = [
     "ResourceLimitError",
     "UsageError",
     "__version__",
+    "configure_runtime",
     "configure_workers",
+    "reset_runtime_config",
+    "runtime_config",
 ]

@@ -26,6 +26,7 @@ from recurgent._lifecycle._stored_tools import (
 )
 from recurgent._options import KNOWN_OPTIONS
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
+from recurgent._runtime_config import inherited_settings
 from recurgent._sandbox import HandleOps
 from recurgent._store import Store
 from recurgent._store._registry import PURPOSE_UNAVAILABLE
@@ -155,12 +156,13 @@ class ChildAgents:
         # Imported here, once per child made: recurgent._agent imports this module (its base).
         from recurgent._agent import Agent
 
-        child = Agent(
-            name,
-            **child_options,
-            **fields,
-            delegation_contract=options.get("delegation_contract"),
-        )
+        with inherited_settings(internals.options.settings):
+            child = Agent(
+                name,
+                **child_options,
+                **fields,
+                delegation_contract=options.get("delegation_contract"),
+            )
         child._agent.built_by_program = by_program
         # Inside this agent's attempt these write the attempt's view (they roll back with it).
         memory = writable(internals.memory)

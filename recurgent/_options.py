@@ -10,12 +10,13 @@ import os
 import secrets
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
 from recurgent._hosts import host_entry_covered, normalize_host_entry
+from recurgent._runtime_config import RuntimeSettings, current_settings
 from recurgent._store._paths import default_root
 from recurgent._values import safe_repr
 from recurgent._worker._manifest import DependencyPolicy
@@ -107,6 +108,8 @@ class AgentOptions:
     environment_cache_root: Path | None
     contract: Mapping[str, Any] | None
     contract_source: ContractSource
+    #: The runtime settings captured when the agent was built (ADR 0076); delegates share them.
+    settings: RuntimeSettings = field(default_factory=RuntimeSettings)
 
     def for_delegate(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Options for a child: inherited values, the budget minus one, then ``overrides``."""
@@ -344,6 +347,7 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         trace_id = secrets.token_hex(12)
     elif not isinstance(trace_id, str) or not trace_id.strip():
         raise UsageError(f"trace_id must be a non-empty str, got {_shown(trace_id)}")
+    settings = current_settings()
     contract, source = compose_contract(
         get("delegation_contract"), {name: get(name) for name in CONTRACT_FIELDS}
     )
@@ -385,9 +389,10 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
             "forwarded_call_budget", get("forwarded_call_budget", 200), 1
         ),
         toolstore_root=_toolstore_root(get("toolstore_root", _UNSET)),
-        isolation=_isolation(get("isolation", "in_process")),
+        isolation=_isolation(get("isolation", settings.isolation)),
         dependency_policy=_dependency_policy(get("dependency_policy")),
         environment_cache_root=_cache_root(get("environment_cache_root")),
         contract=contract,
         contract_source=source,
+        settings=settings,
     )

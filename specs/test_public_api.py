@@ -32,8 +32,8 @@ class TestPackageExports:
         assert all(hasattr(recurgent, name) for name in recurgent.__all__)
 
     def test_all_fits_on_one_screen(self) -> None:
-        """The package exports at most 24 names."""
-        assert len(recurgent.__all__) <= 24
+        """The package exports at most 32 names (one screen of an editor)."""
+        assert len(recurgent.__all__) <= 32
 
     def test_core_imports(self) -> None:
         """from recurgent import Agent, Outcome works and names the real classes."""
