@@ -160,6 +160,15 @@ class Writes:
         """True when the attempt changed nothing and left nothing to run at commit."""
         return not (self.set or self.delete or self.patches or self.after)
 
+    def touched_keys(self) -> list[Any] | None:
+        """The top-level keys this commit changes, or None when a patch's root is unknown."""
+        keys: list[Any] = [*self.set, *self.delete]
+        for patch in self.patches:
+            if not patch.path:
+                return None
+            keys.append(patch.path[0])
+        return keys
+
     def apply(self, memory: dict[str, Any]) -> None:
         """Commit: write everything into ``memory`` and the containers it holds, in place,
         then run the attempt's :func:`~recurgent._journal.after_commit` actions in order.

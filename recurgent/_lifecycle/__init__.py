@@ -42,6 +42,7 @@ from recurgent._sandbox._limits import (
     enclosing_remaining,
     monotonic_clock,
 )
+from recurgent._secret_index import SecretIndex
 from recurgent._store import Store
 from recurgent._values import json_safe
 from recurgent.errors import (
@@ -88,6 +89,7 @@ class AgentRuntime:
         store: Its tool store, or ``None`` when persistence is off (ADR 0047).
         workers: Its worker lane (made on first use): programs with dependencies, or every
             program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
+        secrets: The secret values in its memory, cached per key for the log (ADR 0120).
     """
 
     role: str
@@ -108,6 +110,7 @@ class AgentRuntime:
     history: HistoryCursor = field(default_factory=HistoryCursor)
     store: Store | None = None
     workers: LaneSlot | None = None
+    secrets: SecretIndex = field(default_factory=SecretIndex)
 
 
 def run_call(
@@ -185,7 +188,9 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
         # ---
     if runtime.logger is not None:
         try:
-            entry = state.log_entry(debug=runtime.options.debug, memory=runtime.memory)
+            entry = state.log_entry(
+                debug=runtime.options.debug, memory=runtime.memory, secrets=runtime.secrets
+            )
         except (Exception, AttemptStopped) as error:  # noqa: BLE001 - logging never breaks a call
             if runtime.options.debug:
                 sys.stderr.write(
@@ -334,6 +339,8 @@ def _commit(runtime: AgentRuntime, writes: Writes | None) -> None:
     if writes is not None and not writes.empty:
         with runtime.lock:
             writes.apply(runtime.memory)
+        touched = writes.touched_keys()
+        runtime.secrets.forget(runtime.memory if touched is None else touched)
 
 
 class _Hooks:

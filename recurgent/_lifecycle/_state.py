@@ -11,6 +11,7 @@ from recurgent._call import CallFrame
 from recurgent._history import HISTORY_KEY
 from recurgent._parsing import format_traceback
 from recurgent._redact import environment_secrets, redact
+from recurgent._secret_index import SecretIndex
 from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
@@ -48,14 +49,29 @@ class _LogView:
     """
 
     def __init__(
-        self, args: Any, kwargs: Any, memory: dict[str, Any], *, with_history: bool
+        self,
+        args: Any,
+        kwargs: Any,
+        memory: dict[str, Any],
+        *,
+        with_history: bool,
+        index: SecretIndex | None = None,
     ) -> None:
         # History records are written by the runtime with secret-named values already masked,
         # and no prompt shows them, so only text a program printed or raised (or a debug line,
         # which copies the newest records) can carry a value a program planted there: other
-        # lines search memory without them (ADR 0063, amending 0053).
-        searched = _recent(memory) if with_history else _without_history(memory)
-        found = {*environment_secrets(), *secret_values(args, kwargs, searched)}
+        # lines search memory without them (ADR 0063, amending 0053). The rest of memory is
+        # searched through the agent's index, which walks only what changed (ADR 0120).
+        found = {*environment_secrets(), *secret_values(args, kwargs)}
+        if index is None:
+            found.update(
+                secret_values(_recent(memory) if with_history else _without_history(memory))
+            )
+        else:
+            found.update(index.secrets(memory, skip=HISTORY_KEY))
+            history = memory.get(HISTORY_KEY)
+            if with_history and isinstance(history, list):
+                found.update(secret_values(history[-LOG_HISTORY_RECORDS:]))
         self.secrets = tuple(sorted(found, key=len, reverse=True))
 
     def value(self, value: Any) -> Any:
@@ -301,13 +317,20 @@ class CallState:
                 self.attempt_failures[-1], retry_feedback_injected=True
             )
 
-    def log_entry(self, *, debug: bool, memory: dict[str, Any]) -> dict[str, Any]:
-        """The JSONL entry of this call: every key present (null when unknown), stable order."""
+    def log_entry(
+        self, *, debug: bool, memory: dict[str, Any], secrets: SecretIndex | None = None
+    ) -> dict[str, Any]:
+        """The JSONL entry of this call: every key present (null when unknown), stable order.
+
+        ``secrets``: the agent's index of secret values in memory (walks only what changed).
+        """
         latest = self.attempt_failures[-1] if self.attempt_failures else None
         outcome = self.outcome
         program_text = bool(self.stdout) or bool(self.attempt_failures) or self.error is not None
         program_text = program_text or (outcome is not None and not outcome.is_ok)
-        view = _LogView(self.args, self.kwargs, memory, with_history=debug or program_text)
+        view = _LogView(
+            self.args, self.kwargs, memory, with_history=debug or program_text, index=secrets
+        )
         entry: dict[str, Any] = {
             "timestamp": utc_timestamp(),
             "runtime": "python",
