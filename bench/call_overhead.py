@@ -10,7 +10,9 @@ parsed file is cached, ADR 0054) and its counters, batched and written about onc
 
 * ``fresh``: a new agent's first calls;
 * ``after N calls``: the same kind of agent after ``--session`` earlier calls;
-* ``R rows in memory``: a new agent whose memory holds ``--rows`` plain dict rows.
+* ``R rows in memory``: a new agent whose memory holds ``--rows`` plain dict rows;
+* ``R top-level keys``: the same rows, each under its own memory key (no target: each attempt
+  still copies memory's top level in C, about 0.4 us a key; ADR 0120).
 
 ``--clock cpu`` measures the process's CPU time instead of elapsed time (steadier when other
 work shares the machine; waits on the disk are then left out). Timings are printed, never asserted; the exit status is 0 either way.
@@ -69,7 +71,13 @@ def _measure(root: Path, store: Path | None, options: argparse.Namespace) -> lis
     loaded.rows = [{"id": i, "name": f"row {i}", "score": i * 0.5} for i in range(options.rows)]
     gc.collect()
     rows = _median_ms(loaded, options.samples, options.clock)
-    return [fresh, session, rows]
+
+    keyed = _agent(root / "keys.jsonl", store)
+    for i in range(options.rows):
+        keyed.runtime_context[f"row{i}"] = {"id": i, "name": f"row {i}"}
+    gc.collect()
+    keys = _median_ms(keyed, options.samples, options.clock)
+    return [fresh, session, rows, keys]
 
 
 def main() -> None:
@@ -115,6 +123,11 @@ def main() -> None:
             f"{ratio_off:>6.2f}  ratio <= {RATIO_TARGET:g}  "
             f"on: {verdict(ratio_on <= RATIO_TARGET)}, off: {verdict(ratio_off <= RATIO_TARGET)}"
         )
+    label = f"{options.rows} top-level keys"
+    print(
+        f"{label:<28} {on[3]:>11.3f} {on[3] / on[0]:>6.2f} {off[3]:>12.3f} "
+        f"{off[3] / off[0]:>6.2f}  no target (copies of the top level in C; ADR 0120)"
+    )
 
 
 if __name__ == "__main__":

@@ -4,14 +4,16 @@ Every log line masks strings stored under secret-named keys (ADR 0032, ``secret_
 wherever they appear, in prompts, code and stdout too. Walking memory for them on every call
 made a trivial call's cost grow with memory (issue 22: 50,000 rows cost 1.9x a fresh call).
 The index remembers, per top-level key, the value it walked (held, so its identity cannot be
-reused), a shallow stamp (its length) and the secrets found; a call walks only keys whose value
-is new, whose length changed, that a commit touched, or whose entry has served
-:data:`REWALK_AFTER` calls (the backstop for host code that changes a nested value in place
-behind the runtime's back). See ADR 0120.
+reused), a shallow stamp (its length) and the secrets found. A call whose memory holds the same
+key and value objects as the last call's reuses the last answer; otherwise it walks only the
+keys whose value is new or resized, or that a commit touched. Every :data:`REWALK_AFTER` calls
+it walks everything again: the backstop for host code that changes a nested value in place
+behind the runtime's back. See ADR 0120.
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -43,56 +45,88 @@ def _stamp(value: Any) -> int:
 
 
 class SecretIndex:
-    """Secret values under one agent's memory keys, cached per key (thread-safe)."""
+    """Secret values under one agent's memory keys, cached per key (thread-safe).
 
-    __slots__ = ("_calls", "_entries", "_lock")
+    A call whose memory holds the same key and value objects as the last call's, in the same
+    order (checked in C, by identity), and that no commit touched, reuses the last answer: no
+    Python loop over memory. Otherwise the keys are examined one by one, walking only values
+    that are new or changed.
+    """
+
+    __slots__ = ("_calls", "_entries", "_found", "_keys", "_lock", "_values")
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
         self._calls = 0
+        self._keys: tuple[Any, ...] = ()
+        self._values: tuple[Any, ...] = ()
+        self._found: set[str] = set()
         self._lock = threading.Lock()
 
     def secrets(self, memory: Mapping[Any, Any], *, skip: Any = None) -> set[str]:
         """Strings stored under secret-named keys anywhere in ``memory`` (but key ``skip``)."""
         try:
-            items = list(memory.items())
+            # Two C calls; a dict another thread changes in between is read again next call.
+            keys, values = tuple(memory.keys()), tuple(memory.values())
         except Exception:  # noqa: BLE001 - memory another thread is changing is read next call
             return set()
-        found: set[str] = set()
+        if len(keys) != len(values):
+            return set()
         with self._lock:
             self._calls += 1
-            if self._calls % REWALK_AFTER == 0:
-                # Drop entries of keys deleted behind the runtime's back (they hold the value).
-                present = {key for key, _ in items}
-                self._entries = {k: e for k, e in self._entries.items() if k in present}
-            entries = self._entries
-            for key, value in items:
-                if key == skip:
-                    continue
-                if type(value) in _PLAIN:
-                    if (
-                        type(value) is str
-                        and len(value) >= _MIN_CHARS
-                        and value != MASK
-                        and isinstance(key, str)
-                        and is_secret_key(key)
-                    ):
-                        found.add(value)
-                    continue
-                entry = entries.get(key)
-                stamp = _stamp(value)
+            rewalk = self._calls % REWALK_AFTER == 0
+            if (
+                not rewalk
+                and len(keys) == len(self._keys)
+                and all(map(operator.is_, keys, self._keys))
+                and all(map(operator.is_, values, self._values))
+            ):
+                return set(self._found)
+            found = self._scan(keys, values, skip, rewalk=rewalk)
+            self._keys, self._values, self._found = keys, values, found
+            return set(found)
+
+    def _scan(
+        self, keys: tuple[Any, ...], values: tuple[Any, ...], skip: Any, *, rewalk: bool
+    ) -> set[str]:
+        entries = self._entries
+        if rewalk:
+            # Drop entries of keys deleted behind the runtime's back (they hold the value), and
+            # walk every value again (host code may change a nested value in place).
+            present = set(keys)
+            self._entries = entries = {k: e for k, e in entries.items() if k in present}
+            for entry in entries.values():
+                entry.uses = REWALK_AFTER
+        found: set[str] = set()
+        for key, value in zip(keys, values, strict=True):
+            if key == skip:
+                continue
+            if type(value) in _PLAIN:
                 if (
-                    entry is None
-                    or entry.value is not value
-                    or entry.stamp != stamp
-                    or entry.uses >= REWALK_AFTER
+                    type(value) is str
+                    and len(value) >= _MIN_CHARS
+                    and value != MASK
+                    and isinstance(key, str)
+                    and is_secret_key(key)
                 ):
-                    entry = _Entry(value, stamp, secret_values({key: value}))
-                    entries[key] = entry
-                entry.uses += 1
-                found.update(entry.secrets)
-                if len(found) >= _MAX_SECRETS:
-                    break
+                    found.add(value)
+                continue
+            cached = entries.get(key)
+            stamp = _stamp(value)
+            if (
+                cached is None
+                or cached.value is not value
+                or cached.stamp != stamp
+                or cached.uses >= REWALK_AFTER
+            ):
+                entry = _Entry(value, stamp, secret_values({key: value}))
+                entries[key] = entry
+            else:
+                entry = cached
+            entry.uses += 1
+            found.update(entry.secrets)
+            if len(found) >= _MAX_SECRETS:
+                break
         return found
 
     def forget(self, keys: Iterable[Any]) -> None:
@@ -100,3 +134,5 @@ class SecretIndex:
         with self._lock:
             for key in keys:
                 self._entries.pop(key, None)
+            # The next call examines its keys instead of reusing the last answer.
+            self._keys = self._values = ()

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import collections
 import contextvars
+import operator
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind
@@ -342,24 +344,47 @@ class Journal:
         # Objects memory held before the attempt (top-level values, and the items of every
         # container copied) are not the attempt's doing: a host function the user stored
         # may stay where it is. They are kept alive by the journal, so their ids are stable.
-        known: dict[int, Any] = {id(value): value for value in self._base.values()}
-        for entry in self._copied:
-            contents = entry.contents
-            if entry.kind is not None:
-                continue  # a host object's parts are copies or atoms
-            if isinstance(entry.copy, dict):
-                for pair in contents:
-                    known.update({id(part): part for part in pair})
-            elif isinstance(contents, list | set):
-                known.update({id(item): item for item in contents})
+        # The table is built on the first lookup that needs it: most attempts write plain
+        # values (or nothing), and building it walks every top-level value (issue 22).
+        table: list[dict[int, Any]] = []
+
+        def known() -> dict[int, Any]:
+            if not table:
+                ids: dict[int, Any] = {id(value): value for value in self._base.values()}
+                for entry in self._copied:
+                    contents = entry.contents
+                    if entry.kind is not None:
+                        continue  # a host object's parts are copies or atoms
+                    if isinstance(entry.copy, dict):
+                        for pair in contents:
+                            ids.update({id(part): part for part in pair})
+                    elif isinstance(contents, list | set):
+                        ids.update({id(item): item for item in contents})
+                table.append(ids)
+            return table[0]
 
         def resolve(value: Any) -> Any | None:
             original = self.original_of(value)
             if original is not None:
                 return original
-            return value if known.get(id(value), MISSING) is value else None
+            return value if known().get(id(value), MISSING) is value else None
 
         return resolve
+
+    def _changed_keys(self) -> tuple[Iterable[Any], bool]:
+        """Top-level keys that may have changed, and whether a key may have been deleted.
+
+        When the view holds the same key objects in the same order as memory did, only the
+        positions whose value is another object can differ: ``compress``/``map`` find them in
+        C, so an attempt that wrote one key of 50,000 does not loop over the other 49,999 in
+        Python. Otherwise every key is examined, as before.
+        """
+        view, base = self.view, self._base
+        if dict.__len__(view) == len(base) and all(map(operator.is_, dict.keys(view), base.keys())):
+            return compress(
+                dict.keys(view), map(operator.is_not, dict.values(view), base.values())
+            ), False
+        return list(dict.keys(view)), True
 
     def prepare(self, rebuild: Rebuild) -> Writes:
         """The attempt's writes, every new value rebuilt as plain data.
@@ -370,13 +395,16 @@ class Journal:
         view, base = self.view, self._base
         resolve = self._resolver()
         writes = Writes()
-        for key, value in list(dict.items(view)):
+        candidates, may_delete = self._changed_keys()
+        for key in list(candidates):
+            value = dict.__getitem__(view, key)
             before = base.get(key, MISSING)
             if value is before or (before is not MISSING and self._copies.get(id(before)) is value):
                 continue  # unchanged at the top level; changes inside come as patches
             plain_key = rebuild(key, "context key", resolve=resolve)
             writes.set[plain_key] = rebuild(value, f"context[{plain_key!r}]", resolve=resolve)
-        writes.delete.extend(key for key in base if not dict.__contains__(view, key))
+        if may_delete:
+            writes.delete.extend(key for key in base if not dict.__contains__(view, key))
         fresh = Fresh(lambda value, where: rebuild(value, where, resolve=resolve), resolve)
         for entry in self._copied:
             if entry.kind is not None:

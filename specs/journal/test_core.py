@@ -42,3 +42,49 @@ class TestOrderedDicts:
         copy = Journal({"od": ordered}).view["od"]
 
         assert (list(copy), copy.popitem(last=False)) == (["b", "a"], ("b", 2))
+
+
+class TestTopLevelChanges:
+    """prepare finds every top-level change; with the key order kept it looks only where a value
+    is another object (issue 22: an attempt's cost does not grow with memory's key count)."""
+
+    def test_one_write_among_many_keys(self) -> None:
+        """One key rewritten and one added among 10,000: exactly those are set, none deleted."""
+        memory = {f"k{i}": [i] for i in range(10_000)}
+        journal = Journal(memory)
+        journal.view["k5000"] = "new"
+        writes = journal.prepare(rebuild)
+        assert (writes.set, writes.delete) == ({"k5000": "new"}, [])
+
+    def test_touched_but_unchanged_values_write_nothing(self) -> None:
+        """A value read (copied on touch) and left alone is no write."""
+        journal = Journal({"rows": [1, 2], "n": 3})
+        assert journal.view["rows"] == [1, 2]
+        writes = journal.prepare(rebuild)
+        assert (writes.set, writes.delete, writes.patches) == ({}, [], [])
+
+    def test_a_key_deleted_and_added_back_with_anothers_value(self) -> None:
+        """del a; a = b's value: the order moved, so every key is examined and a is written."""
+        shared = [9]
+        journal = Journal({"a": [1], "b": shared})
+        view = journal.view
+        del view["a"]
+        dict.__setitem__(view, "a", shared)
+        writes = journal.prepare(rebuild)
+        assert (writes.set, writes.delete) == ({"a": [9]}, [])
+
+    def test_a_delete_is_found(self) -> None:
+        """A removed key is a delete, and its neighbours are untouched."""
+        journal = Journal({"a": 1, "b": 2, "c": 3})
+        del journal.view["b"]
+        writes = journal.prepare(rebuild)
+        assert (writes.set, writes.delete) == ({}, ["b"])
+
+    def test_touched_keys_name_the_roots(self) -> None:
+        """Writes.touched_keys: set and deleted keys and the root of each patch."""
+        journal = Journal({"rows": [1], "gone": 0, "cfg": {"x": 1}})
+        view = journal.view
+        view["rows"].append(2)
+        del view["gone"]
+        view["new"] = 5
+        assert sorted(journal.prepare(rebuild).touched_keys() or []) == ["gone", "new", "rows"]
