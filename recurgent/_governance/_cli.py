@@ -150,7 +150,8 @@ def _list(desk: Governance, args: argparse.Namespace, root: Path, out: TextIO, e
         )
         return 0
     if not records:
-        out.write(visible(f"No proposals under {root}.") + "\n")
+        which = f"{args.status} proposals" if args.status else "proposals"
+        out.write(visible(f"No {which} under {root}.") + "\n")
     for record in records:
         summary = _one_line(record["proposed_diff_summary"])
         out.write(
@@ -229,7 +230,8 @@ def main(
     """Run ``recurgent proposals``.
 
     Args:
-        argv: Arguments after ``proposals`` (default: ``sys.argv[1:]``).
+        argv: Arguments after ``proposals`` (default: ``sys.argv[1:]``); without a command
+            (nothing, or options only) the command is ``list``.
         out, err: Where to write (default: stdout, stderr).
 
     Returns:
@@ -237,9 +239,13 @@ def main(
     """
     out = out or sys.stdout
     err = err or sys.stderr
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments or (arguments[0].startswith("-") and arguments[0] not in ("-h", "--help")):
+        # `recurgent proposals [--json] [--status S] ...` lists, as the original's `proposals`.
+        arguments.insert(0, "list")
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            args = build_parser().parse_args(list(argv) if argv is not None else None)
+            args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 2
     root = args.root.expanduser() if args.root is not None else default_root()

@@ -1,6 +1,6 @@
 """An agent's proposals desk: made on first use and kept in its state (ADRs 0086, 0088).
 
-An agent with a store root shares ``<root>/proposals.json`` (and ``role_profiles.json``) with
+An agent with a tool store shares ``<root>/proposals.json`` (and ``role_profiles.json``) with
 every process using that root. An agent with no store (``toolstore_root=None``) keeps its
 proposals and role profiles in memory for as long as it lives: the whole flow works in a test
 or a notebook, and nothing is written.
@@ -50,7 +50,9 @@ def governance_of(state: AgentState) -> Governance:
 
 
 def _desk(state: AgentState) -> Governance:
-    root = state.options.toolstore_root
+    # The agent's store decides, not the option alone: an agent that persists nothing (no
+    # root, or one the runtime chose not to open) writes no proposals either.
+    root = state.store.root if state.store is not None else None
     book: ProposalBook
     registry: RoleProfileMutations
     if root is None:

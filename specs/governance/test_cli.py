@@ -93,6 +93,16 @@ class TestList:
         assert [p["id"] for p in approved["proposals"]] == [first["id"]]
         assert [p["id"] for p in last["proposals"]] == [second["id"]]
 
+    def test_without_a_command_the_proposals_are_listed(self, root: Path) -> None:
+        """`recurgent proposals --root R --json` (no command) is `list`, as the original's."""
+        record = _propose(root)
+
+        assert _json("--root", str(root))["proposals"] == [record]
+        assert _run("--root", str(root), "--status", "approved")[:2] == (
+            0,
+            f"No approved proposals under {root}.\n",
+        )
+
     @pytest.mark.parametrize("argv", [["--limit", "-1"], ["--limit", "x"], ["--status", "done"]])
     def test_bad_filters_are_usage_errors(self, root: Path, argv: list[str]) -> None:
         """A negative or non-numeric limit, or an unknown status: exit 2, nothing on stdout."""
