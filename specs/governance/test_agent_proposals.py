@@ -164,3 +164,21 @@ class TestThroughAStore:
         assert applied.value["status"] == "applied"
         assert applied.value["author_context"]["role"] == "planner"
         assert parent.proposal(proposal_id).value["status"] == "applied"
+
+    def test_a_corrupt_book_is_set_aside_and_a_new_one_begins(self, tmp_path: Path) -> None:
+        """Garbage in proposals.json: proposals() is empty, the bytes are kept as
+        proposals.json.corrupt-<stamp>, and the next proposal starts a new book."""
+        root = tmp_path / "store"
+        agent = Agent.for_("planner", provider=ScriptedProvider(), toolstore_root=root, log=False)
+        agent.propose("tool_patch")
+        path = root / "proposals.json"
+        path.write_bytes(b'{"schema_version": 1, "proposals": [')
+
+        listed = agent.proposals()
+        proposal_id = agent.propose("tool_patch").value["id"]
+
+        assert (listed.status, listed.value) == ("ok", [])
+        assert [p.read_bytes() for p in root.glob("proposals.json.corrupt-*")] == [
+            b'{"schema_version": 1, "proposals": ['
+        ]
+        assert [p["id"] for p in agent.proposals().value] == [proposal_id]
