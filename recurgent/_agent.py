@@ -13,17 +13,20 @@ Dispatch rules:
 
 The instance keeps everything in one underscored slot (an ``AgentState``), so the public
 namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``delegate``,
-``tool``, ``responds_to`` and ``getdoc``. Making, keeping and reaching child agents is the
+``tool``, ``responds_to``, ``getdoc`` and the proposal methods (``propose``, ``proposals``,
+``proposal``, ``approve_proposal``, ``reject_proposal``, ``apply_proposal``; ADR 0086), which
+never reach a provider. Making, keeping and reaching child agents is the
 base class's (``_agent_children.ChildAgents``, ADR 0067).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, SupportsIndex
 
 from recurgent._agent_children import ChildAgents
 from recurgent._agent_state import AgentState
+from recurgent._governance._wiring import governance_of
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
@@ -52,6 +55,12 @@ _PUBLIC = frozenset(
         "tool",
         "responds_to",
         "getdoc",
+        "propose",
+        "proposals",
+        "proposal",
+        "approve_proposal",
+        "reject_proposal",
+        "apply_proposal",
     }
 )
 
@@ -229,6 +238,62 @@ class Agent(ChildAgents):
             UsageError: no tool of that name is recorded.
         """
         return self._tool(name, options, None)
+
+    # ----------------------------------------------------------------- proposals (ADR 0086)
+
+    def propose(
+        self,
+        /,
+        proposal_type: str,
+        *,
+        target: Any = None,
+        proposed_diff_summary: str = "",
+        evidence_refs: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Record a proposal (status ``proposed``); the Outcome's value is the record, whose
+        ``id`` is ``prop-`` and 16 hex digits. Anyone may propose; no provider is asked.
+
+        Raises:
+            UsageError: a blank ``proposal_type``, or a field that is not JSON data or is over
+                its bound.
+        """
+        return governance_of(self._agent).propose(
+            proposal_type,
+            target=target,
+            proposed_diff_summary=proposed_diff_summary,
+            evidence_refs=evidence_refs,
+            metadata=metadata,
+        )
+
+    def proposals(self, /, status: str | None = None, limit: int | None = None) -> Outcome:
+        """The proposals (a list, oldest first), only those with ``status``, the last ``limit``."""
+        return governance_of(self._agent).proposals(status=status, limit=limit)
+
+    def proposal(self, proposal_id: str, /) -> Outcome:
+        """One proposal's record, or the ``not_found`` error Outcome."""
+        return governance_of(self._agent).proposal(proposal_id)
+
+    def approve_proposal(
+        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
+    ) -> Outcome:
+        """Approve a proposed proposal; ``actor`` (default: the OS user) must be a maintainer
+        (``authority_denied`` otherwise; ADR 0087)."""
+        return governance_of(self._agent).approve(proposal_id, actor=actor, note=note)
+
+    def reject_proposal(
+        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
+    ) -> Outcome:
+        """Reject a proposed or approved proposal (maintainers only, as ``approve_proposal``)."""
+        return governance_of(self._agent).reject(proposal_id, actor=actor, note=note)
+
+    def apply_proposal(
+        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
+    ) -> Outcome:
+        """Apply an approved proposal: ``role_profile_update`` and
+        ``content_retention_policy_update`` change the runtime (ADR 0088); other types only
+        become ``applied`` (maintainers only, as ``approve_proposal``)."""
+        return governance_of(self._agent).apply(proposal_id, actor=actor, note=note)
 
     # ----------------------------------------------------------------- dispatch
 

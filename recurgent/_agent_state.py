@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recurgent._governance._desk import Governance
 from recurgent._lifecycle import AgentRuntime
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
@@ -44,3 +45,5 @@ class AgentState:
     # Children whose registration reached registry.json (only once an attempt committed it).
     stored_tools: set[str] = field(default_factory=set)
     workers: LaneSlot | None = None
+    # Its proposals desk, made on first use (recurgent._governance._wiring).
+    governance: Governance | None = None

@@ -415,7 +415,8 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``recurgent`` argument parser (``watch``; ``tools`` is parsed by the store's CLI)."""
+    """The ``recurgent`` argument parser (``watch``; ``tools`` and ``proposals`` are parsed by
+    their rooms' own parsers)."""
     parser = argparse.ArgumentParser(prog="recurgent", description="recurgent tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     watch = commands.add_parser(
@@ -457,6 +458,12 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
         help="list, show, prune or forget stored programs (see: recurgent tools --help)",
     )
+    # Listed for --help only: main() hands ``proposals ...`` to the governance room's parser.
+    commands.add_parser(
+        "proposals",
+        add_help=False,
+        help="list, show, approve, reject or apply proposals (see: recurgent proposals --help)",
+    )
     return parser
 
 
@@ -474,6 +481,10 @@ def main(argv: list[str] | None = None) -> int:
         from recurgent._store._cli import main as tools_main
 
         return tools_main(arguments[1:])
+    if arguments[:1] == ["proposals"]:
+        from recurgent._governance._cli import main as proposals_main
+
+        return proposals_main(arguments[1:])
     try:
         args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:

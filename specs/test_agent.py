@@ -292,15 +292,21 @@ class TestConstruction:
         assert _options(made_by_for) == _options(made_directly)
 
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
-        """The agent's own public names are exactly the eight pinned ones (getdoc: ADR 0031;
-        prepare: ADR 0042)."""
+        """The agent's own public names are exactly the pinned ones (getdoc: ADR 0031;
+        prepare: ADR 0042; the six proposal methods: ADR 0086)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
+            "apply_proposal",
+            "approve_proposal",
             "delegate",
             "for_",
             "getdoc",
             "prepare",
+            "proposal",
+            "proposals",
+            "propose",
+            "reject_proposal",
             "remember",
             "responds_to",
             "runtime_context",
@@ -313,10 +319,16 @@ class TestConstruction:
         agent.total = 1
 
         assert dir(agent) == [
+            "apply_proposal",
+            "approve_proposal",
             "delegate",
             "for_",
             "getdoc",
             "prepare",
+            "proposal",
+            "proposals",
+            "propose",
+            "reject_proposal",
             "remember",
             "responds_to",
             "runtime_context",

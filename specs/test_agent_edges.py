@@ -149,7 +149,8 @@ class TestReservedSetters:
         message = str(raised.value)
         assert f"{name!r} is reserved by Agent" in message
         assert (
-            "for_, getdoc, prepare, pytestmark, remember, responds_to, runtime_context" in message
+            "for_, getdoc, prepare, proposal, proposals, propose, pytestmark, reject_proposal, "
+            "remember, responds_to, runtime_context" in message
         )
         assert f"agent.remember({name}=value)" in message
         assert agent.runtime_context == {}
@@ -158,12 +159,18 @@ class TestReservedSetters:
     def test_reserved_names_are_pinned(self) -> None:
         """The reserved names are the public surface plus the probe names."""
         assert sorted(RESERVED_NAMES) == [
+            "apply_proposal",
+            "approve_proposal",
             "awehoi1234_wdfjwljet234_234wdfoijsdfmmnxpi492",
             "delegate",
             "for_",
             "getdoc",
             "prepare",
+            "proposal",
+            "proposals",
+            "propose",
             "pytestmark",
+            "reject_proposal",
             "remember",
             "responds_to",
             "runtime_context",

@@ -1,0 +1,82 @@
+"""An agent's proposals desk: made on first use and kept in its state (ADRs 0086, 0088).
+
+An agent with a tool store shares ``<root>/proposals.json`` (and ``role_profiles.json``) with
+every process using that root. An agent with no store (``toolstore_root=None``) keeps its
+proposals and role profiles in memory for as long as it lives: the whole flow works in a test
+or a notebook, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from recurgent._agent_state import AgentState
+from recurgent._governance._desk import Governance
+from recurgent._governance._proposals import FileBook, MemoryBook, ProposalBook
+from recurgent._governance._role_profiles import (
+    FileRoleProfiles,
+    MemoryRoleProfiles,
+    RoleProfileMutations,
+)
+from recurgent._runtime_config import RuntimeSettings
+from recurgent._sandbox import generated_code_running
+from recurgent.errors import GuardrailViolationError
+
+__all__ = ["governance_of"]
+
+
+def governance_of(state: AgentState) -> Governance:
+    """The desk of the agent whose state is ``state``.
+
+    Raises:
+        GuardrailViolationError: generated code is running (proposals are the host's: a
+            program never proposes or decides, whatever object reached it).
+    """
+    if generated_code_running():
+        raise GuardrailViolationError(
+            f"Generated code reached {state.role}'s proposals; proposals and their decisions "
+            "belong to the host program",
+            subtype="unforwarded_agent_call",
+            correction="do not call propose/approve_proposal/apply_proposal or read proposals "
+            "from generated code",
+        )
+    desk = state.governance
+    if desk is None:
+        with state.lock:
+            desk = state.governance
+            if desk is None:
+                desk = state.governance = _desk(state)
+    return desk
+
+
+def _desk(state: AgentState) -> Governance:
+    # The agent's store decides, not the option alone: an agent that persists nothing (no
+    # root, or one the runtime chose not to open) writes no proposals either.
+    root = state.store.root if state.store is not None else None
+    book: ProposalBook
+    registry: RoleProfileMutations
+    if root is None:
+        book, registry = MemoryBook(), MemoryRoleProfiles()
+    else:
+        book, registry = FileBook(root), FileRoleProfiles(root)
+
+    def install(settings: RuntimeSettings) -> None:
+        with state.lock:
+            state.options = replace(state.options, settings=settings)
+            # The lifecycle's view of the agent holds the options too; the rest of it (history
+            # cursor, lock) is kept.
+            if state.runtime is not None:
+                state.runtime = replace(state.runtime, options=state.options)
+
+    return Governance(
+        book=book,
+        role=state.role,
+        author={
+            "role": state.role,
+            "model": state.options.model,
+            "trace_id": state.options.trace_id,
+        },
+        settings=lambda: state.options.settings,
+        install_settings=install,
+        role_profiles=registry,
+    )
