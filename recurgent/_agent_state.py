@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recurgent._content_store import ContentStore
 from recurgent._lifecycle import AgentRuntime
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
@@ -44,3 +45,5 @@ class AgentState:
     # Children whose registration reached registry.json (only once an attempt committed it).
     stored_tools: set[str] = field(default_factory=set)
     workers: LaneSlot | None = None
+    # Kept answers for content(ref) (ADR 0101): the agent's own, outliving a rebuilt runtime.
+    content: ContentStore = field(default_factory=ContentStore)
