@@ -196,7 +196,7 @@ class ContentWrite:
 
 @dataclass(slots=True)
 class ContentReads:
-    """The ``content(ref)`` reads of one call (every attempt), for its log line."""
+    """The ``content(ref)`` reads of one attempt, for its call's log line."""
 
     hits: int = 0
     misses: int = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from recurgent._content_store import ContentRetention, ContentWrite
+from recurgent._content_store import ContentReads, ContentRetention, ContentWrite
 from recurgent._history_access import detect_history_access
 from recurgent._lifecycle._state import CallState
 
@@ -42,8 +42,10 @@ def keep_answer(runtime: AgentRuntime, state: CallState) -> ContentWrite:
 
 
 def content_reader(runtime: AgentRuntime, state: CallState) -> Callable[[Any], Any]:
-    """``content(ref)`` for the call's programs, reads counted on the call's state."""
-    return runtime.content.reader(lambda: retention_of(runtime), state.content_reads)
+    """``content(ref)`` for one attempt's program; the call's state counts the reads of its
+    latest attempt, the program whose outcome the log line describes (as the original)."""
+    state.content_reads = reads = ContentReads()
+    return runtime.content.reader(lambda: retention_of(runtime), reads)
 
 
 def note_history_access(state: CallState) -> None:

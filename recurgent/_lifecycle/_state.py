@@ -238,8 +238,8 @@ class CallState:
     contract_validation_actual_keys: list[str] = field(default_factory=list)
     history_record_appended: bool = False
     conversation_history_size: int | None = None
-    # The content store (ADRs 0101-0103): this call's write, its programs' content(ref) reads,
-    # and what its program read from the conversation history.
+    # The content store (ADRs 0101-0103): this call's write, the content(ref) reads of its latest
+    # attempt, and what its program read from the conversation history.
     content_write: ContentWrite | None = None
     content_reads: ContentReads = field(default_factory=ContentReads)
     history_access_detected: bool = False
