@@ -265,21 +265,27 @@ class TestSettings:
 
         assert (reread.error_type, reread.error_message) == ("content_ref_not_found", "evicted")
 
-    def test_a_changed_retention_applies_from_the_next_write(self) -> None:
-        """Replacing the agent's captured settings (as an applied retention proposal does)
-        bounds the next write by the new max_entries, without a new store."""
+    @pytest.mark.parametrize("runtime", ["replaced", "rebuilt"])
+    def test_a_changed_retention_applies_from_the_next_write(self, runtime: str) -> None:
+        """Replacing the agent's captured settings (as an applied retention proposal does, the
+        lifecycle's runtime replaced with the new options or built again) bounds the next write
+        by the new max_entries, in the same store."""
         agent = _assistant(a="return 1", b="return 2", c="return 3")
         agent.a()
         agent.b()
-        store = agent._agent.content
         internals = agent._agent
+        store = internals.content
         settings = dataclasses.replace(internals.options.settings, content_store_max_entries=1)
         internals.options = dataclasses.replace(internals.options, settings=settings)
-        internals.runtime = None
+        if runtime == "replaced":
+            assert internals.runtime is not None
+            internals.runtime = dataclasses.replace(internals.runtime, options=internals.options)
+        else:
+            internals.runtime = None
 
         agent.c()
 
-        assert agent._agent.content is store
+        assert internals.runtime is not None and internals.runtime.content is store
         assert list(store) == [_summary(agent)["content_ref"]]
 
 
