@@ -15,6 +15,7 @@ from acceptance.programs.news import (
     FETCH,
     FETCH_WITHOUT_PROVENANCE,
     FETCHER,
+    FORMAT_QUESTION,
     NEWS_QUESTION,
     PARSER,
     ROLE,
@@ -115,6 +116,43 @@ class TestHeadlineJourney:
             for entry in entries[:-1]
         }
         assert entries[-1]["contract_source"] == "none"
+
+
+class TestContentFollowUp:
+    def test_format_that_answer_reads_the_whole_earlier_answer_through_content(
+        self, offline_provider: Backend, feed_server: FeedServer
+    ) -> None:
+        """ "Format that answer as markdown": the follow-up program takes the news answer's
+        content_ref from history and reads all of it with content(ref) (the record's preview
+        stops at 500 characters); no feed is fetched again and no tool is called (ADR 0102)."""
+        assistant, news = ask_news(offline_provider)
+        summary = assistant.runtime_context["conversation_history"][-1]["outcome_summary"]
+
+        formatted = assistant.ask(FORMAT_QUESTION)
+        entries = offline_provider.log()
+
+        assert (summary["content_kind"], summary["value_preview"][-3:]) == ("object", "...")
+        assert formatted.is_ok
+        expected = []
+        for name, source in SOURCES.items():
+            expected.append(f"## {name}")
+            links = [item["link"] for item in news.value["by_source"][name]]
+            titles = top_titles(feed_server.feed_bytes(source))
+            expected.extend(f"- [{t}]({link})" for t, link in zip(titles, links, strict=True))
+            expected.append("")
+        assert formatted.value == "\n".join(expected).rstrip()
+        assert log_shape(entries) == [*HEALTHY_NEWS, ASK_OK]
+        assert hits(google=1, yahoo=1, nyt=1) == feed_server.hits
+        follow_up = entries[-1]
+        assert (
+            follow_up["content_store_read_hit_count"],
+            follow_up["content_store_read_miss_count"],
+            follow_up["content_store_read_refs"],
+            follow_up["history_access_detected"],
+            follow_up["content_store_entry_count"],
+        ) == (1, 0, [summary["content_ref"]], True, 2)
+        assert entries[-2]["content_store_write_ref"] == summary["content_ref"]
+        assert children_of(entries, follow_up) == []
 
 
 class TestFeedFaults:

@@ -394,6 +394,7 @@ class Agent(ChildAgents):
                 lock=internals.lock,
                 store=internals.store,
                 workers=internals.workers,
+                content=internals.content,
             )
         return internals.runtime
 

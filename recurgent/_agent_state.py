@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._governance._desk import Governance
+from recurgent._content_store import ContentStore
 from recurgent._lifecycle import AgentRuntime
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
@@ -47,3 +48,5 @@ class AgentState:
     workers: LaneSlot | None = None
     # Its proposals desk, made on first use (recurgent._governance._wiring).
     governance: Governance | None = None
+    # Kept answers for content(ref) (ADR 0101): the agent's own, outliving a rebuilt runtime.
+    content: ContentStore = field(default_factory=ContentStore)

@@ -171,11 +171,17 @@ def append_record(
     depth: int,
     duration_ms: float,
     cursor: HistoryCursor | None = None,
+    content: Mapping[str, Any] | None = None,
 ) -> int:
     """Append one record for a finished call; return the history length afterwards.
 
-    Only the last :data:`HISTORY_LIMIT` records are kept.
+    ``content``: the ``content_ref``/``content_kind``/``content_bytes``/``content_digest`` of
+    the answer the content store kept (ADR 0102), added to the outcome summary. Only the last
+    :data:`HISTORY_LIMIT` records are kept.
     """
+    summary = outcome_summary(outcome)
+    if content:
+        summary.update(content)
     records = history_records(memory, cursor)
     # Each copy below reads the environment's secrets only if it has to walk its value:
     # numbers, flags and empty containers (most arguments and answers) need no read.
@@ -187,7 +193,7 @@ def append_record(
             "method_name": method_name,
             "args": json_safe(list(args)),
             "kwargs": json_safe(dict(kwargs)),
-            "outcome_summary": outcome_summary(outcome),
+            "outcome_summary": summary,
             "trace_id": trace_id,
             "parent_call_id": parent_call_id,
             "depth": depth,

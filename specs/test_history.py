@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -56,6 +57,11 @@ class TestOneRecordPerCall:
                 "retriable": False,
                 "value_class": "str",
                 "value_preview": '"HELLO"',
+                # The kept answer (ADR 0102): JSON text '"HELLO"', 7 bytes.
+                "content_ref": record["outcome_summary"]["content_ref"],
+                "content_kind": "string",
+                "content_bytes": 7,
+                "content_digest": "sha256:" + hashlib.sha256(b'"HELLO"').hexdigest(),
             },
             "trace_id": record["trace_id"],
             "parent_call_id": None,

@@ -12,6 +12,7 @@ PARSER = "rss_parser"
 
 NEWS_QUESTION = "What's the top news items in Google News, Yahoo! News, and NY Times"
 SOURCE_QUESTION = "What's the source?"
+FORMAT_QUESTION = "Format that answer as markdown"
 MOVIES_QUESTION = "What's are the action adventure movies playing in theaters"
 RECIPE_QUESTION = "What's a good recipe for Jaffna Kool"
 
@@ -142,6 +143,42 @@ return Outcome.error(
     error_message="No earlier answer in this conversation names its sources",
     retriable=False,
 )
+"""
+
+# The follow-up protocol (ADR 0102): the newest kept answer, read whole through content(ref).
+ASK_FORMAT = """\
+history = context.get("conversation_history", [])
+ref = None
+for record in reversed(history):
+    ref = (record.get("outcome_summary") or {}).get("content_ref")
+    if ref:
+        break
+if ref is None:
+    return Outcome.error(
+        error_type="content_ref_not_found",
+        error_message="No earlier answer in this conversation to format",
+        retriable=False,
+    )
+earlier = content(ref)
+if earlier is None:
+    return Outcome.error(
+        error_type="content_ref_not_found",
+        error_message="The earlier answer is no longer kept (evicted)",
+        retriable=False,
+    )
+if not isinstance(earlier, dict) or not earlier.get("by_source"):
+    return Outcome.error(
+        error_type="low_utility",
+        error_message="The earlier answer has no headlines to format",
+        retriable=False,
+    )
+lines = []
+for source_name, entries in earlier["by_source"].items():
+    lines.append(f"## {source_name}")
+    for entry in entries:
+        lines.append(f"- [{entry['title']}]({entry['link']})")
+    lines.append("")
+return "\\n".join(lines).rstrip()
 """
 
 ASK_MOVIES = """\
@@ -307,6 +344,7 @@ result = {"items": items, "feed_title": channel_title}
 PROGRAMS = {
     (ROLE, "ask", "Google News"): ASK_NEWS,
     (ROLE, "ask", "source"): ASK_SOURCE,
+    (ROLE, "ask", "markdown"): ASK_FORMAT,
     (ROLE, "ask", "movies"): ASK_MOVIES,
     (ROLE, "ask", "recipe"): ASK_RECIPE,
     (FETCHER, "fetch"): FETCH,

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._call import enter_frame
+from recurgent._content_store import ContentStore
 from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._journal import Writes
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import execute_attempt
+from recurgent._lifecycle._continuity import keep_answer, note_history_access
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
@@ -90,6 +92,7 @@ class AgentRuntime:
         workers: Its worker lane (made on first use): programs with dependencies, or every
             program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
         secrets: The secret values in its memory, cached per key for the log (ADR 0120).
+        content: Its content store: kept answers for ``content(ref)`` (ADR 0101).
     """
 
     role: str
@@ -111,6 +114,7 @@ class AgentRuntime:
     store: Store | None = None
     workers: LaneSlot | None = None
     secrets: SecretIndex = field(default_factory=SecretIndex)
+    content: ContentStore = field(default_factory=ContentStore)
 
 
 def run_call(
@@ -180,6 +184,7 @@ def _stopped(stop: AttemptStopped, role: str, method: str) -> RecurgentError:
 def _finish(runtime: AgentRuntime, state: CallState) -> None:
     if not state.interrupted:
         _append_history(runtime, state)
+        note_history_access(state)
         # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
         try:
             _persistence.record(runtime, state)
@@ -201,6 +206,8 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
 
 
 def _append_history(runtime: AgentRuntime, state: CallState) -> None:
+    # The answer is kept first, so the record can name it (ADR 0102).
+    kept = state.content_write = keep_answer(runtime, state)
     try:
         with runtime.lock:
             state.conversation_history_size = append_record(
@@ -215,10 +222,14 @@ def _append_history(runtime: AgentRuntime, state: CallState) -> None:
                 depth=state.frame.depth,
                 duration_ms=state.duration_ms,
                 cursor=runtime.history,
+                content=kept.summary(),
             )
         state.history_record_appended = True
     except (Exception, AttemptStopped):  # noqa: BLE001 - a malformed history never breaks a call
         state.history_record_appended = False
+        if kept.ref is not None:
+            runtime.content.discard(kept.ref)  # no record names it: no program could find it
+        state.content_write = runtime.content.skipped("history_append_failed")
 
 
 def _outcome_from_error(error: RecurgentError, role: str, method: str, depth: int) -> Outcome:

@@ -13,6 +13,7 @@ from recurgent._contracts import validate_deliverable
 from recurgent._execution import ExecutionInputs
 from recurgent._guardrails import provenance_violation
 from recurgent._journal import Writes
+from recurgent._lifecycle._continuity import content_reader
 from recurgent._lifecycle._generation import Generated
 from recurgent._lifecycle._state import CallState
 from recurgent._registry import TOOLS_KEY, integrity_violation
@@ -55,6 +56,7 @@ def execute_attempt(
         tool=lambda name, **opts: runtime.tool(name, opts, invocation),
         remember=lambda entries: _vet_remember(entries, role),
         handle_for_agent=runtime.handle_for_agent,
+        content=content_reader(runtime, state),
     )
     # A program that never set result but ended in an expression returns it (ADR 0043).
     state.result_inferred = generated.compiled is not None and generated.compiled.result_inferred

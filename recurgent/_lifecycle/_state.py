@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recurgent._call import CallFrame
+from recurgent._content_store import ContentReads, ContentWrite, content_log_fields
 from recurgent._history import HISTORY_KEY
 from recurgent._parsing import format_traceback
 from recurgent._redact import environment_secrets, redact
@@ -253,6 +254,12 @@ class CallState:
     contract_validation_actual_keys: list[str] = field(default_factory=list)
     history_record_appended: bool = False
     conversation_history_size: int | None = None
+    # The content store (ADRs 0101-0103): this call's write, the content(ref) reads of its latest
+    # attempt, and what its program read from the conversation history.
+    content_write: ContentWrite | None = None
+    content_reads: ContentReads = field(default_factory=ContentReads)
+    history_access_detected: bool = False
+    history_query_patterns: list[str] = field(default_factory=list)
     stdout: str = ""
     forwarded_calls: int = 0
     system_prompt: str | None = None
@@ -360,6 +367,9 @@ class CallState:
             "failure_class": self.failure_class,
             "history_record_appended": self.history_record_appended,
             "conversation_history_size": self.conversation_history_size,
+            **content_log_fields(self.content_write, self.content_reads),
+            "history_access_detected": self.history_access_detected,
+            "history_query_patterns": list(self.history_query_patterns),
             "attempt_id": self.attempt_id,
             "attempt_stage": self.attempt_stage,
             "validation_failure_type": self.validation_failure_type,

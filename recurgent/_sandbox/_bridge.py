@@ -38,6 +38,8 @@ class HostBridge:
             them into the attempt's view, so they commit or roll back with the attempt.
         handle_for_agent: Operations for an agent object met in memory or arguments, or
             ``None`` when the object is not an agent.
+        content: ``content(ref)``: a fresh copy of the agent's kept answer named by ``ref``, or
+            ``None``; the host records the read (ADR 0102). ``None``: every ref misses.
     """
 
     role: str
@@ -49,6 +51,7 @@ class HostBridge:
     tool: Callable[..., HandleOps]
     remember: Callable[[Mapping[str, Any]], None]
     handle_for_agent: Callable[[object], HandleOps | None]
+    content: Callable[[Any], Any] | None = None
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """Forwarded calls: how generated code reaches the host, budgeted, marshalled and redacted.
 
-Every way out of an attempt (``delegate``, ``tool``, ``remember``, a handle's dynamic call,
-setter or ``remember``, a memory write) passes through :class:`ForwardedCalls`: it spends the
+Every way out of an attempt (``delegate``, ``tool``, ``remember``, ``content``, a handle's
+dynamic call, setter or ``remember``, a memory write) passes through :class:`ForwardedCalls`: it spends the
 attempt's forwarded-call budget, rebuilds values crossing the boundary from plain types
 (handles become agents, code objects are refused) and re-raises host failures as fresh,
 redacted errors, so no host frame or secret reaches generated code (ADR 0011, 0021).
@@ -80,7 +80,8 @@ class ForwardedCalls:
     _answers: dict[int, tuple[Outcome, Outcome]]
 
     def _forwarders(self) -> dict[str, Callable[..., Any]]:
-        """``delegate``, ``tool`` and ``remember``: plain closures, never bound methods."""
+        """``delegate``, ``tool``, ``remember`` and ``content``: plain closures, never bound
+        methods."""
         host_call, to_host, bridge = self._host_call, self._to_host, self._bridge
 
         def delegate(role: Any, **options: Any) -> AgentHandle:
@@ -100,10 +101,23 @@ class ForwardedCalls:
             host_call("remember", lambda: bridge.remember(plain))
             view.update(plain)
 
+        def content(ref: Any) -> Any:
+            # Read-only: the host hands back a fresh copy of the kept answer, or None (ADR 0102).
+            reader = bridge.content
+            if reader is None or not isinstance(ref, str):
+                return None
+            plain = str.__str__(ref)
+            return host_call("content", lambda: reader(plain))
+
         # Sealed: the closures hold the sandbox and the bridge (ADR 0021).
         return {
             name: seal(forwarder)
-            for name, forwarder in (("delegate", delegate), ("tool", tool), ("remember", remember))
+            for name, forwarder in (
+                ("delegate", delegate),
+                ("tool", tool),
+                ("remember", remember),
+                ("content", content),
+            )
         }
 
     def _after_the_attempt(self) -> None:

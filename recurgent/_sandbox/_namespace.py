@@ -36,6 +36,7 @@ VISIBLE_NAMES = (
     "delegate",
     "remember",
     "Outcome",
+    "content",
 )
 
 

@@ -2,8 +2,8 @@
 
 Started as ``python -I -m recurgent._worker`` (ADR 0040). Generated code is compiled by the same
 policy as in the parent (``compile_program``) and runs in an ``ExecutionSandbox`` whose
-``tool``/``delegate``/``remember`` and handle operations are forwarded to the parent over the
-pipe, so the parent runs them with its budgets and logs them. The protocol writes go to a
+``tool``/``delegate``/``remember``/``content`` and handle operations are forwarded to the
+parent over the pipe, so the parent runs them with its budgets and logs them. The protocol writes go to a
 private duplicate of the original stdout; file descriptor 1 and ``sys.stdout`` point at stderr,
 so nothing a package prints can corrupt the stream.
 """
@@ -194,6 +194,10 @@ class _Forwarder:
     def remember(self, entries: Mapping[str, Any]) -> None:
         self.forward("remember", kwargs=entries)
 
+    def content(self, ref: Any) -> Any:
+        """``content(ref)``: the parent's content store answers (ADR 0102)."""
+        return self.decode(self.forward("content", args=[ref]).value)
+
     def decode(self, value: Any) -> Any:
         return from_wire(value, self.agent)
 
@@ -346,6 +350,7 @@ def run_request(request: RunRequest, channel: _Channel, access: DependencyAccess
         tool=forwarder.opener("tool"),
         remember=forwarder.remember,
         handle_for_agent=forwarder.handle_for,
+        content=forwarder.content,
     )
     try:
         program = compile_program(request.code)

@@ -146,6 +146,11 @@ class _Run:
         if request.op == "remember":
             bridge.remember(kwargs)
             return None, None
+        if request.op == "content":
+            # Read-only, answered from this agent's store; the read is recorded here.
+            reader = bridge.content
+            found = reader(args[0]) if reader is not None and args else None
+            return self.encode(found, "content()"), None
         ops = self._handle(request.handle)
         if request.op == "handle_call":
             wire = self.encode(ops.call(name, tuple(args), kwargs), f"{ops.role}.{name}()")

@@ -58,7 +58,14 @@ AGENT_KEY = "__recurgent_agent__"
 _MAX_DEPTH = 64
 
 ForwardOp = Literal[
-    "delegate", "tool", "remember", "handle_call", "handle_set", "handle_read", "handle_remember"
+    "delegate",
+    "tool",
+    "remember",
+    "handle_call",
+    "handle_set",
+    "handle_read",
+    "handle_remember",
+    "content",
 ]
 
 

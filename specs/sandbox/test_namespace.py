@@ -25,7 +25,8 @@ class TestVisibleNames:
     """Generated code sees the pinned names, the vetted builtins and allowed imports only."""
 
     def test_visible_names_are_pinned(self) -> None:
-        """VISIBLE_NAMES is exactly the nine names the issue lists, in order."""
+        """VISIBLE_NAMES is exactly the nine names the issue lists, in order, then ``content``
+        (ADR 0102)."""
         assert VISIBLE_NAMES == (
             "context",
             "memory",
@@ -36,6 +37,7 @@ class TestVisibleNames:
             "delegate",
             "remember",
             "Outcome",
+            "content",
         )
 
     def test_namespace_holds_exactly_the_visible_names(self) -> None:
@@ -186,7 +188,7 @@ class TestForwardedFunctions:
 class TestNothingLeadsToTheHost:
     """Forwarded functions and handles carry no path back to host objects."""
 
-    @pytest.mark.parametrize("name", ["tool", "delegate", "remember"])
+    @pytest.mark.parametrize("name", ["tool", "delegate", "remember", "content"])
     def test_forwarded_functions_are_plain_functions(self, name: str) -> None:
         """Each forwarded name is a plain function: not a bound method or functools.partial."""
         assert value_of(f"result = type({name}).__name__") == "function"

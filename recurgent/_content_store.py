@@ -1,0 +1,473 @@
+"""The content store: one agent's earlier answers, kept in memory for ``content(ref)`` (ADR 0101).
+
+History records keep a 500-character preview of an answer; a follow-up such as "format that
+answer as markdown" needs all of it. Every ok answer of a depth-0 call is therefore kept here as
+JSON text under a random ref ``content:<24 hex>`` that the call's history record names
+(``outcome_summary.content_ref``); generated code reads it back with ``content(ref)``, a fresh
+copy each time. Answers of nested calls and error payloads are kept only when the agent's
+settings say so.
+
+The store is bounded by entries, bytes and an optional age (``content_store_*`` settings, ADR
+0076), least recently used first out. The limits are not kept here: every write and read is
+handed the :class:`ContentRetention` of the agent's settings as they are then, so a changed
+retention policy applies from the next operation (:meth:`ContentStore.enforce` applies it at
+once). Nothing is persisted, and a parent's store is not its children's.
+
+Thread-safe: calls of one agent may finish, and programs of one agent may read, concurrently.
+Serialization and parsing run outside the store's lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from recurgent._runtime_config import RuntimeSettings
+from recurgent._values import json_safe, utc_timestamp
+from recurgent.outcome import Outcome
+
+__all__ = [
+    "CONTENT_REF_PREFIX",
+    "FALLBACK_KEY",
+    "ContentReads",
+    "ContentRetention",
+    "ContentStore",
+    "ContentWrite",
+    "Serialized",
+    "content_log_fields",
+    "serialize",
+]
+
+CONTENT_REF_PREFIX = "content:"
+#: Marks the stored form of an answer that was not plain data (its bounded rendering).
+FALLBACK_KEY = "__content_fallback__"
+_SOURCE = "outcome_value"
+# A rendering of a value that is not plain data keeps at most this many characters per string,
+# items per container and characters in all: it describes the answer, it does not replace it.
+_FALLBACK_CHARS = 65_536
+_FALLBACK_ITEMS = 1_000
+_FALLBACK_BUDGET = 1_000_000
+# Refs a call's log line lists, and the characters kept of each (a program may pass anything).
+_READ_REFS = 100
+_REF_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRetention:
+    """What the store keeps, from an agent's settings at the moment of use.
+
+    Attributes:
+        max_entries: Entries kept at most (``content_store_max_entries``).
+        max_bytes: Bytes of JSON kept at most, and the largest single entry
+            (``content_store_max_bytes``).
+        ttl_seconds: Age after which an entry expires, from its write (``None``: never).
+        nested_capture: Keep ok answers of calls at depth > 0 too.
+        error_payloads: Keep the payload of error outcomes too (at any depth).
+    """
+
+    max_entries: int = 128
+    max_bytes: int = 2_097_152
+    ttl_seconds: float | None = None
+    nested_capture: bool = False
+    error_payloads: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: RuntimeSettings) -> ContentRetention:
+        """The retention of an agent's captured runtime settings."""
+        return cls(
+            max_entries=settings.content_store_max_entries,
+            max_bytes=settings.content_store_max_bytes,
+            ttl_seconds=settings.content_store_ttl_seconds,
+            nested_capture=settings.content_store_nested_capture_enabled,
+            error_payloads=settings.content_store_store_error_payloads,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Serialized:
+    """A payload as the store keeps it.
+
+    Attributes:
+        text: Compact JSON.
+        kind: ``object``, ``array``, ``string``, ``number``, ``boolean``, ``null`` (the top-level
+            JSON type), or ``fallback`` for the rendering of a value that was not plain data.
+        size: UTF-8 bytes of ``text`` (``content_bytes``).
+        digest: ``sha256:<hex>`` of those bytes.
+        mode: ``json_safe`` (the value's own JSON form) or ``fallback_rendering``.
+    """
+
+    text: str
+    kind: str
+    size: int
+    digest: str
+    mode: str
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    return "null" if value is None else "scalar"
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not plain data")
+
+
+def _encoded(text: str, kind: str, mode: str) -> Serialized:
+    raw = text.encode("utf-8", "surrogatepass")
+    return Serialized(text, kind, len(raw), f"sha256:{hashlib.sha256(raw).hexdigest()}", mode)
+
+
+def serialize(payload: Any) -> Serialized:
+    """The stored form of ``payload``; never raises.
+
+    Plain data (dicts, lists, tuples, strings, finite numbers, booleans, ``None``; mapping keys
+    that are strings, numbers, booleans or ``None``) is kept as its own JSON: ``content(ref)``
+    gives back an equal value, tuples as lists and keys as strings, as JSON has them. Anything
+    else (a set, a ``Decimal``, a date, a model object, NaN, an int too long for JSON) is kept
+    as ``{"__content_fallback__": True, "value_class": ..., "representation": ...}`` whose
+    representation is the bounded JSON-safe rendering of ``recurgent._values`` (the original
+    kept Ruby's ``inspect`` text): a program can tell it from an answer and still read it.
+    """
+    try:
+        text = json.dumps(
+            payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_refuse
+        )
+        return _encoded(text, _kind(payload), "json_safe")
+    except (TypeError, ValueError, RecursionError):
+        pass
+    rendering = json_safe(
+        payload,
+        max_chars=_FALLBACK_CHARS,
+        max_items=_FALLBACK_ITEMS,
+        budget=_FALLBACK_BUDGET,
+        secrets=(),
+    )
+    wrapped = {
+        FALLBACK_KEY: True,
+        "value_class": type(payload).__name__,
+        "representation": rendering,
+    }
+    text = json.dumps(wrapped, ensure_ascii=False, separators=(",", ":"))
+    return _encoded(text, "fallback", "fallback_rendering")
+
+
+@dataclass(frozen=True, slots=True)
+class ContentWrite:
+    """What one call's write did, for its history record and log line."""
+
+    stored: bool
+    ref: str | None = None
+    kind: str | None = None
+    size: int | None = None
+    digest: str | None = None
+    mode: str | None = None
+    skipped_reason: str | None = None
+    evicted: int = 0
+    entry_count: int = 0
+    total_bytes: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """The ``outcome_summary`` keys of a stored write (none when it was skipped)."""
+        if not self.stored:
+            return {}
+        return {
+            "content_ref": self.ref,
+            "content_kind": self.kind,
+            "content_bytes": self.size,
+            "content_digest": self.digest,
+        }
+
+
+@dataclass(slots=True)
+class ContentReads:
+    """The ``content(ref)`` reads of one attempt, for its call's log line."""
+
+    hits: int = 0
+    misses: int = 0
+    refs: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, ref: str, *, hit: bool) -> None:
+        """Count one read of ``ref`` (each ref is listed once, the first 100 of them)."""
+        shown = ref[:_REF_CHARS]
+        with self._lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+            if shown not in self.refs and len(self.refs) < _READ_REFS:
+                self.refs.append(shown)
+
+
+@dataclass(slots=True)
+class _Entry:
+    ref: str
+    text: str
+    kind: str
+    size: int
+    digest: str
+    mode: str
+    value_class: str
+    call_id: str | None
+    trace_id: str | None
+    parent_call_id: str | None
+    depth: int
+    role: str
+    method_name: str
+    written: float
+    created_at: str
+    last_accessed_at: str
+    source: str = _SOURCE
+
+
+def _payload(outcome: Outcome) -> Any:
+    if outcome.is_ok:
+        return outcome.value
+    # The envelope itself is never kept: its fields are what a follow-up can use.
+    return {
+        "error_type": outcome.error_type,
+        "error_message": outcome.error_message,
+        "retriable": outcome.retriable,
+        "metadata": outcome.metadata,
+    }
+
+
+def _skip_reason(outcome: Outcome | None, depth: int, retention: ContentRetention) -> str | None:
+    if not isinstance(outcome, Outcome):
+        return "invalid_outcome"
+    if outcome.is_ok:
+        if depth <= 0 or retention.nested_capture:
+            return None
+        return "nested_capture_disabled"
+    return None if retention.error_payloads else "error_payload_capture_disabled"
+
+
+class ContentStore:
+    """One agent's kept answers (see the module docstring).
+
+    Args:
+        clock: Seconds on a monotonic scale for entry ages (``time.monotonic``, read at each
+            use, when omitted); specs pass their own to step past a TTL without sleeping.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._total = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        """The refs held, least recently used first."""
+        with self._lock:
+            return iter(list(self._entries))
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of JSON held."""
+        return self._total
+
+    def _now(self) -> float:
+        return self._clock() if self._clock is not None else time.monotonic()
+
+    # ----------------------------------------------------------------------------- writes
+
+    def write(
+        self,
+        outcome: Outcome | None,
+        *,
+        retention: ContentRetention,
+        role: str,
+        method_name: str,
+        depth: int,
+        call_id: str | None = None,
+        trace_id: str | None = None,
+        parent_call_id: str | None = None,
+    ) -> ContentWrite:
+        """Keep one finished call's answer when ``retention`` says so; never raises."""
+        try:
+            reason = _skip_reason(outcome, depth, retention)
+            if reason is not None:
+                return self._skipped(reason)
+            assert outcome is not None
+            stored = serialize(_payload(outcome))
+            if stored.size > retention.max_bytes:
+                return self._skipped("entry_exceeds_max_bytes")
+            now_text = utc_timestamp()
+            entry = _Entry(
+                ref=f"{CONTENT_REF_PREFIX}{secrets.token_hex(12)}",
+                text=stored.text,
+                kind=stored.kind,
+                size=stored.size,
+                digest=stored.digest,
+                mode=stored.mode,
+                value_class=type(outcome.value).__name__,
+                call_id=call_id,
+                trace_id=trace_id,
+                parent_call_id=parent_call_id,
+                depth=depth,
+                role=role,
+                method_name=method_name,
+                written=self._now(),
+                created_at=now_text,
+                last_accessed_at=now_text,
+            )
+            with self._lock:
+                evicted = self._expire(retention)
+                self._entries[entry.ref] = entry
+                self._total += entry.size
+                evicted += self._bound(retention)
+                count, total = len(self._entries), self._total
+            return ContentWrite(
+                stored=True,
+                ref=entry.ref,
+                kind=entry.kind,
+                size=entry.size,
+                digest=entry.digest,
+                mode=entry.mode,
+                evicted=evicted,
+                entry_count=count,
+                total_bytes=total,
+            )
+        except Exception:  # noqa: BLE001 - keeping an answer never breaks the call
+            return self._skipped("store_write_failed")
+
+    def skipped(self, reason: str) -> ContentWrite:
+        """A write that did not happen, with the store's current counts."""
+        return self._skipped(reason)
+
+    def _skipped(self, reason: str) -> ContentWrite:
+        with self._lock:
+            count, total = len(self._entries), self._total
+        return ContentWrite(
+            stored=False, skipped_reason=reason, entry_count=count, total_bytes=total
+        )
+
+    def discard(self, ref: str) -> bool:
+        """Drop ``ref`` (a write whose history record could not be appended)."""
+        with self._lock:
+            return self._drop(ref)
+
+    def enforce(self, retention: ContentRetention) -> int:
+        """Apply ``retention`` now (expiry, then the bounds); return how many entries left.
+
+        Writes and reads apply the retention they are given anyway; this is for a policy
+        change that should take effect before the next of them.
+        """
+        with self._lock:
+            return self._expire(retention) + self._bound(retention)
+
+    def _drop(self, ref: str) -> bool:
+        entry = self._entries.pop(ref, None)
+        if entry is None:
+            return False
+        self._total = max(0, self._total - entry.size)
+        return True
+
+    def _expire(self, retention: ContentRetention) -> int:
+        ttl = retention.ttl_seconds
+        if ttl is None or ttl <= 0:
+            return 0
+        now = self._now()
+        expired = [ref for ref, entry in self._entries.items() if now - entry.written > ttl]
+        for ref in expired:
+            self._drop(ref)
+        return len(expired)
+
+    def _bound(self, retention: ContentRetention) -> int:
+        evicted = 0
+        while self._entries and (
+            len(self._entries) > retention.max_entries or self._total > retention.max_bytes
+        ):
+            self._drop(next(iter(self._entries)))
+            evicted += 1
+        return evicted
+
+    # ------------------------------------------------------------------------------ reads
+
+    def read(self, ref: str, retention: ContentRetention) -> tuple[bool, Any]:
+        """``(True, a fresh copy of the payload)`` for a held ref, else ``(False, None)``.
+
+        A hit makes the entry the most recently used. Expired entries go first.
+        """
+        with self._lock:
+            self._expire(retention)
+            entry = self._entries.get(ref)
+            if entry is None:
+                return False, None
+            self._entries.move_to_end(ref)
+            entry.last_accessed_at = utc_timestamp()
+            text = entry.text
+        try:
+            return True, json.loads(text)
+        except (ValueError, RecursionError):
+            return False, None
+
+    def reader(
+        self, retention: Callable[[], ContentRetention], reads: ContentReads
+    ) -> Callable[[Any], Any]:
+        """``content(ref)`` for one call's programs: the payload or ``None``, reads recorded.
+
+        ``retention`` is asked at each read, so the agent's settings as they are then apply.
+        A ref that is not a non-blank string is ``None`` and not counted.
+        """
+
+        def content(ref: Any) -> Any:
+            if not isinstance(ref, str):
+                return None
+            key = str.__str__(ref).strip()
+            if not key:
+                return None
+            found, value = self.read(key, retention())
+            reads.record(key, hit=found)
+            return value
+
+        return content
+
+    def describe(self, ref: str) -> dict[str, Any] | None:
+        """An entry's metadata (no payload), or ``None``: for specs and debugging."""
+        with self._lock:
+            entry = self._entries.get(ref)
+            if entry is None:
+                return None
+            return {
+                name: getattr(entry, name)
+                for name in _Entry.__dataclass_fields__
+                if name not in ("text", "written")
+            }
+
+
+def content_log_fields(write: ContentWrite | None, reads: ContentReads) -> dict[str, Any]:
+    """The twelve ``content_store_*`` fields of a call's log line (the original's names)."""
+    return {
+        "content_store_write_applied": bool(write and write.stored),
+        "content_store_write_ref": write.ref if write else None,
+        "content_store_write_kind": write.kind if write else None,
+        "content_store_write_bytes": write.size if write else None,
+        "content_store_write_digest": write.digest if write else None,
+        "content_store_write_skipped_reason": write.skipped_reason if write else None,
+        "content_store_eviction_count": write.evicted if write else 0,
+        "content_store_read_hit_count": reads.hits,
+        "content_store_read_miss_count": reads.misses,
+        "content_store_read_refs": list(reads.refs),
+        "content_store_entry_count": write.entry_count if write else None,
+        "content_store_total_bytes": write.total_bytes if write else None,
+    }

@@ -1,0 +1,180 @@
+"""Log lines against the original's published log schema (``recurgent-log-entry.schema.json``).
+
+The published schema (draft 2020-12, tolerant: unknown fields allowed) types the continuity
+fields this port now writes (ADRs 0101-0103). :data:`ENTRY_SCHEMA` restates, in this port's
+words, its required fields and its typing of the history and content-store fields, and every
+line a range of calls writes is validated against it. When the original's repository is
+readable on this machine (``RECURGENT_REFERENCE_REPO``, or the usual mirror), the lines are also
+validated against the published file itself, and the restatement is checked against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from recurgent import Agent, configure_runtime
+from recurgent.testing import ScriptedProvider, read_log
+
+_COUNT = {"type": ["integer", "null"], "minimum": 0}
+_FLAG = {"type": ["boolean", "null"]}
+_TEXT = {"type": ["string", "null"]}
+_NAMES = {"type": ["array", "null"], "items": {"type": "string"}}
+
+#: The published schema's required fields and its typing of the continuity fields, restated.
+CONTINUITY_PROPERTIES: dict[str, Any] = {
+    "history_record_appended": _FLAG,
+    "conversation_history_size": _COUNT,
+    "history_access_detected": _FLAG,
+    "history_query_patterns": _NAMES,
+    "content_store_write_applied": _FLAG,
+    "content_store_write_ref": _TEXT,
+    "content_store_write_kind": _TEXT,
+    "content_store_write_bytes": _COUNT,
+    "content_store_write_digest": _TEXT,
+    "content_store_write_skipped_reason": _TEXT,
+    "content_store_eviction_count": _COUNT,
+    "content_store_read_hit_count": _COUNT,
+    "content_store_read_miss_count": _COUNT,
+    "content_store_read_refs": _NAMES,
+    "content_store_entry_count": _COUNT,
+    "content_store_total_bytes": _COUNT,
+}
+ENTRY_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": [
+        "timestamp",
+        "role",
+        "model",
+        "method",
+        "args",
+        "kwargs",
+        "code",
+        "duration_ms",
+        "generation_attempt",
+        *CONTINUITY_PROPERTIES,
+    ],
+    "properties": CONTINUITY_PROPERTIES,
+}
+_MIRROR = Path("/work/.mirror/kulesh+recurgent/repo")
+_SCHEMA_PATH = "specs/contract/v1/recurgent-log-entry.schema.json"
+
+FOLLOW_UP = (
+    "h = context['conversation_history']\n"
+    "ref = h[-1]['outcome_summary'].get('content_ref')\n"
+    "return [content(ref), content('content:' + '0' * 24), len(h)]"
+)
+
+
+def _published() -> dict[str, Any] | None:
+    repo = Path(os.environ.get("RECURGENT_REFERENCE_REPO", _MIRROR))
+    if not repo.exists():
+        return None
+    try:
+        text = subprocess.run(
+            ["git", "-C", str(repo), "show", f"HEAD:{_SCHEMA_PATH}"],
+            capture_output=True,
+            check=True,
+            text=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@pytest.fixture(scope="module")
+def published() -> dict[str, Any]:
+    schema = _published()
+    if schema is None:
+        pytest.skip("the original's repository is not readable on this machine")
+    return schema
+
+
+@pytest.fixture
+def lines(log_path: Path) -> list[dict[str, Any]]:
+    """Lines of: a kept answer, a follow-up with a hit and a miss, a failing call, a nested
+    call kept with nested capture, and a too-large answer skipped."""
+    configure_runtime(content_store_nested_capture_enabled=True, content_store_max_bytes=64)
+    provider = ScriptedProvider(
+        {
+            ("assistant", "latest"): "return {'headline': 'x'}",
+            ("assistant", "again"): FOLLOW_UP,
+            ("assistant", "broken"): "raise ValueError('no')",
+            ("assistant", "big"): "return 'y' * 100",
+            ("assistant", "team"): "return delegate('helper', purpose='p').compute().value",
+            ("helper", "compute"): "return [1, 2]",
+        }
+    )
+    agent = Agent("assistant", provider=provider, log=log_path, toolstore_root=None)
+    agent.latest()
+    agent.again()
+    agent.broken()
+    agent.big()
+    agent.team()
+    return read_log(log_path)
+
+
+class TestLogSchema:
+    """Every line validates; the continuity fields carry their values."""
+
+    def test_every_line_validates_against_the_restated_schema(
+        self, lines: list[dict[str, Any]]
+    ) -> None:
+        """Six lines (one nested), none with a schema error."""
+        validator = Draft202012Validator(ENTRY_SCHEMA)
+
+        errors = [error.message for line in lines for error in validator.iter_errors(line)]
+
+        assert (len(lines), errors) == (6, [])
+
+    def test_the_lines_say_what_was_kept_read_and_skipped(
+        self, lines: list[dict[str, Any]]
+    ) -> None:
+        """Per line: applied, skip reason, hits, misses, history access."""
+        shown = [
+            (
+                line["method"],
+                line["content_store_write_applied"],
+                line["content_store_write_skipped_reason"],
+                line["content_store_read_hit_count"],
+                line["content_store_read_miss_count"],
+                line["history_access_detected"],
+                line["history_query_patterns"],
+            )
+            for line in lines
+        ]
+
+        assert shown == [
+            ("latest", True, None, 0, 0, False, []),
+            ("again", True, None, 1, 1, True, ["count", "index"]),
+            ("broken", False, "error_payload_capture_disabled", 0, 0, False, []),
+            ("big", False, "entry_exceeds_max_bytes", 0, 0, False, []),
+            ("compute", True, None, 0, 0, False, []),
+            ("team", True, None, 0, 0, False, []),
+        ]
+
+    def test_every_line_validates_against_the_published_schema(
+        self, lines: list[dict[str, Any]], published: dict[str, Any]
+    ) -> None:
+        """The original's own schema file accepts every line."""
+        validator = Draft202012Validator(published)
+
+        errors = [error.message for line in lines for error in validator.iter_errors(line)]
+
+        assert errors == []
+
+    def test_the_restatement_matches_the_published_typing(self, published: dict[str, Any]) -> None:
+        """Each restated continuity field is typed exactly as the published schema types it."""
+        properties = published["properties"]
+
+        assert {name: properties[name] for name in CONTINUITY_PROPERTIES} == CONTINUITY_PROPERTIES
+        assert ENTRY_SCHEMA["required"][:9] == published["required"]
