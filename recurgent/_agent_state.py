@@ -10,8 +10,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from recurgent._governance._desk import Governance
 from recurgent._content_store import ContentStore
+from recurgent._governance._desk import Governance
 from recurgent._lifecycle import AgentRuntime
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
