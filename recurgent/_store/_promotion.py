@@ -168,8 +168,10 @@ def failed_checks(
 
     The gate: enough calls and sessions, a contract pass rate high enough and not below the
     incumbent durable version's, no exhausted guardrail or outcome-repair budget, no wrong
-    boundary, no provenance violation, consistent state keys, and (only when a role profile
-    observed the version) a role-profile pass rate high enough.
+    boundary, no provenance violation, consistent state keys, (only when a role profile
+    observed the version) a role-profile pass rate high enough, and the regression rule not
+    holding: the original promoted a version failing 7 calls in 11 if its contract checks
+    passed, then had nothing to degrade it with (ADR 0080).
     """
     failed: list[str] = []
     if numbers["calls"] < policy.min_calls:
@@ -195,6 +197,8 @@ def failed_checks(
         failed.append("min_role_profile_pass_rate")
     if numbers["contract_pass_rate"] < incumbent_rate:
         failed.append("not_worse_than_incumbent")
+    if regressed(numbers, policy):
+        failed.append("regression_rule")
     return failed
 
 
