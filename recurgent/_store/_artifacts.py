@@ -64,6 +64,7 @@ SCORECARD_LIMIT = 8
 WINDOW_KEPT = 20
 SESSIONS_KEPT = 200
 _MESSAGE_CHARS = 400
+_NO_LIFECYCLE = {"lifecycle"}
 
 ProgramSource = Literal["generated", "persisted", "repaired"]
 #: Who a program was generated for (ADR 0074): an agent the host's own code built and called
@@ -212,7 +213,10 @@ class ArtifactRecord(_Model):
         return dict(list(value.items())[-VERSIONS_KEPT:])
 
     def to_json(self) -> dict[str, Any]:
-        """The plain object written to disk."""
+        """The plain object written to disk (no ``lifecycle`` key until there is one, as in
+        the original)."""
+        if self.lifecycle is None:
+            return self.model_dump(mode="json", exclude=_NO_LIFECYCLE)
         return self.model_dump(mode="json")
 
 
