@@ -250,6 +250,27 @@ class TestEnforcement:
             assert (agent.run(-2).value, provider.calls) == (-6, 2)
             assert (_state(root, DOUBLE), _state(root, TRIPLE)) == (expected, "probation")
 
+    def test_a_failed_repair_request_still_counts_the_stored_failure(
+        self, tmp_path: Path
+    ) -> None:
+        """The stored program fails and the repair request finds the provider down: the call
+        ends with the provider's error, and the stored run is recorded as its program (a
+        failure on its version, degrading it at once under enforcement)."""
+        root = tmp_path / "store"
+        configure_runtime(promotion_enforcement_enabled=True)
+        agent, _ = _agent(root, [DOUBLE])
+        agent.run(1)
+
+        outcome = agent.run(-1)
+
+        assert outcome.error_type == "provider"
+        stored = _artifact(root)
+        assert (stored["failure_count"], stored["scorecards"][checksum(DOUBLE)]["failures"]) == (
+            1,
+            1,
+        )
+        assert _state(root, DOUBLE) == "degraded"
+
     def test_every_version_degraded_regenerates(self, tmp_path: Path) -> None:
         """Nothing left that may run: the call generates (lookup degraded), and the new code
         starts its own lifecycle."""

@@ -159,6 +159,27 @@ class TestEnforcedLookup:
         assert self._lookup(store, enforce=True).record.code == "return 1"
         assert self._lookup(store, enforce=False).record.code == "return 2"
 
+    def test_a_regressed_incumbent_rolls_back_to_the_older_durable_version(
+        self, tmp_path: Path
+    ) -> None:
+        """return 2 is the durable incumbent, return 1 an older durable version; return 2 fails
+        until the regression rule degrades it: enforcement then runs return 1."""
+        record = _durable_then_newer()
+        apply_override(
+            record, checksum("return 2"), "durable", actor="a", reason=None, now=STAMPS[3]
+        )
+        store = self._store(tmp_path, record)
+        assert self._lookup(store, enforce=True).record.code == "return 2"
+
+        for _ in range(3):
+            store.record_call(call("return 2", source="persisted", promotion=ENFORCED, **FAIL))
+
+        found = self._lookup(store, enforce=True)
+        assert (found.reason, found.record.code) == ("hit", "return 1")
+        assert found.record.lifecycle is not None
+        assert found.record.lifecycle.incumbent_durable_checksum is None
+        assert state_of(found.record, checksum("return 2")) == "degraded"
+
     def test_every_version_degraded_is_a_miss(self, tmp_path: Path) -> None:
         """Nothing left to run: the reason is degraded and the call generates."""
         record = _durable_then_newer()
