@@ -32,6 +32,8 @@ __all__ = [
 V = TypeVar("V")
 
 #: What a kept version says about its program; ``None`` in a version means "as the record".
+#: A field added to the record later that describes a program (who wrote it, for whom) must be
+#: added here too, or an earlier version would be read as written like the current one.
 _DESCRIBED = (
     "author",
     "contract_fingerprint",
