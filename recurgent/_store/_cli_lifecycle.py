@@ -80,7 +80,11 @@ def add_commands(
     override.add_argument(
         "--actor", metavar="NAME", help="who decides (default: the OS user); must be a maintainer"
     )
-    override.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
+    mode = override.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
+    mode.add_argument(
+        "--apply", action="store_true", help="write the change (the default; the original's flag)"
+    )
 
 
 def run(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:

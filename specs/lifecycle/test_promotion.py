@@ -250,9 +250,7 @@ class TestEnforcement:
             assert (agent.run(-2).value, provider.calls) == (-6, 2)
             assert (_state(root, DOUBLE), _state(root, TRIPLE)) == (expected, "probation")
 
-    def test_a_failed_repair_request_still_counts_the_stored_failure(
-        self, tmp_path: Path
-    ) -> None:
+    def test_a_failed_repair_request_still_counts_the_stored_failure(self, tmp_path: Path) -> None:
         """The stored program fails and the repair request finds the provider down: the call
         ends with the provider's error, and the stored run is recorded as its program (a
         failure on its version, degrading it at once under enforcement)."""

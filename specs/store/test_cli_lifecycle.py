@@ -280,6 +280,22 @@ class TestSetLifecycle:
         assert status == 1 and "is ambiguous" in err
         assert checksum(pair[0]) in err and checksum(pair[1]) in err
 
+    def test_the_originals_apply_flag_is_accepted(self, root: Path) -> None:
+        """--apply (the original's spelling of "write it") writes, as the default does; with
+        --dry-run it is a usage error."""
+        report = _json(
+            "set-lifecycle", "calculator", "add", DA, "probation", "--apply", "--root", str(root)
+        )
+        assert (
+            report["dry_run"],
+            _artifact(root)["lifecycle"]["versions"][DA]["lifecycle_state"],
+        ) == (
+            False,
+            "probation",
+        )
+        both = ("set-lifecycle", "calculator", "add", DA, "probation", "--apply", "--dry-run")
+        assert _run(*both, "--root", str(root))[0] == 2
+
     def test_a_state_outside_the_four_is_a_usage_error(self, root: Path) -> None:
         """Only candidate, probation, durable and degraded are accepted (exit 2)."""
         assert (
