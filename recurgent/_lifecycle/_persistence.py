@@ -424,6 +424,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         author=author,
         violation=state.guardrail_violation_subtype if kind == "failure" else None,
         role_profile_compliant=state.role_profile_compliant,
+        state_key_consistency_ratio=state.state_key_consistency_ratio,
         promotion=promotion,
         stored_failure=state.failed_stored_run,
     )

@@ -220,9 +220,11 @@ class CallState:
     # A stored program that failed before the call repaired or regenerated it (counted for
     # its version; not logged).
     failed_stored_run: StoredRun | None = None
-    # The role-profile guard's verdict on this call (``None``: no profile observed it); the
-    # promotion gate counts it per version.
+    # The role-profile guard's verdict on this call (``None``: no profile observed it) and the
+    # state-key consistency the role's telemetry measured (``None``: not measured); the
+    # promotion gate reads both per version.
     role_profile_compliant: bool | None = None
+    state_key_consistency_ratio: float | None = None
     cacheable: bool | None = None
     cacheability_reason: str | None = None
     input_sensitive: bool | None = None

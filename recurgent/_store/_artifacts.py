@@ -294,6 +294,8 @@ class CallRecord:
             provenance violation counts against the version, ADR 0080).
         role_profile_compliant: The role-profile guard's verdict on the call; ``None`` when no
             profile observed it.
+        state_key_consistency_ratio: The role's state-key consistency as measured at this call
+            (0..1), stored on the version's scorecard; ``None`` when not measured.
         promotion: The agent's promotion switches (shadow evaluation, enforcement).
         stored_failure: A stored program that failed earlier in the call (then repaired or
             regenerated): counted for its own version.
@@ -321,6 +323,7 @@ class CallRecord:
     author: str | None = None
     violation: str | None = None
     role_profile_compliant: bool | None = None
+    state_key_consistency_ratio: float | None = None
     promotion: Promotion = DEFAULT_PROMOTION
     stored_failure: StoredRun | None = None
 
@@ -433,6 +436,9 @@ def _update_scorecard(record: ArtifactRecord, call: CallRecord, digest: str, now
         card.contract_pass_count += 1
     elif call.contract_passed is False:
         card.contract_fail_count += 1
+    ratio = call.state_key_consistency_ratio
+    if ratio is not None and 0.0 <= ratio <= 1.0:
+        card.state_key_consistency_ratio = ratio
     if call.role_profile_compliant is not None:
         card.role_profile_observation_count += 1
         if call.role_profile_compliant:

@@ -51,6 +51,7 @@ class RunsDelta:
         runs, domain_errors: How many answered, and how many of those were domain errors.
         contract_passed, contract_failed: Deliverable checks among them.
         profile_passed, profile_failed: Role-profile verdicts among them (ADR 0080).
+        state_key_ratio: The latest state-key consistency measured among them.
         sessions: Trace ids in order of first appearance (at most the scorecard's limit).
         window: The newest recent-window entries as ``(status, error_type, at)`` (at most
             the scorecard's window).
@@ -67,6 +68,7 @@ class RunsDelta:
     contract_failed: int = 0
     profile_passed: int = 0
     profile_failed: int = 0
+    state_key_ratio: float | None = None
     sessions: list[str] = field(default_factory=list)
     window: list[tuple[str, str | None, str]] = field(default_factory=list)
     duration_ms: float | None = None
@@ -92,6 +94,8 @@ class RunsDelta:
                 self.profile_passed += 1
             else:
                 self.profile_failed += 1
+        if call.state_key_consistency_ratio is not None:
+            self.state_key_ratio = call.state_key_consistency_ratio
         if call.trace_id and call.trace_id not in self.sessions:
             self.sessions.append(call.trace_id)
             del self.sessions[:-SESSIONS_KEPT]
@@ -113,6 +117,8 @@ class RunsDelta:
         self.contract_failed += later.contract_failed
         self.profile_passed += later.profile_passed
         self.profile_failed += later.profile_failed
+        if later.state_key_ratio is not None:
+            self.state_key_ratio = later.state_key_ratio
         for trace in later.sessions:
             if trace not in self.sessions:
                 self.sessions.append(trace)
@@ -138,6 +144,9 @@ def _fold_card(record: ArtifactRecord, delta: RunsDelta, *, create: bool) -> Non
         card.role_profile_observation_count += delta.profile_passed + delta.profile_failed
         card.role_profile_pass_count += delta.profile_passed
         card.role_profile_fail_count += delta.profile_failed
+    ratio = delta.state_key_ratio
+    if ratio is not None and 0.0 <= ratio <= 1.0:
+        card.state_key_consistency_ratio = ratio
     sessions = list(card.sessions)
     for trace in delta.sessions:
         if trace not in sessions:

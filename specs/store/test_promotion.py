@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from recurgent._store._artifacts import ArtifactRecord, Scorecard, apply_call, checksum
+from recurgent._store._batch import RunsDelta, apply_runs
 from recurgent._store._promotion import (
     POLICY,
     apply_override,
@@ -362,6 +363,26 @@ class TestCounters:
         record = _calls(None, 5, trace_id="one", role_profile_compliant=True)
         record = _calls(record, 5, start=5, trace_id="two", role_profile_compliant=False)
         assert _entry_state(record) == ("probation", "continue_probation")
+
+    def test_the_state_key_ratio_measured_last_is_read_by_the_gate(self) -> None:
+        """A call (or a batch) carrying a state-key consistency stores it on the version's
+        scorecard; the latest measure counts, and below 0.5 it holds the version back."""
+        record = _calls(None, 5, trace_id="one", state_key_consistency_ratio=0.9)
+        run = call(source="persisted", trace_id="two", state_key_consistency_ratio=0.4)
+        delta = RunsDelta.start(run, STAMPS[5])
+        for index in range(5):
+            delta.add(run, STAMPS[5 + index])
+
+        record = apply_runs(record, delta)
+
+        assert record.scorecards[DA].state_key_consistency_ratio == 0.4
+        assert _entry_state(record) == ("probation", "continue_probation")
+        assert record.lifecycle is not None
+        last = record.lifecycle.shadow_ledger.evaluations[-1]
+        assert (last.calls_covered, last.rationale["failed_checks"]) == (
+            5,
+            ["min_state_key_consistency_ratio"],
+        )
 
 
 class TestLegacyAndLedger:
