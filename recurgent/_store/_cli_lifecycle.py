@@ -10,7 +10,6 @@ ledger. Output goes through the store CLI's escaping stream (ADR 0071).
 from __future__ import annotations
 
 import argparse
-import datetime
 import getpass
 import json
 import re
@@ -22,10 +21,11 @@ from pydantic import ValidationError
 
 from recurgent._runtime_config import runtime_config
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
-from recurgent._store._files import Loaded, read_json, update_json
+from recurgent._store._files import Loaded, identity_of, read_json, update_json
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import POLICY, apply_override, metrics, state_of
 from recurgent._store._promotion_format import LIFECYCLE_STATES, LifecycleState
+from recurgent._values import utc_timestamp
 from recurgent.errors import UsageError
 
 __all__ = ["COMMANDS", "add_commands", "resolve_checksum", "run"]
@@ -362,9 +362,12 @@ def _set_lifecycle(args: argparse.Namespace, root: Path, out: TextIO, err: TextI
         err.write(f"recurgent tools: {refused}\n")
         return 1
     path = artifact_path(root, args.role, args.method)
+    if identity_of(path) is None:
+        # Checked before locking: a lock would make the role's directory for nothing.
+        err.write(f"recurgent tools: nothing stored for {args.role}.{args.method} under {root}\n")
+        return 1
     state: LifecycleState = args.state
-    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
-    now = now.replace("+00:00", "Z")
+    now = utc_timestamp()
     problems: list[str] = []
     report: dict[str, Any] = {}
 

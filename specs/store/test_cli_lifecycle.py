@@ -280,6 +280,18 @@ class TestSetLifecycle:
         assert status == 1 and "is ambiguous" in err
         assert checksum(pair[0]) in err and checksum(pair[1]) in err
 
+    def test_nothing_stored_makes_no_directory(self, tmp_path: Path) -> None:
+        """An override for a method with no artifact: exit 1, and the store is left as it was
+        (no role directory or lock file made)."""
+        root = tmp_path / "store"
+        Store(root).record_call(call(A, method="add"))
+        before = sorted(p.name for p in root.rglob("*"))
+
+        code, _, err = _run("set-lifecycle", "other", "add", DA, "durable", "--root", str(root))
+
+        assert code == 1 and "nothing stored for other.add" in err
+        assert sorted(p.name for p in root.rglob("*")) == before
+
     def test_the_originals_apply_flag_is_accepted(self, root: Path) -> None:
         """--apply (the original's spelling of "write it") writes, as the default does; with
         --dry-run it is a usage error."""
