@@ -442,6 +442,9 @@ def _written(state: CallState, written: WriteResult, promotion: Promotion) -> No
         state.lifecycle_state = decision.state
         state.lifecycle_decision = decision.decision
         state.promotion_decision_rationale = decision.rationale
+    elif written.reason == "deferred" and promotion.shadow:
+        # Its counts wait in the batch, evaluated when written: the state it ran in is current.
+        state.lifecycle_state = state.artifact_selected_lifecycle_state
 
 
 def _record_stored_failure(runtime: AgentRuntime, state: CallState, run: StoredRun) -> None:

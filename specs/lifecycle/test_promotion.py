@@ -96,7 +96,8 @@ class TestEvaluationAndLog:
         self, tmp_path: Path, log_path: Path
     ) -> None:
         """The second call names the stored version it ran and its state; its own evaluation
-        waits with its counts in the batch (lifecycle fields null, artifact_write deferred)."""
+        waits with its counts in the batch (no decision yet, artifact_write deferred), and its
+        lifecycle_state is the state it ran in."""
         agent, _ = _agent(tmp_path / "store", log=log_path)
 
         agent.run(1)
@@ -108,7 +109,8 @@ class TestEvaluationAndLog:
             second["artifact_selected_lifecycle_state"],
             second["artifact_write"],
             second["lifecycle_decision"],
-        ) == (checksum(DOUBLE), "probation", "deferred", None)
+            second["lifecycle_state"],
+        ) == (checksum(DOUBLE), "probation", "deferred", None, "probation")
 
     def test_ten_calls_in_one_session_stay_on_probation(self, tmp_path: Path) -> None:
         """The session gate: one agent (one trace id) never promotes its own program."""
