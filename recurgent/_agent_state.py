@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from recurgent._lifecycle import AgentRuntime
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
+from recurgent._profiles import ProfileBinding
+from recurgent._self_model import SelfModelSlot
 from recurgent._store import Store
 from recurgent._worker._slot import LaneSlot
 from recurgent.providers import Provider
@@ -44,3 +46,6 @@ class AgentState:
     # Children whose registration reached registry.json (only once an attempt committed it).
     stored_tools: set[str] = field(default_factory=set)
     workers: LaneSlot | None = None
+    # Its role profile and observations (ADR 0083), and its last captured call (ADR 0085).
+    profiles: ProfileBinding | None = None
+    self_model: SelfModelSlot = field(default_factory=SelfModelSlot)

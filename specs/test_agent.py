@@ -292,8 +292,8 @@ class TestConstruction:
         assert _options(made_by_for) == _options(made_directly)
 
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
-        """The agent's own public names are exactly the eight pinned ones (getdoc: ADR 0031;
-        prepare: ADR 0042)."""
+        """The agent's own public names are exactly the ten pinned ones (getdoc: ADR 0031;
+        prepare: ADR 0042; role_profile: ADR 0083; self_model: ADR 0085)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
@@ -303,7 +303,9 @@ class TestConstruction:
             "prepare",
             "remember",
             "responds_to",
+            "role_profile",
             "runtime_context",
+            "self_model",
             "tool",
         ]
 
@@ -319,7 +321,9 @@ class TestConstruction:
             "prepare",
             "remember",
             "responds_to",
+            "role_profile",
             "runtime_context",
+            "self_model",
             "tool",
             "total",
         ]

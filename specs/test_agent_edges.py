@@ -149,7 +149,8 @@ class TestReservedSetters:
         message = str(raised.value)
         assert f"{name!r} is reserved by Agent" in message
         assert (
-            "for_, getdoc, prepare, pytestmark, remember, responds_to, runtime_context" in message
+            "for_, getdoc, prepare, pytestmark, remember, responds_to, role_profile, "
+            "runtime_context, self_model" in message
         )
         assert f"agent.remember({name}=value)" in message
         assert agent.runtime_context == {}
@@ -166,7 +167,9 @@ class TestReservedSetters:
             "pytestmark",
             "remember",
             "responds_to",
+            "role_profile",
             "runtime_context",
+            "self_model",
             "tool",
             "trait_names",
         ]

@@ -27,12 +27,14 @@ from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._journal import Writes
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import execute_attempt
+from recurgent._lifecycle._continuity import finish_continuity, prompt_profile
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
+from recurgent._profiles import ProfileBinding
 from recurgent._prompting import Prompts, build_prompts
 from recurgent._sandbox import HandleOps, SandboxLimits
 from recurgent._sandbox._limits import (
@@ -42,6 +44,7 @@ from recurgent._sandbox._limits import (
     enclosing_remaining,
     monotonic_clock,
 )
+from recurgent._self_model import SelfModelSlot
 from recurgent._store import Store
 from recurgent._values import json_safe
 from recurgent.errors import (
@@ -88,6 +91,8 @@ class AgentRuntime:
         store: Its tool store, or ``None`` when persistence is off (ADR 0047).
         workers: Its worker lane (made on first use): programs with dependencies, or every
             program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
+        profiles: Its role profile and observations (ADR 0083).
+        self_model: Its last captured call, for ``Agent.self_model`` (ADR 0085).
     """
 
     role: str
@@ -108,6 +113,8 @@ class AgentRuntime:
     history: HistoryCursor = field(default_factory=HistoryCursor)
     store: Store | None = None
     workers: LaneSlot | None = None
+    profiles: ProfileBinding | None = None
+    self_model: SelfModelSlot | None = None
 
 
 def run_call(
@@ -177,6 +184,7 @@ def _stopped(stop: AttemptStopped, role: str, method: str) -> RecurgentError:
 def _finish(runtime: AgentRuntime, state: CallState) -> None:
     if not state.interrupted:
         _append_history(runtime, state)
+        finish_continuity(runtime, state)  # role profile, namespace, self model (ADRs 0083-0085)
         # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
         try:
             _persistence.record(runtime, state)
@@ -284,6 +292,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             contract=options.contract,
             network=options.network,
             limits=limits,
+            role_profile=prompt_profile(runtime, state.method),
         )
 
     # --- persistence (ADR 0047): a stored program may answer with no provider request.

@@ -9,6 +9,7 @@ from typing import Any
 
 from recurgent._call import CallFrame
 from recurgent._history import HISTORY_KEY
+from recurgent._lifecycle._continuity import NO_AGENCY_FIELDS
 from recurgent._parsing import format_traceback
 from recurgent._redact import environment_secrets, redact
 from recurgent._values import describe, json_safe, secret_values, utc_timestamp
@@ -235,6 +236,13 @@ class CallState:
     contract_validation_mismatch: str | None = None
     contract_validation_expected_keys: list[str] = field(default_factory=list)
     contract_validation_actual_keys: list[str] = field(default_factory=list)
+    # Role profile, namespace, self model, solver shape (ADRs 0083-0085, written by
+    # _lifecycle/_continuity.py): whether the call kept the active role profile (None without
+    # one), the guard's report, what the guard saw, and these log fields once finished.
+    role_profile_compliant: bool | None = None
+    role_profile_report: dict[str, Any] | None = None
+    continuity: Any = None
+    agency: dict[str, Any] | None = None
     history_record_appended: bool = False
     conversation_history_size: int | None = None
     stdout: str = ""
@@ -363,6 +371,7 @@ class CallState:
             "contract_validation_mismatch": self.contract_validation_mismatch,
             "contract_validation_expected_keys": self.contract_validation_expected_keys,
             "contract_validation_actual_keys": self.contract_validation_actual_keys,
+            **(self.agency or NO_AGENCY_FIELDS),
             "stdout": view.text(self.stdout),
             "forwarded_calls": self.forwarded_calls,
             "trace_id": self.frame.trace_id,

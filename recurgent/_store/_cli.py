@@ -1,4 +1,5 @@
-"""``recurgent tools``: list, show, prune and forget what the tool store holds (ADR 0038).
+"""``recurgent tools``: list, show, prune and forget what the tool store holds (ADR 0038), and
+a role's namespace pressure (ADR 0084).
 
 Read-only views (``list``, ``show``) never move or change a file, damaged ones included; they
 show them with their state. ``prune`` is a dry run unless ``--yes``. ``forget`` removes what
@@ -27,6 +28,8 @@ from typing import Any, TextIO, cast
 
 from pydantic import ValidationError
 
+from recurgent._profiles._cli import namespace_pressure
+from recurgent._profiles._namespace import forget_namespace
 from recurgent._store import _pending
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
 from recurgent._store._files import locked, read_json
@@ -345,6 +348,7 @@ def _cmd_prune(args: argparse.Namespace, root: Path, out: TextIO, now: datetime.
 
 def _cmd_forget(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
     removed = [str(e.path) for e in scan(root, args.role, args.method) if _remove(e.path, root)]
+    forget_namespace(root, args.role, args.method)  # its state-key telemetry too (ADR 0084)
     tool_removed = False
     if args.method is None:
         tool_removed = remove_tools(root, [args.role]).written
@@ -410,6 +414,12 @@ def build_parser(prog: str = "recurgent tools") -> argparse.ArgumentParser:
     )
     forget.add_argument("role", metavar="ROLE")
     forget.add_argument("method", metavar="METHOD", nargs="?")
+    pressure = commands.add_parser(
+        "namespace-pressure",
+        parents=[common],
+        help="a role's memory keys across its methods: collisions, lifetimes, drift (ADR 0084)",
+    )
+    pressure.add_argument("role", metavar="ROLE")
     return parser
 
 
@@ -452,6 +462,8 @@ def main(
             return _cmd_show(args, root, out, err)
         if args.command == "prune":
             return _cmd_prune(args, root, out, moment)
+        if args.command == "namespace-pressure":
+            return namespace_pressure(args.role, root, as_json=args.json, out=out, err=err)
         return _cmd_forget(args, root, out, err)
     except OSError as error:
         err.write(f"recurgent tools: {error}\n")
