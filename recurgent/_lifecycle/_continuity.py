@@ -79,7 +79,7 @@ NAMESPACE_FIELDS = (
 )
 #: Every log field of this module, null (a call that was not logged through it).
 NO_AGENCY_FIELDS: Mapping[str, Any] = dict.fromkeys(
-    (*SOLVER_SHAPE_FIELDS, *SELF_MODEL_FIELDS, *ROLE_PROFILE_FIELDS, *NAMESPACE_FIELDS)
+    (*ROLE_PROFILE_FIELDS, *NAMESPACE_FIELDS, *SOLVER_SHAPE_FIELDS, *SELF_MODEL_FIELDS)
 )
 
 
@@ -171,14 +171,17 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
         return
     outcome = state.outcome
     ok = outcome is not None and outcome.is_ok
-    problems = [
-        ("role_profile", f"{state.method} failed {types}", digest)
-        for digest, types in (notes.failed if notes is not None else [])
-    ]
-    marks = frozenset(f"role_profile@{digest}" for _, _, digest in problems)
     key = (store.root, runtime.role, state.method)
     known = _RECORDED.get(key)
-    same_code = known is not None and (known[0] is code or known[0] == code)
+    failed = notes.failed if notes is not None else None
+    # The common case, a stored program answering again: the same code object as last time.
+    if known is not None and known[0] is code and (known[1] or not ok) and not failed:
+        return
+    problems = [
+        ("role_profile", f"{state.method} failed {types}", digest) for digest, types in failed or ()
+    ]
+    marks = frozenset(f"role_profile@{digest}" for _, _, digest in problems)
+    same_code = known is not None and known[0] == code
     if same_code and known is not None and (known[1] or not ok) and marks <= known[2]:
         return
     shape_of_answer = None
@@ -199,8 +202,8 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
     with _RECORDED_LOCK:
         if len(_RECORDED) >= _RECORDED_KEPT:
             _RECORDED.clear()
-        counted = (known[2] if known is not None and known[0] == code else frozenset()) | marks
-        _RECORDED[key] = (code, ok or (known is not None and known[1]), counted)
+        counted = (known[2] if same_code and known is not None else frozenset()) | marks
+        _RECORDED[key] = (code, ok or (same_code and known is not None and known[1]), counted)
 
 
 def finish_continuity(runtime: AgentRuntime, state: CallState) -> None:
