@@ -221,7 +221,7 @@ def finish_continuity(runtime: AgentRuntime, state: CallState) -> None:
         runtime.profiles.remember(state.method, notes.values)
     try:
         _record(runtime, state, notes)
-    except (OSError, ValueError, RecursionError):
+    except Exception:  # noqa: BLE001 - telemetry never breaks a call (as the store's record)
         pass
     settings = runtime.options.settings
     snapshot: CallSnapshot | None = None
@@ -232,7 +232,10 @@ def finish_continuity(runtime: AgentRuntime, state: CallState) -> None:
         )
         runtime.self_model.last = snapshot
     if runtime.logger is not None:
-        state.agency = _log_fields(runtime, state, notes if current else None, snapshot)
+        try:
+            state.agency = _log_fields(runtime, state, notes if current else None, snapshot)
+        except Exception:  # noqa: BLE001 - the line is written with these fields null instead
+            state.agency = None
 
 
 def _log_fields(

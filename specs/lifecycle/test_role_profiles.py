@@ -280,3 +280,62 @@ class TestNamespaceFields:
         agent.add(3)
 
         assert (provider.calls, path.stat().st_mtime_ns) == (1, before)
+
+
+class TestBookkeepingNeverBreaksACall:
+    """The report describes the program that ran last; telemetry failures stay out of the call."""
+
+    def test_a_refused_attempts_report_is_not_the_calls(self, log_path: Path) -> None:
+        """Drift refused, then a static violation ends the call: no stale role-profile verdict."""
+        configure_runtime(role_profile_enforcement_enabled=True)
+        mutating = "h = delegate('helper')\nh.helper = lambda: 1\nresult = 1"
+        agent, _ = _calc({"add": ADD, "increment": [INC_MEMORY, mutating]}, log=log_path)
+        agent.add(1)
+
+        outcome = agent.increment()
+
+        entry = read_log(log_path)[-1]
+        assert outcome.error_type == "guardrail_retry_exhausted"
+        assert (entry["role_profile_compliant"], entry["role_profile_compliance"]) == (None, None)
+        assert [f["subtype"] for f in entry["attempt_failures"]] == [
+            "role_profile_continuity_violation",
+            "singleton_method_mutation",
+        ]
+
+    def test_a_failing_telemetry_write_leaves_the_call_alone(
+        self, tmp_path: Path, monkeypatch: Any
+    ) -> None:
+        """An error while recording telemetry does not change the call's outcome."""
+        from recurgent._lifecycle import _continuity
+
+        def broken(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("disk on fire")
+
+        monkeypatch.setattr(_continuity, "record_namespace", broken)
+        agent, _ = _calc({"add": ADD}, toolstore_root=tmp_path / "store")
+
+        assert agent.add(2).value == 2
+
+    def test_failing_log_fields_are_written_null(
+        self, tmp_path: Path, log_path: Path, monkeypatch: Any
+    ) -> None:
+        """An error while building these log fields writes the line with them null."""
+        from recurgent._lifecycle import _continuity
+
+        def broken(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("bad record")
+
+        monkeypatch.setattr(_continuity, "solver_shape", broken)
+        agent, _ = _calc({"add": ADD}, log=log_path)
+
+        assert agent.add(2).value == 2
+        entry = read_log(log_path)[-1]
+        assert (
+            entry["outcome_status"],
+            entry["solver_shape"],
+            entry["role_profile_compliant"],
+        ) == (
+            "ok",
+            None,
+            None,
+        )
