@@ -12,7 +12,7 @@ fails the check is skipped, never used.
 This is the API the proposals room calls to apply a ``role_profile_update``::
 
     registry = RoleProfileRegistry(root)
-    registry.publish(profile, actor="ana", proposal_id="prop-...", activate=True)
+    registry.publish(profile, actor="ana", proposal_id="prop-...")  # and make it active
     registry.activate("calculator", 2, actor="ana")
     registry.rollback("calculator", actor="ana")      # back to the version active before
     registry.active("calculator")                    # the active profile, or None
@@ -229,13 +229,13 @@ class RoleProfileRegistry:
         actor: str | None = None,
         proposal_id: str | None = None,
         note: str | None = None,
-        activate: bool = False,
+        activate: bool = True,
         source: str = "runtime",
     ) -> dict[str, Any]:
-        """Store ``profile`` as its version of its role (replacing a version of that number).
-
-        The active version stays as it was unless ``activate`` is true; a role's first
-        version becomes active either way. Publishing the version already stored, unchanged
+        """Store ``profile`` as its version of its role (replacing a version of that number)
+        and, unless ``activate`` is false, make it the active one (the original's
+        ``publish_and_activate``; ``activate=False`` is its ``publish_only``, and even then a
+        role's first version becomes active). Publishing the version already stored, unchanged
         (and, with ``activate``, already active) writes nothing.
 
         Returns:

@@ -38,7 +38,7 @@ def _file(tmp_path: Path) -> dict[str, Any]:
 
 
 class TestPublish:
-    """Publishing stores a version; activation is explicit except for a role's first."""
+    """Publishing stores a version and activates it unless asked not to."""
 
     def test_first_publish_is_active_and_recorded(self, tmp_path: Path) -> None:
         """The file holds the version, the active version and one publish event."""
@@ -73,32 +73,32 @@ class TestPublish:
         }
 
     def test_publish_without_activate_keeps_the_active_version(self, tmp_path: Path) -> None:
-        """A second version is stored but version 1 stays active until activated."""
+        """activate=False stores a second version; version 1 stays active."""
         registry = _registry(tmp_path)
         registry.publish(_profile(1))
 
-        registry.publish(_profile(2, "prescriptive"))
+        registry.publish(_profile(2, "prescriptive"), activate=False)
 
         assert registry.active_version("calculator") == 1
         assert sorted(registry.versions("calculator")) == [1, 2]
 
-    def test_publish_with_activate_makes_it_active(self, tmp_path: Path) -> None:
-        """activate=True moves the active version to the published one."""
+    def test_publish_makes_it_active_by_default(self, tmp_path: Path) -> None:
+        """Publishing moves the active version to the published one."""
         registry = _registry(tmp_path)
         registry.publish(_profile(1))
 
-        registry.publish(_profile(2, "prescriptive"), activate=True)
+        registry.publish(_profile(2, "prescriptive"))
 
         assert registry.active_version("calculator") == 2
 
     def test_the_same_publish_again_writes_nothing(self, tmp_path: Path) -> None:
         """An unchanged, already active version is not written again (no history flood)."""
         registry = _registry(tmp_path)
-        registry.publish(_profile(1), activate=True)
+        registry.publish(_profile(1))
         before = role_profiles_path(tmp_path / "store").stat().st_mtime_ns
         generation = changes()
 
-        registry.publish(_profile(1), activate=True)
+        registry.publish(_profile(1))
 
         assert role_profiles_path(tmp_path / "store").stat().st_mtime_ns == before
         assert len(registry.history("calculator")) == 1
@@ -145,7 +145,7 @@ class TestActivateAndRollback:
         """activate returns the now active profile and records the event."""
         registry = _registry(tmp_path)
         registry.publish(_profile(1))
-        registry.publish(_profile(2, "prescriptive"))
+        registry.publish(_profile(2, "prescriptive"), activate=False)
 
         active = registry.activate("calculator", 2, actor="ana", proposal_id="prop-9")
 
@@ -179,7 +179,7 @@ class TestActivateAndRollback:
         """After 1 -> 2, rollback() makes 1 active again, recorded as a rollback."""
         registry = _registry(tmp_path)
         registry.publish(_profile(1))
-        registry.publish(_profile(2, "prescriptive"), activate=True)
+        registry.publish(_profile(2, "prescriptive"))
 
         active = registry.rollback("calculator", actor="ana")
 
@@ -190,7 +190,7 @@ class TestActivateAndRollback:
         """rollback(role, version) activates that version."""
         registry = _registry(tmp_path)
         for version in (1, 2, 3):
-            registry.publish(_profile(version), activate=True)
+            registry.publish(_profile(version))
 
         assert registry.rollback("calculator", 1)["version"] == 1
 
@@ -210,7 +210,7 @@ class TestBounds:
         """After 205 events the history holds the last 200."""
         registry = _registry(tmp_path)
         registry.publish(_profile(1))
-        registry.publish(_profile(2))
+        registry.publish(_profile(2), activate=False)
         for index in range(203):
             registry.activate("calculator", 1 + index % 2, note=str(index))
 
@@ -223,7 +223,7 @@ class TestBounds:
         registry = _registry(tmp_path)
         registry.publish(_profile(1))
         for version in range(2, 67):
-            registry.publish(_profile(version))
+            registry.publish(_profile(version), activate=False)
 
         versions = sorted(registry.versions("calculator"))
         assert len(versions) == VERSIONS_KEPT == 64
