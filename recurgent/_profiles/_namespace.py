@@ -24,7 +24,6 @@ answers again writes nothing here (ADR 0055's budget).
 from __future__ import annotations
 
 import datetime
-import threading
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -292,16 +291,13 @@ def seen_values(record: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     return seen
 
 
-_FORGET_LOCK = threading.Lock()
-
-
 def forget_namespace(root: Path, role: str, method: str | None = None) -> bool:
     """Drop a role's record, or one method from it; whether anything was removed."""
     path = namespace_path(root, role)
+    if not path.is_file():
+        return False  # nothing to forget: no directory or lock file is made for it
     if method is None:
-        if not path.is_file():
-            return False
-        with _FORGET_LOCK, locked(path, root=Path(root)):
+        with locked(path, root=Path(root)):
             try:
                 path.unlink()
             except FileNotFoundError:

@@ -178,3 +178,11 @@ class TestForget:
         assert forget_namespace(root, "calculator") is True
         assert not namespace_path(root, "calculator").exists()
         assert forget_namespace(root, "calculator") is False
+
+    def test_forgetting_what_was_never_recorded_makes_nothing(self, tmp_path: Path) -> None:
+        """No telemetry: forget returns False and creates no directory or lock file."""
+        root = tmp_path / "store"
+        root.mkdir(mode=0o700)
+
+        assert forget_namespace(root, "calculator", "add") is False
+        assert list(root.iterdir()) == []
