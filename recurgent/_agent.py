@@ -13,8 +13,9 @@ Dispatch rules:
 
 The instance keeps everything in one underscored slot (an ``AgentState``), so the public
 namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``delegate``,
-``tool``, ``responds_to``, ``getdoc``, ``role_profile`` and ``self_model``. Making, keeping and reaching child agents is the
-base class's (``_agent_children.ChildAgents``, ADR 0067).
+``tool``, ``responds_to``, ``getdoc``, ``role_profile`` and ``self_model`` (the last two are
+properties, ADRs 0083 and 0085). Making, keeping and reaching child agents is the base
+class's (``_agent_children.ChildAgents``, ADR 0067).
 """
 
 from __future__ import annotations
