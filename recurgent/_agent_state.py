@@ -15,6 +15,8 @@ from recurgent._governance._desk import Governance
 from recurgent._lifecycle import AgentRuntime
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
+from recurgent._profiles import ProfileBinding
+from recurgent._self_model import SelfModelSlot
 from recurgent._store import Store
 from recurgent._worker._slot import LaneSlot
 from recurgent.providers import Provider
@@ -50,3 +52,6 @@ class AgentState:
     governance: Governance | None = None
     # Kept answers for content(ref) (ADR 0101): the agent's own, outliving a rebuilt runtime.
     content: ContentStore = field(default_factory=ContentStore)
+    # Its role profile and observations (ADR 0083), and its last captured call (ADR 0085).
+    profiles: ProfileBinding | None = None
+    self_model: SelfModelSlot = field(default_factory=SelfModelSlot)

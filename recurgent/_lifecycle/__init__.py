@@ -32,9 +32,11 @@ from recurgent._lifecycle._continuity import keep_answer, note_history_access
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
+from recurgent._lifecycle._role_continuity import finish_continuity, prompt_profile
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
+from recurgent._profiles import ProfileBinding
 from recurgent._prompting import Prompts, build_prompts
 from recurgent._sandbox import HandleOps, SandboxLimits
 from recurgent._sandbox._limits import (
@@ -45,6 +47,7 @@ from recurgent._sandbox._limits import (
     monotonic_clock,
 )
 from recurgent._secret_index import SecretIndex
+from recurgent._self_model import SelfModelSlot
 from recurgent._store import Store
 from recurgent._values import json_safe
 from recurgent.errors import (
@@ -93,6 +96,8 @@ class AgentRuntime:
             program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
         secrets: The secret values in its memory, cached per key for the log (ADR 0120).
         content: Its content store: kept answers for ``content(ref)`` (ADR 0101).
+        profiles: Its role profile and observations (ADR 0083).
+        self_model: Its last captured call, for ``Agent.self_model`` (ADR 0085).
     """
 
     role: str
@@ -115,6 +120,8 @@ class AgentRuntime:
     workers: LaneSlot | None = None
     secrets: SecretIndex = field(default_factory=SecretIndex)
     content: ContentStore = field(default_factory=ContentStore)
+    profiles: ProfileBinding | None = None
+    self_model: SelfModelSlot | None = None
 
 
 def run_call(
@@ -185,6 +192,7 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
     if not state.interrupted:
         _append_history(runtime, state)
         note_history_access(state)
+        finish_continuity(runtime, state)  # role profile, namespace, self model (ADRs 0083-0085)
         # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
         try:
             _persistence.record(runtime, state)
@@ -300,6 +308,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             contract=options.contract,
             network=options.network,
             limits=limits,
+            role_profile=prompt_profile(runtime, state.method),
         )
 
     # --- persistence (ADR 0047): a stored program may answer with no provider request.
