@@ -306,7 +306,7 @@ class TestBookkeepingNeverBreaksACall:
         self, tmp_path: Path, monkeypatch: Any
     ) -> None:
         """An error while recording telemetry does not change the call's outcome."""
-        from recurgent._lifecycle import _continuity
+        from recurgent._lifecycle import _role_continuity as _continuity
 
         def broken(*args: Any, **kwargs: Any) -> None:
             raise RuntimeError("disk on fire")
@@ -320,7 +320,7 @@ class TestBookkeepingNeverBreaksACall:
         self, tmp_path: Path, log_path: Path, monkeypatch: Any
     ) -> None:
         """An error while building these log fields writes the line with them null."""
-        from recurgent._lifecycle import _continuity
+        from recurgent._lifecycle import _role_continuity as _continuity
 
         def broken(*args: Any, **kwargs: Any) -> None:
             raise RuntimeError("bad record")
