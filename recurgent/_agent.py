@@ -130,6 +130,7 @@ class Agent(ChildAgents):
             isolation=opts.isolation,
             network=opts.network,
             cache_root=opts.environment_cache_root,
+            role=internals.role,
         )
         self._open_store()
 
@@ -174,6 +175,7 @@ class Agent(ChildAgents):
                 nothing is written then.
         """
         self._check_registry_write(entries, phase="remember")
+        self._check_crossing(entries)
         self._agent.memory.update(entries)
         return self
 
@@ -253,6 +255,7 @@ class Agent(ChildAgents):
             )
         if name == TOOLS_KEY:
             self._check_registry_write({name: value}, phase="setter")
+        self._check_crossing({name: value})
         self._agent.memory[name] = value
 
     def __delattr__(self, name: str) -> None:
@@ -342,6 +345,11 @@ class Agent(ChildAgents):
 
     def _remember_from_code(self, entries: Mapping[str, Any]) -> None:
         self.remember(**dict(entries))
+
+    def _check_crossing(self, entries: Mapping[str, Any]) -> None:
+        # isolation="process": memory must be data its worker can receive (ADR 0094).
+        if self._agent.workers is not None:
+            self._agent.workers.check_memory(entries)
 
     def _check_registry_write(self, entries: Mapping[str, Any], *, phase: str) -> None:
         if TOOLS_KEY not in entries:
