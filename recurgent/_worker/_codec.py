@@ -38,6 +38,8 @@ MAX_DEPTH = 64
 # Integers past this many bits cross as hexadecimal text: decimal text of more than 4,300
 # digits is refused by CPython's conversion limit, hexadecimal is not.
 _HEX_BITS = 10_000
+# The largest integer a worker may send: the sandbox's own cap is a million bits.
+_MAX_HEX_DIGITS = 300_000
 _PREFIX, _SUFFIX = "__recurgent_", "__"
 _FACTORIES: dict[str, Any] = {
     "none": None,
@@ -306,7 +308,7 @@ def _float(payload: Any, _: Any) -> float:
 
 def _huge_int(payload: Any, _: Any) -> int:
     text = _text(payload, "int")
-    _expect(text.lstrip("-").startswith("0x"), "int")
+    _expect(text.lstrip("-").startswith("0x") and len(text) <= _MAX_HEX_DIGITS, "int")
     return int(text, 16)
 
 

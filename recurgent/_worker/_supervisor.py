@@ -128,7 +128,7 @@ class WorkerSupervisor:
 
     @property
     def restarts(self) -> int:
-        """Workers started after the first one (each after a kill)."""
+        """Workers started after the first one (after a kill, a crash, a retirement or an idle stop)."""
         return max(0, self._starts - 1)
 
     @property

@@ -20,11 +20,12 @@ import pytest
 
 from recurgent import Agent
 from recurgent._worker._executor import ProcessExecutor
+from recurgent._worker._isolation import bwrap_path
 from recurgent._worker._pool import WorkerPool
 from recurgent._worker._process import live_workers
 from recurgent.errors import ExecutionTimeoutError
 from recurgent.testing import ScriptedProvider, read_log
-from specs.worker.support import run, supervisor
+from specs.worker.support import confined, run, supervisor
 
 pytestmark = pytest.mark.slow
 
@@ -51,8 +52,12 @@ return 'left a key in strptime\\'s cache'
 def test_a_hung_c_call_in_a_cold_worker_ends_within_the_deadline_plus_one_second() -> None:
     """One C call that nothing but a kill stops, in a worker that has not started yet: the
     parent kills it at the deadline plus its grace counted from the worker's readiness, not
-    from its spawn (before: 10 s more for a cold worker, so 11.5 s here)."""
-    worker = supervisor(pool=WorkerPool(idle_timeout_seconds=None, reaper=False))
+    from its spawn (before: 10 s more for a cold worker, so 11.5 s here). Confined as
+    isolation="process" confines it (in bubblewrap where it works)."""
+    worker = supervisor(
+        isolation=confined(use_bwrap=bwrap_path() is not None),
+        pool=WorkerPool(idle_timeout_seconds=None, reaper=False),
+    )
     executor = ProcessExecutor(worker)
     try:
         began = time.monotonic()
