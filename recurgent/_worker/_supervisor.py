@@ -120,6 +120,8 @@ class WorkerSupervisor:
         self._lock = threading.Lock()
         self._owner: int | None = None
         self._close_after_run = False
+        # A sibling for one nested run is shut down right after it: no replacement to start.
+        self._one_run = False
 
     @property
     def backend(self) -> str:
@@ -307,7 +309,7 @@ class WorkerSupervisor:
                     self._stop()
 
     def _sibling(self) -> WorkerSupervisor:
-        return WorkerSupervisor(
+        sibling = WorkerSupervisor(
             python=self._python,
             site_packages=self._site,
             env_dir=self._env_dir,
@@ -316,6 +318,8 @@ class WorkerSupervisor:
             test_hooks=self._test_hooks,
             pool=self._pool,
         )
+        sibling._one_run = True
+        return sibling
 
     def _run_locked(
         self,
@@ -375,6 +379,8 @@ class WorkerSupervisor:
         """
         stats.retired = reason
         self._discard()
+        if self._one_run:
+            return
         try:
             self._ensure()
         except DependencyActivationError:

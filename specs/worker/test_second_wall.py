@@ -123,7 +123,9 @@ def test_a_poisoned_cache_does_not_reach_the_next_program(tmp_path: Path) -> Non
         execution_timeout_seconds=5,
     )
 
-    assert agent.poison().is_ok
+    # The first wall may refuse or convert the str subclass (exact types into library calls):
+    # whichever it does, this wall must not depend on it, so the poisoning call is not judged.
+    agent.poison()
     year = agent.year()
 
     assert (year.status, year.value) == ("ok", 2024)
@@ -131,6 +133,29 @@ def test_a_poisoned_cache_does_not_reach_the_next_program(tmp_path: Path) -> Non
     assert first["worker_retired"] == "module:time"
     assert second["worker_pid"] != first["worker_pid"]
     assert second["worker_restarts"] == first["worker_restarts"] + 1
+
+
+def test_a_cache_poisoned_past_the_policy_does_not_reach_the_next_program() -> None:
+    """The same poison from a program that escaped the policy (raw code: no first wall at
+    all): the parent retires the worker from the source alone, and the next sandboxed program
+    runs ``time.strptime`` in a new worker with an empty cache."""
+    worker = supervisor(pool=WorkerPool(idle_timeout_seconds=None, reaper=False))
+    executor = ProcessExecutor(worker)
+    try:
+        raw = POISON.replace("return 'left", "result = 'left")
+        poisoned = executor.run_raw(raw + "import _strptime\nresult = len(_strptime._regex_cache)")
+        assert (poisoned.error, poisoned.value) == (None, 1)
+        assert poisoned.log_fields["worker_retired"] == "module:time"
+
+        cache = executor.run_raw("import _strptime\nresult = len(_strptime._regex_cache)")
+        year = run(executor, "import time\nreturn time.strptime('2024', '%Y').tm_year")
+
+        assert (cache.error, cache.value) == (None, 0)
+        assert cache.log_fields["worker_pid"] != poisoned.log_fields["worker_pid"]
+        assert (year.error, year.value) == (None, 2024)
+        assert year.log_fields["worker_pid"] == cache.log_fields["worker_pid"]
+    finally:
+        worker.shutdown()
 
 
 def test_a_program_without_stateful_modules_keeps_its_warm_worker(tmp_path: Path) -> None:
