@@ -144,6 +144,7 @@ class Agent(ChildAgents):
             isolation=opts.isolation,
             network=opts.network,
             cache_root=opts.environment_cache_root,
+            role=internals.role,
         )
         self._open_store()
         # After the store: the profile is published where this agent's programs are kept.
@@ -223,6 +224,7 @@ class Agent(ChildAgents):
                 nothing is written then.
         """
         self._check_registry_write(entries, phase="remember")
+        self._check_crossing(entries)
         self._agent.memory.update(entries)
         self._observe_setters(list(entries))
         return self
@@ -359,6 +361,7 @@ class Agent(ChildAgents):
             )
         if name == TOOLS_KEY:
             self._check_registry_write({name: value}, phase="setter")
+        self._check_crossing({name: value})
         self._agent.memory[name] = value
         self._observe_setters([name])
 
@@ -457,6 +460,11 @@ class Agent(ChildAgents):
         profiles = self._agent.profiles
         if profiles is not None:
             profiles.observe_setter(names)
+
+    def _check_crossing(self, entries: Mapping[str, Any]) -> None:
+        # isolation="process": memory must be data its worker can receive (ADR 0094).
+        if self._agent.workers is not None:
+            self._agent.workers.check_memory(entries)
 
     def _check_registry_write(self, entries: Mapping[str, Any], *, phase: str) -> None:
         if TOOLS_KEY not in entries:

@@ -30,6 +30,8 @@ WORKER_LOG_FIELDS = (
     "env_prepare_ms",
     "worker_pid",
     "worker_restarts",
+    "worker_start_ms",
+    "worker_retired",
 )
 MAX_FAILURE_MESSAGE = 400
 # Log copies of values are bounded so one line stays well under 1 MB whatever the call carried
