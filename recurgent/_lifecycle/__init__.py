@@ -158,8 +158,13 @@ def run_call(
             raise
         finally:
             state.duration_ms = (time.monotonic() - started) * 1000
-            if state.outcome is not None and state.outcome.is_error:
-                state.failure_class = failure_class(state.outcome.error_type)
+            if state.outcome is not None:
+                if state.outcome.is_error:
+                    state.failure_class = failure_class(state.outcome.error_type)
+                # Where the answer came from (ADR 0098): the call, and the program the log shows.
+                state.outcome = state.outcome.model_copy(
+                    update={"call_id": frame.call_id, "code": state.code}
+                )
             _finish(runtime, state)
         return state.outcome
 
