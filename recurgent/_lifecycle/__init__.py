@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from recurgent._call import enter_frame
 from recurgent._history import HistoryCursor, append_record, history_records
-from recurgent._journal import Writes
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import execute_attempt
+from recurgent._lifecycle._commit import commit, note_shadowing
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
@@ -108,6 +108,9 @@ class AgentRuntime:
     history: HistoryCursor = field(default_factory=HistoryCursor)
     store: Store | None = None
     workers: LaneSlot | None = None
+    #: The dynamic methods called on the agent so far: a key a program writes under one of
+    #: these names is reported in the log (``memory_key_shadows_method``, ADR 0100).
+    methods: set[str] = field(default_factory=set)
 
 
 def run_call(
@@ -125,6 +128,7 @@ def run_call(
     answer it from the store (ADR 0074). Unknown callers are not the host.
     """
     options = runtime.options
+    runtime.methods.add(method)
     with enter_frame(options.trace_id) as frame:
         state = CallState(
             role=runtime.role,
@@ -325,20 +329,18 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             state.rollback_applied = True
             raise
         state.attempt_stage = "executed"
-        if outcome.is_ok or not outcome.retriable:
-            _commit(runtime, writes)
+        if outcome.is_ok:
+            note_shadowing(state, commit(runtime, writes), debug=options.debug)
+            return outcome
+        # All or nothing (ADR 0100): an error Outcome commits none of the attempt's writes,
+        # exactly like an exception the program raised.
+        state.rollback_applied = True
+        if not outcome.retriable:
             return outcome
         state.failure_class = failure_class(outcome.error_type)
         if state.failure_class == "extrinsic":
-            _commit(runtime, writes)
             return outcome
         feedback = outcome_step(runtime, state, counters, outcome)
-
-
-def _commit(runtime: AgentRuntime, writes: Writes | None) -> None:
-    if writes is not None and not writes.empty:
-        with runtime.lock:
-            writes.apply(runtime.memory)
 
 
 class _Hooks:
@@ -376,7 +378,11 @@ def _attempt(
         raise
     except RecurgentError as error:
         return _persistence.AttemptResult(None, error)
-    return _persistence.AttemptResult(outcome, None, commit=lambda: _commit(runtime, writes))
+    return _persistence.AttemptResult(
+        outcome,
+        None,
+        commit=lambda: note_shadowing(state, commit(runtime, writes), debug=runtime.options.debug),
+    )
 
 
 def _generate(
