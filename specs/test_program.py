@@ -248,6 +248,14 @@ class TestTolerantFences:
 
         assert parse_program({"code": code}, method_name="m").code == code
 
+    def test_a_fence_line_inside_a_wrapped_program_is_code(self) -> None:
+        """A wrapped program whose string literal holds a line of backticks stays whole."""
+        inner = 'md = """\n```\n"""\nresult = md'
+
+        reply = {"code": f"```python\n{inner}\n```\n"}
+
+        assert parse_program(reply, method_name="m").code == inner
+
     def test_fenced_json_among_prose_is_the_reply(self) -> None:
         """A JSON reply in a ``json`` block between sentences is the reply object."""
         reply = 'Here you go:\n```json\n{"code": "result = 3"}\n```\nLet me know!\n'
