@@ -78,6 +78,7 @@ def _user_variables(**overrides: Any) -> dict[str, Any]:
         "kwargs": "{}",
         "depth": 0,
         "memory": "{}",
+        "time_left": "",
         "history_count": 0,
         "tool_count": 0,
         "tool_limit": 12,

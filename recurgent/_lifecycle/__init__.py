@@ -268,6 +268,18 @@ def _sandbox_limits(options: AgentOptions) -> SandboxLimits:
     return _limits(timeout, options.forwarded_call_budget)
 
 
+def _prompt_limits(
+    options: AgentOptions, limits: SandboxLimits
+) -> tuple[SandboxLimits, float | None]:
+    """The agent's own limits for the system prompt, and the time a calling program's deadline
+    leaves when that is less (for the user prompt): the system prompt of an agent's calls is
+    then the same text every time, and providers can cache it (ADR 0099)."""
+    own = _limits(options.execution_timeout_seconds, options.forwarded_call_budget)
+    if limits.timeout_seconds < own.timeout_seconds:
+        return own, limits.timeout_seconds
+    return own, None
+
+
 @functools.lru_cache(maxsize=64)
 def _limits(timeout_seconds: float, forwarded_calls: int) -> SandboxLimits:
     # Immutable, and the same for every top-level call of an agent: built once.
@@ -283,6 +295,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         history_records(runtime.memory, runtime.history)
 
     def build() -> Prompts:
+        shown, time_left = _prompt_limits(options, limits)
         return build_prompts(
             role=runtime.role,
             method_name=state.method,
@@ -292,7 +305,8 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             memory=runtime.memory,
             contract=options.contract,
             network=options.network,
-            limits=limits,
+            limits=shown,
+            time_left=time_left,
         )
 
     # --- persistence (ADR 0047): a stored program may answer with no provider request.
