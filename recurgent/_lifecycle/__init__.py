@@ -42,7 +42,7 @@ from recurgent._sandbox._limits import (
     enclosing_remaining,
     monotonic_clock,
 )
-from recurgent._store import Store
+from recurgent._store import Store, checksum
 from recurgent._values import json_safe
 from recurgent.errors import (
     ExecutionError,
@@ -324,10 +324,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         generated = _generate(runtime, state, prompts.system, state.user_prompt)
         state.attempt_stage = "generated"
         if options.verbose:
-            sys.stdout.write(
-                f"[AGENT {runtime.role}.{state.method}] Generated code:\n{'=' * 50}\n"
-                f"{generated.program.code}\n{'=' * 50}\n"
-            )
+            _show_program(runtime, state, generated.program.code, "Generated code")
         # Every failed attempt is rolled back by dropping its journal: its writes never
         # reached memory. Only an accepted attempt commits (ADR 0027).
         try:
@@ -378,7 +375,22 @@ class _Hooks:
         return _generate(self._runtime, self._state, system, user, purpose=purpose)
 
     def execute(self, generated: Generated) -> _persistence.AttemptResult:
-        return _attempt(self._runtime, self._state, generated, self._limits)
+        state = self._state
+        if self._runtime.options.verbose:
+            code = generated.program.code
+            if state.program_source == "persisted":
+                label = f"Reused code (persisted, #{checksum(code)[7:15]})"
+            else:
+                label = "Repaired code (a stored program that failed, fixed)"
+            _show_program(self._runtime, state, code, label)
+        return _attempt(self._runtime, state, generated, self._limits)
+
+
+def _show_program(runtime: AgentRuntime, state: CallState, code: str, label: str) -> None:
+    """``verbose=True``: print the program about to run, fresh or reused (ADR 0098)."""
+    sys.stdout.write(
+        f"[AGENT {runtime.role}.{state.method}] {label}:\n{'=' * 50}\n{code}\n{'=' * 50}\n"
+    )
 
 
 def _attempt(
