@@ -39,6 +39,7 @@ from recurgent.errors import (
 from recurgent.outcome import Outcome
 from recurgent.program import parse_program
 from recurgent.providers import Provider, route_provider
+from recurgent.providers._preflight import check_route
 
 __all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
 
@@ -122,6 +123,10 @@ class Agent(ChildAgents):
         internals = self._agent
         if internals.options.provider is not None:
             check_provider(internals.options.provider)
+        else:
+            # Fail fast (ADR 0097): a missing key or SDK is a UsageError here, not a
+            # provider error on the first call.
+            internals.provider = check_route(internals.options.model)
         if internals.options.log is not None:
             internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
         opts = internals.options
@@ -149,11 +154,11 @@ class Agent(ChildAgents):
         result's ``agent`` is usable at once; ``wait(timeout)`` and ``status`` follow the
         preparation, whose failure is ``environment_preparing`` (ADR 0042).
         """
-        agent = cls(role, **options)
         try:
             parse_program({"code": "pass", "dependencies": dependencies}, method_name="prepare")
         except RecurgentError as invalid:
             raise UsageError(f"dependencies: {invalid.message}") from None
+        agent = cls(role, **options)
         slot = agent._agent.workers
         assert slot is not None
         ticket = slot.lane().prepare(dependencies, role=agent._agent.role)

@@ -399,7 +399,7 @@ class TestJson:
 
     def test_values_pydantic_cannot_serialize_are_rendered(self) -> None:
         """An Agent or invalid UTF-8 bytes dump as text instead of failing."""
-        agent = Agent("helper", log=False)
+        agent = Agent("helper", provider=ScriptedProvider(), log=False)
 
         assert Outcome.ok(agent).model_dump(mode="json")["value"] == "<Agent(helper) context=[]>"
         assert Outcome.ok(b"\xffok").model_dump(mode="json")["value"] == "\ufffdok"

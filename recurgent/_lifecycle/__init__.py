@@ -28,7 +28,13 @@ from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import execute_attempt
 from recurgent._lifecycle._commit import commit, note_shadowing
 from recurgent._lifecycle._generation import Generated, generate_program
-from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
+from recurgent._lifecycle._lane_steps import (
+    Counters,
+    contract_step,
+    execution_step,
+    guardrail_step,
+    outcome_step,
+)
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
@@ -346,6 +352,14 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         # All or nothing (ADR 0100): an error Outcome commits none of the attempt's writes,
         # exactly like an exception the program raised.
         state.rollback_applied = True
+        if state.contract_validation_passed is False:
+            # The value failed this agent's own deliverable: repaired like a retriable error,
+            # and the violation itself is the answer once the budget is spent (ADR 0097).
+            state.failure_class = failure_class(outcome.error_type)
+            feedback = contract_step(runtime, state, counters, outcome)
+            if feedback is None:
+                return outcome
+            continue
         if not outcome.retriable:
             return outcome
         state.failure_class = failure_class(outcome.error_type)

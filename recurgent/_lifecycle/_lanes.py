@@ -144,6 +144,13 @@ _CORRECTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "returns a value",
         ),
         (
+            r"does not satisfy deliverable contract",
+            "return a value of the shape the deliverable declares (the message names the "
+            "expected and the actual type and where they differ): build it from the data you "
+            "have, with every required key; if the data cannot fill it, return a typed "
+            "Outcome.error instead",
+        ),
+        (
             r"(Exec|Eval) calls are not allowed",
             "do not call exec(), eval() or compile(): write the logic as ordinary code in the "
             "program; to read a value from text use json.loads(), int() or float()",
