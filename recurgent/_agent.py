@@ -13,20 +13,22 @@ Dispatch rules:
 
 The instance keeps everything in one underscored slot (an ``AgentState``), so the public
 namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``delegate``,
-``tool``, ``responds_to`` and ``getdoc``. Making, keeping and reaching child agents is the
+``tool``, ``responds_to``, ``getdoc`` and ``aio`` (the async view, ADR 0096). Making, keeping and reaching child agents is the
 base class's (``_agent_children.ChildAgents``, ADR 0067).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NoReturn, SupportsIndex
+from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 
 from recurgent._agent_children import ChildAgents
 from recurgent._agent_state import AgentState
+from recurgent._aio import AsyncAgent
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
+from recurgent._option_types import AgentOptionsDict, DynamicAttribute
 from recurgent._options import parse_options
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import generated_code_running
@@ -53,6 +55,7 @@ _PUBLIC = frozenset(
         "tool",
         "responds_to",
         "getdoc",
+        "aio",
     }
 )
 
@@ -101,8 +104,9 @@ class Agent(ChildAgents):
 
     Args:
         role: What the agent is, in words ("calculator", "news assistant"). Prompts use it.
-        **options: Keyword-only options (see the README's option table); an unknown option
-            raises :class:`~recurgent.errors.UsageError`.
+        **options: Keyword-only options (see the README's option table), typed by
+            :class:`~recurgent._option_types.AgentOptionsDict`; an unknown option raises
+            :class:`~recurgent.errors.UsageError`.
 
     Example::
 
@@ -114,7 +118,7 @@ class Agent(ChildAgents):
     __slots__ = ("_agent",)
     __recurgent_agent__ = True
 
-    def __init__(self, role: str, **options: Any) -> None:
+    def __init__(self, role: str, **options: Unpack[AgentOptionsDict]) -> None:
         if not isinstance(role, str) or not role.strip():
             raise UsageError(f"role must be a non-empty str, got {role!r}")
         object.__setattr__(
@@ -139,13 +143,17 @@ class Agent(ChildAgents):
         self._open_store()
 
     @classmethod
-    def for_(cls, role: str, **options: Any) -> Agent:
+    def for_(cls, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Create an agent (the canonical constructor; ``Agent(role, ...)`` is the same)."""
         return cls(role, **options)
 
     @classmethod
     def prepare(
-        cls, role: str, *, dependencies: list[Mapping[str, Any]], **options: Any
+        cls,
+        role: str,
+        *,
+        dependencies: list[Mapping[str, Any]],
+        **options: Unpack[AgentOptionsDict],
     ) -> Preparation[Agent]:
         """Create an agent and build its dependency environment in the background.
 
@@ -170,6 +178,12 @@ class Agent(ChildAgents):
     def runtime_context(self) -> dict[str, Any]:
         """The agent's live memory dict."""
         return self._agent.memory
+
+    @property
+    def aio(self) -> AsyncAgent:
+        """The async view of this agent: ``await agent.aio.method(...)`` runs the call without
+        blocking the event loop; same memory, log and Outcome (ADR 0096)."""
+        return AsyncAgent(self)
 
     def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
@@ -207,7 +221,7 @@ class Agent(ChildAgents):
             return False
         return name in self._agent.memory or name in _PUBLIC
 
-    def delegate(self, role: str, **options: Any) -> Agent:
+    def delegate(self, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Create a child agent (a tool) that inherits this agent's settings.
 
         Contract fields (``purpose``, ``deliverable``, ``acceptance``, ``failure_policy``,
@@ -223,7 +237,7 @@ class Agent(ChildAgents):
         """
         return self._delegate(role, options, None, api="delegate")
 
-    def tool(self, name: str, **options: Any) -> Agent:
+    def tool(self, name: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Materialize a tool recorded in ``runtime_context["tools"]`` again, with its contract.
 
         The tool kept under ``name`` is returned as it is; a tool built anew is the program's
@@ -237,13 +251,14 @@ class Agent(ChildAgents):
 
     # ----------------------------------------------------------------- dispatch
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> DynamicAttribute:
+        # Typed for users: a call of it returns an Outcome; as memory it is any value (ADR 0099).
         if name.startswith("_") or name in PROBE_NAMES:
             raise AttributeError(name)
         memory = self._agent.memory
         if name in memory:
-            return memory[name]
-        return _DynamicMethod(self, name)
+            return cast("DynamicAttribute", memory[name])
+        return cast("DynamicAttribute", _DynamicMethod(self, name))
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):

@@ -250,7 +250,7 @@ def build_prompts(
     (invocation, memory, known tools, history count) is in the user prompt. ``limits`` are the
     agent's own; ``time_left``, the seconds a calling program's deadline leaves this call when
     that is less than the agent's timeout, goes to the user prompt in whole seconds (ADR 0026,
-    amended by 0099).
+    amended by 0100).
     """
     band = min(depth, 2)
     identity = ("identity_builder", "identity_tool", "identity_worker")[band]

@@ -187,7 +187,7 @@ def _parses(code: str) -> bool:
 
 
 def unfence(text: str) -> str:
-    """The program inside a reply's Markdown fences, else the text unchanged (ADR 0046, 0099).
+    """The program inside a reply's Markdown fences, else the text unchanged (ADR 0046, 0100).
 
     Models often send ```` ```python ... ``` ```` even when asked for bare code, with a newline
     after the closing fence or prose around the block (local models on the OpenAI-compatible

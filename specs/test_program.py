@@ -202,7 +202,7 @@ PROGRAM = "def double(x):\n    return 2 * x\n\nresult = double(args[0])"
 
 
 class TestTolerantFences:
-    """Fences with whitespace after them, prose around them, or several of them (ADR 0099)."""
+    """Fences with whitespace after them, prose around them, or several of them (ADR 0100)."""
 
     @pytest.mark.parametrize(
         "code",

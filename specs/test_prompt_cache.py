@@ -88,7 +88,7 @@ class TestSharedPrefix:
 
 
 class TestSameSystemPromptEveryCall:
-    """An agent's system prompt at one depth is the same bytes on every call (ADR 0099)."""
+    """An agent's system prompt at one depth is the same bytes on every call (ADR 0100)."""
 
     def test_a_delegate_called_four_times_gets_one_system_prompt(self) -> None:
         """The child's calls, made at different moments of the parent's deadline, share

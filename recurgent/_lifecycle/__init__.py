@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._call import enter_frame
+from recurgent._cancellation import CallCancelled, raise_if_cancelled
 from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import execute_attempt
@@ -161,10 +162,13 @@ def run_call(
             state.rollback_applied = True
             state.error = stopped
             state.outcome = _outcome_from_error(stopped, runtime.role, method, frame.depth)
-        except (KeyboardInterrupt, SystemExit):
-            # The attempt's writes were never committed; the log says what happened.
+        except (KeyboardInterrupt, SystemExit, CallCancelled) as stop:
+            # The attempt's writes were never committed; the log says what happened. A
+            # cancelled awaited call (ADR 0096) ends here too.
             state.interrupted = True
             state.rollback_applied = True
+            if isinstance(stop, CallCancelled):
+                state.error = stop
             raise
         finally:
             state.duration_ms = (time.monotonic() - started) * 1000
@@ -279,7 +283,7 @@ def _prompt_limits(
 ) -> tuple[SandboxLimits, float | None]:
     """The agent's own limits for the system prompt, and the time a calling program's deadline
     leaves when that is less (for the user prompt): the system prompt of an agent's calls is
-    then the same text every time, and providers can cache it (ADR 0099)."""
+    then the same text every time, and providers can cache it (ADR 0100)."""
     own = _limits(options.execution_timeout_seconds, options.forwarded_call_budget)
     if limits.timeout_seconds < own.timeout_seconds:
         return own, limits.timeout_seconds
@@ -325,6 +329,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     counters = Counters()
     feedback: Feedback | None = None
     while True:
+        raise_if_cancelled()
         state.begin_attempt(counters.attempt_id, feedback_injected=feedback is not None)
         state.user_prompt = prompts.user + (feedback.text if feedback else "")
         generated = _generate(runtime, state, prompts.system, state.user_prompt)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from recurgent._cancellation import raise_if_cancelled
 from recurgent._journal import Writes
 from recurgent._lifecycle._state import CallState
 
@@ -39,6 +40,8 @@ def commit(runtime: AgentRuntime, writes: Writes | None) -> list[str]:
     """
     if writes is None or writes.empty:
         return []
+    # A call whose awaiting task was cancelled commits nothing (ADR 0096).
+    raise_if_cancelled()
     with runtime.lock:
         writes.apply(runtime.memory)
     return shadowed_methods(writes, runtime.methods) if writes.set else []

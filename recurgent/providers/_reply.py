@@ -69,7 +69,7 @@ def json_object(text: object, source: str, *, service: str, redact: Redactor) ->
         return parsed
     # Local models on the OpenAI-compatible path answer in Markdown: the JSON object in a
     # fence (with prose around it), or the program itself in a fence. Both are the reply; the
-    # runtime unwraps the code's fence when it validates the program (ADR 0099).
+    # runtime unwraps the code's fence when it validates the program (ADR 0100).
     found = reply_from_text(text)
     if isinstance(found, Mapping):
         return dict(found)

@@ -97,7 +97,7 @@ class TestGenerationFeedback:
     def test_policy_refusals_name_the_line_and_a_specific_fix(
         self, code: str, line: str, correction: str
     ) -> None:
-        """exec, async def and a star import are each quoted with a fix of their own (ADR 0099)."""
+        """exec, async def and a star import are each quoted with a fix of their own (ADR 0100)."""
         agent, provider = scripted([code, FIXED])
 
         agent.run()

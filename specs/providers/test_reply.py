@@ -46,7 +46,7 @@ class TestJsonObject:
 
 
 class TestMarkdownContent:
-    """Message content of local models: fenced JSON, or a fenced program (ADR 0099)."""
+    """Message content of local models: fenced JSON, or a fenced program (ADR 0100)."""
 
     def test_fenced_json_with_a_newline_after_the_fence(self) -> None:
         """``\u0060\u0060\u0060json {...} \u0060\u0060\u0060\\n`` is the object."""
