@@ -292,11 +292,12 @@ class TestConstruction:
         assert _options(made_by_for) == _options(made_directly)
 
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
-        """The agent's own public names are exactly the eight pinned ones (getdoc: ADR 0031;
-        prepare: ADR 0042)."""
+        """The agent's own public names are exactly the nine pinned ones (getdoc: ADR 0031;
+        prepare: ADR 0042; aio: ADR 0096)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
+            "aio",
             "delegate",
             "for_",
             "getdoc",
@@ -313,6 +314,7 @@ class TestConstruction:
         agent.total = 1
 
         assert dir(agent) == [
+            "aio",
             "delegate",
             "for_",
             "getdoc",
@@ -443,9 +445,12 @@ class TestContractSource:
 
     def test_mapping_only_is_hash_and_keeps_only_contract_fields(self) -> None:
         """A delegation_contract mapping alone is source "hash"; unknown keys are dropped."""
-        agent, _ = _agent(delegation_contract={"purpose": "add", "deliverable": 1, "other": 2})
+        deliverable = {"type": "number"}
+        agent, _ = _agent(
+            delegation_contract={"purpose": "add", "deliverable": deliverable, "other": 2}
+        )
 
-        assert _options(agent).contract == {"purpose": "add", "deliverable": 1}
+        assert _options(agent).contract == {"purpose": "add", "deliverable": deliverable}
         assert _options(agent).contract_source == "hash"
 
     def test_fields_only_is_fields(self) -> None:

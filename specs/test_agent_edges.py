@@ -158,6 +158,7 @@ class TestReservedSetters:
     def test_reserved_names_are_pinned(self) -> None:
         """The reserved names are the public surface plus the probe names."""
         assert sorted(RESERVED_NAMES) == [
+            "aio",
             "awehoi1234_wdfjwljet234_234wdfoijsdfmmnxpi492",
             "delegate",
             "for_",
