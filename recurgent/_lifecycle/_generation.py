@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from recurgent._cancellation import current_scope
 from recurgent._guardrails import static_violations
 from recurgent._lifecycle._lanes import generation_feedback
 from recurgent._lifecycle._workers import AsyncRunner, ProviderPool, RequestTimedOut
@@ -70,7 +71,7 @@ def _call_with_timeout(provider: Provider, request: ProviderRequest) -> object:
     method = provider.generate_program
     if inspect.iscoroutinefunction(method):
         return _await(method(request), request)
-    if timeout is None:
+    if timeout is None and current_scope() is None:
         reply = method(request)
     else:
         try:

@@ -203,19 +203,26 @@ def _give_up_program(state: CallState) -> None:
 
 
 def _finish_attempt(result: AttemptResult) -> Outcome:
-    """The routed attempt is the answer: its outcome, or its error raised for the lifecycle."""
+    """The routed attempt is the answer: its outcome, or its error raised for the lifecycle.
+
+    Only an ok outcome commits its writes (ADR 0100): a domain error the stored program
+    returned leaves memory as it was, like one a fresh program returns.
+    """
     if result.error is not None:
         # Raised failures that end the call (timeouts, limits) never leave half an attempt:
         # their writes are never committed.
         raise result.error
     assert result.outcome is not None
-    result.commit()
+    if result.outcome.is_ok:
+        result.commit()
     return result.outcome
 
 
 def _answered(state: CallState, result: AttemptResult) -> Outcome:
     if result.error is None:
         state.attempt_stage = "executed"
+        if result.outcome is not None and result.outcome.is_error:
+            state.rollback_applied = True
     return _finish_attempt(result)
 
 

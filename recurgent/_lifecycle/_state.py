@@ -296,6 +296,8 @@ class CallState:
     outcome: Outcome | None = None
     error: BaseException | None = None
     interrupted: bool = False
+    # Top-level keys the committed program wrote that name a method of the agent (ADR 0100).
+    memory_key_shadows_method: list[str] | None = None
 
     def add_usage(self, usage: Mapping[str, int] | None) -> None:
         """Add one provider reply's token counts to the call's total (every attempt counts)."""
@@ -436,6 +438,7 @@ class CallState:
             **(self.agency or NO_AGENCY_FIELDS),
             "stdout": view.text(self.stdout),
             "forwarded_calls": self.forwarded_calls,
+            "memory_key_shadows_method": self.memory_key_shadows_method,
             "trace_id": self.frame.trace_id,
             "call_id": self.frame.call_id,
             "parent_call_id": self.frame.parent_call_id,

@@ -30,6 +30,7 @@ __all__ = [
     "ProviderReply",
     "ProviderRequest",
     "RetryPolicy",
+    "configured_provider_name",
     "default_provider",
     "describe_error",
     "provider_kind",
@@ -217,12 +218,22 @@ def route_provider(model: str | None) -> Provider:
         UsageError: ``RECURGENT_PROVIDER`` names no provider, or the provider cannot be built
             (no SDK extra, no key): the message says what to install or set.
     """
-    configured = os.environ.get("RECURGENT_PROVIDER", "").strip()
+    configured = configured_provider_name()
     if configured:
-        return _build(_provider_name(configured, "RECURGENT_PROVIDER"))
+        return _build(configured)
     if model is not None and provider_kind(model) == "anthropic":
         return _build("anthropic")
     return _build("openai")
+
+
+def configured_provider_name() -> str | None:
+    """The provider ``RECURGENT_PROVIDER`` names (``openai``/``anthropic``), or ``None``.
+
+    Raises:
+        UsageError: the variable names no provider.
+    """
+    configured = os.environ.get("RECURGENT_PROVIDER", "").strip()
+    return _provider_name(configured, "RECURGENT_PROVIDER") if configured else None
 
 
 def default_provider() -> Provider:
