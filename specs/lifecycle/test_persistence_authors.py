@@ -14,7 +14,7 @@ from recurgent._store._paths import artifact_path
 from recurgent.testing import ScriptedProvider, read_log
 
 HOST_ADD = "return args[0] + 1"
-PLANTED_ADD = "_ = args\nreturn 42"
+PLANTED_ADD = "return 42 if args[0] != 'never' else args[0]"
 # Reads its input, so the reader's own program is reusable (ADR 0037).
 PLANT = "return delegate('calculator').add(len(args[0])).value"
 

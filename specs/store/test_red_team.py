@@ -636,21 +636,30 @@ class TestPoisonedPersistence:
 
         assert (values, calls) == ([5.656854249492381, 7.0], 1)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="open (ADR 0070): a program that reads args and ignores the value "
-        "(`_ = args; return 5.656854249492381`, written for sqrt(32)) is classified "
-        "stable_method_default and answers sqrt(49) with 5.65... without a request; no "
-        "static rule tells a read from a use",
+    @pytest.mark.parametrize(
+        "code",
+        [
+            "_ = args\nreturn 5.656854249492381",
+            "n = len(args)\nreturn 5.656854249492381",
+            "if args:\n    pass\nreturn 5.656854249492381",
+            "for a in args:\n    pass\nreturn 5.656854249492381",
+            "x = args[0]\ny = x\nreturn 5.656854249492381",
+            "if not args:\n    raise ValueError('no input')\nreturn 5.656854249492381",
+        ],
     )
     def test_reading_args_and_ignoring_them_is_not_reusable(
-        self, tmp_path: Path, log_path: Path
+        self, tmp_path: Path, log_path: Path, code: str
     ) -> None:
-        """The payload: ``_ = args`` then a constant. Today: 1 request, 5.65... twice."""
-        code = "_ = args\nreturn 5.656854249492381"
+        """Was open (ADR 0070), closed by ADR 0078: a program that reads its inputs and answers
+        a constant (the payload ``_ = args`` then sqrt(32)'s value) is asked again for
+        sqrt(49), classified ``arg_ignored_code`` (before: 1 request, 5.65... for both)."""
         values, calls = _sqrt_twice(tmp_path / "store", code, log_path)
 
-        assert (values, calls) == ([5.656854249492381, 7.0], 2)
+        assert (values, calls) == ([5.656854249492381, 5.656854249492381], 2)
+        assert [(e["cacheable"], e["cacheability_reason"]) for e in read_log(log_path)] == [
+            (False, "arg_ignored_code"),
+            (False, "arg_ignored_code"),
+        ]
 
 
 PROBE_NETWORK = (
@@ -661,7 +670,7 @@ PROBE_NETWORK = (
     "    return Outcome.error(error_type='unreachable', error_message=str(error))\n"
     "return Outcome.error(error_type='reached', error_message='connected')"
 )
-SPIN_WHEN_ASKED = "n = args[0]\nwhile n:\n    pass\nreturn 'done'"
+SPIN_WHEN_ASKED = "n = args[0]\nwhile n:\n    pass\nreturn n"
 
 
 class TestPersistedRunsKeepThePolicy:
@@ -790,7 +799,7 @@ class TestHangingStoredPrograms:
         """A deadline stop after a tool or agent call (an upstream may be slow) stays extrinsic:
         the timeout comes back as it is, with no provider request (ADR 0073)."""
         root = tmp_path / "store"
-        waits = "delegate('helper').ping()\nwhile args[0] % 2:\n    pass\nreturn 0"
+        waits = "delegate('helper').ping()\nwhile args[0] % 2:\n    pass\nreturn args[0]"
         replies = {("caller", "get"): waits, ("helper", "ping"): "return 1"}
         Agent("caller", provider=ScriptedProvider(replies), log=False, toolstore_root=root).get(0)
         provider = ScriptedProvider(replies)
@@ -850,12 +859,14 @@ class TestSharedNamespace:
     ) -> None:
         """The payload: a reader's program delegates to the host's role name. The stored
         program is the program's (ADR 0074): the host's calculator.add(1) asks its provider
-        (``program_written``) and answers 2, not the planted 42."""
+        (``program_written``) and answers 2, not the planted 42. The plant reads its input in
+        the answer (``_ = args`` no longer passes for reusable, ADR 0078; this form no static
+        rule can tell from an honest program)."""
         root = tmp_path / "store"
         planter = ScriptedProvider(
             {
                 ("reader", "summarize"): "return delegate('calculator').add(5)",
-                ("calculator", "add"): "_ = args\nreturn 42",
+                ("calculator", "add"): "return 42 if args[0] != 'never' else args[0]",
             }
         )
         Agent("reader", provider=planter, log=False, toolstore_root=root).summarize("headline")
