@@ -22,6 +22,7 @@ from recurgent._values import safe_repr
 from recurgent._worker._manifest import DependencyPolicy
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider
+from recurgent.providers._identity import is_test_double
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -110,6 +111,9 @@ class AgentOptions:
     contract_source: ContractSource
     #: The runtime settings captured when the agent was built (ADR 0076); delegates share them.
     settings: RuntimeSettings = field(default_factory=RuntimeSettings)
+    #: Whether ``toolstore_root`` was given as an option (ADR 0077): a default root is resolved
+    #: again by each delegate, so a test double never persists into it.
+    toolstore_root_explicit: bool = True
 
     def for_delegate(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Options for a child: inherited values, the budget minus one, then ``overrides``."""
@@ -126,6 +130,8 @@ class AgentOptions:
                 if k in _RUNTIME_OPTIONS and k not in _NOT_OVERRIDABLE
             }
         )
+        if not self.toolstore_root_explicit:
+            del inherited["toolstore_root"]
         return inherited
 
     def narrowing_refusals(self, requested: Mapping[str, Any]) -> list[str]:
@@ -254,9 +260,11 @@ def _check_log_target(path: Path) -> None:
     )
 
 
-def _toolstore_root(value: Any) -> Path | None:
+def _toolstore_root(value: Any, provider: Provider | None) -> Path | None:
     if value is _UNSET:
-        return default_root()
+        # A test double persists only where it is told to (ADR 0077): never into the user's
+        # store, wherever RECURGENT_TOOLSTORE_ROOT or XDG_STATE_HOME put it.
+        return None if is_test_double(provider) else default_root()
     if value is None:
         return None
     if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
@@ -351,8 +359,9 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
     contract, source = compose_contract(
         get("delegation_contract"), {name: get(name) for name in CONTRACT_FIELDS}
     )
+    provider = resolve_provider(get("provider"))
     return AgentOptions(
-        provider=resolve_provider(get("provider")),
+        provider=provider,
         model=model.strip(),
         log=_log_path(get("log", True)),
         debug=_flag("debug", get("debug", False)),
@@ -388,11 +397,12 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         forwarded_call_budget=_int_option(  # type: ignore[arg-type]
             "forwarded_call_budget", get("forwarded_call_budget", 200), 1
         ),
-        toolstore_root=_toolstore_root(get("toolstore_root", _UNSET)),
+        toolstore_root=_toolstore_root(get("toolstore_root", _UNSET), provider),
         isolation=_isolation(get("isolation", settings.isolation)),
         dependency_policy=_dependency_policy(get("dependency_policy")),
         environment_cache_root=_cache_root(get("environment_cache_root")),
         contract=contract,
         contract_source=source,
         settings=settings,
+        toolstore_root_explicit="toolstore_root" in options,
     )

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._call import enter_frame
 from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._journal import Writes
-from recurgent._lifecycle import _persistence
+from recurgent._lifecycle import _persistence, _provenance
 from recurgent._lifecycle._attempt import execute_attempt
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
@@ -390,6 +390,9 @@ def _generate(
             state.code = program.code
             state.program_dependencies = [d.model_dump() for d in program.dependencies]
             state.add_usage(program.usage)
+            state.program_provenance = _provenance.fresh(
+                runtime.provider(), program, runtime.role, state.method
+            )
 
     request = ProviderRequest(
         role=runtime.role,

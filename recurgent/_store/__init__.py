@@ -35,6 +35,7 @@ from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
 from recurgent._store._paths import artifact_path, default_root, registry_path
+from recurgent._store._provenance import Provenance, Reader, write_refusal
 from recurgent._store._registry import (
     load_tools,
     merge_known_tools,
@@ -51,6 +52,8 @@ __all__ = [
     "CallRecord",
     "FailedAttempt",
     "Lookup",
+    "Provenance",
+    "Reader",
     "Store",
     "WriteResult",
     "checksum",
@@ -80,7 +83,8 @@ class Lookup:
             ``missing``, ``corrupt``, ``unsupported_schema``, ``unreadable``, ``untrusted``
             (ADR 0070), ``invalid_record``, ``key_mismatch``,
             or a reason of :func:`~recurgent._store._artifacts.reuse_verdict` (among them
-            ``program_written`` and ``author_unknown``, ADR 0074).
+            ``program_written`` and ``author_unknown``, ADR 0074, and ``test_double_written``,
+            ``model_written`` and ``script_changed``, ADR 0077).
         path: The artifact file.
         quarantined_to: Where a damaged file was moved, when it was.
     """
@@ -99,8 +103,8 @@ class Lookup:
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did: ``written``, or ``reason`` why not (``unsupported: ...``,
-    ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``not_registered``,
-    ``error: ...``)."""
+    ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``model_written``
+    (ADR 0077), ``not_registered``, ``error: ...``)."""
 
     written: bool
     reason: str | None = None
@@ -186,11 +190,14 @@ class Store:
         contract_fingerprint: str,
         runtime_version: str,
         host_call: bool,
+        reader: Reader | None = None,
     ) -> Lookup:
         """The artifact for ``role.method`` and whether it may run now.
 
         ``host_call``: the host's own code calls an agent it built; only a program generated
-        for such a call may then run without a request (ADR 0074). A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
+        for such a call may then run without a request (ADR 0074). ``reader``: whether the
+        agent's provider is a test double, and its script's fingerprint (ADR 0077); ``None``
+        for one that is not. A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
         checksum does not match its code are moved aside and never run. The record returned may
         be shared with later lookups in this process: read it, never change it.
         """
@@ -204,6 +211,7 @@ class Store:
                 contract_fingerprint=contract_fingerprint,
                 runtime_version=runtime_version,
                 host_call=host_call,
+                reader=reader,
             )
             if verdict != "checksum_mismatch":
                 return Lookup(cached, verdict or "hit", path)
@@ -229,6 +237,7 @@ class Store:
             contract_fingerprint=contract_fingerprint,
             runtime_version=runtime_version,
             host_call=host_call,
+            reader=reader,
         )
         if verdict == "checksum_mismatch":
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
@@ -245,7 +254,8 @@ class Store:
         same file. An artifact with another schema version or of another runtime is left
         untouched, and so is one whose code was generated for the host when the call's code
         was not (``host_written``, ADR 0074): a program may run the host's code, never
-        replace it. A counters-only write skips fsync: losing it to a power cut loses counts,
+        replace it; nor is a program a real model wrote replaced by a test double's
+        (``model_written``, ADR 0077). A counters-only write skips fsync: losing it to a power cut loses counts,
         never a program.
         """
         path = self._artifact_path(call.role, call.method)
@@ -269,6 +279,11 @@ class Store:
                     return None
                 elif record.author == HOST and call.author != HOST:
                     refused.append("host_written")
+                    return None
+                elif refusal := write_refusal(
+                    record.provenance, bool(record.code.strip()), call.provenance
+                ):
+                    refused.append(refusal)
                     return None
             if record is not None and waiting is not None:
                 apply_runs(record, waiting)

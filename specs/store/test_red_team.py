@@ -3,7 +3,8 @@
 Every payload here is what a hostile file writer (another process of the same user, a torn
 write, a planted link) or a hostile generated program could leave in the store. A fixed
 finding is a plain regression spec; an open one is a strict ``xfail`` naming the payload and
-what happens today.
+what happens today. The agents' providers stand for the user's real model (``ScriptedModel``):
+the files are attacked as an agent with a real provider reads them (ADR 0077).
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from recurgent._store._cli import main as tools_main, visible
 from recurgent._store._files import MAX_FILE_BYTES, read_json
 from recurgent._store._paths import artifact_path, registry_path, safe_segment
 from recurgent.testing import ScriptedProvider, read_log
-from specs.store.support import call, frozen
+from specs.store.support import ScriptedModel, call, frozen
 
 ADD = "return args[0] + 1"
 STORED_ADD = "return args[0] + 100"
 
 
 def _agent(root: Path, log: Path | None = None, code: str = ADD) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider({"add": code})
+    provider = ScriptedModel({"add": code})
     return Agent("calculator", provider=provider, log=log or False, toolstore_root=root), provider
 
 
@@ -495,7 +496,7 @@ def _registry(root: Path, tools: dict[str, Any]) -> None:
 
 
 def _known_tools_listing(root: Path) -> tuple[str, str, ScriptedProvider]:
-    provider = ScriptedProvider({"run": "return 1"})
+    provider = ScriptedModel({"run": "return 1"})
     Agent("calc", provider=provider, log=False, toolstore_root=root).run()
     user = provider.requests[0].user_prompt
     start, end = user.index("<known_tools>\n"), user.index("</known_tools>")
@@ -538,7 +539,7 @@ class TestPersistentPromptInjection:
         stays small (a 40 MB one would have pushed the file over the cap and every tool into
         quarantine at the next read)."""
         root = tmp_path / "store"
-        provider = ScriptedProvider(
+        provider = ScriptedModel(
             {
                 ("boss", "run"): "return delegate('helper', purpose='x' * 5_000_000).work()",
                 ("helper", "work"): "return 1",
@@ -601,7 +602,7 @@ class TestPersistentPromptInjection:
 
 
 def _sqrt_twice(root: Path, code: str, log: Path) -> tuple[list[Any], int]:
-    provider = ScriptedProvider({"sqrt": code})
+    provider = ScriptedModel({"sqrt": code})
     agent = Agent("calc", provider=provider, log=log, toolstore_root=root)
     values = [agent.sqrt(32).value, agent.sqrt(49).value]
     return values, provider.calls
@@ -683,11 +684,11 @@ class TestPersistedRunsKeepThePolicy:
         """Stored by an agent allowed 127.0.0.1, reused by a deny agent: refused before
         connecting, with no provider request."""
         root = tmp_path / "store"
-        writer = ScriptedProvider({"probe": PROBE_NETWORK})
+        writer = ScriptedModel({"probe": PROBE_NETWORK})
         Agent(
             "prober", provider=writer, log=False, toolstore_root=root, network=["127.0.0.1"]
         ).probe(1)
-        reader = ScriptedProvider({"probe": PROBE_NETWORK})
+        reader = ScriptedModel({"probe": PROBE_NETWORK})
         denied = Agent("prober", provider=reader, log=log_path, toolstore_root=root, network="deny")
 
         outcome = denied.probe(2)
@@ -704,11 +705,11 @@ class TestPersistedRunsKeepThePolicy:
         root = tmp_path / "store"
         Agent(
             "spinner",
-            provider=ScriptedProvider({"spin": SPIN_WHEN_ASKED}),
+            provider=ScriptedModel({"spin": SPIN_WHEN_ASKED}),
             log=False,
             toolstore_root=root,
         ).spin(0)
-        reader = ScriptedProvider({"spin": SPIN_WHEN_ASKED})
+        reader = ScriptedModel({"spin": SPIN_WHEN_ASKED})
         strict = Agent(
             "spinner",
             provider=reader,
@@ -733,7 +734,7 @@ class TestPersistedRunsKeepThePolicy:
         in a worker process, with no provider request."""
         root = tmp_path / "store"
         _stored_record(root)
-        provider = ScriptedProvider({"add": ADD})
+        provider = ScriptedModel({"add": ADD})
         isolated = Agent(
             "calculator", provider=provider, log=log_path, toolstore_root=root, isolation="process"
         )
@@ -754,7 +755,7 @@ class TestPersistedRunsKeepThePolicy:
             artifact_path(root, "calculator", "add"),
             _stored_record(root, dependencies=[{"name": "evilpkg"}]),
         )
-        provider = ScriptedProvider({"add": ADD})
+        provider = ScriptedModel({"add": ADD})
         agent = Agent(
             "calculator",
             provider=provider,
@@ -784,9 +785,9 @@ class TestHangingStoredPrograms:
         nothing outside is the program's failure: repaired (it was once passed on as an upstream
         timeout, forever, with no request)."""
         root = tmp_path / "store"
-        writer = ScriptedProvider({"spin": SPIN_ON_ODD})
+        writer = ScriptedModel({"spin": SPIN_ON_ODD})
         Agent("spinner", provider=writer, log=False, toolstore_root=root).spin(0)
-        fixer = ScriptedProvider({"spin": "return args[0]"})
+        fixer = ScriptedModel({"spin": "return args[0]"})
         agent = Agent(
             "spinner", provider=fixer, log=False, toolstore_root=root, execution_timeout_seconds=1
         )
@@ -801,8 +802,8 @@ class TestHangingStoredPrograms:
         root = tmp_path / "store"
         waits = "delegate('helper').ping()\nwhile args[0] % 2:\n    pass\nreturn args[0]"
         replies = {("caller", "get"): waits, ("helper", "ping"): "return 1"}
-        Agent("caller", provider=ScriptedProvider(replies), log=False, toolstore_root=root).get(0)
-        provider = ScriptedProvider(replies)
+        Agent("caller", provider=ScriptedModel(replies), log=False, toolstore_root=root).get(0)
+        provider = ScriptedModel(replies)
         agent = Agent(
             "caller", provider=provider, log=False, toolstore_root=root, execution_timeout_seconds=1
         )
@@ -863,7 +864,7 @@ class TestSharedNamespace:
         the answer (``_ = args`` no longer passes for reusable, ADR 0078; this form no static
         rule can tell from an honest program)."""
         root = tmp_path / "store"
-        planter = ScriptedProvider(
+        planter = ScriptedModel(
             {
                 ("reader", "summarize"): "return delegate('calculator').add(5)",
                 ("calculator", "add"): "return 42 if args[0] != 'never' else args[0]",
