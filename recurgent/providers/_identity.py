@@ -130,7 +130,9 @@ def _feed_code(digest: Any, value: object, depth: int, seen: set[int]) -> None:
             _feed(digest, constant, depth + 1, seen)
         return
     assert isinstance(value, types.FunctionType)
-    _put(digest, "function", value.__module__, value.__qualname__)
+    # What it would answer, not where it is written: two functions with the same code, closure
+    # and globals agree whatever their names.
+    _put(digest, "function")
     _feed(digest, value.__code__, depth + 1, seen)
     _feed(digest, value.__defaults__, depth + 1, seen)
     _feed(digest, value.__kwdefaults__, depth + 1, seen)

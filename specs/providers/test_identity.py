@@ -3,6 +3,7 @@ and the script fingerprints of the package's doubles."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -146,14 +147,21 @@ def _answer_current(request: ProviderRequest) -> str:
     return CURRENT
 
 
+def _lambda_answering_one() -> Callable[[ProviderRequest], str]:
+    return lambda request: "result = 1"
+
+
 class TestFunctionFingerprint:
     def test_the_functions_code_and_constants_count(self) -> None:
-        """Two lambdas differing in one constant differ; the same function agrees."""
+        """Two lambdas differing in one constant differ; the same function agrees, and so do
+        two functions of the same code written in different places (names do not answer)."""
         one = FunctionProvider(lambda request: "result = 1")
         two = FunctionProvider(lambda request: "result = 2")
         again = FunctionProvider(_answer_current)
+        elsewhere = FunctionProvider(_lambda_answering_one())
 
         assert one.script_fingerprint("r", "m") != two.script_fingerprint("r", "m")
+        assert one.script_fingerprint("r", "m") == elsewhere.script_fingerprint("r", "m")
         assert again.script_fingerprint("r", "m") == FunctionProvider(
             _answer_current
         ).script_fingerprint("x", "y")
