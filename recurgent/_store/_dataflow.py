@@ -104,6 +104,8 @@ def input_flow(code: str) -> Flow:
         return "used" if _Walk(tree).run() else "ignored"
     except (_GiveUp, RecursionError, MemoryError):
         return "unknown"
+    except Exception:  # noqa: BLE001 - a construct the walk cannot follow is never reused
+        return "unknown"
 
 
 # ----------------------------------------------------------------------------- the walk

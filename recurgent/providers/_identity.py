@@ -76,6 +76,18 @@ def _put(digest: Any, *parts: object) -> None:
 
 
 def _feed(digest: Any, value: object, depth: int, seen: set[int]) -> None:
+    try:
+        _feed_value(digest, value, depth, seen)
+    except Exception:  # noqa: BLE001 - a value that cannot be read is taken by identity
+        _identity(digest, value)
+
+
+def _identity(digest: Any, value: object) -> None:
+    kind = type(value)
+    _put(digest, "object", kind.__module__, kind.__qualname__, os.getpid(), id(value))
+
+
+def _feed_value(digest: Any, value: object, depth: int, seen: set[int]) -> None:
     if depth > _DEPTH:
         _put(digest, "deep")
         return
@@ -111,7 +123,7 @@ def _feed(digest: Any, value: object, depth: int, seen: set[int]) -> None:
         _put(digest, kind.__qualname__, value.model_dump_json())  # a Program
     else:
         # Unreadable: this very object, in this process only.
-        _put(digest, "object", kind.__module__, kind.__qualname__, os.getpid(), id(value))
+        _identity(digest, value)
 
 
 def _items(value: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
