@@ -351,6 +351,8 @@ class _Walk:
         entry = set(state.tainted)
         seen = set(entry)
         choice = state.pc
+        # A break or continue chooses for this loop only, not for one around it.
+        enclosing_choice = state.loop_choice
         if isinstance(node, ast.For | ast.AsyncFor):
             choice |= self._expr(node.iter, state)
         for _ in range(_LOOP_ROUNDS):
@@ -369,6 +371,7 @@ class _Walk:
             seen, choice = grown, again
         else:
             raise _GiveUp
+        state.loop_choice = enclosing_choice
         state.tainted = seen | entry
         if node.orelse:
             self._block(node.orelse, state)

@@ -467,6 +467,21 @@ class TestOption:
         with pytest.raises(UsageError, match="toolstore_root must be a path or None, got 3"):
             parse_options({"toolstore_root": 3})
 
+    def test_a_test_double_has_no_default_root(self, tmp_path: Path) -> None:
+        """A double as provider: unset is off (the environment's root too); an explicit root is
+        kept; a delegate resolves a default root again instead of inheriting it (ADR 0077)."""
+        from recurgent._options import parse_options
+
+        double = ScriptedProvider({})
+        assert parse_options({"provider": double}).toolstore_root is None
+        explicit = parse_options({"provider": double, "toolstore_root": tmp_path})
+        assert (explicit.toolstore_root, explicit.toolstore_root_explicit) == (tmp_path, True)
+        real = parse_options({"provider": ScriptedModel({})})
+        assert (real.toolstore_root, real.toolstore_root_explicit) == (default_root(), False)
+        assert "toolstore_root" not in real.for_delegate({})
+        child = parse_options({**real.for_delegate({}), "provider": double})
+        assert (child.toolstore_root, child.toolstore_root_explicit) == (None, False)
+
     def test_delegates_inherit_and_cannot_override(self, tmp_path: Path) -> None:
         """for_delegate keeps the parent's root, even when the override names another."""
         from recurgent._options import parse_options

@@ -50,6 +50,8 @@ class TestReadButIgnored:
             "def compute():\n    _ = args\n    return 5\nresult = compute()",
             "f = lambda x: 5\nn = f(args[0])\nresult = 1",
             "n = 0\nfor a in args:\n    if a < 0:\n        break\n    n += 1\nresult = 5",
+            "for x in [1, 2]:\n    for a in args:\n        if a:\n            break\n    y = 5\n"
+            "result = y",
             "import math\ny = math.sqrt(args[0])\nresult = math.pi",
             "x = context.get('count', 0) + 1\ncontext['count'] = x\n_ = args\nresult = x",
         ],
