@@ -38,27 +38,22 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Literal
 
 from recurgent._parsing import parse_python
+from recurgent._store._flow_calls import CallFlow, FlowState
 from recurgent._store._flow_syntax import (
     FORWARDERS,
     FUNCTIONS,
     INPUT_WORDS,
     INPUTS,
     MEMORY,
-    NETWORK_CALLS,
-    PURE_BUILTINS,
-    READERS,
     STATEFUL_MODULES,
     Aliases,
     Function,
     Signature,
     is_error,
-    is_outcome,
     refuses,
-    signature_of,
     target_names,
     value_roots,
 )
@@ -72,8 +67,6 @@ depends on them; ``used``: a sink does; ``unknown``: the walk gave up (its budge
 #: Node visits one walk may make; a 6,000-node program (the reply cap) with loops and helpers
 #: needs a few tens of thousands.
 _BUDGET = 200_000
-#: Nested analyses of the program's own functions (f calls g calls h ...).
-_CALL_DEPTH = 8
 #: Rounds of a loop's fixpoint; each round that changes anything taints one more name.
 _LOOP_ROUNDS = 64
 
@@ -111,51 +104,7 @@ def input_flow(code: str) -> Flow:
 # ----------------------------------------------------------------------------- the walk
 
 
-@dataclass(slots=True)
-class _State:
-    """The taint at one point of the program.
-
-    Attributes:
-        tainted: Names whose value may come from the inputs here.
-        pc: Whether reaching this point was chosen by a tainted value (control dependence).
-        function: Whether this is a function body (its ``return`` is the function's value,
-            not the program's answer).
-        escaped: Names tainted at a ``break``/``continue``/``return`` (for the loop's join).
-        loop_choice: A ``break``/``continue`` was taken under a tainted choice.
-        returned: The function returned a tainted value (or returned under a tainted choice).
-        exited: A ``return`` under a tainted choice was passed: the code after depends on it.
-    """
-
-    tainted: set[str]
-    pc: bool = False
-    function: bool = False
-    escaped: set[str] = field(default_factory=set)
-    loop_choice: bool = False
-    returned: bool = False
-    exited: bool = False
-
-    def fork(self, *, pc: bool | None = None) -> _State:
-        return _State(
-            set(self.tainted),
-            self.pc if pc is None else pc,
-            self.function,
-            set(),
-            False,
-            False,
-            self.exited,
-        )
-
-    def absorb(self, other: _State) -> None:
-        """Take over what a branch learned besides its names (those are joined by the caller)."""
-        self.escaped |= other.escaped
-        self.loop_choice |= other.loop_choice
-        self.returned |= other.returned
-        if other.exited and not self.exited:
-            self.exited = True
-            self.pc = True
-
-
-class _Walk:
+class _Walk(CallFlow):
     """One walk of one program (see the module docstring)."""
 
     def __init__(self, tree: ast.Module) -> None:
@@ -233,7 +182,7 @@ class _Walk:
 
     def run(self) -> bool:
         """Whether any sink of the program depends on its inputs."""
-        state = _State(set(INPUTS))
+        state = FlowState(set(INPUTS))
         body = self._tree.body
         finished = not self._block(body, state)
         if finished and not self.sink:
@@ -246,7 +195,7 @@ class _Walk:
 
     # ------------------------------------------------------------------- statements
 
-    def _block(self, body: list[ast.stmt], state: _State) -> bool:
+    def _block(self, body: list[ast.stmt], state: FlowState) -> bool:
         """Walk statements in order; True when the block always leaves early (the rest of it,
         and what follows it, is not reached on this path)."""
         for statement in body:
@@ -256,7 +205,7 @@ class _Walk:
                 return True
         return False
 
-    def _statement(self, node: ast.stmt, state: _State) -> bool:
+    def _statement(self, node: ast.stmt, state: FlowState) -> bool:
         self._spend()
         if isinstance(node, ast.Expr):
             self._expr(node.value, state)
@@ -314,7 +263,7 @@ class _Walk:
                     self._expr(child, state)
         return False
 
-    def _return(self, node: ast.Return, state: _State) -> bool:
+    def _return(self, node: ast.Return, state: FlowState) -> bool:
         value = node.value
         refusal = is_error(value)
         tainted = self._expr(value, state) if value is not None else False
@@ -328,7 +277,7 @@ class _Walk:
         state.escaped |= state.tainted
         return True
 
-    def _if(self, node: ast.If, state: _State) -> bool:
+    def _if(self, node: ast.If, state: FlowState) -> bool:
         chosen = self._expr(node.test, state)
         body = state.fork(pc=state.pc or (chosen and not refuses(node.orelse)))
         orelse = state.fork(pc=state.pc or (chosen and not refuses(node.body)))
@@ -337,7 +286,7 @@ class _Walk:
         self._join(state, [(body, body_left), (orelse, orelse_left)])
         return body_left and orelse_left
 
-    def _join(self, state: _State, branches: list[tuple[_State, bool]]) -> None:
+    def _join(self, state: FlowState, branches: list[tuple[FlowState, bool]]) -> None:
         """After a choice: the names of every branch that falls through, united."""
         falling = [branch for branch, left in branches if not left]
         names: set[str] = set()
@@ -347,7 +296,7 @@ class _Walk:
         for branch, _ in branches:
             state.absorb(branch)
 
-    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, state: _State) -> None:
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, state: FlowState) -> None:
         entry = set(state.tainted)
         seen = set(entry)
         choice = state.pc
@@ -376,14 +325,14 @@ class _Walk:
         if node.orelse:
             self._block(node.orelse, state)
 
-    def _try(self, node: ast.Try | ast.TryStar, state: _State) -> bool:
+    def _try(self, node: ast.Try | ast.TryStar, state: FlowState) -> bool:
         before = set(state.tainted)
         reads = self.tainted_reads
         body = state.fork()
         body_left = self._block(node.body, body)
         # An exception raised by a tainted value's evaluation is a choice the input made.
         raised = self.tainted_reads > reads
-        branches: list[tuple[_State, bool]] = []
+        branches: list[tuple[FlowState, bool]] = []
         if not body_left:
             branches.append((body, self._block(node.orelse, body)))
         else:
@@ -405,9 +354,9 @@ class _Walk:
             left = self._block(node.finalbody, state) or left
         return left
 
-    def _match(self, node: ast.Match, state: _State) -> None:
+    def _match(self, node: ast.Match, state: FlowState) -> None:
         chosen = self._expr(node.subject, state)
-        branches: list[tuple[_State, bool]] = [(state.fork(), False)]
+        branches: list[tuple[FlowState, bool]] = [(state.fork(), False)]
         for case in node.cases:
             inner = state.fork(pc=state.pc or chosen)
             for part in ast.walk(case.pattern):
@@ -422,7 +371,7 @@ class _Walk:
         self._join(state, branches)
 
     def _define(
-        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, state: _State
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, state: FlowState
     ) -> None:
         heads: list[ast.expr] = list(node.decorator_list)
         if isinstance(node, ast.ClassDef):
@@ -440,7 +389,9 @@ class _Walk:
 
     # ------------------------------------------------------------------- stores
 
-    def _bind(self, target: ast.AST, tainted: bool, state: _State, value: ast.AST | None) -> None:
+    def _bind(
+        self, target: ast.AST, tainted: bool, state: FlowState, value: ast.AST | None
+    ) -> None:
         tainted = tainted or (state.pc and not is_error(value))
         if isinstance(target, ast.Name):
             self._bind_name(target.id, tainted, state)
@@ -453,13 +404,13 @@ class _Walk:
             self._store_into(target, tainted, state)
 
     @staticmethod
-    def _bind_name(name: str, tainted: bool, state: _State) -> None:
+    def _bind_name(name: str, tainted: bool, state: FlowState) -> None:
         if tainted:
             state.tainted.add(name)
         else:
             state.tainted.discard(name)
 
-    def _store_into(self, target: ast.AST, tainted: bool, state: _State) -> None:
+    def _store_into(self, target: ast.AST, tainted: bool, state: FlowState) -> None:
         """``obj[k] = v``, ``obj.attr = v``, ``del obj[k]``: a change of the object ``obj``."""
         changed = tainted or state.pc
         if isinstance(target, ast.Subscript):
@@ -469,7 +420,7 @@ class _Walk:
         if changed:
             self._mutate(value_roots(target), state)
 
-    def _augment(self, node: ast.AugAssign, state: _State) -> None:
+    def _augment(self, node: ast.AugAssign, state: FlowState) -> None:
         value = self._expr(node.value, state)
         target = node.target
         if isinstance(target, ast.Name):
@@ -480,7 +431,7 @@ class _Walk:
         else:
             self._store_into(target, value or self._expr(target, state), state)
 
-    def _mutate(self, names: Iterable[str], state: _State) -> None:
+    def _mutate(self, names: Iterable[str], state: FlowState) -> None:
         """The objects these names hold may now hold a tainted value."""
         for name in names:
             for alias in self._group(name):
@@ -491,7 +442,7 @@ class _Walk:
 
     # ------------------------------------------------------------------- expressions
 
-    def _expr(self, node: ast.AST | None, state: _State) -> bool:
+    def _expr(self, node: ast.AST | None, state: FlowState) -> bool:
         """Whether the value of ``node`` may come from the inputs (evaluating its effects)."""
         if node is None:
             return False
@@ -530,7 +481,7 @@ class _Walk:
             return value
         return self._any(ast.iter_child_nodes(node), state)
 
-    def _any(self, nodes: Iterable[ast.AST], state: _State) -> bool:
+    def _any(self, nodes: Iterable[ast.AST], state: FlowState) -> bool:
         """Whether any of ``nodes`` is tainted; every one is evaluated, for its effects."""
         tainted = False
         for node in nodes:
@@ -538,7 +489,7 @@ class _Walk:
         return tainted
 
     def _comprehension(
-        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, state: _State
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, state: FlowState
     ) -> bool:
         inner = state.fork()
         counted = False
@@ -556,198 +507,3 @@ class _Walk:
         state.tainted |= inner.tainted
         state.absorb(inner)
         return counted or element
-
-    def _call(self, node: ast.Call, state: _State) -> bool:
-        func = node.func
-        if isinstance(func, ast.Attribute):
-            callee = self._expr(func.value, state)
-        elif isinstance(func, ast.Name):
-            callee = func.id in state.tainted
-        else:
-            callee = self._expr(func, state)
-        positional = [self._expr(arg, state) for arg in node.args]
-        keywords = {k.arg: self._expr(k.value, state) for k in node.keywords}
-        given = any(positional) or any(keywords.values())
-        roots = value_roots(func)
-        effect = given or state.pc or callee
-        # --- sinks
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if effect and (roots & self._forwards or name in NETWORK_CALLS):
-            self.sink = True
-        if given and is_outcome(node, frozenset({"ok", "call"})):
-            self.sink = True
-        # A call with a tainted argument or receiver gives a tainted value (conservative for
-        # the program's own functions too, whose bodies are walked for what else they do).
-        value = given or callee
-        mutated = False
-        arguments: list[ast.expr | None] = list(node.args)
-        if isinstance(func, ast.Name) and func.id in self._functions:
-            for function in self._functions[func.id]:
-                returned, changed = self._invoke(
-                    function, arguments, positional, keywords, node, state
-                )
-                value |= returned
-                mutated |= changed
-        elif isinstance(func, ast.Name) and func.id in self._classes:
-            value |= self._construct(func.id, node, positional, keywords, state)
-        elif isinstance(func, ast.Attribute) and func.attr in self._methods:
-            for method in self._methods[func.attr]:
-                returned, changed = self._invoke(
-                    method, [func.value, *arguments], [callee, *positional], keywords, node, state
-                )
-                value |= returned
-                mutated |= changed
-        # Functions handed over as values (callbacks of map, sorted, ...) run with the inputs.
-        for argument in [*node.args, *(k.value for k in node.keywords)]:
-            if isinstance(argument, ast.Name) and argument.id in self._functions:
-                for function in self._functions[argument.id]:
-                    value |= self._function(function, {"*": given}, state, ((), ()))[0]
-            elif isinstance(argument, ast.Lambda):
-                value |= self._function(argument, {"*": given}, state, ((), ()))[0]
-        # --- what the call may change: its receiver, and the objects of its arguments
-        module = self._modules.get(next(iter(roots))) if len(roots) == 1 else None
-        stateful = module is not None and module.split(".")[0] in STATEFUL_MODULES
-        if effect:
-            if isinstance(func, ast.Attribute) and (
-                stateful or (module is None and func.attr not in READERS)
-            ):
-                self._mutate(roots, state)
-            unknown = isinstance(func, ast.Name) and not (
-                func.id in PURE_BUILTINS or func.id in self._classes or func.id in self._functions
-            )
-            mutated |= unknown or stateful
-        if mutated:
-            for argument in [*node.args, *(k.value for k in node.keywords)]:
-                self._mutate(value_roots(argument), state)
-        return value
-
-    def _construct(
-        self,
-        name: str,
-        node: ast.Call,
-        positional: list[bool],
-        keywords: dict[str | None, bool],
-        state: _State,
-    ) -> bool:
-        """A program class called: its ``__init__`` runs; the instance is tainted when the
-        constructor stored a tainted value on it."""
-        tainted = False
-        for klass in self._classes[name]:
-            for item in klass.body:
-                if isinstance(item, FUNCTIONS) and item.name == "__init__":
-                    returned, _ = self._invoke(
-                        item,
-                        [None, *node.args],
-                        [False, *positional],
-                        keywords,
-                        node,
-                        state,
-                        instance=True,
-                    )
-                    tainted |= returned
-        return tainted
-
-    def _invoke(
-        self,
-        function: Function,
-        arguments: list[ast.expr | None],
-        positional: list[bool],
-        keywords: dict[str | None, bool],
-        node: ast.Call,
-        state: _State,
-        *,
-        instance: bool = False,
-    ) -> tuple[bool, bool]:
-        """Walk a call of the program's own function with the taint of its arguments:
-        (its value tainted, an argument's object changed). ``arguments``/``positional`` are
-        aligned with the parameters (a bound method's receiver first). ``instance``: the
-        value is the first parameter (``self`` of ``__init__``), tainted when the body
-        stored a tainted value on it."""
-        signature = self._signature_of(function)
-        params = signature.params
-        spread = any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        )
-        named = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        flood = spread and (any(positional) or any(keywords.values()))
-        taints: dict[str, bool] = dict.fromkeys(params, flood)
-        given: dict[str, ast.expr | None] = {}
-        for index, param in enumerate(params):
-            if index < len(positional):
-                taints[param] = positional[index] or flood
-                given[param] = arguments[index] if index < len(arguments) else None
-            elif param in named:
-                taints[param] = keywords.get(param, False) or flood
-                given[param] = named[param]
-        if signature.vararg:
-            taints[signature.vararg] = any(positional[len(params) :]) or flood
-        if signature.kwarg:
-            taints[signature.kwarg] = flood or any(
-                tainted for key, tainted in keywords.items() if key not in params
-            )
-        # Parameters given memory or a handle are memory or handles inside the function.
-        memory = tuple(
-            p for p, a in given.items() if a is not None and value_roots(a) & self._memory
-        )
-        forwards = tuple(
-            p for p, a in given.items() if a is not None and value_roots(a) & self._forwards
-        )
-        returned, changed = self._function(function, taints, state, (memory, forwards))
-        if instance and params:
-            returned |= params[0] in changed
-        return returned, bool(changed)
-
-    def _signature_of(self, function: Function) -> Signature:
-        signature = self._signatures.get(id(function))
-        if signature is None:
-            signature = self._signatures[id(function)] = signature_of(function)
-        return signature
-
-    def _function(
-        self,
-        function: Function,
-        taints: dict[str, bool],
-        state: _State,
-        roles: tuple[tuple[str, ...], tuple[str, ...]],
-    ) -> tuple[bool, frozenset[str]]:
-        """Walk a function body under the caller's taint: (its value tainted, the parameters
-        and outer names it tainted). ``{"*": t}`` taints every parameter alike."""
-        signature = self._signature_of(function)
-        everything = taints.get("*")
-        if everything is not None:
-            taints = {
-                p: everything for p in (*signature.params, signature.vararg, signature.kwarg) if p
-            }
-        entering = frozenset(p for p, t in taints.items() if t)
-        outer = frozenset(state.tainted & signature.free)
-        key = (id(function), entering, outer, state.pc, roles)
-        memo = self._memo.get(key)
-        if memo is not None:
-            returned, tainted_outer, changed = memo
-            state.tainted |= tainted_outer
-            return returned, changed
-        if function in self._active or len(self._active) >= _CALL_DEPTH:
-            # Recursion, or too deep: the value depends on what flows in; effects unseen.
-            return bool(entering or outer), frozenset()
-        memory, forwards = roles
-        saved = (set(self._memory), set(self._forwards))
-        self._memory.update(memory)
-        self._forwards.update(forwards)
-        self._active.append(function)
-        try:
-            inner = _State((state.tainted - signature.local) | set(entering), state.pc, True)
-            if isinstance(function, ast.Lambda):
-                inner.returned = self._expr(function.body, inner)
-            else:
-                self._block(function.body, inner)
-        finally:
-            self._active.pop()
-            self._memory, self._forwards = saved
-        reached = inner.tainted | inner.escaped
-        tainted_outer = frozenset(reached - signature.local - state.tainted)
-        # Parameters that hold a tainted value only after the body ran: the body stored one
-        # into the object the caller handed over (or rebound the name: over-approximated).
-        changed = frozenset((reached & set(signature.params)) - entering)
-        self._memo[key] = (inner.returned, tainted_outer, changed)
-        state.tainted |= tainted_outer
-        return inner.returned, changed
