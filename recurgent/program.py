@@ -72,7 +72,8 @@ class Program(BaseModel):
 
     ``usage`` holds the provider request's token counts (``input_tokens``, ``output_tokens``,
     cached-input counts) when the provider reports them; see
-    :func:`recurgent.providers.reply_usage`.
+    :func:`recurgent.providers.reply_usage`. ``model`` names the model that wrote it, when the
+    provider says (a custom provider or a test double may set it; ADR 0077).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,6 +81,7 @@ class Program(BaseModel):
     code: str
     dependencies: tuple[Dependency, ...] = ()
     usage: dict[str, int] | None = None
+    model: str | None = None
 
     def __hash__(self) -> int:
         # The usage dict is unhashable; equal programs still hash equal without it.

@@ -26,7 +26,7 @@ from recurgent._call import enter_frame
 from recurgent._cancellation import CallCancelled, raise_if_cancelled
 from recurgent._content_store import ContentStore
 from recurgent._history import HistoryCursor, append_record, history_records
-from recurgent._lifecycle import _persistence
+from recurgent._lifecycle import _persistence, _provenance
 from recurgent._lifecycle._attempt import execute_attempt
 from recurgent._lifecycle._commit import commit, note_shadowing
 from recurgent._lifecycle._continuity import keep_answer, note_history_access
@@ -471,6 +471,9 @@ def _generate(
             state.code = program.code
             state.program_dependencies = [d.model_dump() for d in program.dependencies]
             state.add_usage(program.usage)
+            state.program_provenance = _provenance.fresh(
+                runtime.provider(), program, runtime.role, state.method
+            )
 
     request = ProviderRequest(
         role=runtime.role,

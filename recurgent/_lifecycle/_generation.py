@@ -30,7 +30,7 @@ from recurgent.errors import (
     UsageError,
 )
 from recurgent.program import Program, parse_code, parse_program
-from recurgent.providers import Provider, ProviderRequest, reply_usage
+from recurgent.providers import Provider, ProviderRequest, reply_model, reply_usage
 
 __all__ = ["Generated", "check_provider", "generate_program"]
 
@@ -172,8 +172,9 @@ def generate_program(
             last_code = program.code
             tree = parse_code(program.code, where=request.method_name)
             usage = reply_usage(reply)
-            if usage:
-                program = program.model_copy(update={"usage": usage})
+            model = reply_model(reply)  # who wrote it, as the provider says (ADR 0077)
+            if usage or model:
+                program = program.model_copy(update={"usage": usage, "model": model})
             on_attempt(attempt, program)
             violations = static_violations(tree)
             if violations:

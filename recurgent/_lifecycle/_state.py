@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recurgent._call import CallFrame
 from recurgent._content_store import ContentReads, ContentWrite, content_log_fields
@@ -18,6 +18,9 @@ from recurgent._store import StoredRun
 from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
+
+if TYPE_CHECKING:
+    from recurgent._store import Provenance
 
 __all__ = ["AttemptFailure", "CallState"]
 
@@ -245,6 +248,8 @@ class CallState:
     # promotion gate reads both per version.
     role_profile_compliant: bool | None = None
     state_key_consistency_ratio: float | None = None
+    # Who wrote the program in ``code`` (ADR 0077): the provider that just did, or the record's.
+    program_provenance: Provenance | None = None
     cacheable: bool | None = None
     cacheability_reason: str | None = None
     input_sensitive: bool | None = None
@@ -384,6 +389,10 @@ class CallState:
             "program_dependencies": self.program_dependencies,
             "usage": self.usage,
             "program_source": self.program_source,
+            "program_provider_kind": (
+                self.program_provenance.provider_kind if self.program_provenance else None
+            ),
+            "program_model": self.program_provenance.model if self.program_provenance else None,
             "artifact_hit": self.artifact_hit,
             "artifact_lookup": self.artifact_lookup,
             "artifact_checksum": self.artifact_checksum,

@@ -14,7 +14,14 @@ from typing import Any
 from recurgent.errors import InvalidCodeError
 from recurgent.program import fenced_blocks, reply_from_text
 
-__all__ = ["SNIPPET_CHARS", "Redactor", "json_object", "no_program", "token_counts"]
+__all__ = [
+    "SNIPPET_CHARS",
+    "Redactor",
+    "json_object",
+    "no_program",
+    "served_model",
+    "token_counts",
+]
 
 SNIPPET_CHARS = 200
 _SECRET_PATTERNS = (
@@ -107,3 +114,12 @@ def token_counts(source: object, fields: Mapping[str, str]) -> dict[str, int]:
         if count is not None:
             counts[key] = count
     return counts
+
+
+def served_model(reply: object, requested: str) -> str:
+    """The model that wrote an SDK reply: the ``model`` the server names (OpenAI and Anthropic
+    name the dated snapshot that served it), else the one the request named (ADR 0077)."""
+    served = getattr(reply, "model", None)
+    if isinstance(served, str) and served.strip():
+        return served.strip()[:SNIPPET_CHARS]
+    return requested
