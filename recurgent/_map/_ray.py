@@ -110,7 +110,9 @@ class RayBatches:
         count = max(1, min(workers or cpus, cpus))
         self._item_seconds = job.limits.timeout_seconds
         self._job_ref = ray.put(wire)
-        self._actor_class = ray.remote(num_cpus=1)(BatchRunner)
+        # Actors reserve no CPU: maps running side by side share the cluster instead of waiting
+        # for each other's actors to end; one actor per CPU, spread over the nodes.
+        self._actor_class = ray.remote(num_cpus=0, scheduling_strategy="SPREAD")(BatchRunner)
         for _ in range(count):
             self._idle.put(self._new_actor())
         return count
