@@ -35,6 +35,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recurgent._cancellation import raise_if_cancelled
 from recurgent._content_store import ContentReads
 from recurgent._execution import BatchExecutor, BatchJob, ItemCall
 from recurgent._lifecycle import _persistence
@@ -445,6 +446,7 @@ def _run_batches(
                     running[pool.submit(executor.run_batch, items)] = (batch, checks)
                     run.batches += 1
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
+                raise_if_cancelled()  # an awaited map whose task was cancelled (ADR 0096)
                 for future in done:
                     batch, used = running.pop(future)
                     results = future.result()

@@ -318,3 +318,21 @@ class TestProgress:
         agent.map("double", [1, 2])
 
         assert capsys.readouterr() == ("", "")
+
+
+class TestAsync:
+    def test_aio_map_and_starmap_await_the_same_answers(self, tmp_path: Path) -> None:
+        """agent.aio.map/starmap run the map off the event loop and return its Outcomes."""
+        import asyncio
+
+        agent, provider = counting_agent(
+            tmp_path, "result = sum(args)", toolstore_root=tmp_path / "store"
+        )
+
+        async def both() -> tuple[list[object], list[object]]:
+            mapped = await agent.aio.map("total", [1, 2, 3])
+            starred = await agent.aio.starmap("total", [(1, 2), (3, 4, 5)])
+            return values(mapped), values(starred)
+
+        assert asyncio.run(both()) == ([1, 2, 3], [3, 12])
+        assert provider.calls == 1
