@@ -1,8 +1,8 @@
-"""Batches in this process: one compiled program, a fresh sandbox for every item (ADR 0111).
+"""Batches in this process: one compiled program, a fresh attempt for every item (ADR 0111).
 
-Each item is its own attempt: its own namespace, journal, deadline and forwarded-call budget, so
-nothing one item's run leaves behind (a global it set, a class it made, a copy of memory it
-changed) reaches the next. The memory every item reads is the map's snapshot; the journal
+Each item is its own attempt on its batch's :class:`~recurgent._sandbox._batch.BatchSandbox`:
+its own globals, journal, deadline and forwarded-call budget, so nothing one item's run leaves
+behind (a global it set, a class it made, a copy of memory it changed) reaches the next. The memory every item reads is the map's snapshot; the journal
 copies a value on first touch, so an item that changes what it read changes only its copy.
 """
 
@@ -12,7 +12,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from recurgent._execution import BatchJob, Capabilities, ItemCall
-from recurgent._sandbox import CompiledProgram, ExecutionResult, ExecutionSandbox, compile_program
+from recurgent._sandbox import CompiledProgram, ExecutionResult, compile_program
+from recurgent._sandbox._batch import BatchSandbox
 from recurgent.errors import InvalidCodeError
 
 __all__ = ["InProcessBatches"]
@@ -47,16 +48,13 @@ class InProcessBatches:
         if compiled is None:
             assert self._invalid is not None
             return [ExecutionResult(error=self._invalid) for _ in items]
-        results: list[ExecutionResult] = []
-        for args, kwargs in items:
-            bridge = dataclasses.replace(
-                job.bridge, memory=job.memory, args=tuple(args), kwargs=dict(kwargs)
-            )
-            sandbox = ExecutionSandbox(
-                bridge, limits=job.limits, network=job.network, commit_memory=False
-            )
-            results.append(sandbox.run(compiled))
-        return results
+        # One set-up per batch; each item a fresh attempt on it (ADR 0111).
+        sandbox = BatchSandbox(
+            dataclasses.replace(job.bridge, memory=job.memory),
+            limits=job.limits,
+            network=job.network,
+        )
+        return [sandbox.run_item(compiled, tuple(args), dict(kwargs)) for args, kwargs in items]
 
     def stop(self) -> None:
         """Nothing to release."""

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from recurgent._journal import Writes
 from recurgent._sandbox import (
     CompiledProgram,
     ExecutionResult,
-    ExecutionSandbox,
     HostBridge,
     SandboxLimits,
     compile_program,
 )
+from recurgent._sandbox._batch import BatchSandbox
 from recurgent._worker._codec import Unencodable, from_wire, to_wire
 from recurgent._worker._protocol import WireError, error_from_wire, error_to_wire
 from recurgent.errors import (
+    GuardrailViolationError,
     InvalidCodeError,
     NonSerializableResultError,
     RecurgentError,
@@ -96,6 +98,18 @@ class BatchRunner:
         self._limits = SandboxLimits(**job["limits"])
         network = job["network"]
         self._network = network if isinstance(network, str) else list(network)
+        self._bridge = HostBridge(
+            role=self._role,
+            method_name=self._method,
+            memory=self._memory,
+            args=(),
+            kwargs={},
+            delegate=_refuse("delegate"),
+            tool=_refuse("tool"),
+            remember=_refuse("remember"),
+            handle_for_agent=lambda _: None,
+            content=None,
+        )
         self._compiled: CompiledProgram | None = None
         self._invalid: InvalidCodeError | None = None
         try:
@@ -104,29 +118,21 @@ class BatchRunner:
             self._invalid = error
 
     def run(self, items: list[list[Any]]) -> list[dict[str, Any]]:
-        """Run each ``[args, kwargs]`` item in a fresh sandbox; one plain result per item."""
-        return [self._run_one(args, kwargs) for args, kwargs in items]
-
-    def _run_one(self, args_wire: Any, kwargs_wire: Any) -> dict[str, Any]:
+        """Run each ``[args, kwargs]`` item as an attempt of its own; one plain result per item."""
         if self._compiled is None:
             assert self._invalid is not None
-            return _encode(ExecutionResult(error=self._invalid))
-        bridge = HostBridge(
-            role=self._role,
-            method_name=self._method,
-            memory=self._memory,
-            args=tuple(from_wire(args_wire, _agent_refused)),
-            kwargs=dict(from_wire(kwargs_wire, _agent_refused)),
-            delegate=_refuse("delegate"),
-            tool=_refuse("tool"),
-            remember=_refuse("remember"),
-            handle_for_agent=lambda _: None,
-            content=None,
-        )
-        sandbox = ExecutionSandbox(
-            bridge, limits=self._limits, network=self._network, commit_memory=False
-        )
-        return _encode(sandbox.run(self._compiled))
+            return [_encode(ExecutionResult(error=self._invalid)) for _ in items]
+        sandbox = BatchSandbox(self._bridge, limits=self._limits, network=self._network)
+        return [
+            _encode(
+                sandbox.run_item(
+                    self._compiled,
+                    tuple(from_wire(args, _agent_refused)),
+                    dict(from_wire(kwargs, _agent_refused)),
+                )
+            )
+            for args, kwargs in items
+        ]
 
 
 def _encode(result: ExecutionResult) -> dict[str, Any]:
@@ -138,11 +144,10 @@ def _encode(result: ExecutionResult) -> dict[str, Any]:
         except Unencodable as problem:
             error = NonSerializableResultError(f"{problem}; it cannot cross to the map's driver")
     writes = result.writes
-    written = (
-        []
-        if writes is None or writes.empty
-        else sorted(map(str, [*writes.set, *writes.delete])) or ["(in place)"]
-    )
+    written: list[str] = []
+    if writes is not None and not writes.empty:
+        keys = writes.touched_keys()
+        written = sorted({str(key) for key in keys}) if keys else ["(memory)"]
     return {
         "value": value,
         "error": None if error is None else error_to_wire(error).model_dump(),
@@ -159,9 +164,6 @@ def decode_result(wire: dict[str, Any]) -> ExecutionResult:
     Raises:
         ValueError, TypeError, KeyError: a malformed result (what an honest runner never sends).
     """
-    from recurgent._journal import Writes
-    from recurgent.errors import GuardrailViolationError
-
     error = wire.get("error")
     violations = [error_from_wire(WireError(**item)) for item in wire.get("violations") or []]
     written = [str(key) for key in wire.get("written") or []]

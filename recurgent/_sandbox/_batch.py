@@ -1,0 +1,135 @@
+"""``BatchSandbox``: many attempts of one program, each its own, on one set-up (ADR 0111).
+
+Building an attempt's namespace (the vetted builtins, the importer, the attribute policy, the
+size hooks, the network modules) is most of what a small program's attempt costs. Those parts
+hold nothing of one attempt: they reach the attempt only through the sandbox object, at call
+time (its ticker, journal, output, counts). A batch sandbox builds them once and, for each item,
+makes everything that does belong to one attempt anew: the globals dict (so nothing a program
+defines or rebinds reaches the next item), the journal over the snapshot of memory (so no
+change one item made to what it read is seen by the next), the deadline ticker, the output,
+the forwarded-call count and budget, the violations, the classes the program made, and the
+call's ``args``/``kwargs``/``result`` and forwarders. Then the ordinary
+:meth:`ExecutionSandbox.run` runs the item.
+
+What items still share is what every attempt of the process shares anyway (modules, the
+catalog's stand-ins), plus the per-attempt module instances the importer made for the first
+item that imported them (a ``random.Random``, a module facade): their state is a program's
+to change only through their served API (a seed, a draw), never by assignment.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from typing import Any
+
+from recurgent._journal import Journal
+from recurgent._sandbox import ExecutionResult, ExecutionSandbox
+from recurgent._sandbox._bridge import HostBridge
+from recurgent._sandbox._compile import CompiledProgram
+from recurgent._sandbox._guards import OPEN_TYPES, SandboxType
+from recurgent._sandbox._limits import (
+    Clock,
+    OutputCollector,
+    SandboxLimits,
+    Ticker,
+    monotonic_clock,
+)
+from recurgent._sandbox._modules import ModuleFacade
+
+__all__ = ["PER_ATTEMPT_NAMES", "BatchSandbox"]
+
+#: The globals made anew for every item (everything else is the batch's set-up).
+PER_ATTEMPT_NAMES = frozenset(
+    {
+        "_ticker_",
+        "_tick_",
+        "_OPEN_",
+        "__metaclass__",
+        "context",
+        "memory",
+        "args",
+        "kwargs",
+        "result",
+        "delegate",
+        "tool",
+        "remember",
+        "content",
+    }
+)
+
+
+class BatchSandbox(ExecutionSandbox):
+    """Runs one compiled program for many items, a fresh attempt each, on one set-up.
+
+    Args:
+        bridge: Role, method, memory (the snapshot every item reads) and forwarded operations;
+            its arguments are replaced per item.
+        limits: Each item's limits (its own deadline from when it starts).
+        network: The agent's network policy.
+        clock: Monotonic clock for the deadlines.
+    """
+
+    def __init__(
+        self,
+        bridge: HostBridge,
+        *,
+        limits: SandboxLimits,
+        network: Any = "allow",
+        clock: Clock = monotonic_clock,
+    ) -> None:
+        super().__init__(bridge, limits=limits, network=network, clock=clock, commit_memory=False)
+        self._setup = {
+            name: value for name, value in self._namespace.items() if name not in PER_ATTEMPT_NAMES
+        }
+
+    def run_item(
+        self, program: CompiledProgram, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> ExecutionResult:
+        """Run ``program`` for one item as an attempt of its own; writes are never applied."""
+        self._begin(HostBridge(**{**_fields(self._bridge), "args": args, "kwargs": kwargs}))
+        return self.run(program)
+
+    def _begin(self, bridge: HostBridge) -> None:
+        limits = self._limits
+        self._bridge = bridge
+        self._journal = Journal(
+            bridge.memory,
+            is_agent=lambda value: bridge.handle_for_agent(value) is not None,
+            guard=self._after_the_attempt,
+            tick=lambda: self._ticker.tick(),
+        )
+        self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
+        self._violations = []
+        self._forwarded = 0
+        self._answers = {}
+        self._output = OutputCollector(limits.max_output_bytes)
+        namespace = self._namespace = dict(self._setup)
+        self._ticker = Ticker(
+            namespace,
+            timeout_seconds=limits.timeout_seconds,
+            clock=self._clock,
+            max_memory_bytes=limits.max_memory_bytes,
+        )
+        open_types = (set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade}
+
+        def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
+            cls = SandboxType(name, bases, body, **kw)
+            open_types.add(cls)
+            return cls
+
+        view = self._journal.view
+        namespace.update(
+            _tick_=self._ticker.tick,
+            _OPEN_=open_types,
+            __metaclass__=make_class,
+            context=view,
+            memory=view,
+            args=[self._to_sandbox(arg) for arg in bridge.args],
+            kwargs={key: self._to_sandbox(value) for key, value in bridge.kwargs.items()},
+            result=None,
+            **self._forwarders(),
+        )
+
+
+def _fields(bridge: HostBridge) -> dict[str, Any]:
+    return {name: getattr(bridge, name) for name in HostBridge.__dataclass_fields__}
