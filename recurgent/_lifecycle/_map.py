@@ -30,7 +30,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._cancellation import raise_if_cancelled
 from recurgent._content_store import ContentReads
 from recurgent._execution import BatchExecutor, BatchJob, ItemCall
+from recurgent._guardrails import is_external_fetch
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import vet_remember
 from recurgent._lifecycle._continuity import retention_of
@@ -192,7 +193,7 @@ class _Run:
     batches: int = 0
     batch_size: int = 0
     trace_id: str | None = None
-    failed: list[tuple[int, Outcome]] = field(default_factory=list)
+    failed: dict[int, Outcome] = field(default_factory=dict)
 
 
 def _obtain(
@@ -315,7 +316,9 @@ def _settle(
     outcomes[index] = outcome
     intrinsic = tally.count(outcome, current=current)
     if outcome.is_error:
-        run.failed.append((index, outcome))
+        run.failed[index] = outcome
+    else:
+        run.failed.pop(index, None)
     if progress is not None:
         progress.advance(1, tally.errors)
     return intrinsic
@@ -420,6 +423,7 @@ def _run_batches(
             tree=current.generated.tree,
             deliverable=deliverable,
             error_outcome=_outcome_from_error,
+            external=is_external_fetch(current.generated.tree),
         )
 
     def start(current: _Program, chosen: BatchExecutor) -> int:
@@ -436,7 +440,7 @@ def _run_batches(
     failed_now: list[int] = []
     seen = [False] * len(outcomes)
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="recurgent-map") as pool:
+        with _pool(workers) as pool:
             running: dict[Future[list[ExecutionResult]], tuple[list[int], ItemChecks]] = {}
             hold = False
             while queue or running:
@@ -493,6 +497,32 @@ def _run_batches(
         executor.stop()
 
 
+class _Inline:
+    """One worker: batches run on the calling thread (no hand-off to a pool's thread)."""
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def submit(
+        self, work: Callable[[Sequence[ItemCall]], list[ExecutionResult]], items: Sequence[ItemCall]
+    ) -> Future[list[ExecutionResult]]:
+        done: Future[list[ExecutionResult]] = Future()
+        try:
+            done.set_result(work(items))
+        except BaseException as error:  # noqa: BLE001 - re-raised by future.result()
+            done.set_exception(error)
+        return done
+
+
+def _pool(workers: int) -> ThreadPoolExecutor | _Inline:
+    if workers == 1:
+        return _Inline()
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="recurgent-map")
+
+
 def _failed(outcome: Outcome | None) -> bool:
     return outcome is not None and outcome.is_error
 
@@ -501,7 +531,7 @@ def _unsettle(run: _Run, tally: Tally, index: int, outcomes: list[Outcome | None
     outcome = outcomes[index]
     assert outcome is not None
     tally.uncount(outcome)
-    run.failed = [(i, o) for i, o in run.failed if i != index]
+    run.failed.pop(index, None)
 
 
 def _repair(
@@ -548,7 +578,7 @@ def _log_summary(runtime: AgentRuntime, run: _Run, tally: Tally, total: int) -> 
         "map_id": run.map_id,
         "trace_id": run.trace_id or runtime.options.trace_id,
     }
-    failed = sorted(run.failed, key=lambda pair: pair[0])
+    failed = sorted(run.failed.items())
     logged = failed[:MAX_FAILED_ITEM_LINES]
     for index, outcome in logged:
         logger.emit(

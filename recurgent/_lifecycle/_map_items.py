@@ -21,7 +21,7 @@ from recurgent._journal import Writes
 from recurgent._lifecycle._lanes import failure_class
 from recurgent._lifecycle._selection import result_kind
 from recurgent._sandbox import ExecutionResult
-from recurgent.errors import GuardrailViolationError, InvalidOutcomeError, RecurgentError
+from recurgent.errors import GuardrailViolationError, RecurgentError
 from recurgent.outcome import Outcome, coerce_outcome
 
 __all__ = [
@@ -38,6 +38,7 @@ REPAIR_MIN_FAILURES = 3
 REPAIR_SHARE = 0.1
 
 MAP_WRITE_SUBTYPE = "map_memory_write"
+_SCALARS = frozenset({int, float, str, bool, type(None)})
 _MAP_WRITE_CORRECTION = (
     "this method runs over many items with Agent.map, each against a read-only snapshot of "
     "memory: do not write context/memory or call remember(); return everything as the value"
@@ -73,6 +74,7 @@ class ItemChecks:
         tree: The program's syntax tree (for the provenance check).
         deliverable: The agent's contract deliverable, or ``None``.
         error_outcome: Builds the Outcome of a runtime error (the lifecycle's).
+        external: The program fetches external data (read once from its tree).
     """
 
     role: str
@@ -81,6 +83,8 @@ class ItemChecks:
     tree: ast.Module
     deliverable: Any
     error_outcome: Any
+    #: The program fetches external data: its ok values must carry provenance.
+    external: bool = False
 
     def outcome(
         self, result: ExecutionResult, args: tuple[Any, ...], kwargs: Mapping[str, Any]
@@ -90,6 +94,8 @@ class ItemChecks:
             outcome = self._checked(result, args, kwargs)
         except RecurgentError as error:
             outcome = self.error_outcome(error, self.role, self.method, 0)
+        if outcome.code is self.code:
+            return outcome
         return outcome.model_copy(update={"code": self.code})
 
     def _checked(
@@ -100,15 +106,25 @@ class ItemChecks:
         if result.error is not None:
             raise result.error
         refuse_map_writes(result.writes, self.role, self.method)
-        try:
-            outcome = coerce_outcome(result.value, tool_role=self.role, method_name=self.method)
-        except InvalidOutcomeError:
-            raise
+        value = result.value
+        if type(value) in _SCALARS:
+            # Most items answer a plain scalar: the Outcome coerce_outcome would build, with
+            # its code at once (no copy).
+            outcome = Outcome(
+                status="ok",
+                value=value,
+                tool_role=self.role,
+                method_name=self.method,
+                code=self.code,
+            )
+        else:
+            outcome = coerce_outcome(value, tool_role=self.role, method_name=self.method)
         if not outcome.is_ok:
             return outcome
-        violation = provenance_violation(self.tree, outcome.value)
-        if violation is not None:
-            raise violation
+        if self.external:
+            violation = provenance_violation(self.tree, outcome.value)
+            if violation is not None:
+                raise violation
         return self._contract(outcome, args, kwargs)
 
     def _contract(

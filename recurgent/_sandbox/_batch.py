@@ -8,13 +8,15 @@ makes everything that does belong to one attempt anew: the globals dict (so noth
 defines or rebinds reaches the next item), the journal over the snapshot of memory (so no
 change one item made to what it read is seen by the next), the deadline ticker, the output,
 the forwarded-call count and budget, the violations, the classes the program made, and the
-call's ``args``/``kwargs``/``result`` and forwarders. Then the ordinary
+call's ``args``/``kwargs``/``result``. The forwarders (``delegate``, ``tool``, ``remember``,
+``content``) are the set-up's: they reach the item's journal and budget through the sandbox. Then the ordinary
 :meth:`ExecutionSandbox.run` runs the item.
 
 What items still share is what every attempt of the process shares anyway (modules, the
 catalog's stand-ins), plus the per-attempt module instances the importer made for the first
 item that imported them (a ``random.Random``, a module facade): their state is a program's
-to change only through their served API (a seed, a draw), never by assignment.
+to change only through their served API (a seed, a draw), never by assignment: the write guard
+refuses attributes on builtins, sealed callables and module facades alike.
 """
 
 from __future__ import annotations
@@ -50,10 +52,6 @@ PER_ATTEMPT_NAMES = frozenset(
         "args",
         "kwargs",
         "result",
-        "delegate",
-        "tool",
-        "remember",
-        "content",
     }
 )
 
@@ -81,12 +79,28 @@ class BatchSandbox(ExecutionSandbox):
         self._setup = {
             name: value for name, value in self._namespace.items() if name not in PER_ATTEMPT_NAMES
         }
+        self._open_types = frozenset((set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade})
+        self._template = bridge
 
     def run_item(
         self, program: CompiledProgram, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> ExecutionResult:
         """Run ``program`` for one item as an attempt of its own; writes are never applied."""
-        self._begin(HostBridge(**{**_fields(self._bridge), "args": args, "kwargs": kwargs}))
+        template = self._template
+        self._begin(
+            HostBridge(
+                template.role,
+                template.method_name,
+                template.memory,
+                args,
+                kwargs,
+                template.delegate,
+                template.tool,
+                template.remember,
+                template.handle_for_agent,
+                template.content,
+            )
+        )
         return self.run(program)
 
     def _begin(self, bridge: HostBridge) -> None:
@@ -110,7 +124,7 @@ class BatchSandbox(ExecutionSandbox):
             clock=self._clock,
             max_memory_bytes=limits.max_memory_bytes,
         )
-        open_types = (set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade}
+        open_types = set(self._open_types)
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
             cls = SandboxType(name, bases, body, **kw)
@@ -127,9 +141,4 @@ class BatchSandbox(ExecutionSandbox):
             args=[self._to_sandbox(arg) for arg in bridge.args],
             kwargs={key: self._to_sandbox(value) for key, value in bridge.kwargs.items()},
             result=None,
-            **self._forwarders(),
         )
-
-
-def _fields(bridge: HostBridge) -> dict[str, Any]:
-    return {name: getattr(bridge, name) for name in HostBridge.__dataclass_fields__}
