@@ -25,6 +25,7 @@ ADR 0037) is not mapped: every item is then an ordinary call.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import secrets
 import threading
@@ -232,9 +233,15 @@ def _obtain(
 
 
 def _call(runtime: AgentRuntime, request: MapRequest, run: _Run, index: int) -> CallState:
+    """One item as an ordinary call, under the map's per-item deadline when it has one."""
     from recurgent._lifecycle import call_state
 
     args, kwargs = request.calls[index]
+    timeout = request.timeout_seconds
+    if timeout is not None and timeout != runtime.options.execution_timeout_seconds:
+        # The same agent (memory, lock, store, log), its attempts under the item's deadline.
+        options = dataclasses.replace(runtime.options, execution_timeout_seconds=timeout)
+        runtime = dataclasses.replace(runtime, options=options)
     return call_state(
         runtime,
         request.method,

@@ -336,3 +336,24 @@ class TestAsync:
 
         assert asyncio.run(both()) == ([1, 2, 3], [3, 12])
         assert provider.calls == 1
+
+
+class TestFirstItem:
+    def test_a_hung_first_item_times_out_under_the_maps_deadline(self, tmp_path: Path) -> None:
+        """The first item's call runs under timeout_seconds too (not the agent's 30 s), and
+        the other items still run its program."""
+        agent, provider = counting_agent(
+            tmp_path,
+            "while args[0] == 'hang':\n    pass\nresult = args[0].upper()",
+            execution_timeout_seconds=30.0,
+        )
+
+        outcomes = agent.map("shout", ["hang", "a", "b"], timeout_seconds=0.5)
+
+        assert values(outcomes) == [("timeout",), "A", "B"]
+        assert outcomes[0].error_message == (
+            "Execution timeout in mapper.shout: generated code exceeded "
+            "execution_timeout_seconds=0.5"
+        )
+        assert provider.calls == 1
+        assert agent._agent.options.execution_timeout_seconds == 30.0
