@@ -40,6 +40,7 @@ from recurgent._cancellation import raise_if_cancelled
 from recurgent._content_store import ContentReads
 from recurgent._execution import BatchExecutor, BatchJob, ItemCall
 from recurgent._guardrails import is_external_fetch
+from recurgent._history import HISTORY_KEY
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._attempt import vet_remember
 from recurgent._lifecycle._continuity import retention_of
@@ -291,6 +292,10 @@ def _map_all(
 ) -> None:
     with runtime.lock:
         snapshot = dict(runtime.memory)
+        history = snapshot.get(HISTORY_KEY)
+        if type(history) is list:
+            # The map's own calls append to the live list in place while items read it.
+            snapshot[HISTORY_KEY] = list(history)
     program, first = _obtain(runtime, request, run)
     run.program_ms = (time.monotonic() - run.started) * 1000
     run.program = program
@@ -485,11 +490,12 @@ def _run_batches(
                     hold = False
                     run.repair_attempted = True
                     repaired = _repair(runtime, request, run, outcomes, tally, failed_now)
-                    if repaired is not None and repaired.checksum != program.checksum:
+                    successor = _successor(runtime, request, program, repaired)
+                    if repaired is not None and successor is not None:
                         executor.stop()
                         run.repaired = True
                         program = repaired
-                        executor = _executor(runtime, request, program)
+                        executor = successor
                         workers = start(program, executor)
                         checks = checks_for(program)
                         tally.restart()
@@ -502,6 +508,19 @@ def _run_batches(
                     failed_now = []
     finally:
         executor.stop()
+
+
+def _successor(
+    runtime: AgentRuntime, request: MapRequest, program: _Program, repaired: _Program | None
+) -> BatchExecutor | None:
+    """The executor of a repaired program, or ``None`` to keep the map's program: there is no
+    other one, or the repaired one needs what this executor cannot serve."""
+    if repaired is None or repaired.checksum == program.checksum:
+        return None
+    try:
+        return _executor(runtime, request, repaired)
+    except UsageError:
+        return None
 
 
 class _Inline:

@@ -217,6 +217,20 @@ class TestMemory:
 
         assert values(agent.map("scale", [1, 2, 3])) == [3, 6, 9]
 
+    def test_items_see_the_history_as_it_was_when_the_map_began(self, tmp_path: Path) -> None:
+        """The first item's call appends its record to the live history; the other items
+        read the snapshot, which has the two records of before the map."""
+        agent, _ = counting_agent(
+            tmp_path, "result = len(context.get('conversation_history', [])) + args[0]"
+        )
+        agent.count_history(0)
+        agent.count_history(0)
+
+        outcomes = agent.map("count_history", [0, 0, 0], batch_size=1)
+
+        assert values(outcomes) == [2, 2, 2]
+        assert len(agent.runtime_context["conversation_history"]) == 3
+
     def test_a_program_that_writes_memory_is_regenerated_before_mapping(
         self, tmp_path: Path
     ) -> None:
