@@ -17,20 +17,31 @@ catalog's stand-ins), plus the per-attempt module instances the importer made fo
 item that imported them (a ``random.Random``, a module facade): their state is a program's
 to change only through their served API (a seed, a draw), never by assignment: the write guard
 refuses attributes on builtins, sealed callables and module facades alike.
+
+Code an item leaves behind must not act for a later one. When an item ends, the sandbox lets go
+of its globals, so what it made is released at once, under its own expired ticker. What survives in a
+reference cycle is finalized whenever the collector runs, possibly during a later item: the set-up
+reaches the sandbox's current state, so the ways out that act or wait (a forwarded call, the
+network, ``time.sleep``, a host call) check that the program frame calling them belongs to the
+current item, and refuse an earlier item's code as an expired attempt's. Such code can still
+compute until its own first tick (its loops tick on its own, expired, ticker).
 """
 
 from __future__ import annotations
 
+import sys
 import xml.etree.ElementTree as ElementTree
+from types import FrameType
 from typing import Any
 
 from recurgent._journal import Journal
 from recurgent._sandbox import ExecutionResult, ExecutionSandbox
 from recurgent._sandbox._bridge import HostBridge
 from recurgent._sandbox._compile import CompiledProgram
-from recurgent._sandbox._guards import OPEN_TYPES, SandboxType
+from recurgent._sandbox._guards import GENERATED_FILENAME, OPEN_TYPES, SandboxType
 from recurgent._sandbox._limits import (
     Clock,
+    DeadlineExceeded,
     OutputCollector,
     SandboxLimits,
     Ticker,
@@ -101,7 +112,48 @@ class BatchSandbox(ExecutionSandbox):
                 template.content,
             )
         )
-        return self.run(program)
+        return self._end(self.run(program))
+
+    def _end(self, result: ExecutionResult) -> ExecutionResult:
+        """The item's attempt is over (its ticker expired): let go of what it made now.
+
+        What the item made and nothing else holds is released here, while this sandbox still
+        holds the item's expired ticker: a generator's ``finally`` that runs now stops at its
+        first tick, as after any attempt. Its globals are left whole (a generator closes
+        quietly through them, ADR 0060); the sandbox only stops pointing at them.
+        """
+        self._namespace = {"_ticker_": iter(())}
+        result.memory = None
+        return result
+
+    def _from_an_earlier_item(self) -> bool:
+        """True when the nearest program frame calling the host is not the current item's: code
+        an earlier item left behind (a generator in a reference cycle, finalized later)."""
+        frame: FrameType | None = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == GENERATED_FILENAME:
+                return frame.f_globals is not self._namespace
+            frame = frame.f_back
+        return False
+
+    def _refuse_late_caller(self, what: str) -> None:
+        if self._from_an_earlier_item():
+            raise DeadlineExceeded(f"{what}: an earlier item's code ran after its attempt ended")
+
+    # The ways out of an attempt that reach the host or take time: the set-up reaches them
+    # through this sandbox, so code an earlier item left behind would otherwise act as the
+    # current item (spend its budget, call its agents, sleep through its deadline).
+    def _spend(self, what: str) -> None:
+        self._refuse_late_caller(what)
+        super()._spend(what)
+
+    def _sleep(self, seconds: float) -> None:
+        self._refuse_late_caller("time.sleep()")
+        super()._sleep(seconds)
+
+    def _after_the_attempt(self) -> None:
+        self._refuse_late_caller("a host call")
+        super()._after_the_attempt()
 
     def _begin(self, bridge: HostBridge) -> None:
         limits = self._limits

@@ -34,6 +34,7 @@ class TestProcesses:
         }
 
 
+@pytest.mark.ray
 @pytest.mark.usefixtures("ray_cluster")
 class TestRay:
     def test_ray_keeps_order_and_fails_items_alone(self, tmp_path: Path) -> None:

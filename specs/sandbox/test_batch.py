@@ -97,17 +97,18 @@ class TestOneAttemptPerItem:
         assert isinstance(results[2].error, ResourceLimitError)
 
     def test_a_class_one_item_made_does_not_reach_the_next(self) -> None:
-        """Classes are per item: the next item's open types hold none of them."""
+        """Classes are per item: the next item's open types hold none of the earlier's."""
         source = "class Row:\n    pass\nresult = type(Row()).__name__"
-        program = compile_program(source)
-        sandbox = _batch(Host())
+        host = Host()
+        sandbox = _batch(host)
 
-        sandbox.run_item(program, (1,), {})
-        first_types = sandbox._namespace["_OPEN_"]
-        sandbox.run_item(program, (2,), {})
+        first = sandbox.run_item(compile_program(source), (1,), {})
+        sandbox._begin(host.bridge())
 
-        assert first_types is not sandbox._namespace["_OPEN_"]
-        assert sum(getattr(t, "__name__", "") == "Row" for t in sandbox._namespace["_OPEN_"]) == 1
+        assert first.value == "Row"
+        assert [
+            t for t in sandbox._namespace["_OPEN_"] if getattr(t, "__name__", "") == "Row"
+        ] == []
 
 
 @pytest.mark.parametrize(
@@ -135,3 +136,50 @@ def test_a_batch_answers_as_fresh_sandboxes_would(source: str) -> None:
     ]
 
     assert [(r.value, str(r.error)) for r in batched] == [(r.value, str(r.error)) for r in fresh]
+
+
+class TestLeftovers:
+    LEAKER = """
+    def hold():
+        try:
+            yield 1
+        finally:
+            remember(late=args[0])
+    keeper = []
+    runner = hold()
+    keeper.append(runner)
+    keeper.append(keeper)
+    next(runner)
+    result = args[0]
+    """
+
+    def test_code_an_item_left_in_a_cycle_cannot_act_for_a_later_item(self) -> None:
+        """A generator kept alive by a reference cycle is finalized by the collector while a
+        later item's attempt is current: its remember() is refused as an expired attempt's,
+        and the later item's budget and memory are untouched."""
+        import gc
+
+        host = Host()
+        sandbox = _batch(host)
+        program = compile_program(textwrap.dedent(self.LEAKER))
+        gc.disable()
+        try:
+            first = sandbox.run_item(program, ("first",), {})
+            sandbox._begin(host.bridge())
+            gc.collect()
+            forwarded, writes = sandbox._forwarded, sandbox._memory_writes()
+        finally:
+            gc.enable()
+
+        assert first.value == "first"
+        assert (forwarded, writes.empty, host.memory) == (0, True, {})
+
+    def test_an_items_globals_are_let_go_when_it_ends(self) -> None:
+        """When an item ends the sandbox no longer holds its globals (only a spent tick)."""
+        sandbox = _batch(Host())
+
+        ended = sandbox.run_item(compile_program("rows = [1, 2]\nresult = len(rows)"), (1,), {})
+
+        assert ended.value == 2
+        assert list(sandbox._namespace) == ["_ticker_"]
+        assert next(sandbox._namespace["_ticker_"], False) is False
