@@ -109,8 +109,9 @@ class ItemChecks:
         value = result.value
         if type(value) in _SCALARS:
             # Most items answer a plain scalar: the Outcome coerce_outcome would build, with
-            # its code at once (no copy).
-            outcome = Outcome(
+            # its code at once. Nothing in it needs validating (no error fields; the value is
+            # a rebuilt str, number, bool or None), so it is constructed as it is.
+            outcome = Outcome.model_construct(
                 status="ok",
                 value=value,
                 tool_role=self.role,

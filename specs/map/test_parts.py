@@ -146,3 +146,27 @@ class TestImports:
         )
 
         assert finished.stdout.strip() == "[]"
+
+
+class TestItemOutcomes:
+    def test_a_scalar_answer_is_the_outcome_coercion_would_build(self) -> None:
+        """The fast path for scalars equals coerce_outcome's Outcome, field for field."""
+        from recurgent._lifecycle import _outcome_from_error
+        from recurgent._lifecycle._map_items import ItemChecks
+        from recurgent._sandbox import ExecutionResult
+        from recurgent.outcome import coerce_outcome
+
+        checks = ItemChecks(
+            role="r",
+            method="m",
+            code="result = args[0]",
+            tree=parse_python("result = args[0]", "<spec>"),
+            deliverable=None,
+            error_outcome=_outcome_from_error,
+        )
+        for value in (3, 2.5, "text", True, None):
+            built = checks.outcome(ExecutionResult(value=value), (value,), {})
+            coerced = coerce_outcome(value, tool_role="r", method_name="m")
+
+            assert built.model_dump() == {**coerced.model_dump(), "code": "result = args[0]"}
+            assert (built.ok, built.error, built.value) == (True, False, value)
