@@ -395,6 +395,7 @@ class Agent(ChildAgents):
                 store=internals.store,
                 workers=internals.workers,
                 content=internals.content,
+                patterns=internals.patterns,
             )
         return internals.runtime
 

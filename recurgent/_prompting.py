@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from recurgent._history import HISTORY_KEY
+from recurgent._patterns._prompt import PatternSummary
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY, count, ranked_tools
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
@@ -163,6 +164,41 @@ def _known_tools(memory: Mapping[str, Any]) -> str:
     return render("known_tools", entries=redact("".join(lines)) or "none registered yet\n")
 
 
+_FORGE_NUDGE = (
+    "- A capability above keeps coming back and no tool covers it: forge one now, a general "
+    "parameterized tool (delegate(name, purpose=..., deliverable=...)) that this answer calls, "
+    "so the next request reuses it instead of writing the same code again."
+)
+_REUSE_NUDGE = (
+    '- A tool already covers a capability above: materialize it with tool("name") and call it '
+    "rather than redoing its work."
+)
+
+
+def _recent_patterns(patterns: Sequence[PatternSummary], method: str) -> str:
+    """The ``<recent_patterns>`` and ``<promotion_nudge>`` blocks (ADR 0107): one line per
+    repeated capability, in the original's words; tags are snake_case words by construction
+    and tool names are registry text, made plain and inert (ADR 0071)."""
+    if not patterns:
+        return ""
+    shown = inert(_plain(method, _NAME_CHARS))
+    lines = []
+    for summary in patterns:
+        present = f"true({inert(_plain(summary.tool, _NAME_CHARS))})" if summary.tool else "false"
+        lines.append(
+            f"- {inert(summary.capability, 64)}: seen {summary.count} of last {summary.window} "
+            f"{shown} calls, tool_present={present}"
+        )
+    nudges = []
+    if any(summary.tool is None for summary in patterns):
+        nudges.append(_FORGE_NUDGE)
+    if any(summary.tool is not None for summary in patterns):
+        nudges.append(_REUSE_NUDGE)
+    return render(
+        "recent_patterns", lines=Rendered("\n".join(lines)), nudges=Rendered("\n".join(nudges))
+    )
+
+
 def _contract_blocks(contract: Mapping[str, Any] | None) -> tuple[Rendered, Rendered]:
     if not contract:
         return render("contract_none"), render("active_contract_none")
@@ -239,12 +275,14 @@ def build_prompts(
     contract: Mapping[str, Any] | None,
     network: Any,
     limits: SandboxLimits,
+    patterns: Sequence[PatternSummary] = (),
 ) -> Prompts:
     """Render both prompts of one dynamic call.
 
     The system prompt is :func:`shared_system_prefix` followed by what is particular to the
     agent (role, depth band, network policy, limits, contract); everything that changes from
-    call to call (invocation, memory, known tools, history count) is in the user prompt.
+    call to call (invocation, memory, known tools, history count, recent patterns) is in the user
+    prompt.
     """
     band = min(depth, 2)
     identity = ("identity_builder", "identity_tool", "identity_worker")[band]
@@ -276,6 +314,7 @@ def build_prompts(
         tool_count=len(tools) if isinstance(tools, Mapping) else 0,
         tool_limit=KNOWN_TOOLS_LIMIT,
         known_tools=_known_tools(memory),
+        recent_patterns=Rendered(_recent_patterns(patterns, method_name)),
         active_contract=contract_user,
     )
     return Prompts(system=system, user=user)

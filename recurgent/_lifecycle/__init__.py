@@ -32,6 +32,7 @@ from recurgent._lifecycle._continuity import keep_answer, note_history_access
 from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
+from recurgent._lifecycle._patterns import AgentPatterns, finish_patterns, recent_patterns
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
@@ -93,6 +94,7 @@ class AgentRuntime:
             program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
         secrets: The secret values in its memory, cached per key for the log (ADR 0120).
         content: Its content store: kept answers for ``content(ref)`` (ADR 0101).
+        patterns: Its pattern memory without a store, and its latest programs (ADR 0107).
     """
 
     role: str
@@ -115,6 +117,7 @@ class AgentRuntime:
     workers: LaneSlot | None = None
     secrets: SecretIndex = field(default_factory=SecretIndex)
     content: ContentStore = field(default_factory=ContentStore)
+    patterns: AgentPatterns = field(default_factory=AgentPatterns)
 
 
 def run_call(
@@ -185,6 +188,7 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
     if not state.interrupted:
         _append_history(runtime, state)
         note_history_access(state)
+        finish_patterns(runtime, state)  # pattern memory and re-ask signals (ADRs 0107, 0108)
         # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
         try:
             _persistence.record(runtime, state)
@@ -300,6 +304,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             contract=options.contract,
             network=options.network,
             limits=limits,
+            patterns=recent_patterns(runtime, state.method, state.frame.depth),
         )
 
     # --- persistence (ADR 0047): a stored program may answer with no provider request.
