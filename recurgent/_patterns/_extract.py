@@ -22,8 +22,8 @@ Tags, the original's five first, then the ones this port adds:
 * ``json_parse``: ``json.loads``/``json.load`` called;
 * ``csv_parse``: a ``csv`` reader built (``reader``, ``DictReader``, ``Sniffer``).
 
-Bounded: a program over :data:`MAX_SOURCE_CHARS` is read only up to its first
-:data:`MAX_NODES` nodes after parsing what fits; results are cached by the program's text, so a
+Bounded: a program over :data:`MAX_SOURCE_CHARS` characters is not read (no tags), and only the
+first :data:`MAX_NODES` nodes of a tree are; results are cached by the program's text, so a
 program is read once per process.
 """
 
@@ -285,8 +285,10 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _read(code: str) -> Capabilities:
+    if len(code) > MAX_SOURCE_CHARS:
+        return _NONE
     try:
-        tree = parse_python(code[:MAX_SOURCE_CHARS], "<capabilities>")
+        tree = parse_python(code, "<capabilities>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _NONE
     reader = _Reader(_method_attributes(tree))
