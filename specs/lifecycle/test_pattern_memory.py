@@ -346,9 +346,7 @@ class TestReask:
 class TestUntrustedMemory:
     """A planted patterns.json and registry reach the prompt bounded and inert (ADR 0071)."""
 
-    def test_planted_tags_and_tool_names_cannot_open_or_close_a_tag(
-        self, tmp_path: Path
-    ) -> None:
+    def test_planted_tags_and_tool_names_cannot_open_or_close_a_tag(self, tmp_path: Path) -> None:
         """Tags that are not snake_case words are dropped; a tool name's markup and controls
         are escaped; the block still counts the real tag."""
         root = tmp_path / "store"
