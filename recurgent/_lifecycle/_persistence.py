@@ -28,16 +28,22 @@ from recurgent._redact import redact
 from recurgent._sandbox import compile_program
 from recurgent._store import (
     HOST,
+    POLICY,
     PROGRAM,
     ArtifactRecord,
     Cacheability,
     CallRecord,
     FailedAttempt,
+    Promotion,
     Store,
+    StoredRun,
+    WriteResult,
     checksum,
     classify,
     contract_fingerprint,
+    promotion_mode,
     record_cacheability,
+    state_of,
 )
 from recurgent.errors import ExecutionTimeoutError, GuardrailViolationError, RecurgentError
 from recurgent.outcome import Outcome
@@ -182,6 +188,8 @@ def _hit(state: CallState, record: ArtifactRecord) -> None:
     state.artifact_prompt_version = record.prompt_version
     state.artifact_contract_fingerprint = record.contract_fingerprint
     state.artifact_author = record.author
+    state.artifact_selected_checksum = record.code_checksum
+    state.artifact_selected_lifecycle_state = state_of(record, record.code_checksum)
 
 
 def _give_up_program(state: CallState) -> None:
@@ -229,6 +237,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
         contract_fingerprint=_fingerprint(state),
         runtime_version=runtime_version(),
         host_call=state.host_call,
+        enforce=runtime.options.settings.promotion_enforcement_enabled,
     )
     start = plan_call(lookup)
     state.artifact_lookup = start.reason
@@ -251,6 +260,17 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     state.rollback_applied = True
     _remember_failure(state, "persisted", result, outcome)
     failed_class = route.failure_class
+    state.failed_stored_run = StoredRun(
+        code=record.code,
+        author=record.author,
+        error_type=outcome.error_type if outcome is not None else None,
+        failure_class=failed_class,
+        violation=(
+            result.error.subtype if isinstance(result.error, GuardrailViolationError) else None
+        ),
+        dependencies=tuple(record.dependencies),
+        cacheability=record_cacheability(record),
+    )
     _give_up_program(state)
     if route.action == "regenerate":
         return None
@@ -339,11 +359,15 @@ def _failed_attempt(state: CallState) -> FailedAttempt | None:
 def record(runtime: AgentRuntime, state: CallState) -> None:
     """Classify the program that ran last and fold the call into its stored artifact.
 
-    Runs for every call that produced code, whatever its outcome; a call without code (the
-    provider failed before writing any) leaves the store as it was. Never raises.
+    Runs for every call that produced code, whatever its outcome. A stored program that failed
+    earlier in the call is counted for its own version (ADR 0080); when the call then produced
+    no code (the provider failed before writing any), that stored run is what it records.
+    Otherwise a call without code leaves the store as it was. Never raises.
     """
     code = state.code
     if not code or code.isspace():
+        if state.failed_stored_run is not None:
+            _record_stored_failure(runtime, state, state.failed_stored_run)
         return
     state.artifact_checksum = checksum(code)
     cache = _cacheability(state, code)
@@ -353,6 +377,11 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
     store: Store | None = runtime.store
     if store is None:
         return
+    settings = runtime.options.settings
+    promotion = promotion_mode(
+        shadow=settings.promotion_shadow_mode_enabled,
+        enforced=settings.promotion_enforcement_enabled,
+    )
     outcome = state.outcome
     kind = result_kind(outcome, raised=state.error is not None)
     klass = None
@@ -393,6 +422,62 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         ),
         failed_attempt=_failed_attempt(state) if source != "persisted" else None,
         author=author,
+        violation=state.guardrail_violation_subtype if kind == "failure" else None,
+        role_profile_compliant=state.role_profile_compliant,
+        state_key_consistency_ratio=state.state_key_consistency_ratio,
+        promotion=promotion,
+        stored_failure=state.failed_stored_run,
     )
-    written = store.record_call(call)
+    _written(state, store.record_call(call), promotion)
+
+
+def _written(state: CallState, written: WriteResult, promotion: Promotion) -> None:
+    """What the write did, on the call state (and so in the log)."""
     state.artifact_write = "written" if written.written else (written.reason or "skipped")
+    state.promotion_policy_version = POLICY.version
+    state.promotion_shadow_mode = promotion.shadow
+    state.promotion_enforced = promotion.enforced
+    decision = written.decision
+    if decision is not None:
+        state.lifecycle_state = decision.state
+        state.lifecycle_decision = decision.decision
+        state.promotion_decision_rationale = decision.rationale
+    elif written.reason == "deferred" and promotion.shadow:
+        # Its counts wait in the batch, evaluated when written: the state it ran in is current.
+        state.lifecycle_state = state.artifact_selected_lifecycle_state
+
+
+def _record_stored_failure(runtime: AgentRuntime, state: CallState, run: StoredRun) -> None:
+    """The call ended without code of its own: the stored program that failed is its program."""
+    store: Store | None = runtime.store
+    if store is None:
+        return
+    settings = runtime.options.settings
+    promotion = promotion_mode(
+        shadow=settings.promotion_shadow_mode_enabled,
+        enforced=settings.promotion_enforcement_enabled,
+    )
+    message = state.attempt_failures[-1].error_message if state.attempt_failures else None
+    call = CallRecord(
+        role=state.role,
+        method=state.method,
+        code=run.code,
+        dependencies=[dict(d) for d in run.dependencies],
+        contract_fingerprint=_fingerprint(state),
+        prompt_version=PROMPT_VERSION,
+        runtime_version=runtime_version(),
+        model=state.model,
+        cacheability=run.cacheability or Cacheability(True, "unknown", False),
+        source="persisted",
+        result="failure",
+        error_type=run.error_type,
+        failure_class=run.failure_class,
+        failure_message=message,
+        trace_id=state.frame.trace_id,
+        duration_ms=state.duration_ms,
+        author=run.author,
+        violation=run.violation,
+        role_profile_compliant=state.role_profile_compliant,
+        promotion=promotion,
+    )
+    _written(state, store.record_call(call), promotion)

@@ -14,6 +14,7 @@ from recurgent._lifecycle._patterns import PatternReport, pattern_log_fields
 from recurgent._parsing import format_traceback
 from recurgent._redact import environment_secrets, redact
 from recurgent._secret_index import SecretIndex
+from recurgent._store import StoredRun
 from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
@@ -224,6 +225,24 @@ class CallState:
     artifact_write: str | None = None
     # Who the stored program that ran was generated for (``host``/``program``; ADR 0074).
     artifact_author: str | None = None
+    # The promotion lifecycle (ADRs 0080, 0081): the stored version selected to run and its
+    # state, the evaluation the call's write made, and the switches it ran under.
+    artifact_selected_checksum: str | None = None
+    artifact_selected_lifecycle_state: str | None = None
+    lifecycle_state: str | None = None
+    lifecycle_decision: str | None = None
+    promotion_decision_rationale: dict[str, Any] | None = None
+    promotion_policy_version: str | None = None
+    promotion_shadow_mode: bool | None = None
+    promotion_enforced: bool | None = None
+    # A stored program that failed before the call repaired or regenerated it (counted for
+    # its version; not logged).
+    failed_stored_run: StoredRun | None = None
+    # The role-profile guard's verdict on this call (``None``: no profile observed it) and the
+    # state-key consistency the role's telemetry measured (``None``: not measured); the
+    # promotion gate reads both per version.
+    role_profile_compliant: bool | None = None
+    state_key_consistency_ratio: float | None = None
     cacheable: bool | None = None
     cacheability_reason: str | None = None
     input_sensitive: bool | None = None
@@ -362,6 +381,14 @@ class CallState:
             "artifact_contract_fingerprint": self.artifact_contract_fingerprint,
             "artifact_prompt_version": self.artifact_prompt_version,
             "artifact_write": self.artifact_write,
+            "artifact_selected_checksum": self.artifact_selected_checksum,
+            "artifact_selected_lifecycle_state": self.artifact_selected_lifecycle_state,
+            "lifecycle_state": self.lifecycle_state,
+            "lifecycle_decision": self.lifecycle_decision,
+            "promotion_decision_rationale": self.promotion_decision_rationale,
+            "promotion_policy_version": self.promotion_policy_version,
+            "promotion_shadow_mode": self.promotion_shadow_mode,
+            "promotion_enforced": self.promotion_enforced,
             "cacheable": self.cacheable,
             "cacheability_reason": self.cacheability_reason,
             "input_sensitive": self.input_sensitive,

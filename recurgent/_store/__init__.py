@@ -24,6 +24,7 @@ from recurgent._store._artifacts import (
     ArtifactRecord,
     CallRecord,
     FailedAttempt,
+    StoredRun,
     apply_call,
     checksum,
     contract_fingerprint,
@@ -35,30 +36,45 @@ from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
 from recurgent._store._paths import artifact_path, default_root, registry_path
+from recurgent._store._promotion import (
+    POLICY,
+    Decision,
+    Promotion,
+    latest_decision,
+    promotion_mode,
+    state_of,
+)
 from recurgent._store._registry import (
     load_tools,
     merge_known_tools,
     merge_registration,
     update_tools,
 )
+from recurgent._store._versions import enforced_choices, runs_kept_version
 from recurgent._values import utc_timestamp
 
 __all__ = [
     "HOST",
+    "POLICY",
     "PROGRAM",
     "ArtifactRecord",
     "Cacheability",
     "CallRecord",
+    "Decision",
     "FailedAttempt",
     "Lookup",
+    "Promotion",
     "Store",
+    "StoredRun",
     "WriteResult",
     "checksum",
     "classify",
     "contract_fingerprint",
     "default_root",
     "flush",
+    "promotion_mode",
     "record_cacheability",
+    "state_of",
 ]
 
 Clock = Callable[[], datetime.datetime]
@@ -100,11 +116,13 @@ class Lookup:
 class WriteResult:
     """What a write did: ``written``, or ``reason`` why not (``unsupported: ...``,
     ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``not_registered``,
-    ``error: ...``)."""
+    ``error: ...``); ``decision``: the promotion evaluation the write made of the call's
+    version (ADR 0080), when it made one."""
 
     written: bool
     reason: str | None = None
     quarantined_to: Path | None = None
+    decision: Decision | None = None
 
 
 _DEFERRED = WriteResult(False, "deferred")
@@ -186,6 +204,7 @@ class Store:
         contract_fingerprint: str,
         runtime_version: str,
         host_call: bool,
+        enforce: bool = False,
     ) -> Lookup:
         """The artifact for ``role.method`` and whether it may run now.
 
@@ -193,6 +212,10 @@ class Store:
         for such a call may then run without a request (ADR 0074). A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
         checksum does not match its code are moved aside and never run. The record returned may
         be shared with later lookups in this process: read it, never change it.
+
+        ``enforce`` (promotion enforcement, ADR 0081): the record returned is the kept version
+        the lifecycle prefers that passes every reuse check (its code in place of the current
+        code); ``degraded`` when every version the record holds is degraded.
         """
         path = self._artifact_path(role, method)
         cached = _ARTIFACTS.get(path)
@@ -206,6 +229,10 @@ class Store:
                 host_call=host_call,
             )
             if verdict != "checksum_mismatch":
+                if enforce:
+                    return self._enforced(
+                        cached, verdict, path, contract_fingerprint, runtime_version, host_call
+                    )
                 return Lookup(cached, verdict or "hit", path)
             _ARTIFACTS.drop(path)
         loaded = read_json(path, now=self._clock(), root=self.root)
@@ -234,7 +261,43 @@ class Store:
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
             return Lookup(record, verdict, path, moved)
         _ARTIFACTS.put(path, loaded.identity, record)
+        if enforce:
+            return self._enforced(
+                record, verdict, path, contract_fingerprint, runtime_version, host_call
+            )
         return Lookup(record, verdict or "hit", path)
+
+    @staticmethod
+    def _enforced(
+        record: ArtifactRecord,
+        verdict: str | None,
+        path: Path,
+        contract_fingerprint: str,
+        runtime_version: str,
+        host_call: bool,
+    ) -> Lookup:
+        """The first of the lifecycle's choices that passes every reuse check (ADR 0081)."""
+        choices = enforced_choices(record)
+        if choices is None:
+            return Lookup(record, verdict or "hit", path)
+        if not choices:
+            return Lookup(record, "degraded", path)
+        first: str | None = None
+        for choice in choices:
+            reason = (
+                verdict
+                if choice is record
+                else reuse_verdict(
+                    choice,
+                    contract_fingerprint=contract_fingerprint,
+                    runtime_version=runtime_version,
+                    host_call=host_call,
+                )
+            )
+            if reason is None:
+                return Lookup(choice, "hit", path)
+            first = first or reason
+        return Lookup(choices[0], first or "degraded", path)
 
     def record_call(self, call: CallRecord) -> WriteResult:
         """Fold one finished call that ran code into its artifact.
@@ -254,6 +317,8 @@ class Store:
             return self._defer_run(path, call, now)
         waiting = _pending.RUNS.take(path)
         refused: list[str] = []
+        decided: list[Decision] = []
+        digest = checksum(call.code)
 
         def change(loaded: Loaded) -> dict[str, Any] | None:
             record: ArtifactRecord | None = None
@@ -267,13 +332,21 @@ class Store:
                 elif (record.role, record.method_name) != (call.role, call.method):
                     refused.append("key_mismatch")
                     return None
-                elif record.author == HOST and call.author != HOST:
+                elif (
+                    record.author == HOST
+                    and call.author != HOST
+                    and not runs_kept_version(record, digest, call.source)
+                ):
                     refused.append("host_written")
                     return None
             if record is not None and waiting is not None:
                 apply_runs(record, waiting)
             # The record was parsed from the file a moment ago and nothing else holds it.
-            return apply_call(record, call, now=now, in_place=True).to_json()
+            new = apply_call(record, call, now=now, in_place=True)
+            decision = latest_decision(new, digest) if call.promotion.shadow else None
+            if decision is not None:
+                decided.append(decision)
+            return new.to_json()
 
         try:
             updated = update_json(
@@ -289,7 +362,12 @@ class Store:
             return WriteResult(False, f"error: {type(error).__name__}: {error}")
         if refused:
             return WriteResult(False, refused[0])
-        return WriteResult(updated.written, updated.skipped, updated.quarantined_to)
+        return WriteResult(
+            updated.written,
+            updated.skipped,
+            updated.quarantined_to,
+            decided[0] if decided and updated.written else None,
+        )
 
     def _defer_run(self, path: Path, call: CallRecord, now: str) -> WriteResult:
         digest = checksum(call.code)

@@ -15,9 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from recurgent._store._cacheability import Cacheability, legacy_cacheable
+from recurgent._store._promotion import (
+    DEFAULT_PROMOTION,
+    Promotion,
+    RunKind,
+    ensure_lifecycle,
+    evaluate as evaluate_version,
+)
+from recurgent._store._promotion_format import VERSIONS_KEPT, Lifecycle, VersionCode
+from recurgent._store._versions import protected, remember_version, runs_kept_version, trim_lru
 
 __all__ = [
     "HISTORY_LIMIT",
@@ -32,6 +41,7 @@ __all__ = [
     "FailedAttempt",
     "HistoryEntry",
     "Scorecard",
+    "StoredRun",
     "WindowEntry",
     "adopt_call",
     "apply_call",
@@ -41,6 +51,7 @@ __all__ = [
     "parse_record",
     "record_cacheability",
     "reuse_verdict",
+    "run_kind",
 ]
 
 #: Every artifact this port writes says which runtime's code it holds; the Ruby runtime uses
@@ -53,6 +64,7 @@ SCORECARD_LIMIT = 8
 WINDOW_KEPT = 20
 SESSIONS_KEPT = 200
 _MESSAGE_CHARS = 400
+_NO_LIFECYCLE = {"lifecycle"}
 
 ProgramSource = Literal["generated", "persisted", "repaired"]
 #: Who a program was generated for (ADR 0074): an agent the host's own code built and called
@@ -109,6 +121,17 @@ class Scorecard(_Model):
     domain_errors: int = Field(default=0, ge=0)
     contract_pass_count: int = Field(default=0, ge=0)
     contract_fail_count: int = Field(default=0, ge=0)
+    # What the promotion gate reads besides calls and contracts (ADR 0080; the original's names).
+    role_profile_observation_count: int = Field(default=0, ge=0)
+    role_profile_pass_count: int = Field(default=0, ge=0)
+    role_profile_fail_count: int = Field(default=0, ge=0)
+    guardrail_retry_exhausted_count: int = Field(default=0, ge=0)
+    outcome_retry_exhausted_count: int = Field(default=0, ge=0)
+    wrong_boundary_count: int = Field(default=0, ge=0)
+    provenance_violation_count: int = Field(default=0, ge=0)
+    #: Written by the role-profile telemetry when it observes state keys; ``None``: no
+    #: observation (the gate reads it as consistent).
+    state_key_consistency_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
     sessions: list[str] = Field(default_factory=list)
     short_window: list[WindowEntry] = Field(default_factory=list)
     last_outcome_status: str | None = None
@@ -171,9 +194,29 @@ class ArtifactRecord(_Model):
     last_duration_ms: float | None = None
     scorecards: dict[str, Scorecard] = Field(default_factory=dict)
     history: list[HistoryEntry] = Field(default_factory=list)
+    #: The code of the last 8 versions, by checksum (ADR 0081).
+    versions: dict[str, VersionCode] = Field(default_factory=dict)
+    #: Each version's lifecycle state, the incumbent and the decision ledger (ADR 0080);
+    #: ``None`` until the first evaluation (or in a file written before lifecycles).
+    lifecycle: Lifecycle | None = None
+
+    @field_validator("versions", mode="after")
+    @classmethod
+    def _versions_hold_their_code(cls, value: dict[str, VersionCode]) -> dict[str, VersionCode]:
+        # A kept version is run by its checksum: code that does not match it is damage, and the
+        # record is set aside like one whose current code does not match (ADR 0070).
+        for digest, version in value.items():
+            if checksum(version.code) != digest:
+                raise ValueError(f"kept version {digest[:20]} does not match its code")
+        if len(value) <= VERSIONS_KEPT:
+            return value
+        return dict(list(value.items())[-VERSIONS_KEPT:])
 
     def to_json(self) -> dict[str, Any]:
-        """The plain object written to disk."""
+        """The plain object written to disk (no ``lifecycle`` key until there is one, as in
+        the original)."""
+        if self.lifecycle is None:
+            return self.model_dump(mode="json", exclude=_NO_LIFECYCLE)
         return self.model_dump(mode="json")
 
 
@@ -196,6 +239,29 @@ class FailedAttempt:
     error_class: str
     message: str
     attempt_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A stored program's run that failed before the call went on to repair or regenerate it:
+    its failure is counted for its version (ADR 0080), not lost with the program.
+
+    Attributes:
+        code: The stored code that ran.
+        author: The stored record's author (ADR 0074).
+        error_type: The failure's error type.
+        failure_class: ``intrinsic``, ``adaptive`` or ``extrinsic``.
+        violation: The guardrail subtype, when a guardrail stopped it.
+        dependencies, cacheability: The stored record's, as the run carried them.
+    """
+
+    code: str
+    author: str | None
+    error_type: str | None
+    failure_class: str | None
+    violation: str | None = None
+    dependencies: tuple[dict[str, Any], ...] = ()
+    cacheability: Cacheability | None = None
 
 
 @dataclass(slots=True)
@@ -224,6 +290,15 @@ class CallRecord:
         author: Who the code was generated for (ADR 0074): for a persisted run, the stored
             record's author as it was run; otherwise ``host`` when the host's own code called
             an agent it built, else ``program``. ``None`` (unknown) is never trusted.
+        violation: The guardrail subtype of the failure, when a guardrail ended it (a
+            provenance violation counts against the version, ADR 0080).
+        role_profile_compliant: The role-profile guard's verdict on the call; ``None`` when no
+            profile observed it.
+        state_key_consistency_ratio: The role's state-key consistency as measured at this call
+            (0..1), stored on the version's scorecard; ``None`` when not measured.
+        promotion: The agent's promotion switches (shadow evaluation, enforcement).
+        stored_failure: A stored program that failed earlier in the call (then repaired or
+            regenerated): counted for its own version.
     """
 
     role: str
@@ -246,6 +321,11 @@ class CallRecord:
     contract_passed: bool | None = None
     failed_attempt: FailedAttempt | None = field(default=None)
     author: str | None = None
+    violation: str | None = None
+    role_profile_compliant: bool | None = None
+    state_key_consistency_ratio: float | None = None
+    promotion: Promotion = DEFAULT_PROMOTION
+    stored_failure: StoredRun | None = None
 
 
 def is_degraded(record: ArtifactRecord) -> bool:
@@ -314,13 +394,40 @@ def reuse_verdict(
     return None
 
 
-def _update_scorecard(record: ArtifactRecord, call: CallRecord, digest: str, now: str) -> None:
+def _count_failure(card: Scorecard, error_type: str | None, violation: str | None) -> None:
+    """The failures the promotion gate counts (the original's rules, ADR 0080)."""
+    if error_type == "guardrail_retry_exhausted":
+        card.guardrail_retry_exhausted_count += 1
+    elif error_type == "outcome_repair_retry_exhausted":
+        card.outcome_retry_exhausted_count += 1
+    elif error_type == "wrong_tool_boundary":
+        card.wrong_boundary_count += 1
+    if violation is not None and "provenance" in violation:
+        card.provenance_violation_count += 1
+
+
+def _card(record: ArtifactRecord, digest: str, now: str) -> Scorecard:
     card = record.scorecards.pop(digest, None) or Scorecard(
         artifact_checksum=digest, created_at=now
     )
+    # Re-inserted last, so dict order is least recently used first.
+    record.scorecards[digest] = card
+    return card
+
+
+def _window(card: Scorecard, status: str, error_type: str | None, now: str) -> None:
+    entry = WindowEntry(status=status, error_type=error_type, at=now)
+    card.short_window = [*card.short_window, entry][-WINDOW_KEPT:]
+    card.last_outcome_status = status
+    card.updated_at = now
+
+
+def _update_scorecard(record: ArtifactRecord, call: CallRecord, digest: str, now: str) -> None:
+    card = _card(record, digest, now)
     card.calls += 1
     if call.result == "failure":
         card.failures += 1
+        _count_failure(card, call.error_type, call.violation)
     else:
         card.successes += 1
         if call.result == "domain_error":
@@ -329,17 +436,48 @@ def _update_scorecard(record: ArtifactRecord, call: CallRecord, digest: str, now
         card.contract_pass_count += 1
     elif call.contract_passed is False:
         card.contract_fail_count += 1
+    ratio = call.state_key_consistency_ratio
+    if ratio is not None and 0.0 <= ratio <= 1.0:
+        card.state_key_consistency_ratio = ratio
+    if call.role_profile_compliant is not None:
+        card.role_profile_observation_count += 1
+        if call.role_profile_compliant:
+            card.role_profile_pass_count += 1
+        else:
+            card.role_profile_fail_count += 1
     if call.trace_id and call.trace_id not in card.sessions:
         card.sessions = [*card.sessions, call.trace_id][-SESSIONS_KEPT:]
-    status = "ok" if call.result == "ok" else "error"
-    entry = WindowEntry(status=status, error_type=call.error_type, at=now)
-    card.short_window = [*card.short_window, entry][-WINDOW_KEPT:]
-    card.last_outcome_status = status
-    card.updated_at = now
-    # Re-inserted last, so dict order is least recently used first.
-    record.scorecards[digest] = card
-    while len(record.scorecards) > SCORECARD_LIMIT:
-        del record.scorecards[next(iter(record.scorecards))]
+    _window(card, "ok" if call.result == "ok" else "error", call.error_type, now)
+    trim_lru(record.scorecards, SCORECARD_LIMIT, protected(record))
+
+
+def _fold_stored_failure(
+    record: ArtifactRecord, run: StoredRun, call: CallRecord, now: str
+) -> None:
+    """Count a stored program's failed run for its version (its scorecard and lifecycle only:
+    the call itself is counted once, by its final answer)."""
+    digest = checksum(run.code)
+    if digest not in record.scorecards and digest not in record.versions:
+        return  # a version nobody keeps any more
+    card = _card(record, digest, now)
+    card.calls += 1
+    card.failures += 1
+    _count_failure(card, run.error_type, run.violation)
+    if call.trace_id and call.trace_id not in card.sessions:
+        card.sessions = [*card.sessions, call.trace_id][-SESSIONS_KEPT:]
+    _window(card, "error", run.error_type, now)
+    trim_lru(record.scorecards, SCORECARD_LIMIT, protected(record))
+    remember_version(record, digest, now)
+    if call.promotion.shadow:
+        kind: RunKind = "outage" if run.failure_class == "extrinsic" else "failed"
+        evaluate_version(record, digest, kind, enforced=call.promotion.enforced, now=now)
+
+
+def run_kind(call: CallRecord) -> RunKind:
+    """How the call's program ended, as the promotion policy sees it."""
+    if call.result != "failure":
+        return "answered"
+    return "outage" if call.failure_class == "extrinsic" else "failed"
 
 
 def _update_counters(record: ArtifactRecord, call: CallRecord) -> None:
@@ -390,31 +528,44 @@ def apply_call(
 
     ``in_place=True`` updates ``record`` itself, for a caller that owns it (parsed from the file
     just now): the deep copy otherwise made is most of the cost of recording a call.
+
+    The call's code becomes the record's current code, except for a persisted run of a kept
+    earlier version (enforcement chose it, ADR 0081): that run is counted for its version and
+    the current code stays. With shadow mode on, the version is evaluated by the promotion
+    policy afterwards (ADR 0080).
     """
     if record is None:
         new = ArtifactRecord(role=call.role, method_name=call.method)
     else:
         new = record if in_place else record.model_copy(deep=True)
+    promotion = call.promotion
+    if promotion.shadow:
+        # Before anything changes: a record that held code without lifecycle data is legacy.
+        ensure_lifecycle(new, now)
+    if call.stored_failure is not None:
+        _fold_stored_failure(new, call.stored_failure, call, now)
     previous = new.code_checksum if new.code.strip() else None
     digest = checksum(call.code)
-    if digest != previous or call.source != "persisted":
-        # A persisted run carries the author of the code it ran; anything else the caller's.
-        new.author = call.author
-    new.runtime = RUNTIME_TAG
-    new.code = call.code
-    new.code_checksum = digest
-    adopt_call(new, call)
-    new.created_at = new.created_at or now
+    kept = runs_kept_version(new, digest, call.source)
+    if not kept:
+        if digest != previous or call.source != "persisted":
+            # A persisted run carries the author of the code it ran; anything else the caller's.
+            new.author = call.author
+        new.runtime = RUNTIME_TAG
+        new.code = call.code
+        new.code_checksum = digest
+        adopt_call(new, call)
+        new.created_at = new.created_at or now
     _update_scorecard(new, call, digest, now)
     _update_counters(new, call)
-    if call.source == "repaired":
+    if not kept and call.source == "repaired":
         new.repair_count_since_regen += 1
         new.last_repaired_at = now
-    elif call.source == "generated":
+    elif not kept and call.source == "generated":
         # Only a fresh generation resets the budget; a plain persisted run does not (Ruby
         # reset it on every run, so "3 repairs" meant "3 in a row without a success").
         new.repair_count_since_regen = 0
-    if digest != previous:
+    if digest != previous and not kept:
         entry = HistoryEntry(
             id="gen-" + secrets.token_hex(6),
             parent_id=new.history[0].id if new.history else None,
@@ -432,7 +583,10 @@ def apply_call(
             entry.trigger_error_message = call.failed_attempt.message[:_MESSAGE_CHARS]
             entry.trigger_attempt_id = call.failed_attempt.attempt_id
         new.history = [entry, *new.history][:HISTORY_LIMIT]
+    remember_version(new, digest, now)
     new.last_used_at = now
     if call.duration_ms is not None:
         new.last_duration_ms = round(call.duration_ms, 1)
+    if promotion.shadow:
+        evaluate_version(new, digest, run_kind(call), enforced=promotion.enforced, now=now)
     return new

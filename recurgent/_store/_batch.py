@@ -24,7 +24,9 @@ from recurgent._store._artifacts import (
     adopt_call,
     checksum,
 )
+from recurgent._store._promotion import ensure_lifecycle, evaluate as evaluate_version
 from recurgent._store._registry import merge_uses
+from recurgent._store._versions import protected, remember_version, trim_lru
 
 __all__ = ["RunsDelta", "UsesDelta", "apply_runs", "apply_uses", "batchable"]
 
@@ -48,6 +50,8 @@ class RunsDelta:
         first_at, last_at: The first and last runs' timestamps.
         runs, domain_errors: How many answered, and how many of those were domain errors.
         contract_passed, contract_failed: Deliverable checks among them.
+        profile_passed, profile_failed: Role-profile verdicts among them (ADR 0080).
+        state_key_ratio: The latest state-key consistency measured among them.
         sessions: Trace ids in order of first appearance (at most the scorecard's limit).
         window: The newest recent-window entries as ``(status, error_type, at)`` (at most
             the scorecard's window).
@@ -62,6 +66,9 @@ class RunsDelta:
     domain_errors: int = 0
     contract_passed: int = 0
     contract_failed: int = 0
+    profile_passed: int = 0
+    profile_failed: int = 0
+    state_key_ratio: float | None = None
     sessions: list[str] = field(default_factory=list)
     window: list[tuple[str, str | None, str]] = field(default_factory=list)
     duration_ms: float | None = None
@@ -82,6 +89,13 @@ class RunsDelta:
             self.contract_passed += 1
         elif call.contract_passed is False:
             self.contract_failed += 1
+        if call.role_profile_compliant is not None:
+            if call.role_profile_compliant:
+                self.profile_passed += 1
+            else:
+                self.profile_failed += 1
+        if call.state_key_consistency_ratio is not None:
+            self.state_key_ratio = call.state_key_consistency_ratio
         if call.trace_id and call.trace_id not in self.sessions:
             self.sessions.append(call.trace_id)
             del self.sessions[:-SESSIONS_KEPT]
@@ -101,6 +115,10 @@ class RunsDelta:
         self.domain_errors += later.domain_errors
         self.contract_passed += later.contract_passed
         self.contract_failed += later.contract_failed
+        self.profile_passed += later.profile_passed
+        self.profile_failed += later.profile_failed
+        if later.state_key_ratio is not None:
+            self.state_key_ratio = later.state_key_ratio
         for trace in later.sessions:
             if trace not in self.sessions:
                 self.sessions.append(trace)
@@ -122,6 +140,13 @@ def _fold_card(record: ArtifactRecord, delta: RunsDelta, *, create: bool) -> Non
     card.domain_errors += delta.domain_errors
     card.contract_pass_count += delta.contract_passed
     card.contract_fail_count += delta.contract_failed
+    if delta.profile_passed or delta.profile_failed:
+        card.role_profile_observation_count += delta.profile_passed + delta.profile_failed
+        card.role_profile_pass_count += delta.profile_passed
+        card.role_profile_fail_count += delta.profile_failed
+    ratio = delta.state_key_ratio
+    if ratio is not None and 0.0 <= ratio <= 1.0:
+        card.state_key_consistency_ratio = ratio
     sessions = list(card.sessions)
     for trace in delta.sessions:
         if trace not in sessions:
@@ -134,27 +159,44 @@ def _fold_card(record: ArtifactRecord, delta: RunsDelta, *, create: bool) -> Non
     card.updated_at = delta.last_at
     # Re-inserted last, so dict order stays least recently used first.
     record.scorecards[delta.digest] = card
-    while len(record.scorecards) > SCORECARD_LIMIT:
-        del record.scorecards[next(iter(record.scorecards))]
+    trim_lru(record.scorecards, SCORECARD_LIMIT, protected(record))
 
 
 def apply_runs(record: ArtifactRecord, delta: RunsDelta) -> ArtifactRecord:
     """Fold ``delta`` into ``record`` (in place; the caller owns it) and return it.
 
     When the record still holds the code that ran, the result equals folding each run with
-    :func:`~recurgent._store._artifacts.apply_call`. When another process replaced the code
-    meanwhile, the runs still count (totals, and the old version's scorecard if it is kept),
-    but the newer code and its metadata stay: a stale counter never brings old code back.
+    :func:`~recurgent._store._artifacts.apply_call`, except for the promotion ledger: the
+    batch is evaluated once, on its totals, in one ledger entry that says how many calls it
+    covers (ADR 0080). When the runs ran a kept earlier version (enforcement chose it, ADR
+    0081), or another process replaced the code meanwhile, the runs still count (totals, and
+    that version's scorecard if it is kept), but the current code and its metadata stay: a
+    stale counter never brings old code back.
     """
     if delta.runs == 0:
         return record
+    promotion = delta.latest.promotion
+    if promotion.shadow:
+        ensure_lifecycle(record, delta.first_at)
     same_code = record.code_checksum == delta.digest and record.code.strip() != ""
+    kept = same_code or delta.digest in record.versions
     if same_code:
         adopt_call(record, delta.latest)
         record.created_at = record.created_at or delta.first_at
         if delta.duration_ms is not None:
             record.last_duration_ms = round(delta.duration_ms, 1)
-    _fold_card(record, delta, create=same_code)
+    _fold_card(record, delta, create=kept)
+    if kept:
+        remember_version(record, delta.digest, delta.last_at)
+        if promotion.shadow:
+            evaluate_version(
+                record,
+                delta.digest,
+                "answered",
+                enforced=promotion.enforced,
+                now=delta.last_at,
+                calls_covered=delta.runs,
+            )
     record.success_count += delta.runs
     record.domain_error_count += delta.domain_errors
     total = record.success_count + record.failure_count

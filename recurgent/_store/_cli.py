@@ -1,4 +1,5 @@
-"""``recurgent tools``: list, show, prune and forget what the tool store holds (ADR 0038).
+"""``recurgent tools``: list, show, prune and forget what the tool store holds (ADR 0038), and
+the promotion lifecycle's scorecards, decisions and set-lifecycle (ADR 0081).
 
 Read-only views (``list``, ``show``) never move or change a file, damaged ones included; they
 show them with their state. ``prune`` is a dry run unless ``--yes``. ``forget`` removes what
@@ -27,7 +28,7 @@ from typing import Any, TextIO, cast
 
 from pydantic import ValidationError
 
-from recurgent._store import _pending
+from recurgent._store import _cli_lifecycle, _pending
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
 from recurgent._store._files import locked, read_json
 from recurgent._store._paths import (
@@ -410,6 +411,8 @@ def build_parser(prog: str = "recurgent tools") -> argparse.ArgumentParser:
     )
     forget.add_argument("role", metavar="ROLE")
     forget.add_argument("method", metavar="METHOD", nargs="?")
+    # The promotion lifecycle's commands (ADR 0081).
+    _cli_lifecycle.add_commands(commands, common)
     return parser
 
 
@@ -452,6 +455,8 @@ def main(
             return _cmd_show(args, root, out, err)
         if args.command == "prune":
             return _cmd_prune(args, root, out, moment)
+        if args.command in _cli_lifecycle.COMMANDS:
+            return _cli_lifecycle.run(args, root, out, err)
         return _cmd_forget(args, root, out, err)
     except OSError as error:
         err.write(f"recurgent tools: {error}\n")

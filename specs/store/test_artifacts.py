@@ -213,10 +213,10 @@ class TestApplyCall:
 
     def test_unknown_keys_round_trip(self) -> None:
         """Keys this version does not know are written back."""
-        stored = apply_call(None, call(), now=NOW).to_json() | {"lifecycle": {"x": 1}}
+        stored = apply_call(None, call(), now=NOW).to_json() | {"patterns": {"x": 1}}
         record = apply_call(ArtifactRecord.model_validate(stored), call(), now=NOW)
 
-        assert record.to_json()["lifecycle"] == {"x": 1}
+        assert record.to_json()["patterns"] == {"x": 1}
         assert json.loads(json.dumps(record.to_json()))["schema_version"] == 1
 
 

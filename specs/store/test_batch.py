@@ -56,7 +56,9 @@ class TestApplyRuns:
     """apply_runs equals folding each run with apply_call."""
 
     def test_twenty_five_runs_fold_like_twenty_five_writes(self) -> None:
-        """Counts, scorecard, sessions, the 20-entry window and metadata all match exactly."""
+        """Counts, scorecard, sessions, the 20-entry window and metadata all match exactly;
+        the lifecycle ends in the same state, evaluated once for the batch instead of per run
+        (ADR 0080)."""
         runs = _runs(25)
         seed = _seeded()
         one_by_one = seed.model_copy(deep=True)
@@ -68,7 +70,17 @@ class TestApplyRuns:
 
         batched = apply_runs(seed.model_copy(deep=True), delta)
 
-        assert batched.to_json() == one_by_one.to_json()
+        batched_json, one_json = batched.to_json(), one_by_one.to_json()
+        batched_ledger = batched_json.pop("lifecycle")
+        one_ledger = one_json.pop("lifecycle")
+        assert batched_json == one_json
+        assert batched_ledger["versions"] == one_ledger["versions"]
+        evaluations = batched_ledger["shadow_ledger"]["evaluations"]
+        assert [(e["decision"], e["calls_covered"]) for e in evaluations] == [
+            ("continue_probation", 1),
+            ("continue_probation", 25),
+        ]
+        assert len(one_ledger["shadow_ledger"]["evaluations"]) == 26
         card = batched.scorecards[checksum("return 42")]
         assert (card.calls, card.successes, card.domain_errors, len(card.short_window)) == (
             26,
