@@ -32,7 +32,7 @@ from recurgent._patterns._prompt import (
 )
 from recurgent._reask import detect_reask
 from recurgent._registry import TOOLS_KEY
-from recurgent._store import checksum
+from recurgent._store import checksum, promotion_mode
 from recurgent._values import utc_timestamp
 
 if TYPE_CHECKING:
@@ -198,4 +198,25 @@ def _record(runtime: AgentRuntime, state: CallState, code: str, children: int) -
         code_checksum=checksum(code),
     )
     recorded = book.append(runtime.role, event)
+    if correction is not None:
+        _count_against(runtime, state, correction)
     return PatternReport(found, correction, recorded)
+
+
+def _count_against(runtime: AgentRuntime, state: CallState, correction: Correction) -> None:
+    """The corrected call's program version gets the correction on its scorecard, and the
+    promotion policy judges it again (ADR 0108)."""
+    store = runtime.store
+    digest = correction.correction_of_checksum
+    if store is None or digest is None:
+        return
+    settings = runtime.options.settings
+    store.record_correction(
+        runtime.role,
+        state.method,
+        digest,
+        promotion=promotion_mode(
+            shadow=settings.promotion_shadow_mode_enabled,
+            enforced=settings.promotion_enforcement_enabled,
+        ),
+    )

@@ -28,6 +28,7 @@ from recurgent._store._artifacts import (
     apply_call,
     checksum,
     contract_fingerprint,
+    parse_record,
     record_cacheability,
     reuse_verdict,
 )
@@ -40,6 +41,7 @@ from recurgent._store._promotion import (
     POLICY,
     Decision,
     Promotion,
+    evaluate as evaluate_version,
     latest_decision,
     promotion_mode,
     state_of,
@@ -362,6 +364,59 @@ class Store:
             return WriteResult(False, f"error: {type(error).__name__}: {error}")
         if refused:
             return WriteResult(False, refused[0])
+        return WriteResult(
+            updated.written,
+            updated.skipped,
+            updated.quarantined_to,
+            decided[0] if decided and updated.written else None,
+        )
+
+    def record_correction(
+        self, role: str, method: str, digest: str, *, promotion: Promotion
+    ) -> WriteResult:
+        """Count a user correction (a re-ask, ADR 0108) against the version ``digest`` of
+        ``role.method``, and evaluate that version again under the promotion policy.
+
+        Written at once (corrections are rare: only a call that wrote a program can be one).
+        Nothing is written for a version the artifact has no scorecard for
+        (``unknown_version``), nor to another runtime's or a damaged record.
+        """
+        path = self._artifact_path(role, method)
+        now = self._now()
+        refused: list[str] = []
+        decided: list[Decision] = []
+
+        def change(loaded: Loaded) -> dict[str, Any] | None:
+            record = parse_record(loaded.data)
+            if record is None or (record.role, record.method_name) != (role, method):
+                refused.append("no_record")
+                return None
+            card = record.scorecards.get(digest)
+            if card is None:
+                refused.append("unknown_version")
+                return None
+            card.user_correction_count += 1
+            card.updated_at = now
+            if promotion.shadow:
+                decided.append(
+                    evaluate_version(
+                        record,
+                        digest,
+                        "corrected",
+                        enforced=promotion.enforced,
+                        now=now,
+                        calls_covered=0,
+                    )
+                )
+            return record.to_json()
+
+        try:
+            updated = update_json(path, change, root=self.root, now=self._clock())
+        except (OSError, ValueError) as error:
+            return WriteResult(False, f"error: {type(error).__name__}: {error}")
+        if refused:
+            return WriteResult(False, refused[0])
+        _ARTIFACTS.drop(path)
         return WriteResult(
             updated.written,
             updated.skipped,

@@ -290,6 +290,28 @@ class TestReask:
             "matched_capability_patterns": ["http_fetch", "news_headline_extract", "xml_parse"],
         }
 
+    def test_the_corrected_version_is_judged_a_failure(
+        self, tmp_path: Path, log_path: Path, clock: Clock
+    ) -> None:
+        """The first call's program version gets the correction on its scorecard and a
+        ``corrected`` evaluation in the ledger; the second call's version none."""
+        root = tmp_path / "store"
+        agent = self._agent(root, log_path, HEADLINES, HEADLINES + "\n# asked again")
+        agent.ask("a")
+        agent.ask("b")
+
+        first, second = read_log(log_path)
+        (path,) = (root / "artifacts").rglob("ask-*.json")
+        record = json.loads(path.read_text())
+        cards = record["scorecards"]
+        assert cards[first["artifact_checksum"]]["user_correction_count"] == 1
+        assert cards[second["artifact_checksum"]]["user_correction_count"] == 0
+        runs = [
+            (e["candidate_artifact_id"], e["rationale"]["run"])
+            for e in record["lifecycle"]["shadow_ledger"]["evaluations"]
+        ]
+        assert (first["artifact_checksum"], "corrected") in runs
+
     def test_shifted_capabilities_are_not_a_correction(
         self, tmp_path: Path, log_path: Path, clock: Clock
     ) -> None:
