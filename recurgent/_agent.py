@@ -13,10 +13,11 @@ Dispatch rules:
 
 The instance keeps everything in one underscored slot (an ``AgentState``), so the public
 namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``delegate``,
-``tool``, ``responds_to``, ``getdoc`` and the proposal methods (``propose``, ``proposals``,
-``proposal``, ``approve_proposal``, ``reject_proposal``, ``apply_proposal``; ADR 0086), which
-never reach a provider. Making, keeping and reaching child agents is the
-base class's (``_agent_children.ChildAgents``, ADR 0067).
+``tool``, ``responds_to``, ``getdoc``, ``role_profile`` and ``self_model`` (properties, ADRs 0083
+and 0085) and the proposal methods (``propose``, ``proposals``, ``proposal``,
+``approve_proposal``, ``reject_proposal``, ``apply_proposal``; ADR 0086), which never reach a
+provider. Making, keeping and reaching child agents is the base class's
+(``_agent_children.ChildAgents``, ADR 0067).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
 from recurgent._options import parse_options
+from recurgent._profiles import ProfileBinding
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import generated_code_running
+from recurgent._self_model import self_model
 from recurgent._worker._slot import LaneSlot, Preparation
 from recurgent.errors import (
     GuardrailViolationError,
@@ -61,6 +64,8 @@ _PUBLIC = frozenset(
         "approve_proposal",
         "reject_proposal",
         "apply_proposal",
+        "role_profile",
+        "self_model",
     }
 )
 
@@ -141,6 +146,14 @@ class Agent(ChildAgents):
             cache_root=opts.environment_cache_root,
         )
         self._open_store()
+        # After the store: the profile is published where this agent's programs are kept.
+        store = internals.store
+        internals.profiles = ProfileBinding(
+            internals.role,
+            store.root if store is not None else None,
+            profile=opts.role_profile,
+            version=opts.role_profile_version,
+        )
 
     @classmethod
     def for_(cls, role: str, **options: Any) -> Agent:
@@ -175,6 +188,33 @@ class Agent(ChildAgents):
         """The agent's live memory dict."""
         return self._agent.memory
 
+    @property
+    def role_profile(self) -> dict[str, Any] | None:
+        """The active role profile (a copy), or ``None`` (ADR 0083).
+
+        Set with the ``role_profile=``/``role_profile_version=`` options or an applied
+        proposal; kept per role in the tool store's ``role_profiles.json``.
+        """
+        profiles = self._agent.profiles
+        return profiles.active_copy() if profiles is not None else None
+
+    @property
+    def self_model(self) -> dict[str, Any] | None:
+        """What the agent knows about itself (ADR 0085): ``awareness_level`` (``l1``/``l2``/
+        ``l3``), ``authority``, the active contract and role-profile versions and the snapshot
+        refs of its last call; ``None`` when ``self_model_capture_enabled`` is off."""
+        internals = self._agent
+        settings = internals.options.settings
+        if not settings.self_model_capture_enabled:
+            return None
+        profiles = internals.profiles
+        return self_model(
+            settings,
+            internals.options.contract,
+            profiles.active_version() if profiles is not None else None,
+            internals.self_model.last,
+        )
+
     def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
 
@@ -184,6 +224,7 @@ class Agent(ChildAgents):
         """
         self._check_registry_write(entries, phase="remember")
         self._agent.memory.update(entries)
+        self._observe_setters(list(entries))
         return self
 
     def getdoc(self) -> str:
@@ -319,6 +360,7 @@ class Agent(ChildAgents):
         if name == TOOLS_KEY:
             self._check_registry_write({name: value}, phase="setter")
         self._agent.memory[name] = value
+        self._observe_setters([name])
 
     def __delattr__(self, name: str) -> None:
         if name.startswith("_") or name not in self._agent.memory:
@@ -396,6 +438,8 @@ class Agent(ChildAgents):
                 workers=internals.workers,
                 content=internals.content,
                 patterns=internals.patterns,
+                profiles=internals.profiles,
+                self_model=internals.self_model,
             )
         return internals.runtime
 
@@ -409,6 +453,11 @@ class Agent(ChildAgents):
 
     def _remember_from_code(self, entries: Mapping[str, Any]) -> None:
         self.remember(**dict(entries))
+
+    def _observe_setters(self, names: list[str]) -> None:
+        profiles = self._agent.profiles
+        if profiles is not None:
+            profiles.observe_setter(names)
 
     def _check_registry_write(self, entries: Mapping[str, Any], *, phase: str) -> None:
         if TOOLS_KEY not in entries:

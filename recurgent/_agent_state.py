@@ -16,6 +16,8 @@ from recurgent._lifecycle import AgentRuntime
 from recurgent._lifecycle._patterns import AgentPatterns
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
+from recurgent._profiles import ProfileBinding
+from recurgent._self_model import SelfModelSlot
 from recurgent._store import Store
 from recurgent._worker._slot import LaneSlot
 from recurgent.providers import Provider
@@ -53,3 +55,6 @@ class AgentState:
     content: ContentStore = field(default_factory=ContentStore)
     # Its pattern memory without a store, and its latest programs (ADR 0107).
     patterns: AgentPatterns = field(default_factory=AgentPatterns)
+    # Its role profile and observations (ADR 0083), and its last captured call (ADR 0085).
+    profiles: ProfileBinding | None = None
+    self_model: SelfModelSlot = field(default_factory=SelfModelSlot)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
 from recurgent._hosts import host_entry_covered, normalize_host_entry
+from recurgent._profiles._model import normalize_profile, normalize_version
 from recurgent._runtime_config import RuntimeSettings, current_settings
 from recurgent._store._paths import default_root
 from recurgent._values import safe_repr
@@ -65,7 +66,11 @@ _NOT_OVERRIDABLE = frozenset(
     {"toolstore_root", "isolation", "dependency_policy", "environment_cache_root"}
 )
 _RUNTIME_OPTIONS = (*_INHERITED, "delegation_budget")
-KNOWN_OPTIONS = frozenset((*_RUNTIME_OPTIONS, *CONTRACT_FIELDS, "delegation_contract"))
+# A role profile is its role's: never inherited, but the host may give a child one (ADR 0083).
+_PROFILE_OPTIONS = ("role_profile", "role_profile_version")
+KNOWN_OPTIONS = frozenset(
+    (*_RUNTIME_OPTIONS, *_PROFILE_OPTIONS, *CONTRACT_FIELDS, "delegation_contract")
+)
 #: Limits generated code may pass to ``delegate``/``tool``, and only to narrow them (ADR 0024).
 NARROWING_OPTIONS = (
     "network",
@@ -74,7 +79,9 @@ NARROWING_OPTIONS = (
     "forwarded_call_budget",
 )
 #: Runtime options that only the host sets: generated code passing one is refused (ADR 0024).
-HOST_ONLY_OPTIONS = frozenset(_RUNTIME_OPTIONS) - frozenset(NARROWING_OPTIONS)
+HOST_ONLY_OPTIONS = (frozenset(_RUNTIME_OPTIONS) - frozenset(NARROWING_OPTIONS)) | frozenset(
+    _PROFILE_OPTIONS
+)
 _UNSET: Any = object()
 
 
@@ -110,6 +117,10 @@ class AgentOptions:
     contract_source: ContractSource
     #: The runtime settings captured when the agent was built (ADR 0076); delegates share them.
     settings: RuntimeSettings = field(default_factory=RuntimeSettings)
+    #: The ``role_profile=`` option, checked (ADR 0083); its role is checked by the agent.
+    role_profile: Mapping[str, Any] | None = None
+    #: The ``role_profile_version=`` option.
+    role_profile_version: int | None = None
 
     def for_delegate(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Options for a child: inherited values, the budget minus one, then ``overrides``."""
@@ -123,7 +134,7 @@ class AgentOptions:
             {
                 k: v
                 for k, v in overrides.items()
-                if k in _RUNTIME_OPTIONS and k not in _NOT_OVERRIDABLE
+                if (k in _RUNTIME_OPTIONS and k not in _NOT_OVERRIDABLE) or k in _PROFILE_OPTIONS
             }
         )
         return inherited
@@ -395,4 +406,19 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         contract=contract,
         contract_source=source,
         settings=settings,
+        role_profile=_role_profile(get("role_profile")),
+        role_profile_version=_role_profile_version(get("role_profile_version")),
     )
+
+
+def _role_profile(value: Any) -> Mapping[str, Any] | None:
+    return None if value is None else normalize_profile(value)
+
+
+def _role_profile_version(value: Any) -> int | None:
+    if value is None:
+        return None
+    version = normalize_version(value)
+    if version is None:
+        raise UsageError(f"role_profile_version must be an int >= 1, got {_shown(value)}")
+    return version

@@ -264,6 +264,41 @@ def shared_system_prefix() -> str:
     )
 
 
+_PROFILE_RULES = {
+    ("shared_state_slot", "prescriptive"): "keep the role's state in memory key {value}",
+    ("shared_state_slot", "coordination"): "use the memory key the sibling methods use{value}",
+    ("return_shape_family", "prescriptive"): "answer with a value of shape {value}",
+    ("return_shape_family", "coordination"): "answer in the shape the sibling methods use{value}",
+    ("signature_family", "prescriptive"): "read the arguments as {value}",
+    ("signature_family", "coordination"): "read the arguments as the sibling methods do{value}",
+}
+
+
+def _role_profile_block(profile: Mapping[str, Any] | None) -> str:
+    """The active role profile as the system prompt states it (ADR 0083): one line per
+    constraint covering the method, with the value to use; bounded and inert like registry
+    text (ADR 0071)."""
+    if not profile:
+        return ""
+    lines: list[str] = []
+    for row in list(profile.get("constraints") or [])[:32]:
+        value = row.get("value")
+        shown = repr(_plain(str(value), _NAME_CHARS)) if value is not None else None
+        rule = _PROFILE_RULES.get((row.get("kind"), row.get("mode")))
+        if rule is None:
+            continue
+        if row.get("mode") == "coordination":
+            text = rule.format(value=f" ({shown})" if shown else "")
+        else:
+            text = rule.format(value=shown)
+        lines.append(f"- {inert(_plain(str(row.get('name')), _NAME_CHARS))}: {inert(text)}")
+    if not lines:
+        return ""
+    return render(
+        "role_profile", version=profile.get("version"), constraints=Rendered("\n".join(lines))
+    )
+
+
 def build_prompts(
     *,
     role: str,
@@ -275,14 +310,15 @@ def build_prompts(
     contract: Mapping[str, Any] | None,
     network: Any,
     limits: SandboxLimits,
+    role_profile: Mapping[str, Any] | None = None,
     patterns: Sequence[PatternSummary] = (),
 ) -> Prompts:
     """Render both prompts of one dynamic call.
 
     The system prompt is :func:`shared_system_prefix` followed by what is particular to the
-    agent (role, depth band, network policy, limits, contract); everything that changes from
-    call to call (invocation, memory, known tools, history count, recent patterns) is in the user
-    prompt.
+    agent (role, depth band, network policy, limits, contract, active role profile); everything
+    that changes from call to call (invocation, memory, known tools, history count, recent
+    patterns) is in the user prompt.
     """
     band = min(depth, 2)
     identity = ("identity_builder", "identity_tool", "identity_worker")[band]
@@ -300,6 +336,9 @@ def build_prompts(
         max_forwarded_calls=limits.max_forwarded_calls,
     )
     system = "\n".join([shared_system_prefix(), agent, contract_system])
+    profile_block = _role_profile_block(role_profile)
+    if profile_block:
+        system += "\n" + profile_block
     history = memory.get(HISTORY_KEY)
     tools = memory.get(TOOLS_KEY)
     user = render(

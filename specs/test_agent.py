@@ -293,7 +293,8 @@ class TestConstruction:
 
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
         """The agent's own public names are exactly the pinned ones (getdoc: ADR 0031;
-        prepare: ADR 0042; the six proposal methods: ADR 0086)."""
+        prepare: ADR 0042; the six proposal methods: ADR 0086; role_profile: ADR 0083;
+        self_model: ADR 0085)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
@@ -309,7 +310,9 @@ class TestConstruction:
             "reject_proposal",
             "remember",
             "responds_to",
+            "role_profile",
             "runtime_context",
+            "self_model",
             "tool",
         ]
 
@@ -331,7 +334,9 @@ class TestConstruction:
             "reject_proposal",
             "remember",
             "responds_to",
+            "role_profile",
             "runtime_context",
+            "self_model",
             "tool",
             "total",
         ]

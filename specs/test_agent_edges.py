@@ -150,7 +150,7 @@ class TestReservedSetters:
         assert f"{name!r} is reserved by Agent" in message
         assert (
             "for_, getdoc, prepare, proposal, proposals, propose, pytestmark, reject_proposal, "
-            "remember, responds_to, runtime_context" in message
+            "remember, responds_to, role_profile, runtime_context, self_model" in message
         )
         assert f"agent.remember({name}=value)" in message
         assert agent.runtime_context == {}
@@ -173,7 +173,9 @@ class TestReservedSetters:
             "reject_proposal",
             "remember",
             "responds_to",
+            "role_profile",
             "runtime_context",
+            "self_model",
             "tool",
             "trait_names",
         ]

@@ -40,6 +40,33 @@ def _options(agent: Agent) -> Any:
 _PREFIX = "planner.delegate('helper') from generated code refused: "
 
 
+class TestRoleProfileOptions:
+    """A role profile is its role's: the host may give a child one, code never (ADR 0083)."""
+
+    def test_host_delegate_gives_the_child_its_profile(self) -> None:
+        """delegate('helper', role_profile=...) from host code binds the child's profile."""
+        parent = Agent("planner", provider=ScriptedProvider(), log=False, toolstore_root=None)
+        profile = {"role": "helper", "version": 2, "constraints": {}}
+
+        child = parent.delegate("helper", purpose="help", role_profile=profile)
+
+        assert (child.role_profile or {}).get("version") == 2
+        assert parent.role_profile is None
+
+    def test_a_parents_profile_is_not_inherited(self) -> None:
+        """A child of a profiled parent has no profile of its own."""
+        profile = {"role": "planner", "version": 1, "constraints": {}}
+        parent = Agent(
+            "planner",
+            provider=ScriptedProvider(),
+            log=False,
+            toolstore_root=None,
+            role_profile=profile,
+        )
+
+        assert parent.delegate("helper", purpose="help").role_profile is None
+
+
 class TestHostOnlyOptionsAreRefused:
     """log, provider, model, debug, verbose, trace_id and every budget never come from code."""
 
@@ -88,6 +115,8 @@ class TestHostOnlyOptionsAreRefused:
             ("max_generation_attempts", "50"),
             ("guardrail_recovery_budget", "9"),
             ("fresh_outcome_repair_budget", "9"),
+            ("role_profile", "{'role': 'helper', 'version': 1, 'constraints': {}}"),
+            ("role_profile_version", "1"),
         ],
     )
     def test_each_host_only_option_is_refused(self, option: str, value: str) -> None:

@@ -33,9 +33,11 @@ from recurgent._lifecycle._generation import Generated, generate_program
 from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
 from recurgent._lifecycle._patterns import AgentPatterns, finish_patterns, recent_patterns
+from recurgent._lifecycle._role_continuity import finish_continuity, prompt_profile
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
+from recurgent._profiles import ProfileBinding
 from recurgent._prompting import Prompts, build_prompts
 from recurgent._sandbox import HandleOps, SandboxLimits
 from recurgent._sandbox._limits import (
@@ -46,6 +48,7 @@ from recurgent._sandbox._limits import (
     monotonic_clock,
 )
 from recurgent._secret_index import SecretIndex
+from recurgent._self_model import SelfModelSlot
 from recurgent._store import Store
 from recurgent._values import json_safe
 from recurgent.errors import (
@@ -95,6 +98,8 @@ class AgentRuntime:
         secrets: The secret values in its memory, cached per key for the log (ADR 0120).
         content: Its content store: kept answers for ``content(ref)`` (ADR 0101).
         patterns: Its pattern memory without a store, and its latest programs (ADR 0107).
+        profiles: Its role profile and observations (ADR 0083).
+        self_model: Its last captured call, for ``Agent.self_model`` (ADR 0085).
     """
 
     role: str
@@ -118,6 +123,8 @@ class AgentRuntime:
     secrets: SecretIndex = field(default_factory=SecretIndex)
     content: ContentStore = field(default_factory=ContentStore)
     patterns: AgentPatterns = field(default_factory=AgentPatterns)
+    profiles: ProfileBinding | None = None
+    self_model: SelfModelSlot | None = None
 
 
 def run_call(
@@ -189,6 +196,7 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
         _append_history(runtime, state)
         note_history_access(state)
         finish_patterns(runtime, state)  # pattern memory and re-ask signals (ADRs 0107, 0108)
+        finish_continuity(runtime, state)  # role profile, namespace, self model (ADRs 0083-0085)
         # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
         try:
             _persistence.record(runtime, state)
@@ -305,6 +313,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             network=options.network,
             limits=limits,
             patterns=recent_patterns(runtime, state.method, state.frame.depth),
+            role_profile=prompt_profile(runtime, state.method),
         )
 
     # --- persistence (ADR 0047): a stored program may answer with no provider request.

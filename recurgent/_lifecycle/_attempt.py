@@ -15,6 +15,7 @@ from recurgent._guardrails import provenance_violation
 from recurgent._journal import Writes
 from recurgent._lifecycle._continuity import content_reader
 from recurgent._lifecycle._generation import Generated
+from recurgent._lifecycle._role_continuity import check_continuity
 from recurgent._lifecycle._state import CallState
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import ExecutionResult, ExecutionSandbox, HostBridge, SandboxLimits
@@ -148,6 +149,7 @@ def _attempt_outcome(
         if violation is not None:
             raise violation
         outcome = _check_contract(runtime, state, outcome)
+    check_continuity(runtime, state, generated.program.code, generated.tree, outcome)
     return outcome
 
 

@@ -11,6 +11,7 @@ from recurgent._call import CallFrame
 from recurgent._content_store import ContentReads, ContentWrite, content_log_fields
 from recurgent._history import HISTORY_KEY
 from recurgent._lifecycle._patterns import PatternReport, pattern_log_fields
+from recurgent._lifecycle._role_continuity import NO_AGENCY_FIELDS
 from recurgent._parsing import format_traceback
 from recurgent._redact import environment_secrets, redact
 from recurgent._secret_index import SecretIndex
@@ -272,6 +273,13 @@ class CallState:
     contract_validation_mismatch: str | None = None
     contract_validation_expected_keys: list[str] = field(default_factory=list)
     contract_validation_actual_keys: list[str] = field(default_factory=list)
+    # Role profile, namespace, self model, solver shape (ADRs 0083-0085, written by
+    # _lifecycle/_role_continuity.py): whether the call kept the active role profile
+    # (``role_profile_compliant`` above), the guard's report, what the guard saw, and these log
+    # fields once finished.
+    role_profile_report: dict[str, Any] | None = None
+    continuity: Any = None
+    agency: dict[str, Any] | None = None
     history_record_appended: bool = False
     conversation_history_size: int | None = None
     # The content store (ADRs 0101-0103): this call's write, the content(ref) reads of its latest
@@ -427,6 +435,7 @@ class CallState:
             "contract_validation_mismatch": self.contract_validation_mismatch,
             "contract_validation_expected_keys": self.contract_validation_expected_keys,
             "contract_validation_actual_keys": self.contract_validation_actual_keys,
+            **(self.agency or NO_AGENCY_FIELDS),
             "stdout": view.text(self.stdout),
             "forwarded_calls": self.forwarded_calls,
             "trace_id": self.frame.trace_id,

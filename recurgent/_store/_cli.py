@@ -1,5 +1,6 @@
-"""``recurgent tools``: list, show, prune and forget what the tool store holds (ADR 0038), and
-the promotion lifecycle's scorecards, decisions and set-lifecycle (ADR 0081).
+"""``recurgent tools``: list, show, prune and forget what the tool store holds (ADR 0038), the
+promotion lifecycle's scorecards, decisions and set-lifecycle (ADR 0081), and a role's namespace
+pressure (ADR 0084).
 
 Read-only views (``list``, ``show``) never move or change a file, damaged ones included; they
 show them with their state. ``prune`` is a dry run unless ``--yes``. ``forget`` removes what
@@ -28,6 +29,8 @@ from typing import Any, TextIO, cast
 
 from pydantic import ValidationError
 
+from recurgent._profiles._cli import namespace_pressure
+from recurgent._profiles._namespace import forget_namespace
 from recurgent._store import _cli_lifecycle, _pending
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
 from recurgent._store._files import locked, read_json
@@ -346,6 +349,7 @@ def _cmd_prune(args: argparse.Namespace, root: Path, out: TextIO, now: datetime.
 
 def _cmd_forget(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
     removed = [str(e.path) for e in scan(root, args.role, args.method) if _remove(e.path, root)]
+    forget_namespace(root, args.role, args.method)  # its state-key telemetry too (ADR 0084)
     tool_removed = False
     if args.method is None:
         tool_removed = remove_tools(root, [args.role]).written
@@ -413,6 +417,12 @@ def build_parser(prog: str = "recurgent tools") -> argparse.ArgumentParser:
     forget.add_argument("method", metavar="METHOD", nargs="?")
     # The promotion lifecycle's commands (ADR 0081).
     _cli_lifecycle.add_commands(commands, common)
+    pressure = commands.add_parser(
+        "namespace-pressure",
+        parents=[common],
+        help="a role's memory keys across its methods: collisions, lifetimes, drift (ADR 0084)",
+    )
+    pressure.add_argument("role", metavar="ROLE")
     return parser
 
 
@@ -457,6 +467,8 @@ def main(
             return _cmd_prune(args, root, out, moment)
         if args.command in _cli_lifecycle.COMMANDS:
             return _cli_lifecycle.run(args, root, out, err)
+        if args.command == "namespace-pressure":
+            return namespace_pressure(args.role, root, as_json=args.json, out=out, err=err)
         return _cmd_forget(args, root, out, err)
     except OSError as error:
         err.write(f"recurgent tools: {error}\n")
