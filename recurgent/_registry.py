@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from recurgent._tool_telemetry import ToolObservation, merge_observations
 from recurgent._values import utc_timestamp
 from recurgent.errors import GuardrailViolationError
 
@@ -76,8 +77,15 @@ def count(entry: Mapping[str, Any], key: str) -> int:
     return max(int(value), 0)
 
 
-def record_tool_use(memory: dict[str, Any], name: str, method: str, ok: bool) -> None:
-    """Count one call served by a registered tool (no-op for unregistered names)."""
+def record_tool_use(
+    memory: dict[str, Any],
+    name: str,
+    method: str,
+    ok: bool,
+    observation: ToolObservation | None = None,
+) -> None:
+    """Count one call served by a registered tool (no-op for unregistered names), with what the
+    tool's program showed (ADR 0109)."""
     tools = memory.get(TOOLS_KEY)
     entry = tools.get(name) if isinstance(tools, dict) else None
     if not isinstance(entry, dict):
@@ -91,6 +99,8 @@ def record_tool_use(memory: dict[str, Any], name: str, method: str, ok: bool) ->
     counter = "success_count" if ok else "failure_count"
     entry[counter] = count(entry, counter) + 1
     entry["last_used_at"] = utc_timestamp()
+    if observation is not None:
+        entry.update(merge_observations(entry, [observation]))
 
 
 def _executable_paths(value: Any, path: str, depth: int = 0) -> list[str]:

@@ -195,7 +195,6 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
     if not state.interrupted:
         _append_history(runtime, state)
         note_history_access(state)
-        finish_patterns(runtime, state)  # pattern memory and re-ask signals (ADRs 0107, 0108)
         finish_continuity(runtime, state)  # role profile, namespace, self model (ADRs 0083-0085)
         # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
         try:
@@ -203,6 +202,9 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
         except Exception as error:  # noqa: BLE001 - a store problem never breaks the call
             state.artifact_write = f"error: {type(error).__name__}"
         # ---
+        # After the record: the lifecycle state it gave the version is what a caller of this
+        # agent as a tool records (ADRs 0107-0109).
+        finish_patterns(runtime, state)
     if runtime.logger is not None:
         try:
             entry = state.log_entry(

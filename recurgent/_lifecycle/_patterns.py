@@ -1,10 +1,13 @@
 """One call's pattern bookkeeping: its capability tags, the re-ask it may be, its event in the
-pattern memory, and the recent patterns its prompt shows (ADRs 0107, 0108).
+pattern memory, the recent patterns its prompt shows, and what a caller of the agent as a tool
+records about it (ADRs 0107-0109).
 
 The lifecycle calls :func:`recent_patterns` when it builds a prompt and :func:`finish_patterns`
 when a call finishes (beside the content store's bookkeeping in :mod:`._continuity`). Only a
 call that wrote a program (generated or repaired) is read and recorded: a stored program
-answering again costs one comparison here and writes nothing (ADR 0055's budget).
+answering again costs one comparison here and writes nothing (ADR 0055's budget). The agent
+remembers the program of its latest call per method, so a parent calling it through a
+registered tool can record the tool's telemetry (:func:`tool_observation`).
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from recurgent._patterns._prompt import (
     pattern_prompt_applies,
     summarize_patterns,
 )
+from recurgent._profiles import observe_program
 from recurgent._reask import detect_reask
 from recurgent._registry import TOOLS_KEY
 from recurgent._store import checksum, promotion_mode
+from recurgent._tool_telemetry import ToolObservation
 from recurgent._values import utc_timestamp
 
 if TYPE_CHECKING:
@@ -45,6 +50,7 @@ __all__ = [
     "finish_patterns",
     "pattern_log_fields",
     "recent_patterns",
+    "tool_observation",
 ]
 
 _RECORDED_SOURCES = frozenset({"generated", "repaired"})
@@ -54,6 +60,17 @@ _PROGRAMS_KEPT = 256
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch: when an event is recorded (specs replace it)."""
     return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class LastProgram:
+    """The program a method's latest finished call ran, and the lifecycle state its version was
+    given (``None`` when the call was not evaluated)."""
+
+    code: str
+    lifecycle_state: str | None = None
+    lifecycle_decision: str | None = None
+    policy_version: str | None = None
 
 
 @dataclass(slots=True)
@@ -67,7 +84,7 @@ class AgentPatterns:
     """
 
     memory: MemoryPatterns = field(default_factory=MemoryPatterns)
-    programs: dict[str, str] = field(default_factory=dict)
+    programs: dict[str, LastProgram] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +152,35 @@ def _child_calls(frame: CallFrame) -> int:
         return _CHILD_CALLS.pop(frame.call_id, 0)
 
 
-def _keep_program(patterns: AgentPatterns, method: str, code: str) -> None:
+def _keep_program(patterns: AgentPatterns, state: CallState, code: str) -> None:
     programs = patterns.programs
-    if programs.get(method) is code:
-        return
+    method = state.method
     programs.pop(method, None)
-    programs[method] = code
+    programs[method] = LastProgram(
+        code, state.lifecycle_state, state.lifecycle_decision, state.promotion_policy_version
+    )
     while len(programs) > _PROGRAMS_KEPT:
-        del programs[next(iter(programs))]
+        programs.pop(next(iter(programs)), None)
+
+
+def tool_observation(patterns: AgentPatterns, method: str) -> ToolObservation | None:
+    """What the agent's latest call of ``method`` showed, for a caller recording it as a tool
+    (``None`` when that call ran no program). The program is read once per process (both
+    readers cache by its text)."""
+    last = patterns.programs.get(method)
+    if last is None:
+        return None
+    shape = observe_program(last.code)
+    return ToolObservation(
+        method=method,
+        state_keys=shape.state_keys,
+        primary_key=shape.primary_key,
+        signature=shape.signature,
+        capabilities=extract_capabilities(last.code).tags,
+        lifecycle_state=last.lifecycle_state,
+        lifecycle_decision=last.lifecycle_decision,
+        policy_version=last.policy_version,
+    )
 
 
 def finish_patterns(runtime: AgentRuntime, state: CallState) -> None:
@@ -153,7 +191,7 @@ def finish_patterns(runtime: AgentRuntime, state: CallState) -> None:
     code = state.code
     if not code or code.isspace():
         return
-    _keep_program(runtime.patterns, state.method, code)
+    _keep_program(runtime.patterns, state, code)
     if state.program_source not in _RECORDED_SOURCES:
         return
     try:
@@ -195,7 +233,7 @@ def _record(runtime: AgentRuntime, state: CallState, code: str, children: int) -
         outcome_status=outcome.status if outcome is not None else None,
         error_type=outcome.error_type if outcome is not None else None,
         user_correction=correction,
-        code_checksum=checksum(code),
+        code_checksum=state.artifact_checksum or checksum(code),
     )
     recorded = book.append(runtime.role, event)
     if correction is not None:

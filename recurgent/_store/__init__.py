@@ -53,6 +53,7 @@ from recurgent._store._registry import (
     update_tools,
 )
 from recurgent._store._versions import enforced_choices, runs_kept_version
+from recurgent._tool_telemetry import ToolObservation
 from recurgent._values import utc_timestamp
 
 __all__ = [
@@ -490,15 +491,18 @@ class Store:
             _pending.USES.put_back(path, self.root, waiting)
         return result
 
-    def touch_tool(self, name: str, method: str, *, ok: bool) -> WriteResult:
+    def touch_tool(
+        self, name: str, method: str, *, ok: bool, observation: ToolObservation | None = None
+    ) -> WriteResult:
         """Count one call a registered tool served (``deferred``: written in a batch, ADR
-        0055); ``not_registered`` for other names, which are never counted."""
+        0055), with what its program showed (ADR 0109); ``not_registered`` for other names,
+        which are never counted."""
         if name not in self._tools():
             return WriteResult(False, "not_registered")
         now = self._now()
 
         def add(deltas: dict[str, UsesDelta]) -> dict[str, UsesDelta]:
-            deltas.setdefault(name, UsesDelta()).add(method, ok, now)
+            deltas.setdefault(name, UsesDelta()).add(method, ok, now, observation)
             return deltas
 
         due = _pending.USES.fold(registry_path(self.root), self.root, dict, add)
