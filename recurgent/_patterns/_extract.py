@@ -316,12 +316,13 @@ def extract_capabilities(code: str | None) -> Capabilities:
 
 
 #: The original's text heuristics for a tool known only by its registry entry (no program
-#: read yet), in its order, with this port's xml and csv words added.
+#: read yet), in its order, with this port's xml, csv and feed words added. ``parse`` alone no
+#: longer means HTML (a feed parser is not a scraper); web pages and websites do.
 _TEXT_TAGS = (
     ("http_fetch", re.compile(r"\b(?:https?|url|fetch|net::http)\b")),
-    ("rss_parse", re.compile(r"\brss\b")),
+    ("rss_parse", re.compile(r"\b(?:rss|atom|feeds?)\b")),
     ("xml_parse", re.compile(r"\bxml\b")),
-    ("html_extract", re.compile(r"\b(?:html|scrape|extract|parse)\b")),
+    ("html_extract", re.compile(r"\b(?:html|scrape|scraper|extract|web ?pages?|websites?)\b")),
     ("news_headline_extract", re.compile(r"\b(?:news|headlines?)\b")),
     ("movie_listings", re.compile(r"\b(?:movies?|theaters?|showtimes?|listings?)\b")),
     ("json_parse", re.compile(r"\bjson\b")),

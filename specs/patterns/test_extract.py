@@ -157,7 +157,8 @@ class TestTextCapabilities:
         assert tags == ("http_fetch", "html_extract", "movie_listings")
 
     def test_methods_and_deliverable_count(self) -> None:
-        """Underscored method names split into words; the deliverable's text is read too."""
+        """Underscored method names split into words; the deliverable's text is read too;
+        ``parse`` alone is not HTML extraction (the original said it was)."""
         tags = text_capabilities(None, ["parse_rss_feed"], {"type": "object", "json": True})
 
-        assert tags == ("rss_parse", "html_extract", "json_parse")
+        assert tags == ("rss_parse", "json_parse")
