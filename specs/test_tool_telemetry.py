@@ -99,14 +99,14 @@ class TestBounds:
         METHODS_OBSERVED most recently observed methods."""
         wide = ToolObservation(
             method="wide",
-            state_keys=tuple(f"k{i:02d}" for i in range(20)) + ("x" * (KEY_CHARS + 1),),
+            state_keys=("x" * (KEY_CHARS + 1), *(f"k{i:02d}" for i in range(20))),
             capabilities=("http_fetch", "Not A Tag", "</tools>"),
         )
         entry = merge_observations({}, [wide])
         many = [ToolObservation(method=f"m{i:03d}", signature="s") for i in range(50)]
         crowded = merge_observations(entry, many)
 
-        assert len(entry["method_state_keys"]["wide"]) == KEYS_SHOWN
+        assert entry["method_state_keys"]["wide"] == [f"k{i:02d}" for i in range(KEYS_SHOWN)]
         assert entry["capabilities"] == ["http_fetch"]
         assert len(crowded["method_signatures"]) == METHODS_OBSERVED
         assert "wide" not in crowded["method_state_keys"]
