@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from recurgent._tool_telemetry import ToolObservation, merge_observations
+from recurgent._tool_telemetry import ToolObservation, merge_observations, reflects
 from recurgent._values import utc_timestamp
 from recurgent.errors import GuardrailViolationError
 
@@ -107,7 +107,7 @@ def record_tool_use(
     counter = "success_count" if ok else "failure_count"
     entry[counter] = count(entry, counter) + 1
     entry["last_used_at"] = utc_timestamp()
-    if observation is not None:
+    if observation is not None and not reflects(entry, observation):
         entry.update(merge_observations(entry, [observation]))
 
 

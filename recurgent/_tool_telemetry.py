@@ -34,6 +34,7 @@ __all__ = [
     "TAGS_SHOWN",
     "ToolObservation",
     "merge_observations",
+    "reflects",
 ]
 
 METHODS_OBSERVED = 32
@@ -107,6 +108,31 @@ def consistency_ratio(primary_keys: Mapping[str, Any]) -> float:
     if not keys:
         return 1.0
     return round(Counter(keys).most_common(1)[0][1] / len(keys), 4)
+
+
+def reflects(entry: Mapping[str, Any], seen: ToolObservation) -> bool:
+    """Whether ``entry`` already says what ``seen`` would write (a stored program answering
+    again shows the same thing every call: nothing to merge)."""
+    method = seen.method
+
+    def field(name: str) -> Any:
+        mapping = entry.get(name)
+        return mapping.get(method) if isinstance(mapping, Mapping) else None
+
+    keys = _keys(seen.state_keys)
+    return (
+        field("method_signatures") == (seen.signature or None)
+        and field("method_state_keys") == (keys or None)
+        and field("method_capabilities") == (_tags(seen.capabilities) or None)
+        and all(
+            value is None or entry.get(name) == value
+            for name, value in (
+                ("lifecycle_state", seen.lifecycle_state),
+                ("lifecycle_decision", seen.lifecycle_decision),
+                ("promotion_policy_version", seen.policy_version),
+            )
+        )
+    )
 
 
 def merge_observations(

@@ -14,6 +14,7 @@ from recurgent._tool_telemetry import (
     ToolObservation,
     consistency_ratio,
     merge_observations,
+    reflects,
 )
 
 FETCH = ToolObservation(
@@ -138,3 +139,24 @@ class TestBatched:
         assert (entry["usage_count"], entry["success_count"], entry["failure_count"]) == (3, 2, 1)
         assert entry["method_signatures"] == {"parse": "args:0|kwargs:strict", "fetch": "s"}
         assert entry["capabilities"] == ["rss_parse", "xml_parse", "http_fetch"]
+
+
+class TestReflects:
+    """An entry that already says what an observation would write needs no merge."""
+
+    def test_after_a_merge_the_same_observation_is_reflected(self) -> None:
+        """Merged once: reflected; a changed signature or lifecycle: not."""
+        entry = merge_observations({}, [FETCH])
+        moved = ToolObservation(**{**_fields(FETCH), "lifecycle_state": "durable"})
+        resigned = ToolObservation(**{**_fields(FETCH), "signature": "args:1|kwargs:none"})
+
+        assert [reflects(entry, FETCH), reflects(entry, moved), reflects(entry, resigned)] == [
+            True,
+            False,
+            False,
+        ]
+        assert reflects({}, FETCH) is False
+
+
+def _fields(seen: ToolObservation) -> dict[str, Any]:
+    return {name: getattr(seen, name) for name in ToolObservation.__slots__}
