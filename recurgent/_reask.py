@@ -55,7 +55,7 @@ def detect_reask(
     if depth != 0 or not trace_id or not method.strip() or previous is None:
         return None
     # A missing depth reads as 0, as the original reads it.
-    if (previous.depth or 0) != 0 or previous.trace_id != trace_id or not previous.call_id:
+    if (previous.depth or 0) != 0 or previous.trace_id != trace_id:
         return None
     if previous.recorded_at_ms <= 0:
         return None
@@ -63,9 +63,12 @@ def detect_reask(
     if not 0 <= elapsed_ms <= REASK_WINDOW_SECONDS * 1000:
         return None
     current, before = _tags(patterns), _tags(previous.capability_patterns)
+    # An event without a call id (hand-written) still names the correction, as "" (the
+    # original's nil.to_s).
+    corrected = previous.call_id or ""
     if overlap_ratio(current, before) >= MIN_OVERLAP_RATIO:
         matched = tuple(tag for tag in current if tag in before)
-        return Correction("temporal_reask", previous.call_id, matched, previous.code_checksum)
+        return Correction("temporal_reask", corrected, matched, previous.code_checksum)
     if not current and not before and not previous.had_delegated_calls and not had_child_calls:
-        return Correction("temporal_reask_no_tooling", previous.call_id, (), previous.code_checksum)
+        return Correction("temporal_reask_no_tooling", corrected, (), previous.code_checksum)
     return None

@@ -75,7 +75,7 @@ class TestWindow:
 
 
 class TestEligibility:
-    """Depth 0 both, one trace, a previous event with a time and a call id."""
+    """Depth 0 both, one trace, a previous event with a time."""
 
     @pytest.mark.parametrize(
         ("previous", "call"),
@@ -86,12 +86,18 @@ class TestEligibility:
             ({}, {"trace_id": None}),
             ({}, {"method": "  "}),
             ({"recorded_at_ms": 0}, {}),
-            ({"call_id": None}, {}),
         ],
     )
     def test_not_a_reask(self, previous: dict[str, Any], call: dict[str, Any]) -> None:
         """Each broken condition alone keeps the call from being a re-ask."""
         assert _detect(_previous(**previous), **call) is None
+
+    def test_an_event_without_a_call_id_is_corrected_as_empty(self) -> None:
+        """A hand-written event with no call id still matches; the reference is "" (the
+        original's nil.to_s)."""
+        found = _detect(_previous(call_id=None))
+
+        assert (found.signal, found.correction_of_call_id) == ("temporal_reask", "")
 
     def test_no_previous_event(self) -> None:
         """The first call of a method is never a re-ask."""

@@ -160,10 +160,10 @@ def _correction(value: Any) -> Correction | None:
         return None
     signal = _text(value.get("signal"), _NAME_CHARS)
     call_id = _text(value.get("correction_of_call_id"), _ID_CHARS)
-    if not signal or not call_id:
+    if not signal:
         return None
     matched = tuple(sorted(tags_of(value.get("matched_capability_patterns"))))
-    return Correction(signal, call_id, matched)
+    return Correction(signal, call_id or "", matched)
 
 
 def checked_event(entry: Any) -> PatternEvent | None:

@@ -53,7 +53,7 @@ from recurgent._store._registry import (
     update_tools,
 )
 from recurgent._store._versions import enforced_choices, runs_kept_version
-from recurgent._tool_telemetry import ToolObservation
+from recurgent._tool_telemetry import ToolObservation, reflects
 from recurgent._values import utc_timestamp
 
 __all__ = [
@@ -496,8 +496,14 @@ class Store:
     ) -> WriteResult:
         """Count one call a registered tool served (``deferred``: written in a batch, ADR
         0055), with what its program showed (ADR 0109); ``not_registered`` for other names,
-        which are never counted."""
-        if name not in self._tools():
+        which are never counted.
+
+        An observation the registry on disk does not reflect yet (a new program, a lifecycle
+        change) is written at once, with every use waiting for the registry: a stored program
+        answering again adds nothing new and waits for the batch.
+        """
+        tools = self._tools()
+        if name not in tools:
             return WriteResult(False, "not_registered")
         now = self._now()
 
@@ -505,7 +511,17 @@ class Store:
             deltas.setdefault(name, UsesDelta()).add(method, ok, now, observation)
             return deltas
 
-        due = _pending.USES.fold(registry_path(self.root), self.root, dict, add)
+        path = registry_path(self.root)
+        due = _pending.USES.fold(path, self.root, dict, add)
+        if observation is not None and not reflects(tools[name], observation):
+            waiting = _pending.USES.take(path)
+            if waiting is not None:
+                try:
+                    _pending.write_uses(path, self.root, waiting)
+                except (OSError, ValueError) as error:
+                    _pending.USES.put_back(path, self.root, waiting)
+                    return WriteResult(False, f"error: {type(error).__name__}: {error}")
+                return WriteResult(True)
         if due:
             _pending.flush_due()
         return _DEFERRED

@@ -114,3 +114,25 @@ class TestRecorded:
         assert "<interface_overlap_observations>\n- pager: [fetch, fetch_url]\n" in (
             request.user_prompt
         )
+
+
+class TestWhenWritten:
+    """New telemetry reaches registry.json at once; a repeat waits for the batch (ADR 0055)."""
+
+    def test_a_new_program_is_written_at_once_a_repeat_is_batched(self, tmp_path: Path) -> None:
+        """After the first run registry.json holds the telemetry without a flush; the second
+        run (stored programs, nothing new) leaves the file as it was until the flush."""
+        root = tmp_path / "store"
+        registry = root / "registry.json"
+        boss, _ = _boss(root)
+
+        boss.run()
+        after_first = registry.read_bytes()
+        boss.run()
+        after_second = registry.read_bytes()
+        flush()
+
+        first = json.loads(after_first)["tools"]["web_fetcher"]
+        assert {key: first.get(key) for key in TELEMETRY} == TELEMETRY
+        assert after_second == after_first
+        assert json.loads(registry.read_text())["tools"]["web_fetcher"]["usage_count"] == 4
