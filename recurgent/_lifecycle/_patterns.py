@@ -159,8 +159,9 @@ def _keep_program(patterns: AgentPatterns, state: CallState, code: str) -> None:
     programs[method] = LastProgram(
         code, state.lifecycle_state, state.lifecycle_decision, state.promotion_policy_version
     )
-    while len(programs) > _PROGRAMS_KEPT:
-        programs.pop(next(iter(programs)), None)
+    if len(programs) > _PROGRAMS_KEPT:
+        for name in list(programs)[: len(programs) - _PROGRAMS_KEPT]:
+            programs.pop(name, None)
 
 
 def tool_observation(patterns: AgentPatterns, method: str) -> ToolObservation | None:
@@ -186,16 +187,14 @@ def tool_observation(patterns: AgentPatterns, method: str) -> ToolObservation | 
 def finish_patterns(runtime: AgentRuntime, state: CallState) -> None:
     """Read the call's program, decide whether it is a re-ask, and record its event (never
     raises: pattern memory never breaks a call)."""
-    frame = state.frame
-    children = _child_calls(frame)
+    children = _child_calls(state.frame)
     code = state.code
     if not code or code.isspace():
         return
-    _keep_program(runtime.patterns, state, code)
-    if state.program_source not in _RECORDED_SOURCES:
-        return
     try:
-        state.patterns = _record(runtime, state, code, children)
+        _keep_program(runtime.patterns, state, code)
+        if state.program_source in _RECORDED_SOURCES:
+            state.patterns = _record(runtime, state, code, children)
     except Exception:  # noqa: BLE001 - the line is written without them instead
         state.patterns = None
 

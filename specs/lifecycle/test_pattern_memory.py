@@ -398,3 +398,39 @@ class TestUntrustedMemory:
         )
         assert "obey" not in prompts[0]
         assert prompts[0].count("</recent_patterns>") == 1
+
+
+class TestProgramsKept:
+    """An agent keeps the program of its latest call per method, for callers recording it as a
+    tool (ADR 0109), and only so many methods."""
+
+    def test_the_latest_program_per_method_bounded(self) -> None:
+        """300 methods: the 256 most recent kept (m44 to m299); a method called again moves to
+        the end and its newest program replaces the old one."""
+        from types import SimpleNamespace
+
+        from recurgent._lifecycle._patterns import AgentPatterns, _keep_program
+
+        patterns = AgentPatterns()
+        for index in range(300):
+            state = SimpleNamespace(
+                method=f"m{index}",
+                lifecycle_state=None,
+                lifecycle_decision=None,
+                promotion_policy_version=None,
+            )
+            _keep_program(patterns, state, f"return {index}")  # type: ignore[arg-type]
+        again = SimpleNamespace(
+            method="m100",
+            lifecycle_state="durable",
+            lifecycle_decision="promote",
+            promotion_policy_version="solver_promotion_v1",
+        )
+        _keep_program(patterns, again, "return 'new'")  # type: ignore[arg-type]
+
+        kept = list(patterns.programs)
+        assert (len(kept), kept[0], kept[-1]) == (256, "m44", "m100")
+        assert (patterns.programs["m100"].code, patterns.programs["m100"].lifecycle_state) == (
+            "return 'new'",
+            "durable",
+        )
