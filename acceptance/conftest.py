@@ -42,15 +42,18 @@ def feed_server() -> Iterator[FeedServer]:
 def _backend(
     mode: str, feed_server: FeedServer, log_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Backend]:
+    # Every mode stores under one explicit root beside the log: the scripted provider is a test
+    # double, which persists nothing without one (ADR 0077).
+    root = log_path.parent / "toolstore"
     if mode == "live":
         monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", True)
         if _LIVE_MODEL is not None:
             monkeypatch.setenv("RECURGENT_MODEL", _LIVE_MODEL)
-        yield Backend(mode, route_provider(_LIVE_MODEL), log_path)
+        yield Backend(mode, route_provider(_LIVE_MODEL), log_path, store_root=root)
         return
     router = ProgramRouter(PROGRAMS, substitutions=feed_substitutions(feed_server.base_url))
     if mode == "scripted":
-        yield Backend(mode, router.provider(), log_path, router)
+        yield Backend(mode, router.provider(), log_path, router, store_root=root)
     else:
         monkeypatch.setattr(providers, "ALLOW_PROVIDER_REQUESTS", True)
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
@@ -60,7 +63,7 @@ def _backend(
             provider = OpenAIProvider(
                 base_url=server.base_url, api_key=_LOOPBACK_KEY, max_retries=0
             )
-            yield Backend(mode, provider, log_path, router, server)
+            yield Backend(mode, provider, log_path, router, server, store_root=root)
     assert not router.unrouted, f"requests no scripted program answered: {router.unrouted}"
 
 

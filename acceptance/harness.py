@@ -50,6 +50,9 @@ class Backend:
         log_path: Where agents built by :meth:`agent` log.
         router: The scripted programs (``None`` when live).
         openai_server: The loopback server (``openai_loopback`` only).
+        store_root: The tool store agents built by :meth:`agent` share. Explicit, because a
+            scripted provider is a test double and persists nothing without one (ADR 0077);
+            ``None`` leaves each agent its default.
     """
 
     mode: str
@@ -57,6 +60,7 @@ class Backend:
     log_path: Path
     router: ProgramRouter | None = None
     openai_server: FakeOpenAIServer | None = None
+    store_root: Path | None = None
 
     @property
     def live(self) -> bool:
@@ -64,7 +68,10 @@ class Backend:
         return self.mode == "live"
 
     def agent(self, role: str, **options: Any) -> Agent:
-        """An agent on this backend, logging to :attr:`log_path`."""
+        """An agent on this backend, logging to :attr:`log_path`, storing under
+        :attr:`store_root` (unless ``toolstore_root`` is given)."""
+        if self.store_root is not None:
+            options.setdefault("toolstore_root", self.store_root)
         return Agent(role, provider=self.provider, log=self.log_path, **options)
 
     def log(self) -> list[dict[str, Any]]:

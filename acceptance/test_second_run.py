@@ -1,4 +1,4 @@
-"""Issue 11: each scenario run twice on one tool store root (this test's XDG state directory).
+"""Issue 11: each scenario run twice on one tool store root (the backend's explicit root).
 
 The second run is a new agent, as a new process would build it: every method the first run
 stored as cacheable answers from the store with no provider request, and the answers are the

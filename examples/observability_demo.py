@@ -24,6 +24,9 @@ class SilentFor:
     def __init__(self, role: str, inner: Provider) -> None:
         self._role = role
         self._inner = inner
+        # A wrapper of a test double is a test double too: its programs stay out of the
+        # user's tool store (ADR 0077).
+        self.test_double = getattr(inner, "test_double", False) is True
 
     def generate_program(self, request: ProviderRequest) -> object:
         """``None`` (no program) for the silent role, the inner provider's reply otherwise."""

@@ -13,24 +13,26 @@ Dispatch rules:
 
 The instance keeps everything in one underscored slot (an ``AgentState``), so the public
 namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``delegate``,
-``tool``, ``responds_to``, ``getdoc``, ``role_profile`` and ``self_model`` (properties, ADRs 0083
-and 0085) and the proposal methods (``propose``, ``proposals``, ``proposal``,
-``approve_proposal``, ``reject_proposal``, ``apply_proposal``; ADR 0086), which never reach a
-provider. Making, keeping and reaching child agents is the base class's
-(``_agent_children.ChildAgents``, ADR 0067).
+``tool``, ``responds_to``, ``getdoc``, ``aio`` (the async view, ADR 0096), ``role_profile``
+and ``self_model`` (properties, ADRs 0083 and 0085) and the proposal methods (``propose``,
+``proposals``, ``proposal``, ``approve_proposal``, ``reject_proposal``, ``apply_proposal``;
+ADR 0086), which never reach a provider. Making, keeping and reaching child agents is the
+base class's (``_agent_children.ChildAgents``, ADR 0067).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn, SupportsIndex
+from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 
 from recurgent._agent_children import ChildAgents
 from recurgent._agent_state import AgentState
+from recurgent._aio import AsyncAgent
 from recurgent._governance._wiring import governance_of
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
+from recurgent._option_types import AgentOptionsDict, DynamicAttribute
 from recurgent._options import parse_options
 from recurgent._profiles import ProfileBinding
 from recurgent._registry import TOOLS_KEY, integrity_violation
@@ -45,6 +47,7 @@ from recurgent.errors import (
 from recurgent.outcome import Outcome
 from recurgent.program import parse_program
 from recurgent.providers import Provider, route_provider
+from recurgent.providers._preflight import check_route
 
 __all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
 
@@ -66,6 +69,7 @@ _PUBLIC = frozenset(
         "apply_proposal",
         "role_profile",
         "self_model",
+        "aio",
     }
 )
 
@@ -114,8 +118,9 @@ class Agent(ChildAgents):
 
     Args:
         role: What the agent is, in words ("calculator", "news assistant"). Prompts use it.
-        **options: Keyword-only options (see the README's option table); an unknown option
-            raises :class:`~recurgent.errors.UsageError`.
+        **options: Keyword-only options (see the README's option table), typed by
+            :class:`~recurgent._option_types.AgentOptionsDict`; an unknown option raises
+            :class:`~recurgent.errors.UsageError`.
 
     Example::
 
@@ -127,7 +132,7 @@ class Agent(ChildAgents):
     __slots__ = ("_agent",)
     __recurgent_agent__ = True
 
-    def __init__(self, role: str, **options: Any) -> None:
+    def __init__(self, role: str, **options: Unpack[AgentOptionsDict]) -> None:
         if not isinstance(role, str) or not role.strip():
             raise UsageError(f"role must be a non-empty str, got {role!r}")
         object.__setattr__(
@@ -136,6 +141,10 @@ class Agent(ChildAgents):
         internals = self._agent
         if internals.options.provider is not None:
             check_provider(internals.options.provider)
+        else:
+            # Fail fast (ADR 0097): a missing key or SDK is a UsageError here, not a
+            # provider error on the first call.
+            internals.provider = check_route(internals.options.model)
         if internals.options.log is not None:
             internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
         opts = internals.options
@@ -144,6 +153,7 @@ class Agent(ChildAgents):
             isolation=opts.isolation,
             network=opts.network,
             cache_root=opts.environment_cache_root,
+            role=internals.role,
         )
         self._open_store()
         # After the store: the profile is published where this agent's programs are kept.
@@ -156,13 +166,17 @@ class Agent(ChildAgents):
         )
 
     @classmethod
-    def for_(cls, role: str, **options: Any) -> Agent:
+    def for_(cls, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Create an agent (the canonical constructor; ``Agent(role, ...)`` is the same)."""
         return cls(role, **options)
 
     @classmethod
     def prepare(
-        cls, role: str, *, dependencies: list[Mapping[str, Any]], **options: Any
+        cls,
+        role: str,
+        *,
+        dependencies: list[Mapping[str, Any]],
+        **options: Unpack[AgentOptionsDict],
     ) -> Preparation[Agent]:
         """Create an agent and build its dependency environment in the background.
 
@@ -171,11 +185,11 @@ class Agent(ChildAgents):
         result's ``agent`` is usable at once; ``wait(timeout)`` and ``status`` follow the
         preparation, whose failure is ``environment_preparing`` (ADR 0042).
         """
-        agent = cls(role, **options)
         try:
             parse_program({"code": "pass", "dependencies": dependencies}, method_name="prepare")
         except RecurgentError as invalid:
             raise UsageError(f"dependencies: {invalid.message}") from None
+        agent = cls(role, **options)
         slot = agent._agent.workers
         assert slot is not None
         ticket = slot.lane().prepare(dependencies, role=agent._agent.role)
@@ -215,6 +229,12 @@ class Agent(ChildAgents):
             internals.self_model.last,
         )
 
+    @property
+    def aio(self) -> AsyncAgent:
+        """The async view of this agent: ``await agent.aio.method(...)`` runs the call without
+        blocking the event loop; same memory, log and Outcome (ADR 0096)."""
+        return AsyncAgent(self)
+
     def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
 
@@ -223,6 +243,7 @@ class Agent(ChildAgents):
                 nothing is written then.
         """
         self._check_registry_write(entries, phase="remember")
+        self._check_crossing(entries)
         self._agent.memory.update(entries)
         self._observe_setters(list(entries))
         return self
@@ -252,7 +273,7 @@ class Agent(ChildAgents):
             return False
         return name in self._agent.memory or name in _PUBLIC
 
-    def delegate(self, role: str, **options: Any) -> Agent:
+    def delegate(self, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Create a child agent (a tool) that inherits this agent's settings.
 
         Contract fields (``purpose``, ``deliverable``, ``acceptance``, ``failure_policy``,
@@ -268,7 +289,7 @@ class Agent(ChildAgents):
         """
         return self._delegate(role, options, None, api="delegate")
 
-    def tool(self, name: str, **options: Any) -> Agent:
+    def tool(self, name: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Materialize a tool recorded in ``runtime_context["tools"]`` again, with its contract.
 
         The tool kept under ``name`` is returned as it is; a tool built anew is the program's
@@ -338,13 +359,14 @@ class Agent(ChildAgents):
 
     # ----------------------------------------------------------------- dispatch
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> DynamicAttribute:
+        # Typed for users: a call of it returns an Outcome; as memory it is any value (ADR 0099).
         if name.startswith("_") or name in PROBE_NAMES:
             raise AttributeError(name)
         memory = self._agent.memory
         if name in memory:
-            return memory[name]
-        return _DynamicMethod(self, name)
+            return cast("DynamicAttribute", memory[name])
+        return cast("DynamicAttribute", _DynamicMethod(self, name))
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):
@@ -359,6 +381,7 @@ class Agent(ChildAgents):
             )
         if name == TOOLS_KEY:
             self._check_registry_write({name: value}, phase="setter")
+        self._check_crossing({name: value})
         self._agent.memory[name] = value
         self._observe_setters([name])
 
@@ -458,6 +481,11 @@ class Agent(ChildAgents):
         profiles = self._agent.profiles
         if profiles is not None:
             profiles.observe_setter(names)
+
+    def _check_crossing(self, entries: Mapping[str, Any]) -> None:
+        # isolation="process": memory must be data its worker can receive (ADR 0094).
+        if self._agent.workers is not None:
+            self._agent.workers.check_memory(entries)
 
     def _check_registry_write(self, entries: Mapping[str, Any], *, phase: str) -> None:
         if TOOLS_KEY not in entries:

@@ -147,7 +147,7 @@ class ChildAgents:
         if cached is not None and (by_program or not cached._agent.built_by_program):
             return cached
         # Host code asking for a child the program made gets its own child in its place.
-        fields = {key: options.get(key) for key in CONTRACT_FIELDS}
+        fields: dict[str, Any] = {key: options.get(key) for key in CONTRACT_FIELDS}
         if fields["intent_signature"] is None and invocation is not None:
             fields["intent_signature"] = infer_intent_signature(*invocation)
         child_options = internals.options.for_delegate(options)

@@ -167,7 +167,8 @@ def _source(entry: Entry) -> str:
     text = f"source={entry.get('program_source') or '-'}"
     checksum = entry.get("artifact_checksum")
     if isinstance(checksum, str) and checksum:
-        text += f" #{checksum[:8]}"
+        # "sha256:<hex>": the first 8 hex digits, as `recurgent tools` and verbose show them.
+        text += f" #{checksum.partition(':')[2][:8] or checksum[:8]}"
     if entry.get("cacheable") is False:
         text += f" noreuse={entry.get('cacheability_reason') or '?'}"
     if entry.get("repair_attempted") is True:

@@ -14,12 +14,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
 from recurgent._json_schema import check_json_schema, is_json_schema, location, vet_json_schema
+from recurgent._values import safe_repr
 from recurgent.errors import UsageError
 
 __all__ = [
@@ -54,27 +55,50 @@ class TypedDeliverable(dict[str, Any]):
         self.type_name = type_name
 
 
+_ACCEPTED = (
+    "a deliverable is a JSON Schema mapping (the type/required form included, e.g. "
+    '{"type": "object", "required": ["items"]}) or a type pydantic can validate (a model class, '
+    "list[Model], Literal[...])"
+)
+
+
 def as_deliverable(value: Any) -> Any:
-    """A deliverable option as the runtime keeps it: a type becomes a :class:`TypedDeliverable`.
+    """A deliverable option as the runtime keeps it, checked now (ADR 0097).
+
+    Every mapping, the type/required form included, must be valid JSON Schema (checked against
+    its meta-schema: ``{"type": "objekt"}`` and ``{"required": "a"}`` are refused; the extra
+    ``min_items`` and ``constraints`` keys of the type/required form are allowed); a type
+    becomes a :class:`TypedDeliverable` once pydantic has built its adapter.
 
     Raises:
-        UsageError: ``value`` is an object that is neither plain data nor a type pydantic can
-            validate (the message says what is accepted).
+        UsageError: ``value`` is not a valid schema, is plain data that is no schema (``42``,
+            a string, a list), or is an object pydantic cannot validate against; the message
+            says what is accepted.
     """
-    if value is None or isinstance(value, Mapping | str | list | tuple | int | float | bool):
-        if isinstance(value, Mapping) and is_json_schema(value):
-            vet_json_schema(value)
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        vet_json_schema(value)
         return value
+    if isinstance(value, str | bytes | list | tuple | int | float | bool):
+        raise UsageError(f"deliverable={safe_repr(value, limit=200)} is refused: {_ACCEPTED}")
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(value)
-        name = getattr(value, "__name__", None) or repr(value)
-        return TypedDeliverable(adapter, str(name))
+        return TypedDeliverable(adapter, _type_name(value))
     except (PydanticUserError, TypeError, ValueError) as error:
         raise UsageError(
             f"deliverable must be a mapping (a JSON Schema or the type/required form) or a type "
-            f"pydantic can validate (a model class, list[Model], Literal[...]), got {value!r}: "
-            f"{error}"
+            f"pydantic can validate (a model class, list[Model], Literal[...]), got "
+            f"{safe_repr(value, limit=200)}: {error}"
         ) from None
+
+
+def _type_name(value: Any) -> str:
+    """``Headline``, ``list[Headline]``, ``Literal['a', 'b']``: a type as a reader writes it."""
+    if get_origin(value) is None and isinstance(getattr(value, "__name__", None), str):
+        return str(value.__name__)
+    # Generic aliases: their repr without module paths (typing.Literal, pkg.mod.Headline).
+    return re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", repr(value))
 
 
 def shape_name(value: Any) -> str:
@@ -144,6 +168,39 @@ class ContractCheck:
     actual_keys: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 
+    def describe(self) -> str:
+        """The mismatch in words for the outcome's message: where, what, expected and actual.
+
+        E.g. ``type_mismatch: expected object, got array`` or ``schema_violation: n: 'x' is
+        not of type 'integer' (expected integer, got string)`` (ADR 0097).
+        """
+        details = self.details
+        path = details.get("validator_path") or _property_of(details.get("constraint_path"))
+        where = f"{path}: " if path and path != "(root)" else ""
+        expected, actual = details.get("expected_shape"), details.get("actual_shape")
+        problem = details.get("validator_message")
+        if self.mismatch == "missing_required_key":
+            missing = ", ".join(map(repr, details.get("missing_keys", [])))
+            got = ", ".join(map(repr, self.actual_keys)) or "none"
+            text = f"missing required key(s) {missing}; got keys {got}"
+        elif self.mismatch == "min_items_violation":
+            text = (
+                f"{where}expected at least {details.get('expected_min_items')} items, got "
+                f"{details.get('actual_items')}"
+            )
+        elif problem:
+            typed = details.get("expected_type")
+            text = (f"expected {typed}; " if typed else "") + f"{where}{problem}"
+            if expected and actual:
+                text += f" (expected {expected}, got {actual})"
+            elif actual:
+                text += f" (got {actual})"
+        elif expected and actual:
+            text = f"{where}expected {expected}, got {actual}"
+        else:
+            text = ""
+        return f"{self.mismatch}: {text}" if text else str(self.mismatch)
+
     def metadata(self) -> dict[str, Any]:
         """Metadata for a ``contract_violation`` outcome."""
         return {
@@ -152,6 +209,16 @@ class ContractCheck:
             "actual_keys": self.actual_keys,
             **self.details,
         }
+
+
+def _property_of(constraint_path: Any) -> str | None:
+    """``count`` from ``deliverable.constraints.properties.count.type``."""
+    if not isinstance(constraint_path, str):
+        return None
+    marker = ".properties."
+    if marker not in constraint_path:
+        return None
+    return constraint_path.split(marker, 1)[1].rsplit(".", 1)[0]
 
 
 def _min_items(raw: Any) -> int | None:
@@ -238,6 +305,7 @@ def _check_typed(deliverable: TypedDeliverable, value: Any) -> ContractCheck:
             validator_path=location(first.get("loc", ())),
             validator_message=str(first.get("msg", ""))[:400],
             expected_type=deliverable.type_name,
+            actual_shape=shape_name(first.get("input")),
         )
     return ContractCheck(applied=True, passed=True, typed_value=typed)
 
@@ -262,7 +330,7 @@ def validate_deliverable(
     check = _check_shape(deliverable, value, args, kwargs)
     if check.passed and is_json_schema(deliverable):
         checked = check.canonical_value if check.canonical_value is not None else value
-        problem = check_json_schema(deliverable, checked)
+        problem = check_json_schema(deliverable, checked, shape=shape_name)
         if problem is not None:
             mismatch, details = problem
             return _fail(mismatch, [], checked, **details)

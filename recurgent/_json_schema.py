@@ -10,7 +10,7 @@ checked in the host, so its size is bounded when the contract is made, its ``pat
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -98,8 +98,14 @@ def location(path: Sequence[Any]) -> str:
     return ".".join(str(part) for part in path) or "(root)"
 
 
-def check_json_schema(schema: Mapping[str, Any], value: Any) -> SchemaProblem | None:
-    """Why ``value`` does not satisfy ``schema``, or ``None`` when it does."""
+def check_json_schema(
+    schema: Mapping[str, Any], value: Any, *, shape: Callable[[Any], str] | None = None
+) -> SchemaProblem | None:
+    """Why ``value`` does not satisfy ``schema``, or ``None`` when it does.
+
+    ``shape`` names the JSON type of the failing part (its ``actual_shape``); a ``type``
+    keyword that failed is its ``expected_shape``.
+    """
     validator_class = _bounded(jsonschema.validators.validator_for(schema))
     validator = validator_class(schema, registry=_OFFLINE_REFERENCES)
     try:
@@ -111,11 +117,19 @@ def check_json_schema(schema: Mapping[str, Any], value: Any) -> SchemaProblem | 
         }
     if error is None:
         return None
-    return "schema_violation", {
+    details: dict[str, Any] = {
         "validator_path": location(error.absolute_path),
         "validator_message": error.message[:400],
         "schema_path": location(error.absolute_schema_path),
     }
+    if shape is not None:
+        if error.validator == "type":
+            declared = error.validator_value
+            details["expected_shape"] = (
+                " or ".join(map(str, declared)) if isinstance(declared, list) else str(declared)
+            )
+        details["actual_shape"] = shape(error.instance)
+    return "schema_violation", details
 
 
 def _refuse_retrieval(uri: str) -> referencing.Resource[Any]:

@@ -23,6 +23,7 @@ from recurgent._values import safe_repr
 from recurgent._worker._manifest import DependencyPolicy
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider
+from recurgent.providers._identity import is_test_double
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -121,6 +122,9 @@ class AgentOptions:
     role_profile: Mapping[str, Any] | None = None
     #: The ``role_profile_version=`` option.
     role_profile_version: int | None = None
+    #: Whether ``toolstore_root`` was given as an option (ADR 0077): a default root is resolved
+    #: again by each delegate, so a test double never persists into it.
+    toolstore_root_explicit: bool = True
 
     def for_delegate(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Options for a child: inherited values, the budget minus one, then ``overrides``."""
@@ -137,6 +141,8 @@ class AgentOptions:
                 if (k in _RUNTIME_OPTIONS and k not in _NOT_OVERRIDABLE) or k in _PROFILE_OPTIONS
             }
         )
+        if not self.toolstore_root_explicit:
+            del inherited["toolstore_root"]
         return inherited
 
     def narrowing_refusals(self, requested: Mapping[str, Any]) -> list[str]:
@@ -265,9 +271,11 @@ def _check_log_target(path: Path) -> None:
     )
 
 
-def _toolstore_root(value: Any) -> Path | None:
+def _toolstore_root(value: Any, provider: Provider | None) -> Path | None:
     if value is _UNSET:
-        return default_root()
+        # A test double persists only where it is told to (ADR 0077): never into the user's
+        # store, wherever RECURGENT_TOOLSTORE_ROOT or XDG_STATE_HOME put it.
+        return None if is_test_double(provider) else default_root()
     if value is None:
         return None
     if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
@@ -362,8 +370,9 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
     contract, source = compose_contract(
         get("delegation_contract"), {name: get(name) for name in CONTRACT_FIELDS}
     )
+    provider = resolve_provider(get("provider"))
     return AgentOptions(
-        provider=resolve_provider(get("provider")),
+        provider=provider,
         model=model.strip(),
         log=_log_path(get("log", True)),
         debug=_flag("debug", get("debug", False)),
@@ -399,7 +408,7 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         forwarded_call_budget=_int_option(  # type: ignore[arg-type]
             "forwarded_call_budget", get("forwarded_call_budget", 200), 1
         ),
-        toolstore_root=_toolstore_root(get("toolstore_root", _UNSET)),
+        toolstore_root=_toolstore_root(get("toolstore_root", _UNSET), provider),
         isolation=_isolation(get("isolation", settings.isolation)),
         dependency_policy=_dependency_policy(get("dependency_policy")),
         environment_cache_root=_cache_root(get("environment_cache_root")),
@@ -408,6 +417,7 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
         settings=settings,
         role_profile=_role_profile(get("role_profile")),
         role_profile_version=_role_profile_version(get("role_profile_version")),
+        toolstore_root_explicit="toolstore_root" in options,
     )
 
 

@@ -13,6 +13,7 @@ back exactly) and it is cut to a bounded length. No value can open or close a pr
 from __future__ import annotations
 
 import functools
+import math
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -372,14 +373,18 @@ def build_prompts(
     network: Any,
     limits: SandboxLimits,
     role_profile: Mapping[str, Any] | None = None,
+    time_left: float | None = None,
     patterns: Sequence[PatternSummary] = (),
 ) -> Prompts:
     """Render both prompts of one dynamic call.
 
     The system prompt is :func:`shared_system_prefix` followed by what is particular to the
-    agent (role, depth band, network policy, limits, contract, active role profile); everything
+    agent (role, depth band, network policy, limits, contract, active role profile), so it is
+    byte-identical for every call of an agent at one depth while its profile stays; everything
     that changes from call to call (invocation, memory, known tools, history count, recent
-    patterns) is in the user prompt.
+    patterns) is in the user prompt. ``limits`` are the agent's own; ``time_left``, the seconds a calling program's
+    deadline leaves this call when that is less than the agent's timeout, goes to the user
+    prompt in whole seconds (ADR 0026, amended by 0100).
     """
     band = min(depth, 2)
     identity = ("identity_builder", "identity_tool", "identity_worker")[band]
@@ -409,6 +414,12 @@ def build_prompts(
         args=_short(list(args), _ARGUMENT_CHARS),
         kwargs=_short(dict(kwargs), _ARGUMENT_CHARS),
         depth=depth,
+        time_left=Rendered(
+            f"<time_left>{math.floor(time_left)} seconds: the calling program's deadline stops "
+            f"this call sooner than the limit above</time_left>\n"
+        )
+        if time_left is not None
+        else "",
         memory=_memory_view(memory),
         history_count=len(history) if isinstance(history, list) else 0,
         tool_count=len(tools) if isinstance(tools, Mapping) else 0,

@@ -25,11 +25,13 @@
     ├── GuardrailViolationError             tool_registry_violation
     ├── GuardrailRetryExhaustedError        guardrail_retry_exhausted
     ├── OutcomeRepairRetryExhaustedError    outcome_repair_retry_exhausted
-    └── BudgetExceededError                 budget_exceeded
+    ├── BudgetExceededError                 budget_exceeded
+    └── OutcomeError                        any other type     (raised by Outcome.unwrap())
 
 Constructors store data and do nothing else. The lifecycle turns every class except
 ``UsageError`` into an error ``Outcome`` by reading ``error_type`` and ``retriable``
-(ADR 0003).
+(ADR 0003); :func:`error_for` turns an error ``Outcome`` back into an exception for
+``Outcome.unwrap()`` (ADR 0098).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "InvalidDependencyManifestError",
     "InvalidOutcomeError",
     "NonSerializableResultError",
+    "OutcomeError",
     "OutcomeRepairRetryExhaustedError",
     "ProviderAuthError",
     "ProviderError",
@@ -62,6 +65,7 @@ __all__ = [
     "ResourceLimitError",
     "UsageError",
     "WorkerCrashError",
+    "error_for",
 ]
 
 
@@ -271,3 +275,69 @@ class WorkerCrashError(RecurgentError):
 
     error_type = "worker_crash"
     retriable = True
+
+
+class OutcomeError(RecurgentError):
+    """An error Outcome raised by ``Outcome.unwrap()`` whose ``error_type`` no runtime class owns.
+
+    A domain error a program returned (``division_by_zero``), the tool vocabulary
+    (``network_error``) or ``contract_violation``: the instance carries the outcome's
+    ``error_type`` and ``retriable``, so ``except OutcomeError as e: e.error_type`` reads it.
+    """
+
+
+def _canonical_classes() -> dict[str, type[RecurgentError]]:
+    # One class per error_type. Where several classes share a type, the general one answers:
+    # ``timeout`` is ExecutionTimeoutError (both timeouts are TimeoutErrors), ``provider`` is
+    # ProviderError, ``execution`` is ExecutionError.
+    classes: tuple[type[RecurgentError], ...] = (
+        ExecutionError,
+        ProviderError,
+        ExecutionTimeoutError,
+        InvalidCodeError,
+        InvalidDependencyManifestError,
+        ResourceLimitError,
+        NonSerializableResultError,
+        UsageError,
+        GuardrailViolationError,
+        GuardrailRetryExhaustedError,
+        OutcomeRepairRetryExhaustedError,
+        BudgetExceededError,
+        DependencyManifestIncompatibleError,
+        DependencyPolicyViolationError,
+        DependencyResolutionError,
+        DependencyInstallError,
+        DependencyActivationError,
+        EnvironmentPreparingError,
+        WorkerCrashError,
+    )
+    return {cls.error_type: cls for cls in classes}
+
+
+_BY_ERROR_TYPE = _canonical_classes()
+
+
+def error_for(
+    error_type: str,
+    message: str,
+    *,
+    retriable: bool,
+    metadata: Mapping[str, Any] | None = None,
+) -> RecurgentError:
+    """The exception an error Outcome stands for: its class by ``error_type``, its fields kept.
+
+    Args:
+        error_type: The outcome's type; one no class owns gives an :class:`OutcomeError`.
+        message: The outcome's ``error_message``.
+        retriable: The outcome's flag; the instance reports it even where the class says
+            otherwise (a program may mark its own error retriable).
+        metadata: The outcome's metadata.
+    """
+    cls = _BY_ERROR_TYPE.get(error_type, OutcomeError)
+    error = cls(message, metadata=metadata)
+    # Instance values over the class defaults: what the outcome said is what the error says.
+    if cls.error_type != error_type:
+        vars(error)["error_type"] = error_type
+    if cls.retriable != retriable:
+        vars(error)["retriable"] = retriable
+    return error

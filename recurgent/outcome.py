@@ -1,8 +1,11 @@
 """Outcome: the typed result of every dynamic call, its constructors, and coercion of raw values.
 
-``Outcome.ok(...)`` and ``Outcome.error(...)`` are constructors when read from the class and
-truthy predicates when read from an instance, so both ``Outcome.ok(5)`` and ``if out.ok:`` (or
-``out.ok()``) work, as LLM-written code uses all three (ADR 0002).
+``Outcome.ok(...)`` and ``Outcome.error(...)`` are constructors when read from the class and real
+``bool``s when read from an instance, so ``Outcome.ok(5)``, ``if out.ok:`` and ``out.ok is True``
+all work (ADR 0002, 0098). Generated code reads the flags through the sandbox's attribute policy,
+which serves an :class:`OutcomeFlag` instead, so ``out.ok()`` keeps working in programs.
+``unwrap()`` returns the value or raises the error as its :mod:`recurgent.errors` class; ``code``
+and ``call_id`` say which program and which call produced it (ADR 0098).
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, Literal, TypeVar, overload
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 
 from pydantic import (
     BaseModel,
@@ -24,7 +27,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError
 
 from recurgent._values import describe, json_safe
-from recurgent.errors import InvalidOutcomeError
+from recurgent.errors import InvalidOutcomeError, error_for
 
 __all__ = [
     "MAX_ERROR_MESSAGE_CHARS",
@@ -130,7 +133,11 @@ def _attribution(tool_role: str | None, method_name: str | None) -> tuple[str, s
 
 
 class OutcomeFlag:
-    """A boolean that can also be called: ``out.ok`` and ``out.ok()`` both read the status."""
+    """A boolean that can also be called: what generated code reads as ``out.ok``/``out.error``.
+
+    Models write ``if out.ok:`` and ``if out.ok():`` interchangeably; the sandbox serves this
+    flag for both (ADR 0098). Host code gets a plain ``bool`` from the instance attribute.
+    """
 
     __slots__ = ("_flag",)
 
@@ -161,7 +168,7 @@ _F = TypeVar("_F", bound=Callable[..., "Outcome"])
 
 
 class _ConstructorOrFlag(Generic[_F]):
-    """Descriptor: the class attribute is a constructor, the instance attribute a flag."""
+    """Descriptor: the class attribute is a constructor, the instance attribute a ``bool``."""
 
     def __init__(self, constructor: _F, status: Literal["ok", "error"]) -> None:
         self._constructor = constructor
@@ -171,12 +178,12 @@ class _ConstructorOrFlag(Generic[_F]):
     def __get__(self, instance: None, owner: type[Any]) -> _F: ...
 
     @overload
-    def __get__(self, instance: Outcome, owner: type[Any]) -> OutcomeFlag: ...
+    def __get__(self, instance: Outcome, owner: type[Any]) -> bool: ...
 
-    def __get__(self, instance: Outcome | None, owner: type[Any]) -> _F | OutcomeFlag:
+    def __get__(self, instance: Outcome | None, owner: type[Any]) -> _F | bool:
         if instance is None:
             return self._constructor
-        return OutcomeFlag(instance.status == self._status)
+        return instance.status == self._status
 
 
 def _build_ok(
@@ -282,6 +289,14 @@ class Outcome(BaseModel):
         tool_role: Role of the agent that produced it.
         method_name: Method that produced it.
         metadata: Extra plain data (guardrail details, contract mismatches, ...).
+        code: The source of the program behind the outcome of a dynamic call: the call's last
+            attempt, as the log's ``code`` shows it, fresh or reused from the store; ``None``
+            when no program was written (the provider failed) and for outcomes built by hand.
+        call_id: The id of the dynamic call that returned it (the log line's ``call_id``);
+            ``None`` for outcomes built by hand or by generated code.
+
+    ``code`` and ``call_id`` say where an outcome came from, not what it is: equality and the
+    hash ignore them (ADR 0098).
     """
 
     model_config = ConfigDict(
@@ -299,6 +314,8 @@ class Outcome(BaseModel):
     tool_role: str = _UNKNOWN_ROLE
     method_name: str = _UNKNOWN_METHOD
     metadata: dict[str, Any] = Field(default_factory=dict)
+    code: str | None = None
+    call_id: str | None = None
 
     ok = _ConstructorOrFlag(_build_ok, "ok")  # type: ignore[pydantic-field]
     error = _ConstructorOrFlag(_build_error, "error")  # type: ignore[pydantic-field]
@@ -326,6 +343,53 @@ class Outcome(BaseModel):
     def __hash__(self) -> int:
         # Equal outcomes agree on these fields; the value and metadata may be unhashable.
         return hash((self.status, self.error_type, self.tool_role, self.method_name))
+
+    def __eq__(self, other: object) -> bool:
+        # Two calls that answered the same thing are equal whichever program and call made
+        # them: the provenance fields are left out.
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _COMPARED_FIELDS)
+
+    def __await__(self) -> Generator[Any, None, NoReturn]:
+        # An Outcome is a finished result: the call already ran (and blocked) when it was made.
+        # Awaiting it says where the awaitable form is instead of CPython's bare TypeError.
+        raise TypeError(
+            f"an Outcome is not awaitable: {self.tool_role}.{self.method_name}(...) already "
+            "ran and returned it. To await a call without blocking the event loop, use the "
+            "agent's async view: `await agent.aio.method(...)`"
+        )
+
+    def unwrap(self) -> Any:
+        """The value of an ok outcome; for an error, raise it as an exception.
+
+        The exception is the :mod:`recurgent.errors` class of the ``error_type`` (``timeout``:
+        :class:`~recurgent.errors.ExecutionTimeoutError`, ``provider``:
+        :class:`~recurgent.errors.ProviderError`, ...), or an
+        :class:`~recurgent.errors.OutcomeError` carrying any other type (a domain error such
+        as ``division_by_zero``, ``contract_violation``); its ``error_type``, ``retriable``,
+        message and ``metadata`` are the outcome's.
+
+        Raises:
+            RecurgentError: the outcome is an error.
+        """
+        if self.status == "ok":
+            return self.value
+        raise error_for(
+            self.error_type or "execution",
+            self.error_message or "Execution failed",
+            retriable=self.retriable,
+            metadata=self.metadata,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The outcome as JSON-ready data: ``json.dumps(out.to_dict())`` always works.
+
+        It is ``model_dump(mode="json")``: a value JSON cannot hold (a set, bytes, an object)
+        is rendered the way the call log renders it. ``json.dumps(out)`` itself is refused, as
+        for any object: an Outcome is not a dict.
+        """
+        return self.model_dump(mode="json")
 
     @classmethod
     def call(cls, value: Any = None, **extra: Any) -> Outcome:
@@ -382,6 +446,9 @@ class Outcome(BaseModel):
             yield "error_type", self.error_type
             yield "error_message", self.error_message
 
+
+#: The fields equality compares: all but the provenance (``code``, ``call_id``).
+_COMPARED_FIELDS = tuple(name for name in Outcome.model_fields if name not in ("code", "call_id"))
 
 _PLAIN_VALUES = frozenset({int, float, str, bool, type(None), list, tuple, bytes})
 

@@ -11,6 +11,7 @@ import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -25,8 +26,10 @@ __all__ = [
     "MAX_SYNTAX_NODES",
     "PROGRAM_SCHEMA",
     "Dependency",
+    "FencedBlock",
     "Program",
     "check_syntax_bounds",
+    "fenced_blocks",
     "parse_code",
     "parse_program",
     "reply_from_text",
@@ -69,7 +72,8 @@ class Program(BaseModel):
 
     ``usage`` holds the provider request's token counts (``input_tokens``, ``output_tokens``,
     cached-input counts) when the provider reports them; see
-    :func:`recurgent.providers.reply_usage`.
+    :func:`recurgent.providers.reply_usage`. ``model`` names the model that wrote it, when the
+    provider says (a custom provider or a test double may set it; ADR 0077).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,6 +81,7 @@ class Program(BaseModel):
     code: str
     dependencies: tuple[Dependency, ...] = ()
     usage: dict[str, int] | None = None
+    model: str | None = None
 
     def __hash__(self) -> int:
         # The usage dict is unhashable; equal programs still hash equal without it.
@@ -120,34 +125,127 @@ def _normalize_dependencies(raw: Any) -> tuple[Dependency, ...]:
     return tuple(sorted(by_name.values(), key=lambda d: (d.name, d.version or "")))
 
 
-# One fenced block filling the whole text: ```python\n...\n``` (any info string, or none).
+# One fenced block filling the whole text, whitespace around it allowed: ```python\n...\n```
+# (any info string, or none).
 _FENCED = re.compile(
-    r"\A\s*(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)\n?[ \t]*\1[ \t]*\Z", re.DOTALL
+    r"\A\s*(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)\n?[ \t]*\1[ \t]*\s*\Z", re.DOTALL
 )
+# An opening fence on a line of its own: the fence and its info string.
+_OPENING = re.compile(r"(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*\Z")
+_PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
+
+
+@dataclass(frozen=True, slots=True)
+class FencedBlock:
+    """One Markdown code block of a reply: its info string (lower case) and its content."""
+
+    info: str
+    content: str
+
+
+def fenced_blocks(text: str) -> list[FencedBlock]:
+    """The fenced code blocks of ``text``, in order, in one pass over its lines.
+
+    A block closes at a line holding only a fence of the same character, at least as long as
+    the opening one; a block left open runs to the end of the text (a reply cut short). An
+    indented fence's content is dedented by the fence's indentation.
+    """
+    blocks: list[FencedBlock] = []
+    fence: str | None = None
+    info = ""
+    indent = 0
+    body: list[str] = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if fence is None:
+            opening = _OPENING.match(stripped)
+            if opening is not None:
+                fence, info = opening.group(1), opening.group(2).lower()
+                indent = len(line) - len(line.lstrip())
+                body = []
+            continue
+        if stripped.startswith(fence) and not stripped.strip(fence[0]):
+            blocks.append(FencedBlock(info, _dedent(body, indent)))
+            fence = None
+        else:
+            body.append(line)
+    if fence is not None and body:
+        blocks.append(FencedBlock(info, _dedent(body, indent).rstrip()))
+    return blocks
+
+
+def _dedent(lines: list[str], indent: int) -> str:
+    if indent:
+        lines = [line[indent:] if line[:indent].isspace() else line.lstrip() for line in lines]
+    return "\n".join(lines)
+
+
+def _parses(code: str) -> bool:
+    try:
+        parse_python(code, "<reply>")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def unfence(text: str) -> str:
-    """The content of a Markdown code fence wrapping the whole text, else the text unchanged.
+    """The program inside a reply's Markdown fences, else the text unchanged (ADR 0046, 0100).
 
-    Models often send ```` ```python ... ``` ```` even when asked for bare code; a fence inside
-    the code (in a string literal) is left alone because the fence must wrap everything.
+    Models often send ```` ```python ... ``` ```` even when asked for bare code, with a newline
+    after the closing fence or prose around the block (local models on the OpenAI-compatible
+    path nearly always do). Text that is valid Python is never changed, so a fence inside a
+    string literal stays. Otherwise the program is taken from the fenced blocks: the
+    python-tagged ones (else the untagged ones, else all); of those, the longest that parses
+    (a usage example next to the program is shorter), else the longest.
     """
-    found = _FENCED.match(text)
-    return found.group(3) if found else text
+    if "```" not in text and "~~~" not in text:
+        return text
+    blocks = fenced_blocks(text)
+    whole = _FENCED.match(text)
+    # One fence around everything is the common case; its content may itself hold a line of
+    # backticks (in a string literal), which only the outermost pair of fences tells apart.
+    if whole is not None and (len(blocks) == 1 or _parses(whole.group(3))):
+        return whole.group(3)
+    if _parses(text):
+        return text
+    candidates = (
+        [block for block in blocks if block.info in _PYTHON_TAGS]
+        or [block for block in blocks if not block.info]
+        or blocks
+    )
+    if not candidates:
+        return text
+    parsing = [block for block in candidates if _parses(block.content)]
+    return max(parsing or candidates, key=lambda block: len(block.content)).content
+
+
+def _json_reply(text: str) -> Mapping[str, Any] | None:
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, Mapping) and "code" in decoded else None
 
 
 def reply_from_text(reply: object) -> object:
-    """A reply sent as text: a (possibly fenced) JSON object of the reply schema, else as is."""
+    """A reply sent as text: a JSON object of the reply schema, bare, fenced or in a fenced
+    block among prose (a ``json``-tagged block first), else the reply as is."""
     if not isinstance(reply, str):
         return reply
-    candidate = unfence(reply).strip()
-    if not candidate.startswith("{"):
+    if reply.lstrip().startswith("{"):
+        decoded = _json_reply(reply.strip())
+        if decoded is not None:
+            return decoded
+    if "```" not in reply and "~~~" not in reply:
         return reply
-    try:
-        decoded = json.loads(candidate)
-    except ValueError:
-        return reply
-    return decoded if isinstance(decoded, Mapping) and "code" in decoded else reply
+    blocks = fenced_blocks(reply)
+    blocks.sort(key=lambda block: block.info != "json")
+    for block in blocks:
+        if block.content.lstrip().startswith("{"):
+            decoded = _json_reply(block.content.strip())
+            if decoded is not None:
+                return decoded
+    return reply
 
 
 def parse_program(reply: object, *, method_name: str) -> Program:

@@ -2,6 +2,12 @@
 
 ``FunctionProvider`` computes each reply with your function; ``ScriptedProvider`` replays fixed
 replies per method and records every request. Neither touches the network.
+
+Both declare themselves test doubles (``test_double = True``, ADR 0077): an agent built with one
+persists nothing unless it is given an explicit ``toolstore_root``; their programs are never run
+by an agent with a real provider; and on an explicit root a double reuses only programs written
+by a double with the same script (``script_fingerprint``), so changing a script is never
+answered by the old one.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 
 from recurgent.program import Program, reply_from_text
 from recurgent.providers import ProviderRequest
+from recurgent.providers._identity import script_digest
 
 __all__ = ["FunctionProvider", "ScriptedProvider", "read_log"]
 
@@ -47,11 +54,19 @@ class FunctionProvider:
     """
 
     __test__ = False
+    test_double = True
 
     def __init__(self, fn: Callable[[ProviderRequest], Reply]) -> None:
         self._fn = fn
         self._lock = threading.Lock()
         self.requests: list[ProviderRequest] = []
+        # Taken now: the function's code, constants, defaults, closure and the globals it reads.
+        self._fingerprint = script_digest(fn)
+
+    def script_fingerprint(self, role: str, method: str) -> str:
+        """The digest of ``fn`` as it was when this provider was built (the same for every
+        method): a stored program written by another function is never reused."""
+        return self._fingerprint
 
     @property
     def calls(self) -> int:
@@ -80,17 +95,30 @@ class ScriptedProvider:
     """
 
     __test__ = False
+    test_double = True
 
     def __init__(self, replies: Mapping[Any, Reply | Sequence[Reply]] | None = None) -> None:
         self._lock = threading.Lock()
         self._replies: dict[Any, Reply] = {}
         self._queues: dict[Any, list[Reply]] = {}
+        self._fingerprints: dict[Any, str] = {}
         for key, reply in (replies or {}).items():
             if isinstance(reply, list | tuple):
                 self._queues[key] = list(reply)
             else:
                 self._replies[key] = reply
+            self._fingerprints[key] = script_digest(reply)
         self.requests: list[ProviderRequest] = []
+
+    def script_fingerprint(self, role: str, method: str) -> str | None:
+        """The digest of the reply (or list of replies, as given) that answers ``role.method``;
+        ``None`` when none does. A stored program is reused only by a double whose entry for
+        the key is the same."""
+        for key in ((role, method), method):
+            fingerprint = self._fingerprints.get(key)
+            if fingerprint is not None:
+                return fingerprint
+        return None
 
     @property
     def calls(self) -> int:

@@ -294,10 +294,11 @@ class TestConstruction:
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
         """The agent's own public names are exactly the pinned ones (getdoc: ADR 0031;
         prepare: ADR 0042; the six proposal methods: ADR 0086; role_profile: ADR 0083;
-        self_model: ADR 0085)."""
+        self_model: ADR 0085; aio: ADR 0096)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
+            "aio",
             "apply_proposal",
             "approve_proposal",
             "delegate",
@@ -322,6 +323,7 @@ class TestConstruction:
         agent.total = 1
 
         assert dir(agent) == [
+            "aio",
             "apply_proposal",
             "approve_proposal",
             "delegate",
@@ -460,9 +462,12 @@ class TestContractSource:
 
     def test_mapping_only_is_hash_and_keeps_only_contract_fields(self) -> None:
         """A delegation_contract mapping alone is source "hash"; unknown keys are dropped."""
-        agent, _ = _agent(delegation_contract={"purpose": "add", "deliverable": 1, "other": 2})
+        deliverable = {"type": "number"}
+        agent, _ = _agent(
+            delegation_contract={"purpose": "add", "deliverable": deliverable, "other": 2}
+        )
 
-        assert _options(agent).contract == {"purpose": "add", "deliverable": 1}
+        assert _options(agent).contract == {"purpose": "add", "deliverable": deliverable}
         assert _options(agent).contract_source == "hash"
 
     def test_fields_only_is_fields(self) -> None:

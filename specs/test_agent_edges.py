@@ -159,6 +159,7 @@ class TestReservedSetters:
     def test_reserved_names_are_pinned(self) -> None:
         """The reserved names are the public surface plus the probe names."""
         assert sorted(RESERVED_NAMES) == [
+            "aio",
             "apply_proposal",
             "approve_proposal",
             "awehoi1234_wdfjwljet234_234wdfoijsdfmmnxpi492",

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from recurgent._cli import MAX_INDENT_LEVELS, WatchFilter, _Printer, main, render_entry, visible
+from recurgent._store import checksum
 
 ESC = "\x1b"
 OSC52 = f"{ESC}]52;c;cm0gLXJmIH4=\x07"  # clipboard write
@@ -152,6 +153,12 @@ class TestReuseFacts:
         """A persisted run shows ``source=persisted`` and the start of the program checksum."""
         line = render_entry(_entry(program_source="persisted", artifact_checksum="ab" * 32))[0]
         assert "source=persisted #abababab" in line
+
+    def test_a_real_checksum_shows_eight_hex_digits(self) -> None:
+        """``sha256:<hex>`` as the log writes it shows its first 8 hex digits (ADR 0098)."""
+        line = render_entry(_entry(program_source="persisted", artifact_checksum=checksum("x")))[0]
+        assert f"source=persisted #{checksum('x')[7:15]} " in line + " "
+        assert len(checksum("x")[7:15]) == 8
 
     def test_unreusable_program_says_why(self) -> None:
         """A program that is never reused names the reason."""

@@ -143,9 +143,10 @@ EXPECTED = {
 }
 
 
-def run_example(name: str, state_home: Path) -> subprocess.CompletedProcess[str]:
+def run_example(name: str, state_home: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["XDG_STATE_HOME"] = str(state_home)
+    env.update(extra_env)
     return subprocess.run(
         [sys.executable, str(EXAMPLES / f"{name}.py")],
         input=SESSIONS.get(name, ""),
@@ -162,7 +163,8 @@ def run_example(name: str, state_home: Path) -> subprocess.CompletedProcess[str]
 class TestExamplesOffline:
     @pytest.mark.parametrize("name", sorted(EXPECTED))
     def test_runs_offline_and_prints_its_answers(self, name: str, tmp_path: Path) -> None:
-        """The example exits 0, names offline mode first and prints the expected answers."""
+        """The example exits 0, names offline mode first and prints the expected answers; its
+        scripted programs leave nothing in the tool store (ADR 0077): only the log is written."""
         title, expected_lines = EXPECTED[name]
         state_home = tmp_path / "state"
 
@@ -174,8 +176,22 @@ class TestExamplesOffline:
         assert [line for line in expected_lines if line not in lines] == []
         assert {path.name for path in (state_home / "recurgent").iterdir()} == {
             OWN_LOGS.get(name, "recurgent.jsonl"),
-            "tools",
         }
+
+    def test_make_demo_leaves_no_programs_in_the_users_store(self, tmp_path: Path) -> None:
+        """``make demo`` runs the calculator; offline, its programs are a test double's, so
+        nothing is written under ``<XDG_STATE_HOME>/recurgent/tools``, nor under a store root
+        the user set with ``RECURGENT_TOOLSTORE_ROOT`` (issue 20)."""
+        demo = (REPO_ROOT / "Makefile").read_text("utf-8").split("\ndemo:", 1)[1].split("\n\n")[0]
+        assert "examples/calculator.py" in demo
+        state_home = tmp_path / "state"
+        user_root = tmp_path / "my-tools"
+
+        finished = run_example("calculator", state_home, RECURGENT_TOOLSTORE_ROOT=str(user_root))
+
+        assert finished.returncode == 0
+        assert (state_home / "recurgent" / "tools").exists() is False
+        assert user_root.exists() is False
 
     def test_the_calculator_logs_eight_top_level_calls(self, tmp_path: Path) -> None:
         """make demo's calculator writes one depth-0 line per dynamic call, none for the setter."""

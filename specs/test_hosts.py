@@ -14,6 +14,7 @@ from recurgent._hosts import (
     url_host_port,
 )
 from recurgent._sandbox._network import host_allowed
+from recurgent.testing import ScriptedProvider
 
 
 class TestForms:
@@ -81,6 +82,7 @@ class TestForms:
         """network= accepts mixed forms at construction; the option holds sorted normal entries."""
         agent = Agent(
             "fetcher",
+            provider=ScriptedProvider(),
             log=False,
             network=["http://127.0.0.1:8080/v1", "127.0.0.1:8080", "Example.com", "example.com"],
         )

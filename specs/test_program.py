@@ -198,6 +198,81 @@ class TestRepliesAsModelsSendThem:
             parse_program('{"not_code": 1}', method_name="m")
 
 
+PROGRAM = "def double(x):\n    return 2 * x\n\nresult = double(args[0])"
+
+
+class TestTolerantFences:
+    """Fences with whitespace after them, prose around them, or several of them (ADR 0100)."""
+
+    @pytest.mark.parametrize(
+        "code",
+        [
+            "```python\nresult = 1\n```\n",
+            "```python\nresult = 1\n```  \n\n",
+            "\n```py\nresult = 1\n```\n",
+            "Here is the program:\n```python\nresult = 1\n```\nIt returns one.",
+            "Sure!\n\n~~~\nresult = 1\n~~~\n",
+            "Here it is:\n```python\nresult = 1\n",
+            "1. The program:\n   ```python\n   result = 1\n   ```\n",
+        ],
+        ids=["newline", "spaces", "leading", "prose", "tildes", "unclosed", "indented"],
+    )
+    def test_one_block_is_the_program(self, code: str) -> None:
+        """Each reply is the program ``result = 1``."""
+        assert parse_program({"code": code}, method_name="m").code == "result = 1"
+
+    def test_the_program_wins_over_a_usage_example(self) -> None:
+        """Of two python blocks that parse, the longer one is the program."""
+        code = f"```python\n{PROGRAM}\n```\nUse it as:\n```python\nagent.double(2)\n```\n"
+
+        assert parse_program({"code": code}, method_name="m").code == PROGRAM
+
+    def test_a_python_block_wins_over_an_untagged_one(self) -> None:
+        """An untagged block of output is not the program when a python block exists."""
+        code = "Output:\n```\n4\n```\nProgram:\n```python\nresult = 4\n```"
+
+        assert parse_program({"code": code}, method_name="m").code == "result = 4"
+
+    def test_a_block_that_parses_wins_over_a_longer_one_that_does_not(self) -> None:
+        """A python block with prose in it loses to one that parses."""
+        code = (
+            "```python\nThis is not code at all, only a long explanation.\n```\n"
+            "```python\nresult = 4\n```"
+        )
+
+        assert parse_program({"code": code}, method_name="m").code == "result = 4"
+
+    def test_valid_python_with_fences_in_a_string_is_kept(self) -> None:
+        """Python that parses is never changed, whatever fences its strings hold."""
+        code = 'intro = "see below"\nmd = """\n```python\nx = 1\n```\n"""\nresult = md\n'
+
+        assert parse_program({"code": code}, method_name="m").code == code
+
+    def test_a_fence_line_inside_a_wrapped_program_is_code(self) -> None:
+        """A wrapped program whose string literal holds a line of backticks stays whole."""
+        inner = 'md = """\n```\n"""\nresult = md'
+
+        reply = {"code": f"```python\n{inner}\n```\n"}
+
+        assert parse_program(reply, method_name="m").code == inner
+
+    def test_fenced_json_among_prose_is_the_reply(self) -> None:
+        """A JSON reply in a ``json`` block between sentences is the reply object."""
+        reply = 'Here you go:\n```json\n{"code": "result = 3"}\n```\nLet me know!\n'
+
+        assert parse_program(reply, method_name="m").code == "result = 3"
+
+    def test_a_call_answered_in_markdown_needs_one_request(self) -> None:
+        """A prose-and-fence reply runs at the first request."""
+        provider = FunctionProvider(
+            lambda request: {"code": "Sure:\n```python\nresult = args[0] * 2\n```\n"}
+        )
+
+        outcome = Agent("t", provider=provider, log=False).run(21)
+
+        assert (outcome.value, provider.calls) == (42, 1)
+
+
 class TestFunctionProviderJsonReplies:
     """``FunctionProvider`` treats a JSON string of the reply schema as the reply."""
 

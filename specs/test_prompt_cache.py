@@ -85,3 +85,40 @@ class TestSharedPrefix:
             "<args>[2]</args>\n<kwargs>{'precise': True}</kwargs>\n"
         )
         assert "<response_contract>" not in calc.user_prompt
+
+
+class TestSameSystemPromptEveryCall:
+    """An agent's system prompt at one depth is the same bytes on every call (ADR 0100)."""
+
+    def test_a_delegate_called_four_times_gets_one_system_prompt(self) -> None:
+        """The child's calls, made at different moments of the parent's deadline, share
+        the system prompt; the time left is in the user prompt, in whole seconds."""
+        provider = ScriptedProvider(
+            {
+                ("keeper", "feed"): "h = delegate('counter')\nh.count()\nreturn h.count().value",
+                ("counter", "count"): "return 1",
+            }
+        )
+        keeper = Agent(
+            "keeper",
+            provider=provider,
+            log=False,
+            execution_timeout_seconds=20,
+            toolstore_root=None,  # every call asks the provider
+        )
+
+        keeper.feed()
+        keeper.feed()
+
+        child = provider.requests_for("count", role="counter")
+        parent = provider.requests_for("feed", role="keeper")
+        assert (len(parent), len(child)) == (2, 4)
+        assert len({r.system_prompt for r in child}) == 1
+        assert parent[0].system_prompt == parent[1].system_prompt
+        assert "the program is stopped after 20 seconds" in child[0].system_prompt
+        assert [
+            "seconds: the calling program's deadline stops this call sooner" in r.user_prompt
+            for r in (*parent, *child)
+        ] == [False, False, True, True, True, True]
+        left = child[0].user_prompt.split("<time_left>")[1].split(" ")[0]
+        assert left in {"18", "19"}

@@ -78,6 +78,7 @@ def _user_variables(**overrides: Any) -> dict[str, Any]:
         "kwargs": "{}",
         "depth": 0,
         "memory": "{}",
+        "time_left": "",
         "history_count": 0,
         "tool_count": 0,
         "tool_limit": 12,
@@ -193,10 +194,12 @@ class TestBoundedContractFields:
 
     @pytest.mark.parametrize("field", ["purpose", "deliverable", "acceptance", "failure_policy"])
     def test_five_megabyte_field_is_cut(self, field: str) -> None:
-        """A 5 MB field from generated code shows as 2,000 characters in each child prompt."""
+        """A 5 MB field from generated code shows as 2,000 characters in each child prompt (a
+        deliverable is a schema, ADR 0097: its 5 MB is a description)."""
+        value = "{'description': 'x' * 5_000_000}" if field == "deliverable" else "'x' * 5_000_000"
         provider = ScriptedProvider(
             {
-                ("boss", "run"): f"return delegate('helper', {field}='x' * 5_000_000).work()",
+                ("boss", "run"): f"return delegate('helper', {field}={value}).work()",
                 ("helper", "work"): "return 1",
             }
         )

@@ -53,7 +53,7 @@ class TestPydanticDeliverables:
         assert (outcome.error_type, outcome.error_message, outcome.metadata["validator_path"]) == (
             "contract_violation",
             "Delegated outcome does not satisfy deliverable contract (schema_violation: "
-            "0.score: Input should be a valid integer)",
+            "expected list[Headline]; 0.score: Input should be a valid integer (got string))",
             "0.score",
         )
 

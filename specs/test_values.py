@@ -21,6 +21,7 @@ from recurgent._values import (
     secret_values,
     utc_timestamp,
 )
+from recurgent.testing import ScriptedProvider
 
 
 class Colour(enum.Enum):
@@ -66,11 +67,13 @@ class TestJsonSafe:
             "tool_role": "r",
             "method_name": "m",
             "metadata": {},
+            "code": None,
+            "call_id": None,
         }
 
     def test_agents_render_as_repr_without_dispatch(self) -> None:
         """An Agent renders as its repr; nothing is dispatched."""
-        agent = Agent("helper", log=False)
+        agent = Agent("helper", provider=ScriptedProvider(), log=False)
 
         assert json_safe({"child": agent}) == {"child": "<Agent(helper) context=[]>"}
 

@@ -23,14 +23,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._call import enter_frame
+from recurgent._cancellation import CallCancelled, raise_if_cancelled
 from recurgent._content_store import ContentStore
 from recurgent._history import HistoryCursor, append_record, history_records
-from recurgent._journal import Writes
-from recurgent._lifecycle import _persistence
+from recurgent._lifecycle import _persistence, _provenance
 from recurgent._lifecycle._attempt import execute_attempt
+from recurgent._lifecycle._commit import commit, note_shadowing
 from recurgent._lifecycle._continuity import keep_answer, note_history_access
 from recurgent._lifecycle._generation import Generated, generate_program
-from recurgent._lifecycle._lane_steps import Counters, execution_step, guardrail_step, outcome_step
+from recurgent._lifecycle._lane_steps import (
+    Counters,
+    contract_step,
+    execution_step,
+    guardrail_step,
+    outcome_step,
+)
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
 from recurgent._lifecycle._patterns import AgentPatterns, finish_patterns, recent_patterns
 from recurgent._lifecycle._role_continuity import finish_continuity, prompt_profile
@@ -49,7 +56,7 @@ from recurgent._sandbox._limits import (
 )
 from recurgent._secret_index import SecretIndex
 from recurgent._self_model import SelfModelSlot
-from recurgent._store import Store
+from recurgent._store import Store, checksum
 from recurgent._values import json_safe
 from recurgent.errors import (
     ExecutionError,
@@ -125,6 +132,9 @@ class AgentRuntime:
     patterns: AgentPatterns = field(default_factory=AgentPatterns)
     profiles: ProfileBinding | None = None
     self_model: SelfModelSlot | None = None
+    #: The dynamic methods called on the agent so far: a key a program writes under one of
+    #: these names is reported in the log (``memory_key_shadows_method``, ADR 0100).
+    methods: set[str] = field(default_factory=set)
 
 
 def run_call(
@@ -142,6 +152,7 @@ def run_call(
     answer it from the store (ADR 0074). Unknown callers are not the host.
     """
     options = runtime.options
+    runtime.methods.add(method)
     with enter_frame(options.trace_id) as frame:
         state = CallState(
             role=runtime.role,
@@ -168,15 +179,23 @@ def run_call(
             state.rollback_applied = True
             state.error = stopped
             state.outcome = _outcome_from_error(stopped, runtime.role, method, frame.depth)
-        except (KeyboardInterrupt, SystemExit):
-            # The attempt's writes were never committed; the log says what happened.
+        except (KeyboardInterrupt, SystemExit, CallCancelled) as stop:
+            # The attempt's writes were never committed; the log says what happened. A
+            # cancelled awaited call (ADR 0096) ends here too.
             state.interrupted = True
             state.rollback_applied = True
+            if isinstance(stop, CallCancelled):
+                state.error = stop
             raise
         finally:
             state.duration_ms = (time.monotonic() - started) * 1000
-            if state.outcome is not None and state.outcome.is_error:
-                state.failure_class = failure_class(state.outcome.error_type)
+            if state.outcome is not None:
+                if state.outcome.is_error:
+                    state.failure_class = failure_class(state.outcome.error_type)
+                # Where the answer came from (ADR 0098): the call, and the program the log shows.
+                state.outcome = state.outcome.model_copy(
+                    update={"call_id": frame.call_id, "code": state.code}
+                )
             _finish(runtime, state)
         return state.outcome
 
@@ -289,6 +308,18 @@ def _sandbox_limits(options: AgentOptions) -> SandboxLimits:
     return _limits(timeout, options.forwarded_call_budget)
 
 
+def _prompt_limits(
+    options: AgentOptions, limits: SandboxLimits
+) -> tuple[SandboxLimits, float | None]:
+    """The agent's own limits for the system prompt, and the time a calling program's deadline
+    leaves when that is less (for the user prompt): the system prompt of an agent's calls is
+    then the same text every time, and providers can cache it (ADR 0100)."""
+    own = _limits(options.execution_timeout_seconds, options.forwarded_call_budget)
+    if limits.timeout_seconds < own.timeout_seconds:
+        return own, limits.timeout_seconds
+    return own, None
+
+
 @functools.lru_cache(maxsize=64)
 def _limits(timeout_seconds: float, forwarded_calls: int) -> SandboxLimits:
     # Immutable, and the same for every top-level call of an agent: built once.
@@ -304,6 +335,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         history_records(runtime.memory, runtime.history)
 
     def build() -> Prompts:
+        shown, time_left = _prompt_limits(options, limits)
         return build_prompts(
             role=runtime.role,
             method_name=state.method,
@@ -313,7 +345,8 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             memory=runtime.memory,
             contract=options.contract,
             network=options.network,
-            limits=limits,
+            limits=shown,
+            time_left=time_left,
             patterns=recent_patterns(runtime, state.method, state.frame.depth),
             role_profile=prompt_profile(runtime, state.method),
         )
@@ -328,15 +361,13 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     counters = Counters()
     feedback: Feedback | None = None
     while True:
+        raise_if_cancelled()
         state.begin_attempt(counters.attempt_id, feedback_injected=feedback is not None)
         state.user_prompt = prompts.user + (feedback.text if feedback else "")
         generated = _generate(runtime, state, prompts.system, state.user_prompt)
         state.attempt_stage = "generated"
         if options.verbose:
-            sys.stdout.write(
-                f"[AGENT {runtime.role}.{state.method}] Generated code:\n{'=' * 50}\n"
-                f"{generated.program.code}\n{'=' * 50}\n"
-            )
+            _show_program(runtime, state, generated.program.code, "Generated code")
         # Every failed attempt is rolled back by dropping its journal: its writes never
         # reached memory. Only an accepted attempt commits (ADR 0027).
         try:
@@ -352,22 +383,26 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             state.rollback_applied = True
             raise
         state.attempt_stage = "executed"
-        if outcome.is_ok or not outcome.retriable:
-            _commit(runtime, writes)
+        if outcome.is_ok:
+            note_shadowing(state, commit(runtime, writes), debug=options.debug)
+            return outcome
+        # All or nothing (ADR 0100): an error Outcome commits none of the attempt's writes,
+        # exactly like an exception the program raised.
+        state.rollback_applied = True
+        if state.contract_validation_passed is False:
+            # The value failed this agent's own deliverable: repaired like a retriable error,
+            # and the violation itself is the answer once the budget is spent (ADR 0097).
+            state.failure_class = failure_class(outcome.error_type)
+            feedback = contract_step(runtime, state, counters, outcome)
+            if feedback is None:
+                return outcome
+            continue
+        if not outcome.retriable:
             return outcome
         state.failure_class = failure_class(outcome.error_type)
         if state.failure_class == "extrinsic":
-            _commit(runtime, writes)
             return outcome
         feedback = outcome_step(runtime, state, counters, outcome)
-
-
-def _commit(runtime: AgentRuntime, writes: Writes | None) -> None:
-    if writes is not None and not writes.empty:
-        with runtime.lock:
-            writes.apply(runtime.memory)
-        touched = writes.touched_keys()
-        runtime.secrets.forget(runtime.memory if touched is None else touched)
 
 
 class _Hooks:
@@ -391,7 +426,22 @@ class _Hooks:
         return _generate(self._runtime, self._state, system, user, purpose=purpose)
 
     def execute(self, generated: Generated) -> _persistence.AttemptResult:
-        return _attempt(self._runtime, self._state, generated, self._limits)
+        state = self._state
+        if self._runtime.options.verbose:
+            code = generated.program.code
+            if state.program_source == "persisted":
+                label = f"Reused code (persisted, #{checksum(code)[7:15]})"
+            else:
+                label = "Repaired code (a stored program that failed, fixed)"
+            _show_program(self._runtime, state, code, label)
+        return _attempt(self._runtime, state, generated, self._limits)
+
+
+def _show_program(runtime: AgentRuntime, state: CallState, code: str, label: str) -> None:
+    """``verbose=True``: print the program about to run, fresh or reused (ADR 0098)."""
+    sys.stdout.write(
+        f"[AGENT {runtime.role}.{state.method}] {label}:\n{'=' * 50}\n{code}\n{'=' * 50}\n"
+    )
 
 
 def _attempt(
@@ -405,7 +455,11 @@ def _attempt(
         raise
     except RecurgentError as error:
         return _persistence.AttemptResult(None, error)
-    return _persistence.AttemptResult(outcome, None, commit=lambda: _commit(runtime, writes))
+    return _persistence.AttemptResult(
+        outcome,
+        None,
+        commit=lambda: note_shadowing(state, commit(runtime, writes), debug=runtime.options.debug),
+    )
 
 
 def _generate(
@@ -424,6 +478,9 @@ def _generate(
             state.code = program.code
             state.program_dependencies = [d.model_dump() for d in program.dependencies]
             state.add_usage(program.usage)
+            state.program_provenance = _provenance.fresh(
+                runtime.provider(), program, runtime.role, state.method
+            )
 
     request = ProviderRequest(
         role=runtime.role,

@@ -189,14 +189,10 @@ def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -
         if check.canonical_value is not None:
             return outcome.model_copy(update={"value": check.canonical_value})
         return outcome
-    where = check.details.get("validator_path")
-    detail = f": {where}: {check.details.get('validator_message')}" if where else ""
     return Outcome(
         status="error",
         error_type="contract_violation",
-        error_message=(
-            f"Delegated outcome does not satisfy deliverable contract ({check.mismatch}{detail})"
-        ),
+        error_message=f"Delegated outcome does not satisfy deliverable contract ({check.describe()})",
         retriable=False,
         tool_role=runtime.role,
         method_name=state.method,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from recurgent._cancellation import current_scope
 from recurgent._guardrails import static_violations
 from recurgent._lifecycle._lanes import generation_feedback
 from recurgent._lifecycle._workers import AsyncRunner, ProviderPool, RequestTimedOut
@@ -29,7 +30,7 @@ from recurgent.errors import (
     UsageError,
 )
 from recurgent.program import Program, parse_code, parse_program
-from recurgent.providers import Provider, ProviderRequest, reply_usage
+from recurgent.providers import Provider, ProviderRequest, reply_model, reply_usage
 
 __all__ = ["Generated", "check_provider", "generate_program"]
 
@@ -70,7 +71,7 @@ def _call_with_timeout(provider: Provider, request: ProviderRequest) -> object:
     method = provider.generate_program
     if inspect.iscoroutinefunction(method):
         return _await(method(request), request)
-    if timeout is None:
+    if timeout is None and current_scope() is None:
         reply = method(request)
     else:
         try:
@@ -171,8 +172,9 @@ def generate_program(
             last_code = program.code
             tree = parse_code(program.code, where=request.method_name)
             usage = reply_usage(reply)
-            if usage:
-                program = program.model_copy(update={"usage": usage})
+            model = reply_model(reply)  # who wrote it, as the provider says (ADR 0077)
+            if usage or model:
+                program = program.model_copy(update={"usage": usage, "model": model})
             on_attempt(attempt, program)
             violations = static_violations(tree)
             if violations:

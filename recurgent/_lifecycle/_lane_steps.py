@@ -31,7 +31,7 @@ from recurgent.outcome import Outcome
 if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
 
-__all__ = ["Counters", "execution_step", "guardrail_step", "outcome_step"]
+__all__ = ["Counters", "contract_step", "execution_step", "guardrail_step", "outcome_step"]
 
 
 class Counters:
@@ -138,6 +138,35 @@ def outcome_step(
     state.mark_feedback_injected()
     return outcome_feedback(
         outcome.error_type or "execution",
+        outcome.error_message or "",
+        attempt_number=counters.attempt_id,
+        remaining=budget - counters.outcome,
+    )
+
+
+def contract_step(
+    runtime: AgentRuntime, state: CallState, counters: Counters, outcome: Outcome
+) -> Feedback | None:
+    """A value that failed the agent's deliverable goes through the outcome-repair lane.
+
+    It spends the outcome-repair budget like a retriable error outcome (ADR 0097); the feedback
+    names the expected and the actual type. ``None`` once the budget is spent: the call then
+    ends with the ``contract_violation`` outcome itself, which says more than an exhausted
+    lane would.
+    """
+    state.attempt_stage = "outcome_retry"
+    state.validation_failure_type = outcome.error_type
+    message = f"{outcome.error_type}: {outcome.error_message}"
+    state.record_failure("outcome_policy", "ContractViolation", message)
+    budget = runtime.options.fresh_outcome_repair_budget
+    if counters.outcome >= budget:
+        return None
+    state.outcome_repair_triggered = True
+    counters.outcome += 1
+    state.outcome_repair_attempts = counters.outcome
+    state.mark_feedback_injected()
+    return outcome_feedback(
+        outcome.error_type or "contract_violation",
         outcome.error_message or "",
         attempt_number=counters.attempt_id,
         remaining=budget - counters.outcome,

@@ -144,6 +144,37 @@ _CORRECTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "returns a value",
         ),
         (
+            r"does not satisfy deliverable contract",
+            "return a value of the shape the deliverable declares (the message names the "
+            "expected and the actual type and where they differ): build it from the data you "
+            "have, with every required key; if the data cannot fill it, return a typed "
+            "Outcome.error instead",
+        ),
+        (
+            r"(Exec|Eval) calls are not allowed",
+            "do not call exec(), eval() or compile(): write the logic as ordinary code in the "
+            "program; to read a value from text use json.loads(), int() or float()",
+        ),
+        (
+            r"(Async\w*|Await) statements are not allowed",
+            "write synchronous code: no async def, await, async for or async with; handle calls "
+            "and urllib.request.urlopen block until they are done",
+        ),
+        (
+            r'"\*" imports are not allowed',
+            "import the module (import math) or name what you use (from math import sqrt, pi) "
+            "instead of `from module import *`",
+        ),
+        (
+            r'keyword argument "metaclass" is not allowed',
+            "define plain classes without metaclass=; for an abstract base subclass abc.ABC and "
+            "mark methods with @abstractmethod",
+        ),
+        (
+            r"is a reserved name",
+            "rename the variable or function the message names: the sandbox reserves that name",
+        ),
+        (
             r"invalid Python syntax",
             "return complete, valid Python: close every bracket and string, indent each block "
             "consistently, and send code only (no prose outside comments)",

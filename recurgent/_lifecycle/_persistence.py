@@ -15,12 +15,13 @@ import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from recurgent._guardrails import is_terminal, static_violations
+from recurgent._lifecycle import _provenance
 from recurgent._lifecycle._generation import Generated
 from recurgent._lifecycle._lanes import failure_class
+from recurgent._lifecycle._provenance import runtime_version
 from recurgent._lifecycle._selection import after_persisted, after_repair, plan_call, result_kind
 from recurgent._lifecycle._state import CallState
 from recurgent._prompting import PROMPT_VERSION, Prompts, render
@@ -89,15 +90,6 @@ class Hooks(Protocol):
 
     def execute(self, generated: Generated) -> AttemptResult:
         """Run one prepared program as an attempt."""
-
-
-@functools.cache
-def runtime_version() -> str:
-    """The installed recurgent version: stored programs are reused only by the same version."""
-    try:
-        return version("recurgent")
-    except PackageNotFoundError:  # pragma: no cover - a source tree without install
-        return "0.0.0"
 
 
 def _fingerprint(state: CallState) -> str:
@@ -190,6 +182,7 @@ def _hit(state: CallState, record: ArtifactRecord) -> None:
     state.artifact_author = record.author
     state.artifact_selected_checksum = record.code_checksum
     state.artifact_selected_lifecycle_state = state_of(record, record.code_checksum)
+    state.program_provenance = _provenance.stored(record)
 
 
 def _give_up_program(state: CallState) -> None:
@@ -200,22 +193,30 @@ def _give_up_program(state: CallState) -> None:
     state.program_dependencies = None
     state.cacheable = state.cacheability_reason = state.input_sensitive = None
     state.artifact_author = None
+    state.program_provenance = None
 
 
 def _finish_attempt(result: AttemptResult) -> Outcome:
-    """The routed attempt is the answer: its outcome, or its error raised for the lifecycle."""
+    """The routed attempt is the answer: its outcome, or its error raised for the lifecycle.
+
+    Only an ok outcome commits its writes (ADR 0100): a domain error the stored program
+    returned leaves memory as it was, like one a fresh program returns.
+    """
     if result.error is not None:
         # Raised failures that end the call (timeouts, limits) never leave half an attempt:
         # their writes are never committed.
         raise result.error
     assert result.outcome is not None
-    result.commit()
+    if result.outcome.is_ok:
+        result.commit()
     return result.outcome
 
 
 def _answered(state: CallState, result: AttemptResult) -> Outcome:
     if result.error is None:
         state.attempt_stage = "executed"
+        if result.outcome is not None and result.outcome.is_error:
+            state.rollback_applied = True
     return _finish_attempt(result)
 
 
@@ -238,6 +239,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
         runtime_version=runtime_version(),
         host_call=state.host_call,
         enforce=runtime.options.settings.promotion_enforcement_enabled,
+        reader=_provenance.reader(runtime.options.provider, state.role, state.method),
     )
     start = plan_call(lookup)
     state.artifact_lookup = start.reason
@@ -390,9 +392,13 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
     source: ProgramSource = "generated"
     # A persisted run recorded under the author of the code it ran; new code under the call's.
     author: str | None = HOST if state.host_call else PROGRAM
+    # Who wrote the code (ADR 0077): the provider just now, or what the record said.
+    provenance = state.program_provenance
+    prompt_version: str | None = PROMPT_VERSION
     if state.program_source == "persisted":
         source = "persisted"
         author = state.artifact_author
+        prompt_version = provenance.prompt_version if provenance else None
     elif state.program_source == "repaired":
         source = "repaired"
     call = CallRecord(
@@ -401,9 +407,9 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         code=code,
         dependencies=[dict(d) for d in state.program_dependencies or []],
         contract_fingerprint=_fingerprint(state),
-        prompt_version=PROMPT_VERSION,
+        prompt_version=prompt_version,
         runtime_version=runtime_version(),
-        model=state.model,
+        model=provenance.model if provenance else None,
         cacheability=cache,
         source=source,
         result=kind,
@@ -427,6 +433,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         state_key_consistency_ratio=state.state_key_consistency_ratio,
         promotion=promotion,
         stored_failure=state.failed_stored_run,
+        provenance=provenance,
     )
     _written(state, store.record_call(call), promotion)
 

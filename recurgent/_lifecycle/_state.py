@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recurgent._call import CallFrame
 from recurgent._content_store import ContentReads, ContentWrite, content_log_fields
@@ -20,6 +20,9 @@ from recurgent._values import describe, json_safe, secret_values, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
 
+if TYPE_CHECKING:
+    from recurgent._store import Provenance
+
 __all__ = ["AttemptFailure", "CallState"]
 
 MAX_ATTEMPT_FAILURES = 8
@@ -31,6 +34,8 @@ WORKER_LOG_FIELDS = (
     "env_prepare_ms",
     "worker_pid",
     "worker_restarts",
+    "worker_start_ms",
+    "worker_retired",
 )
 MAX_FAILURE_MESSAGE = 400
 # Log copies of values are bounded so one line stays well under 1 MB whatever the call carried
@@ -244,6 +249,8 @@ class CallState:
     # promotion gate reads both per version.
     role_profile_compliant: bool | None = None
     state_key_consistency_ratio: float | None = None
+    # Who wrote the program in ``code`` (ADR 0077): the provider that just did, or the record's.
+    program_provenance: Provenance | None = None
     cacheable: bool | None = None
     cacheability_reason: str | None = None
     input_sensitive: bool | None = None
@@ -297,6 +304,8 @@ class CallState:
     outcome: Outcome | None = None
     error: BaseException | None = None
     interrupted: bool = False
+    # Top-level keys the committed program wrote that name a method of the agent (ADR 0100).
+    memory_key_shadows_method: list[str] | None = None
 
     def add_usage(self, usage: Mapping[str, int] | None) -> None:
         """Add one provider reply's token counts to the call's total (every attempt counts)."""
@@ -383,6 +392,10 @@ class CallState:
             "program_dependencies": self.program_dependencies,
             "usage": self.usage,
             "program_source": self.program_source,
+            "program_provider_kind": (
+                self.program_provenance.provider_kind if self.program_provenance else None
+            ),
+            "program_model": self.program_provenance.model if self.program_provenance else None,
             "artifact_hit": self.artifact_hit,
             "artifact_lookup": self.artifact_lookup,
             "artifact_checksum": self.artifact_checksum,
@@ -438,6 +451,7 @@ class CallState:
             **(self.agency or NO_AGENCY_FIELDS),
             "stdout": view.text(self.stdout),
             "forwarded_calls": self.forwarded_calls,
+            "memory_key_shadows_method": self.memory_key_shadows_method,
             "trace_id": self.frame.trace_id,
             "call_id": self.frame.call_id,
             "parent_call_id": self.frame.parent_call_id,

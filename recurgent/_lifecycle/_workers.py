@@ -22,8 +22,11 @@ import concurrent.futures
 import contextvars
 import os
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+from recurgent._cancellation import CancelScope, current_scope
 
 __all__ = ["MAX_WORKERS", "AsyncRunner", "ProviderPool", "RequestTimedOut"]
 
@@ -86,6 +89,22 @@ class _Lane:
         self.backlog: collections.deque[_Job] = collections.deque()
 
 
+#: How often a wait inside an awaited call looks at its cancellation (ADR 0096).
+CANCEL_POLL_SECONDS = 0.02
+
+
+def _wait(done: _Done, timeout: float | None, scope: CancelScope) -> bool:
+    """``done.wait(timeout)`` that also returns (False) once ``scope`` is cancelled."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not scope.cancelled:
+        left = CANCEL_POLL_SECONDS if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            return done.is_set()
+        if done.wait(min(left, CANCEL_POLL_SECONDS)):
+            return True
+    return done.is_set()
+
+
 def _given_up(job: _Job) -> bool:
     # Set by the waiting caller while the job ran (a separate read, for the type checker).
     return job.abandoned
@@ -110,11 +129,16 @@ class ProviderPool:
         with self._lock:
             return self._workers
 
-    def run(self, owner: object, fn: Callable[[], object], timeout: float) -> object:
+    def run(self, owner: object, fn: Callable[[], object], timeout: float | None) -> object:
         """``fn()`` on a worker; its reply, or its exception re-raised here.
 
+        Inside an awaited call (a :class:`~recurgent._cancellation.CancelScope`), the wait also
+        ends when the awaiting task is cancelled: the request is abandoned as a timed-out one
+        is, and :class:`~recurgent._cancellation.CallCancelled` is raised (ADR 0096).
+
         Raises:
-            RequestTimedOut: no reply within ``timeout`` seconds.
+            RequestTimedOut: no reply within ``timeout`` seconds (``None``: no limit).
+            CallCancelled: the awaited call was cancelled while waiting.
         """
         context = contextvars.copy_context()
         job = _Job(lambda: context.run(fn), id(owner))
@@ -125,7 +149,9 @@ class ProviderPool:
                 lane.backlog.append(job)
             else:
                 self._dispatch(job)
-        if not job.done.wait(timeout):
+        scope = current_scope()
+        finished = job.done.wait(timeout) if scope is None else _wait(job.done, timeout, scope)
+        if not finished:
             with self._lock:
                 if not job.done.is_set():
                     job.abandoned = True
@@ -135,6 +161,8 @@ class ProviderPool:
                             lane = self._lanes[job.key] = _Lane(owner)
                         lane.stuck += 1
             if job.abandoned:
+                if scope is not None and scope.cancelled:
+                    raise scope.error()
                 raise RequestTimedOut
         if job.error is not None:
             raise job.error
@@ -220,9 +248,17 @@ class AsyncRunner:
     def run(self, coroutine: Coroutine[Any, Any, object], timeout: float | None) -> object:
         """Run ``coroutine`` on the helper loop; a timed-out one is cancelled.
 
+        Inside an awaited call (``agent.aio``) it runs natively on the awaiting task's own loop
+        instead, where the caller's async clients live, and a cancelled call cancels it
+        (ADR 0096).
+
         Raises:
             RequestTimedOut: no result within ``timeout`` seconds.
+            CallCancelled: the awaited call was cancelled.
         """
+        scope = current_scope()
+        if scope is not None and scope.loop is not None and scope.loop.is_running():
+            return _on_awaiting_loop(coroutine, timeout, scope, scope.loop)
         loop = self._running_loop()
         context = contextvars.copy_context()
         future: concurrent.futures.Future[object] = concurrent.futures.Future()
@@ -254,3 +290,29 @@ class AsyncRunner:
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise RequestTimedOut from None
+
+
+def _on_awaiting_loop(
+    coroutine: Coroutine[Any, Any, object],
+    timeout: float | None,
+    scope: CancelScope,
+    loop: asyncio.AbstractEventLoop,
+) -> object:
+    """Run ``coroutine`` on the loop of the task awaiting the call; this thread waits for it."""
+    future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+    done = _Done()
+    future.add_done_callback(lambda _: done.set())
+
+    def cancel() -> None:
+        future.cancel()
+
+    with scope.hook(cancel):
+        finished = _wait(done, timeout, scope)
+    if not finished:
+        future.cancel()
+        if scope.cancelled:
+            raise scope.error()
+        raise RequestTimedOut
+    if future.cancelled():
+        raise scope.error() if scope.cancelled else RequestTimedOut()
+    return future.result()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
+from recurgent._cancellation import CallCancelled, on_cancel
 from recurgent._journal import Journal
 from recurgent._sandbox._boundary import Attribution, find_unplain, rebuild
 from recurgent._sandbox._bridge import ExecutionResult, HostBridge
@@ -137,6 +138,8 @@ class ExecutionSandbox(AttemptNamespace):
         watchdog = Watchdog(self._ticker)
         self._ticker.start()
         watchdog.start()
+        # A cancelled awaited call stops its program at the next tick (ADR 0096).
+        cancelling = on_cancel(lambda: self._ticker.expire(CallCancelled(where)))
         try:
             exec(program.code, self._namespace)
             main = self._namespace.pop(MAIN_FUNCTION)
@@ -165,7 +168,9 @@ class ExecutionSandbox(AttemptNamespace):
                 attribution=Attribution(bridge.role, bridge.method_name, self._answers),
             )
             result.writes = self._memory_writes()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, CallCancelled):
+            # Ctrl-C, or the task awaiting the call was cancelled: the call ends, nothing
+            # committed (ADR 0096).
             raise
         except DeadlineExceeded as stop:
             result.error = ExecutionTimeoutError(f"Execution timeout in {where}: {stop}")
@@ -196,6 +201,7 @@ class ExecutionSandbox(AttemptNamespace):
             # at its first tick from now on.
             self._ticker.expire()
             watchdog.stop()
+            cancelling.close()
         result.stdout = self._output.text()
         result.violations = list(self._violations)
         result.forwarded_calls = self._forwarded

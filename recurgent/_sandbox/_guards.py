@@ -59,7 +59,7 @@ from recurgent._sandbox._types import (
     trusted_class,
     type_of,
 )
-from recurgent.outcome import Outcome
+from recurgent.outcome import Outcome, OutcomeFlag
 
 __all__ = [
     "GENERATED_FILENAME",
@@ -171,6 +171,9 @@ class AttributePolicy:
             # A handle's methods are closures over the sandbox: sealed like every runtime callable.
             return _runtime_sealed(handled)
         if isinstance(obj, Outcome):
+            if name in _OUTCOME_FLAGS:
+                # ``out.ok`` and ``out.ok()`` alike: models write both (ADR 0098).
+                return OutcomeFlag(obj.status == name)
             if name in _OUTCOME_INSTANCE_ATTRIBUTES:
                 return _runtime_sealed(getattr(obj, name))
             raise AttributeError(
@@ -361,10 +364,10 @@ class _NotHandled:
 
 NOT_HANDLED: Any = _NotHandled()
 
-# Every field, plus the flags and readers generated code uses; never pydantic's model_* API.
-_OUTCOME_INSTANCE_ATTRIBUTES = frozenset(Outcome.model_fields) | {
-    "ok",
-    "error",
+# Every field but the provenance (a child's program text and call id are the host's), plus the
+# flags and readers generated code uses; never pydantic's model_* API.
+_OUTCOME_FLAGS = frozenset({"ok", "error"})
+_OUTCOME_INSTANCE_ATTRIBUTES = (frozenset(Outcome.model_fields) - {"code", "call_id"}) | {
     "is_ok",
     "is_error",
     "value_or",

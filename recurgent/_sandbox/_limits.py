@@ -232,7 +232,8 @@ class Ticker:
         self._timeout = timeout_seconds
         self._batch = self._INITIAL_BATCH
         self._last_check = self._started
-        self._stop: AttemptStopped | None = None
+        # An AttemptStopped, or the CallCancelled of a cancelled awaited call (ADR 0096).
+        self._stop: BaseException | None = None
         self._max_memory = max_memory_bytes
         self._meter: MemoryMeter | None = None
         namespace["_ticker_"] = itertools.repeat(True, self._batch)
@@ -281,7 +282,7 @@ class Ticker:
         """Make the next tick read the clock (called by the watchdog)."""
         self._namespace["_ticker_"] = iter(())
 
-    def expire(self, stop: AttemptStopped | None = None) -> None:
+    def expire(self, stop: BaseException | None = None) -> None:
         """Make every later tick raise ``stop`` (by default: the deadline has passed)."""
         if self._stop is None:
             self._stop = stop or DeadlineExceeded(self._message())

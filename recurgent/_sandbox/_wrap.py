@@ -110,9 +110,11 @@ def forgotten_result(module: ast.Module) -> str | None:
     defined = [s.name for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
     if not defined:
         return None
+    last = body[-1]
+    end = getattr(last, "end_lineno", None) or last.lineno
     return (
         f"the program defines {', '.join(defined)} but never calls it and never sets "
-        f"result; end with `result = {defined[-1]}(...)`"
+        f"result (it ends at line {end}); end with `result = {defined[-1]}(...)`"
     )
 
 

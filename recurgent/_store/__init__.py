@@ -46,6 +46,7 @@ from recurgent._store._promotion import (
     promotion_mode,
     state_of,
 )
+from recurgent._store._provenance import Provenance, Reader, write_refusal
 from recurgent._store._registry import (
     load_tools,
     merge_known_tools,
@@ -67,6 +68,8 @@ __all__ = [
     "FailedAttempt",
     "Lookup",
     "Promotion",
+    "Provenance",
+    "Reader",
     "Store",
     "StoredRun",
     "WriteResult",
@@ -99,7 +102,8 @@ class Lookup:
             ``missing``, ``corrupt``, ``unsupported_schema``, ``unreadable``, ``untrusted``
             (ADR 0070), ``invalid_record``, ``key_mismatch``,
             or a reason of :func:`~recurgent._store._artifacts.reuse_verdict` (among them
-            ``program_written`` and ``author_unknown``, ADR 0074).
+            ``program_written`` and ``author_unknown``, ADR 0074, and ``test_double_written``,
+            ``model_written`` and ``script_changed``, ADR 0077).
         path: The artifact file.
         quarantined_to: Where a damaged file was moved, when it was.
     """
@@ -118,9 +122,9 @@ class Lookup:
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did: ``written``, or ``reason`` why not (``unsupported: ...``,
-    ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``not_registered``,
-    ``error: ...``); ``decision``: the promotion evaluation the write made of the call's
-    version (ADR 0080), when it made one."""
+    ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``model_written``
+    (ADR 0077), ``not_registered``, ``error: ...``); ``decision``: the promotion evaluation the
+    write made of the call's version (ADR 0080), when it made one."""
 
     written: bool
     reason: str | None = None
@@ -208,11 +212,14 @@ class Store:
         runtime_version: str,
         host_call: bool,
         enforce: bool = False,
+        reader: Reader | None = None,
     ) -> Lookup:
         """The artifact for ``role.method`` and whether it may run now.
 
         ``host_call``: the host's own code calls an agent it built; only a program generated
-        for such a call may then run without a request (ADR 0074). A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
+        for such a call may then run without a request (ADR 0074). ``reader``: whether the
+        agent's provider is a test double, and its script's fingerprint (ADR 0077); ``None``
+        for one that is not. A damaged file (not JSON, not an object, fields of the wrong type) and a record whose
         checksum does not match its code are moved aside and never run. The record returned may
         be shared with later lookups in this process: read it, never change it.
 
@@ -230,6 +237,7 @@ class Store:
                 contract_fingerprint=contract_fingerprint,
                 runtime_version=runtime_version,
                 host_call=host_call,
+                reader=reader,
             )
             if verdict != "checksum_mismatch":
                 if enforce:
@@ -259,6 +267,7 @@ class Store:
             contract_fingerprint=contract_fingerprint,
             runtime_version=runtime_version,
             host_call=host_call,
+            reader=reader,
         )
         if verdict == "checksum_mismatch":
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
@@ -311,7 +320,8 @@ class Store:
         same file. An artifact with another schema version or of another runtime is left
         untouched, and so is one whose code was generated for the host when the call's code
         was not (``host_written``, ADR 0074): a program may run the host's code, never
-        replace it. A counters-only write skips fsync: losing it to a power cut loses counts,
+        replace it; nor is a program a real model wrote replaced by a test double's
+        (``model_written``, ADR 0077). A counters-only write skips fsync: losing it to a power cut loses counts,
         never a program.
         """
         path = self._artifact_path(call.role, call.method)
@@ -341,6 +351,11 @@ class Store:
                     and not runs_kept_version(record, digest, call.source)
                 ):
                     refused.append("host_written")
+                    return None
+                elif refusal := write_refusal(
+                    record.provenance, bool(record.code.strip()), call.provenance
+                ):
+                    refused.append(refusal)
                     return None
             if record is not None and waiting is not None:
                 apply_runs(record, waiting)

@@ -26,6 +26,7 @@ from recurgent._store._promotion import (
     evaluate as evaluate_version,
 )
 from recurgent._store._promotion_format import VERSIONS_KEPT, Lifecycle, VersionCode
+from recurgent._store._provenance import Provenance, Reader, provenance_verdict
 from recurgent._store._versions import protected, remember_version, runs_kept_version, trim_lru
 
 __all__ = [
@@ -158,6 +159,8 @@ class HistoryEntry(_Model):
     trigger_error_message: str | None = None
     trigger_attempt_id: int | None = None
     author: str | None = None
+    #: Who wrote this version (ADR 0077); absent in entries written before it existed.
+    provenance: Provenance | None = None
 
 
 class ArtifactRecord(_Model):
@@ -181,6 +184,9 @@ class ArtifactRecord(_Model):
     #: Who the current code was generated for (``host`` / ``program``; ADR 0074). ``None`` in a
     #: file written before the field existed: unknown, so never trusted as the host's.
     author: str | None = None
+    #: Who wrote the current code (ADR 0077). ``None`` in a file written before the block
+    #: existed: unknown provenance.
+    provenance: Provenance | None = None
     success_count: int = Field(default=0, ge=0)
     failure_count: int = Field(default=0, ge=0)
     domain_error_count: int = Field(default=0, ge=0)
@@ -302,6 +308,8 @@ class CallRecord:
         promotion: The agent's promotion switches (shadow evaluation, enforcement).
         stored_failure: A stored program that failed earlier in the call (then repaired or
             regenerated): counted for its own version.
+        provenance: Who wrote the code (ADR 0077): for a persisted run, the stored record's as
+            it was run (``None`` when unknown); otherwise the provider that wrote it now.
     """
 
     role: str
@@ -329,6 +337,7 @@ class CallRecord:
     state_key_consistency_ratio: float | None = None
     promotion: Promotion = DEFAULT_PROMOTION
     stored_failure: StoredRun | None = None
+    provenance: Provenance | None = None
 
 
 def is_degraded(record: ArtifactRecord) -> bool:
@@ -359,14 +368,21 @@ def record_cacheability(record: ArtifactRecord) -> Cacheability:
 
 
 def reuse_verdict(
-    record: ArtifactRecord, *, contract_fingerprint: str, runtime_version: str, host_call: bool
+    record: ArtifactRecord,
+    *,
+    contract_fingerprint: str,
+    runtime_version: str,
+    host_call: bool,
+    reader: Reader | None = None,
 ) -> str | None:
     """``None`` when the record may run without a provider request, else the reason it may not.
 
     Reasons, in the order checked: ``foreign_runtime``, ``no_code``, ``checksum_mismatch``,
     ``not_cacheable``, ``runtime_version_mismatch``, ``contract_mismatch``, ``degraded``,
     ``unproven`` (the current version has a scorecard and never produced an answer: a program
-    that only failed is regenerated, not run again and repaired; ADR 0047), then, for a
+    that only failed is regenerated, not run again and repaired; ADR 0047), then the
+    provenance rules for ``reader`` (ADR 0077; ``None`` is an agent whose provider is not a test
+    double): ``test_double_written``, ``model_written``, ``script_changed``; then, for a
     ``host_call`` (the host's own code calling an agent it built), ``program_written`` or
     ``author_unknown``: only code generated for the host runs for the host (ADR 0074).
     ``prompt_version`` and ``model`` are metadata only and never block reuse.
@@ -391,10 +407,16 @@ def reuse_verdict(
     card = record.scorecards.get(record.code_checksum or "")
     if card is not None and card.successes == 0:
         return "unproven"
+    refused = provenance_verdict(record.provenance, reader or _MODEL_READER)
+    if refused is not None:
+        return refused
     if host_call and record.author != HOST:
         # Checked last, so the reason says the author alone stood between the call and a hit.
         return "program_written" if record.author == PROGRAM else "author_unknown"
     return None
+
+
+_MODEL_READER = Reader()
 
 
 def _count_failure(card: Scorecard, error_type: str | None, violation: str | None) -> None:
@@ -552,8 +574,10 @@ def apply_call(
     kept = runs_kept_version(new, digest, call.source)
     if not kept:
         if digest != previous or call.source != "persisted":
-            # A persisted run carries the author of the code it ran; anything else the caller's.
+            # A persisted run carries the author and provenance of the code it ran; anything
+            # else the caller's.
             new.author = call.author
+            new.provenance = call.provenance
         new.runtime = RUNTIME_TAG
         new.code = call.code
         new.code_checksum = digest
@@ -579,6 +603,7 @@ def apply_call(
             runtime_version=call.runtime_version,
             model=call.model,
             author=call.author,
+            provenance=call.provenance,
         )
         if call.failed_attempt is not None:
             entry.trigger_stage = call.failed_attempt.stage

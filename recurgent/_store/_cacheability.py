@@ -7,26 +7,27 @@ the artifact's classification. The first rule that matches wins:
    (``dynamic_dispatch_method``).
 2. The call had inputs, the code never reads ``args``/``kwargs`` and an input appears verbatim in
    it: the program answers only this input (``input_baked_code``).
-3. The call had inputs and the code never reads ``args``/``kwargs``: the program ignores its
-   inputs (``arg_ignored_code``).
-4. The agent has a delegation contract: reusable (``delegated_contract_tool``).
-5. Otherwise reusable (``stable_method_default``).
+3. The call had inputs and the code never reads ``args``/``kwargs``, or reads them but nothing
+   it answers or does depends on them: the program ignores its inputs (``arg_ignored_code``).
+4. The call had inputs and the walk deciding rule 3 gave up (``input_flow_unknown``): not
+   reused, since a wrong reuse is the harm and a missed one costs a request.
+5. The agent has a delegation contract: reusable (``delegated_contract_tool``).
+6. Otherwise reusable (``stable_method_default``).
 
 "Reads" means a name ``args``/``kwargs`` loaded in the program's syntax tree: the word in a
-comment or a string (``return 5.65  # args``) does not count (ADR 0070). A program that reads
-its inputs and then ignores them (``_ = args``) still passes: no static rule can tell.
+comment or a string (``return 5.65  # args``) does not count (ADR 0070). "Depends" is decided
+by data flow from the inputs to the answer, memory writes, forwarded calls and network calls
+(:mod:`._dataflow`, ADR 0078): ``_ = args`` or ``n = len(args)`` followed by a constant reads
+the inputs and ignores them.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from recurgent._parsing import parse_python
+from recurgent._store._dataflow import input_flow
 from recurgent.outcome import Outcome
 
 __all__ = [
@@ -39,8 +40,6 @@ __all__ = [
 
 DYNAMIC_DISPATCH_METHODS = frozenset({"ask", "chat", "discuss", "host"})
 
-_NAMES_INPUTS = re.compile(r"\b(?:args|kwargs)\b")
-_INPUT_NAMES = frozenset({"args", "kwargs"})
 _MAX_LITERALS = 256
 _MAX_DEPTH = 16
 
@@ -104,33 +103,21 @@ def classify(
     """Classify the program ``code`` generated for ``method(*args, **kwargs)``."""
     if method.lower() in DYNAMIC_DISPATCH_METHODS:
         return Cacheability(False, "dynamic_dispatch_method", True)
-    if (args or kwargs) and not _reads_inputs(code):
-        if any(literal in code for literal in input_literals(args, kwargs)):
+    if args or kwargs:
+        flow = input_flow(code)
+        if flow == "unread" and any(literal in code for literal in input_literals(args, kwargs)):
             return Cacheability(False, "input_baked_code", True)
-        # A program that never reads its arguments answered this call from what it already
-        # knew (memory, or the model's own answer written in as a constant, like a
-        # translation): run again for other arguments it would give this call's answer.
-        # Ruby reused it when it did not read memory either; that is the bug, not the rule.
-        return Cacheability(False, "arg_ignored_code", True)
+        if flow in ("unread", "ignored"):
+            # A program that ignores its arguments answered this call from what it already
+            # knew (memory, or the model's own answer written in as a constant, like a
+            # translation): run again for other arguments it would give this call's answer.
+            # Ruby reused it when it did not read memory either; that is the bug, not the rule.
+            return Cacheability(False, "arg_ignored_code", True)
+        if flow == "unknown":
+            return Cacheability(False, "input_flow_unknown", True)
     if contracted:
         return Cacheability(True, "delegated_contract_tool", False)
     return Cacheability(True, "stable_method_default", False)
-
-
-@functools.lru_cache(maxsize=256)
-def _reads_inputs(code: str) -> bool:
-    """Whether the program loads ``args`` or ``kwargs`` (not merely mentions the word)."""
-    if not _NAMES_INPUTS.search(code):
-        return False
-    try:
-        tree = parse_python(code, "<classify>")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        # Code that does not parse never answered: the textual test is as good as any.
-        return True
-    return any(
-        isinstance(node, ast.Name) and node.id in _INPUT_NAMES and isinstance(node.ctx, ast.Load)
-        for node in ast.walk(tree)
-    )
 
 
 def legacy_cacheable(method: str) -> bool:

@@ -287,6 +287,9 @@ def _cmd_show(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) ->
             "last_used_at",
         ):
             out.write(f"  {key}: {json.dumps(getattr(record, key))}\n")
+        # Who wrote the code (ADR 0077); null for a file written before it was recorded.
+        block = record.provenance.model_dump(mode="json") if record.provenance else None
+        out.write(f"  provenance: {json.dumps(block)}\n")
         if record.dependencies:
             out.write(f"  dependencies: {json.dumps(record.dependencies)}\n")
         out.write("  code:\n")

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from recurgent._store._provenance import Provenance
+
 __all__ = [
     "CHECKSUM_PATTERN",
     "LEDGER_KEPT",
@@ -83,6 +85,8 @@ class VersionCode(_Model):
     cacheable: bool | None = None
     cacheability_reason: str | None = None
     input_sensitive: bool | None = None
+    #: Who wrote this version (ADR 0077); ``None``: unknown (never "as the record").
+    provenance: Provenance | None = None
 
 
 class LifecycleEntry(_Model):

@@ -43,7 +43,11 @@ _DESCRIBED = (
     "cacheable",
     "cacheability_reason",
     "input_sensitive",
+    "provenance",
 )
+#: Fields a version always states for itself: an unknown author of an earlier version must not
+#: borrow the current code's (a test double's program read as a model's, ADR 0077).
+_OWN = frozenset({"provenance"})
 _PREFERENCE = ("durable", "probation", "candidate")
 
 
@@ -109,7 +113,7 @@ def version_view(record: ArtifactRecord, digest: str) -> ArtifactRecord:
     }
     for name in _DESCRIBED:
         value = getattr(version, name)
-        if value is not None:
+        if value is not None or name in _OWN:
             update[name] = value
     for name, value in (version.model_extra or {}).items():
         # Fields a later format adds to versions (e.g. provenance) describe the version too.

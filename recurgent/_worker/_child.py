@@ -34,6 +34,7 @@ from recurgent._worker._protocol import (
     ForwardRequest,
     MemoryPatch,
     RawExecRequest,
+    Ready,
     RunRequest,
     RunResult,
     Unencodable,
@@ -150,7 +151,11 @@ class _Forwarder:
         )
         self._channel.send(request)
         reply = self._channel.receive()
-        if not isinstance(reply, ForwardReply) or reply.forward_id != self._next:
+        if (
+            not isinstance(reply, ForwardReply)
+            or reply.forward_id != self._next
+            or reply.call_id != self._call_id
+        ):
             raise ProtocolBroken("expected the reply to a forwarded call")
         if reply.ok:
             return reply
@@ -394,6 +399,30 @@ def _raw_exec(request: RawExecRequest) -> RunResult:
     return RunResult(call_id=request.call_id, status="ok", value=value)
 
 
+def _refuse(*_: Any, **__: Any) -> Any:
+    raise UsageError("nothing is forwarded while the worker warms up")
+
+
+def _warm_up() -> None:
+    """Compile and run one trivial program, so the first real run finds everything loaded.
+
+    Done before the ready line: what it costs is start-up, which no deadline counts (ADR 0093).
+    """
+    bridge = HostBridge(
+        role="warm-up",
+        method_name="warm_up",
+        memory={},
+        args=(),
+        kwargs={},
+        delegate=_refuse,
+        tool=_refuse,
+        remember=_refuse,
+        handle_for_agent=lambda _: None,
+    )
+    sandbox = ExecutionSandbox(bridge, limits=SandboxLimits(timeout_seconds=30.0), network="deny")
+    sandbox.run(compile_program("return 1"))
+
+
 def _serve(channel: _Channel, access: DependencyAccess, test_hooks: bool) -> int:
     while True:
         request = channel.receive()
@@ -418,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
     channel = _Channel(sys.stdin.buffer, protocol_out)
     try:
+        _warm_up()
+        channel.send(Ready())
         return _serve(channel, access, test_hooks)
     except ProtocolBroken as broken:
         sys.stderr.write(f"recurgent worker: {broken}\n")

@@ -7,6 +7,8 @@ the worker's log fields. The worker's memory writes are applied to the given mem
 the lifecycle, returned uncommitted as journal ``Writes``: a container memory held that the
 program changed in place is patched in place (a host list keeps its identity, ADR 0062); a key
 the program reassigned, or whose patches do not fit the host's memory, gets its whole value.
+The run's clock (its forwarded calls' deadline too) starts when its worker is ready, and a run
+that leaves its worker unfit for the next program retires that worker (ADR 0093).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +43,8 @@ from recurgent._worker._protocol import (
     from_wire,
     to_wire,
 )
-from recurgent._worker._supervisor import WorkerSupervisor
+from recurgent._worker._retire import retire_reason
+from recurgent._worker._supervisor import RunStats, WorkerSupervisor
 from recurgent.errors import (
     BudgetExceededError,
     GuardrailViolationError,
@@ -52,7 +56,7 @@ from recurgent.errors import (
 )
 from recurgent.program import Program
 
-__all__ = ["ProcessExecutor", "WorkerExecutionResult"]
+__all__ = ["ProcessExecutor", "WorkerExecutionResult", "uncrossable_message"]
 
 _PASSED_ERRORS = (
     BudgetExceededError,
@@ -72,10 +76,15 @@ class WorkerExecutionResult(ExecutionResult):
 class _Run:
     """The agent references and forwarded-call answers of one run."""
 
-    def __init__(self, bridge: HostBridge, deadline: float, max_forwarded_calls: int) -> None:
+    def __init__(
+        self, bridge: HostBridge, timeout_seconds: float, max_forwarded_calls: int
+    ) -> None:
         self._bridge = bridge
-        self._deadline = deadline
+        self._timeout = timeout_seconds
+        self._deadline = time.monotonic() + timeout_seconds
         self._max_calls = max_forwarded_calls
+        #: Qualified type names of values sent into the run whose methods reach module state.
+        self.received: set[str] = set()
         self._calls = 0
         self._ops: dict[int, HandleOps] = {}
         self._numbers: dict[int, int] = {}
@@ -102,8 +111,12 @@ class _Run:
             raise WorkerCrashError(f"worker referred to unknown agent #{number} ({role})")
         return ops.agent()
 
+    def start_clock(self) -> None:
+        """The worker is ready: the run's deadline counts from now (ADR 0093)."""
+        self._deadline = time.monotonic() + self._timeout
+
     def encode(self, value: Any, where: str) -> Any:
-        return to_wire(value, where, self.reference)
+        return to_wire(value, where, self.reference, self.received)
 
     def decode(self, value: Any) -> Any:
         return from_wire(value, self.agent)
@@ -220,12 +233,14 @@ class ProcessExecutor:
         """The worker this executor runs on."""
         return self._supervisor
 
-    def _fields(self) -> dict[str, Any]:
+    def _fields(self, stats: RunStats | None) -> dict[str, Any]:
         fields: dict[str, Any] = {
             "execution_receiver": "worker",
             "isolation_backend": self._supervisor.backend,
-            "worker_pid": self._supervisor.pid,
-            "worker_restarts": self._supervisor.restarts,
+            "worker_pid": self._supervisor.pid if stats is None else stats.pid,
+            "worker_restarts": self._supervisor.restarts if stats is None else stats.restarts,
+            "worker_start_ms": None if stats is None else round(stats.start_ms, 1),
+            "worker_retired": None if stats is None else stats.retired,
         }
         if self._environment is not None:
             fields.update(self._environment.log_fields())
@@ -238,9 +253,13 @@ class ProcessExecutor:
         limits: SandboxLimits,
         bridge: HostBridge,
     ) -> WorkerExecutionResult:
-        """Run ``program`` in the worker; every failure is reported in the result."""
-        deadline = time.monotonic() + limits.timeout_seconds
-        run = _Run(bridge, deadline, limits.max_forwarded_calls)
+        """Run ``program`` in the worker; every failure of the program is reported in the result.
+
+        Raises:
+            UsageError: under ``isolation="process"``, memory or arguments the host gave the
+                call hold a value that cannot cross to the worker (ADR 0094).
+        """
+        run = _Run(bridge, limits.timeout_seconds, limits.max_forwarded_calls)
         try:
             request = RunRequest(
                 call_id=secrets.token_hex(8),
@@ -259,22 +278,47 @@ class ProcessExecutor:
                 else None,
             )
         except Unencodable as problem:
+            if self._supervisor.backend != "none":
+                # The developer chose isolation="process"; the program has no part in this.
+                raise UsageError(uncrossable_message(bridge.role, str(problem))) from None
             return self._failed(
                 NonSerializableResultError(f"{problem}; it cannot cross to the worker process")
             )
-        answer = self._call(request, run, limits.timeout_seconds)
-        return self._finish(answer, run, inputs.memory, commit=inputs.commit_memory)
+        stats = RunStats()
+        code = program.code
+        answer = self._call(
+            request,
+            run,
+            limits.timeout_seconds,
+            stats,
+            lambda result: retire_reason(code, result, run.received),
+        )
+        return self._finish(answer, run, inputs.memory, commit=inputs.commit_memory, stats=stats)
 
     def _call(
-        self, request: RunRequest | RawExecRequest, run: _Run, timeout: float
+        self,
+        request: RunRequest | RawExecRequest,
+        run: _Run,
+        timeout: float,
+        stats: RunStats,
+        retire: Callable[[RunResult], str | None] | None = None,
     ) -> RunResult | RecurgentError:
         try:
-            return self._supervisor.run(request, run.answer, timeout_seconds=timeout)
+            return self._supervisor.run(
+                request,
+                run.answer,
+                timeout_seconds=timeout,
+                on_clock=run.start_clock,
+                retire=retire,
+                stats=stats,
+            )
         except RecurgentError as error:
             return error
 
-    def _failed(self, error: RecurgentError) -> WorkerExecutionResult:
-        return WorkerExecutionResult(error=error, log_fields=self._fields())
+    def _failed(
+        self, error: RecurgentError, stats: RunStats | None = None
+    ) -> WorkerExecutionResult:
+        return WorkerExecutionResult(error=error, log_fields=self._fields(stats))
 
     def _finish(
         self,
@@ -283,10 +327,11 @@ class ProcessExecutor:
         memory: dict[str, Any],
         *,
         commit: bool,
+        stats: RunStats,
     ) -> WorkerExecutionResult:
         """Decode the worker's answer; its writes go to ``memory`` (``commit``) or come back."""
         if isinstance(answer, RecurgentError):
-            return self._failed(answer)
+            return self._failed(answer, stats)
         try:
             writes = Writes(
                 set={key: run.decode(value) for key, value in answer.memory_set.items()},
@@ -295,13 +340,15 @@ class ProcessExecutor:
             _patch_in_place(writes, answer.memory_patches, memory, run)
             value = run.decode(run.settle(answer.value))
         except WorkerCrashError as error:
-            return self._failed(error)
+            return self._failed(error, stats)
         except (ValueError, KeyError, TypeError, InvalidOutcomeError) as problem:
             # An envelope an honest worker never sends (an Outcome that fails validation, an
             # agent reference without a number): the answer of a subverted worker, which must
             # not escape the call as a raw exception (red-team F14).
             name = type(problem).__name__
-            return self._failed(WorkerCrashError(f"the worker sent a malformed answer ({name})"))
+            return self._failed(
+                WorkerCrashError(f"the worker sent a malformed answer ({name})"), stats
+            )
         if commit:
             writes.apply(memory)
         violations = [error_from_wire(item) for item in answer.violations]
@@ -312,15 +359,35 @@ class ProcessExecutor:
             violations=[v for v in violations if isinstance(v, GuardrailViolationError)],
             forwarded_calls=answer.forwarded_calls,
             writes=writes,
-            log_fields=self._fields(),
+            log_fields=self._fields(stats),
         )
 
     def run_raw(self, code: str, *, timeout_seconds: float = 10.0) -> WorkerExecutionResult:
-        """Test hook: run raw Python in the worker, as a program that escaped the policy would."""
-        bridge_free = _Run(_NO_BRIDGE, time.monotonic() + timeout_seconds, 0)
+        """Test hook: run raw Python in the worker, as a program that escaped the policy would.
+
+        The parent retires the worker after it exactly as after a program with this source.
+        """
+        bridge_free = _Run(_NO_BRIDGE, timeout_seconds, 0)
         request = RawExecRequest(call_id=secrets.token_hex(8), code=code)
-        answer = self._call(request, bridge_free, timeout_seconds)
-        return self._finish(answer, bridge_free, {}, commit=True)
+        stats = RunStats()
+        answer = self._call(
+            request,
+            bridge_free,
+            timeout_seconds,
+            stats,
+            lambda result: retire_reason(code, result),
+        )
+        return self._finish(answer, bridge_free, {}, commit=True, stats=stats)
+
+
+def uncrossable_message(role: str, problem: str) -> str:
+    """The ``UsageError`` text for host data an ``isolation="process"`` agent cannot send."""
+    return (
+        f"isolation='process' runs every program of {role!r} in a worker process, where its "
+        f"memory and arguments cross as data, and {problem}. Keep data there (str, numbers, "
+        "lists, dicts, tuples, sets, bytes, dates and times, Decimals, Fractions, Outcomes, "
+        "agents), or build the agent with isolation='in_process' to hand it host objects"
+    )
 
 
 def _patch_in_place(

@@ -142,6 +142,19 @@ class WorkerLane:
                 return None
             return ProcessExecutor(self._worker_for(environment), environment)
 
+    def prestart(self) -> None:
+        """Start the worker of an agent without dependencies now, in the background (ADR 0093).
+
+        For ``isolation="process"``: its start-up overlaps the agent's first request to the
+        provider instead of following it. Nothing happens for an unconfined lane, or once the
+        manifest has grown (that worker starts when its environment is ready).
+        """
+        with self._lock:
+            if not self._isolation.confined or self._manifest.entries:
+                return
+            supervisor = self._worker_for(None)
+        supervisor.prestart()
+
     def prepare(self, dependencies: Any, *, role: str) -> PreparationTicket[Environment]:
         """Build the environment of ``dependencies`` in the background (``Agent.prepare``).
 

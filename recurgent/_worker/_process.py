@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from recurgent._worker._protocol import dump_line, parse_line
+from recurgent._worker._protocol import Ready, dump_line, parse_line
 from recurgent.errors import DependencyActivationError
 
 __all__ = ["MAX_LINE_BYTES", "WorkerExited", "WorkerProcess", "WorkerTimedOut", "live_workers"]
@@ -82,6 +82,7 @@ class WorkerProcess:
         self._ended = False
         self._abandoned = False
         self._reader_done = False
+        self._ready = False
         self._scratch = scratch
         # A forked interpreter inherits this object but not the child: it must never signal it.
         self._parent_pid = os.getpid()
@@ -212,6 +213,25 @@ class WorkerProcess:
             return parse_line(line)
         except (ValueError, ValidationError) as error:
             raise WorkerExited(f"worker returned an invalid message: {str(error)[:200]}") from None
+
+    @property
+    def ready(self) -> bool:
+        """True once the child said it is ready (its first line)."""
+        return self._ready
+
+    def wait_ready(self, timeout: float) -> None:
+        """Wait for the child's ready line (once; later calls return at once).
+
+        Raises:
+            WorkerTimedOut: it did not come within ``timeout`` seconds.
+            WorkerExited: the child ended first, or its first line was something else.
+        """
+        if self._ready:
+            return
+        message = self.receive(timeout)
+        if not isinstance(message, Ready):
+            raise WorkerExited(f"worker sent a {type(message).__name__} before it was ready")
+        self._ready = True
 
     def kill(self) -> None:
         """Kill the child's whole process group, reap it and remove its scratch directory.

@@ -1,22 +1,30 @@
 """The worker protocol: JSON lines between the parent and a worker, one pydantic model per message.
 
-Version 1 (ADR 0040). Parent and worker take turns on one pair of pipes: the parent sends a
+Version 1 (ADR 0040). A worker announces itself once with :class:`Ready` when its runtime is
+imported (ADR 0093); then parent and worker take turns on one pair of pipes: the parent sends a
 :class:`RunRequest`; the worker answers with any number of :class:`ForwardRequest` (each
-answered by one :class:`ForwardReply`) and finally one :class:`RunResult`. Values cross as JSON
-plus two envelopes: an ``Outcome`` and an agent reference (a number the parent maps to the agent
-it stands for, valid for one run). No pickle: nothing the worker writes can make the parent run
-code.
+answered by one :class:`ForwardReply`) and finally one :class:`RunResult`, each carrying the
+request's ``call_id`` (the parent takes no other as an answer, ADR 0095). Values cross as JSON
+plus envelopes (``_codec``, ADR 0094): the values the in-process boundary keeps, an ``Outcome``
+and an agent reference (a number the parent maps to the agent it stands for, valid for one
+run). No pickle: nothing the worker writes can make the parent run code.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from recurgent._worker._codec import (
+    AGENT_KEY,
+    MAX_DEPTH,
+    OUTCOME_KEY,
+    Unencodable,
+    from_wire,
+    to_wire,
+)
 from recurgent.errors import (
     BudgetExceededError,
     ExecutionError,
@@ -29,16 +37,18 @@ from recurgent.errors import (
     UsageError,
     WorkerCrashError,
 )
-from recurgent.outcome import Outcome
 
 __all__ = [
+    "AGENT_KEY",
     "IPC_VERSION",
+    "OUTCOME_KEY",
     "ForwardOp",
     "ForwardReply",
     "ForwardRequest",
     "MemoryPatch",
     "Message",
     "RawExecRequest",
+    "Ready",
     "RunRequest",
     "RunResult",
     "Unencodable",
@@ -53,9 +63,6 @@ __all__ = [
 ]
 
 IPC_VERSION = 1
-OUTCOME_KEY = "__recurgent_outcome__"
-AGENT_KEY = "__recurgent_agent__"
-_MAX_DEPTH = 64
 
 ForwardOp = Literal[
     "delegate",
@@ -89,6 +96,15 @@ class WireLimits(BaseModel):
     max_response_bytes: int
     default_http_timeout: float
     max_memory_bytes: int | None
+
+
+class Ready(BaseModel):
+    """Worker to parent, once, before any request: the runtime is imported and warmed up."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ipc_version: Literal[1] = 1
+    kind: Literal["ready"] = "ready"
 
 
 class RunRequest(_Message):
@@ -161,7 +177,7 @@ class MemoryPatch(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    path: list[str | int] = Field(min_length=1, max_length=_MAX_DEPTH)
+    path: list[str | int] = Field(min_length=1, max_length=MAX_DEPTH)
     kind: Literal["dict", "extend", "replace"]
     set: list[tuple[str, Any]] = Field(default_factory=list)
     delete: list[str] = Field(default_factory=list)
@@ -189,7 +205,7 @@ class RunResult(_Message):
 
 
 Message = Annotated[
-    RunRequest | RawExecRequest | ForwardRequest | ForwardReply | RunResult,
+    Ready | RunRequest | RawExecRequest | ForwardRequest | ForwardReply | RunResult,
     Field(discriminator="kind"),
 ]
 _MESSAGE: TypeAdapter[Any] = TypeAdapter(Message)
@@ -208,71 +224,6 @@ def parse_line(line: bytes) -> Any:
         ValueError: not JSON, not a known message, or a different ``ipc_version``.
     """
     return _MESSAGE.validate_json(line)
-
-
-class Unencodable(Exception):
-    """A value that cannot cross as plain data; the message says where and what."""
-
-
-def to_wire(value: Any, where: str, agent_id: Callable[[object], tuple[int, str] | None]) -> Any:
-    """Encode a value for the pipe.
-
-    Plain JSON types cross as they are (a tuple becomes a list); an ``Outcome`` and an agent
-    (``agent_id`` returns its number) cross in envelopes. Anything else raises.
-
-    Raises:
-        Unencodable: a set, bytes, NaN, a non-string key, an object, or a dict that imitates
-            an envelope.
-    """
-
-    def walk(item: Any, path: str, depth: int) -> Any:
-        if depth > _MAX_DEPTH:
-            raise Unencodable(f"{path} is nested more than {_MAX_DEPTH} levels deep")
-        if item is None or type(item) in (bool, int, str):
-            return item
-        if type(item) is float:
-            if not math.isfinite(item):
-                raise Unencodable(f"{path} is {item!r}, which JSON cannot carry")
-            return item
-        if type(item) in (list, tuple):
-            return [walk(child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item)]
-        if type(item) is dict:
-            out: dict[str, Any] = {}
-            for key, child in item.items():
-                if type(key) is not str:
-                    raise Unencodable(f"{path} has the non-string key {key!r}")
-                out[key] = walk(child, f"{path}[{key!r}]", depth + 1)
-            if len(out) == 1 and next(iter(out)) in (OUTCOME_KEY, AGENT_KEY):
-                raise Unencodable(f"{path} imitates a runtime envelope ({next(iter(out))})")
-            return out
-        if isinstance(item, Outcome):
-            fields = item.model_dump(mode="python")
-            fields["value"] = walk(item.value, f"{path}.value", depth + 1)
-            fields["metadata"] = walk(item.metadata, f"{path}.metadata", depth + 1)
-            return {OUTCOME_KEY: fields}
-        reference = agent_id(item)
-        if reference is not None:
-            return {AGENT_KEY: {"id": reference[0], "role": reference[1]}}
-        raise Unencodable(f"{path} holds a {type(item).__name__}, which is not plain data")
-
-    return walk(value, where, 0)
-
-
-def from_wire(value: Any, agent_for: Callable[[int, str], object]) -> Any:
-    """Decode a value read from the pipe (envelopes back to an ``Outcome`` or an agent)."""
-    if type(value) is list:
-        return [from_wire(child, agent_for) for child in value]
-    if type(value) is not dict:
-        return value
-    if len(value) == 1 and AGENT_KEY in value and type(value[AGENT_KEY]) is dict:
-        reference = value[AGENT_KEY]
-        return agent_for(int(reference["id"]), str(reference["role"]))
-    if len(value) == 1 and OUTCOME_KEY in value and type(value[OUTCOME_KEY]) is dict:
-        fields = dict(value[OUTCOME_KEY])
-        fields["value"] = from_wire(fields.get("value"), agent_for)
-        fields["metadata"] = from_wire(fields.get("metadata") or {}, agent_for)
-        return Outcome.model_validate(fields)
-    return {key: from_wire(child, agent_for) for key, child in value.items()}
 
 
 _ERROR_CLASSES: dict[str, type[RecurgentError]] = {

@@ -2,17 +2,20 @@
 
 Light on purpose: importing it loads neither the supervisor nor the environment manager, so an
 agent whose programs all run in process pays nothing for the worker room at import or call time.
+An agent with ``isolation="process"`` makes its lane at once and starts its worker in the
+background (ADR 0093), and refuses host values its memory cannot send there (ADR 0094).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from recurgent._worker._manifest import DependencyPolicy
 from recurgent._worker._tickets import PreparationTicket, TicketStatus
-from recurgent.errors import EnvironmentPreparingError
+from recurgent.errors import DependencyActivationError, EnvironmentPreparingError, UsageError
 
 if TYPE_CHECKING:
     from recurgent._worker._env import Environment
@@ -30,6 +33,7 @@ class LaneSlot:
         isolation: ``"in_process"`` or ``"process"``.
         network: The agent's network policy (a denied network gets its own namespace in bwrap).
         cache_root: Where environments are cached (``None``: the default cache).
+        role: The agent's role, for error messages.
     """
 
     def __init__(
@@ -39,13 +43,38 @@ class LaneSlot:
         isolation: str,
         network: object,
         cache_root: Path | None,
+        role: str = "agent",
     ) -> None:
         self._policy = policy
         self._confined = isolation == "process"
         self._network = network
         self._cache_root = cache_root
+        self._role = role
         self._lane: WorkerLane | None = None
         self._lock = threading.Lock()
+        if self._confined:
+            try:
+                self.lane().prestart()
+            except (DependencyActivationError, OSError):
+                pass  # the first call starts it again and reports why it cannot
+
+    def check_memory(self, entries: Mapping[str, Any]) -> None:
+        """Refuse host values a confined agent's memory could not send to its worker.
+
+        Raises:
+            UsageError: under ``isolation="process"``, a value is not data that crosses (a
+                function, a class, an object of the host's, a cyclic container; ADR 0094).
+        """
+        if not self._confined:
+            return
+        from recurgent._worker._codec import Unencodable, to_wire
+        from recurgent._worker._executor import uncrossable_message
+
+        for name, value in entries.items():
+            try:
+                to_wire(value, f"context[{name!r}]", _any_agent)
+            except Unencodable as problem:
+                raise UsageError(uncrossable_message(self._role, str(problem))) from None
 
     @property
     def confined(self) -> bool:
@@ -86,6 +115,11 @@ class LaneSlot:
         """Stop the agent's worker, if one was started."""
         if self._lane is not None:
             self._lane.shutdown()
+
+
+def _any_agent(value: object) -> tuple[int, str] | None:
+    # Agents cross as references, whatever number the run gives them.
+    return (0, "agent") if getattr(type(value), "__recurgent_agent__", False) is True else None
 
 
 _A = TypeVar("_A")

@@ -2,10 +2,14 @@
 
 A :class:`WorkerSupervisor` runs requests on one :class:`WorkerProcess` at a time: it answers
 forwarded calls through a handler, kills the whole process group when the run outlives its
-deadline or the child breaks the protocol, and starts a fresh child for the next run. Its worker
-belongs to a :class:`WorkerPool` (checked out for each run, in again after it), which may stop
-it while idle (idle timeout, cap on live workers); the next run then starts a new one. It
-returns values and raises typed errors; it decides nothing about retries.
+deadline or the child breaks the protocol, and starts a fresh child for the next run. A run's
+clock starts only once its worker has said it is ready, so a worker's start-up is never the
+program's time (ADR 0093); a worker the caller retires after a run (it timed out, hit a
+resource cap, or imported a module with process-wide caches) is killed under the run's lock,
+before any other run can use it, and its replacement starts at once. Its worker belongs to a
+:class:`WorkerPool` (checked out for each run, in again after it), which may stop it while idle
+(idle timeout, cap on live workers); the next run then starts a new one. It returns values and
+raises typed errors; it decides nothing about retries.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from recurgent._worker import _pool
@@ -39,14 +44,36 @@ from recurgent._worker._protocol import (
     RunRequest,
     RunResult,
 )
-from recurgent.errors import ExecutionTimeoutError, WorkerCrashError
+from recurgent.errors import DependencyActivationError, ExecutionTimeoutError, WorkerCrashError
 
-__all__ = ["WorkerExited", "WorkerProcess", "WorkerSupervisor", "WorkerTimedOut"]
+__all__ = ["RunStats", "WorkerExited", "WorkerProcess", "WorkerSupervisor", "WorkerTimedOut"]
 
-#: Extra time a run on a freshly started worker gets before the parent kills it (start-up).
-STARTUP_ALLOWANCE_SECONDS = 10.0
+#: How long a new worker may take to import the runtime and say it is ready. Waited for before
+#: a run's clock starts, never counted against the run's deadline (ADR 0093).
+STARTUP_TIMEOUT_SECONDS = 60.0
 
 ForwardHandler = Callable[[ForwardRequest], ForwardReply]
+#: Asked after a run whether its worker must go (a reason) or may serve the next run (None).
+Retire = Callable[[RunResult], str | None]
+
+
+@dataclass(slots=True)
+class RunStats:
+    """What one run's worker did, for its log line (filled in by :meth:`WorkerSupervisor.run`).
+
+    Attributes:
+        pid: The worker that ran it.
+        restarts: Workers this supervisor started before that one.
+        start_ms: Time spent waiting for the worker to be ready before the clock started
+            (0.0 for a worker that was ready).
+        retired: Why the worker was replaced after the run (``"timeout"``, ``"resource_limit"``,
+            ``"module:<name>"``), or ``None`` when it serves the next run.
+    """
+
+    pid: int | None = None
+    restarts: int = 0
+    start_ms: float = 0.0
+    retired: str | None = None
 
 
 class WorkerSupervisor:
@@ -93,6 +120,8 @@ class WorkerSupervisor:
         self._lock = threading.Lock()
         self._owner: int | None = None
         self._close_after_run = False
+        # A sibling for one nested run is shut down right after it: no replacement to start.
+        self._one_run = False
 
     @property
     def backend(self) -> str:
@@ -101,7 +130,7 @@ class WorkerSupervisor:
 
     @property
     def restarts(self) -> int:
-        """Workers started after the first one (each after a kill)."""
+        """Workers started after the first one (after a kill, a crash, a retirement or an idle stop)."""
         return max(0, self._starts - 1)
 
     @property
@@ -166,11 +195,43 @@ class WorkerSupervisor:
             self._pool.checkin(self._worker)
 
     def start(self) -> int:
-        """Start the worker now (so the first run is warm); returns its pid."""
+        """Start the worker now and wait until it is ready (so the first run is warm); its pid."""
         with self._lock:
-            self._last_pid = self._ensure().pid
-            self._checkin()
-            return self._last_pid
+            worker = self._ensure()
+            try:
+                self._await_ready(worker)
+            except WorkerExited as exited:
+                raise self._crash(exited) from None
+            finally:
+                self._checkin()
+            self._last_pid = worker.pid
+            return worker.pid
+
+    def prestart(self) -> None:
+        """Start a worker in the background unless one is live; the first run waits for it.
+
+        Returns at once (the child is spawned, not awaited): its start-up overlaps whatever the
+        caller does next, such as asking the provider for the program it will run.
+        """
+        with self._lock:
+            if self._worker is None or not self._worker.alive():
+                self._ensure()
+                self._checkin()
+
+    def _await_ready(self, worker: WorkerProcess) -> float:
+        """Wait until ``worker`` has imported the runtime; milliseconds waited.
+
+        Raises:
+            WorkerExited: it ended, broke the protocol or was not ready in time.
+        """
+        started = time.monotonic()
+        try:
+            worker.wait_ready(STARTUP_TIMEOUT_SECONDS)
+        except WorkerTimedOut:
+            raise WorkerExited(
+                f"worker was not ready within {STARTUP_TIMEOUT_SECONDS:g}s of its start"
+            ) from None
+        return (time.monotonic() - started) * 1000.0
 
     @property
     def running(self) -> bool:
@@ -194,30 +255,52 @@ class WorkerSupervisor:
         *,
         timeout_seconds: float,
         grace_seconds: float = 0.5,
+        on_clock: Callable[[], None] | None = None,
+        retire: Retire | None = None,
+        stats: RunStats | None = None,
     ) -> RunResult:
         """Run one request and return the worker's result.
 
+        Args:
+            request: What to run; its ``call_id`` is the only one an answer may carry.
+            handler: Answers the worker's forwarded calls.
+            timeout_seconds: The run's deadline, counted from the moment its worker is ready.
+            grace_seconds: How much longer the parent waits before it kills the worker.
+            on_clock: Called when the clock starts (the worker is ready, the request not sent).
+            retire: Asked about the result: a reason kills the worker before any other run
+                can use it and starts its replacement.
+            stats: Filled in with the run's pid, restarts, start-up wait and retirement.
+
         Raises:
             ExecutionTimeoutError: no result by ``timeout_seconds + grace_seconds``; the worker
-                was killed.
-            WorkerCrashError: the worker died or broke the protocol (message ends with its
-                stderr tail); it was killed.
+                was killed and its replacement started.
+            WorkerCrashError: the worker died, broke the protocol or answered with another
+                call id (message ends with its stderr tail); it was killed.
             DependencyActivationError: the worker could not be started.
         """
+        stats = RunStats() if stats is None else stats
         if self._owner == threading.get_ident():
             # A forwarded call of the running program called back into this worker's agent:
             # the worker is waiting for that call, so the nested run gets a worker of its own.
             nested = self._sibling()
             try:
                 return nested.run(
-                    request, handler, timeout_seconds=timeout_seconds, grace_seconds=grace_seconds
+                    request,
+                    handler,
+                    timeout_seconds=timeout_seconds,
+                    grace_seconds=grace_seconds,
+                    on_clock=on_clock,
+                    retire=retire,
+                    stats=stats,
                 )
             finally:
                 nested.shutdown()
         with self._lock:
             self._owner = threading.get_ident()
             try:
-                return self._run_locked(request, handler, timeout_seconds, grace_seconds)
+                return self._run_locked(
+                    request, handler, timeout_seconds, grace_seconds, on_clock, retire, stats
+                )
             finally:
                 self._owner = None
                 self._checkin()
@@ -226,7 +309,7 @@ class WorkerSupervisor:
                     self._stop()
 
     def _sibling(self) -> WorkerSupervisor:
-        return WorkerSupervisor(
+        sibling = WorkerSupervisor(
             python=self._python,
             site_packages=self._site,
             env_dir=self._env_dir,
@@ -235,6 +318,8 @@ class WorkerSupervisor:
             test_hooks=self._test_hooks,
             pool=self._pool,
         )
+        sibling._one_run = True
+        return sibling
 
     def _run_locked(
         self,
@@ -242,37 +327,64 @@ class WorkerSupervisor:
         handler: ForwardHandler,
         timeout_seconds: float,
         grace_seconds: float,
+        on_clock: Callable[[], None] | None,
+        retire: Retire | None,
+        stats: RunStats,
     ) -> RunResult:
-        starts = self._starts
         worker = self._ensure()
-        self._last_pid = worker.pid
-        deadline = time.monotonic() + timeout_seconds + grace_seconds
-        if self._starts != starts:
-            # A worker started for this run still has to import the runtime (seconds on a busy
-            # host) before the program's clock starts inside it; that start-up is not the
-            # program's time. The worker's own deadline and its CPU rlimit still bound the run.
-            deadline += STARTUP_ALLOWANCE_SECONDS
+        self._last_pid = stats.pid = worker.pid
+        stats.restarts = self.restarts
         try:
+            # A new worker imports the runtime first (seconds on a busy host): that is not the
+            # program's time, so the clock starts once it is ready (ADR 0093).
+            stats.start_ms = self._await_ready(worker)
+            if on_clock is not None:
+                on_clock()
+            deadline = time.monotonic() + timeout_seconds + grace_seconds
             worker.send(request)
             while True:
                 message = worker.receive(deadline - time.monotonic())
+                # An answer counts only under this request's call id: a stale or forged line
+                # from inside the worker is a broken worker, never a result (ADR 0095).
                 if isinstance(message, RunResult) and message.call_id == request.call_id:
-                    return message
+                    break
                 if isinstance(message, ForwardRequest) and message.call_id == request.call_id:
                     worker.send(handler(message))
                     continue
-                raise WorkerExited(f"worker sent an unexpected {type(message).__name__}")
+                raise WorkerExited(_unexpected(message, request.call_id))
         except WorkerTimedOut:
-            self._discard()
+            self._retire("timeout", stats)
             raise ExecutionTimeoutError(
                 f"Execution timeout: the worker ran past {timeout_seconds:g}s and was killed"
             ) from None
         except WorkerExited as exited:
-            tail = self._discard().strip()
-            message = f"worker_crash: {exited}"
-            if tail:
-                message += f"; stderr tail:\n{tail}"
-            raise WorkerCrashError(message) from None
+            raise self._crash(exited) from None
+        reason = retire(message) if retire is not None else None
+        if reason is not None:
+            self._retire(reason, stats)
+        return message
+
+    def _crash(self, exited: WorkerExited) -> WorkerCrashError:
+        tail = self._discard().strip()
+        message = f"worker_crash: {exited}"
+        if tail:
+            message += f"; stderr tail:\n{tail}"
+        return WorkerCrashError(message)
+
+    def _retire(self, reason: str, stats: RunStats) -> None:
+        """Kill the worker of the run that just ended and start its replacement at once.
+
+        Called under the run's lock, so no other run can reach what the program left in that
+        worker; the replacement imports the runtime while the caller finishes its call.
+        """
+        stats.retired = reason
+        self._discard()
+        if self._one_run:
+            return
+        try:
+            self._ensure()
+        except DependencyActivationError:
+            pass  # the next run tries again, and reports it
 
     def shutdown(self) -> None:
         """Stop the worker (it ends when its stdin closes); deferred while this thread runs it."""
@@ -289,6 +401,13 @@ class WorkerSupervisor:
             self._pool.forget(worker)
             worker.shutdown()
         self._discard()
+
+
+def _unexpected(message: object, call_id: str) -> str:
+    sent = getattr(message, "call_id", None)
+    if isinstance(sent, str) and sent != call_id:
+        return f"worker answered call {sent[:32]!r} while {call_id!r} was running"
+    return f"worker sent an unexpected {type(message).__name__}"
 
 
 def _release(held: list[WorkerProcess | None]) -> None:

@@ -30,9 +30,11 @@ __all__ = [
     "ProviderReply",
     "ProviderRequest",
     "RetryPolicy",
+    "configured_provider_name",
     "default_provider",
     "describe_error",
     "provider_kind",
+    "reply_model",
     "reply_usage",
     "resolve_provider",
     "route_provider",
@@ -91,7 +93,15 @@ class ProviderRequest:
 
 @runtime_checkable
 class Provider(Protocol):
-    """Anything that can write a program for a request."""
+    """Anything that can write a program for a request.
+
+    A provider that is a test double sets the class attribute ``test_double = True`` (read with
+    ``getattr``, so other providers need nothing): with no explicit ``toolstore_root`` its agents
+    persist nothing, and the programs it writes are never run by an agent whose provider is not
+    a double. A double may also define ``script_fingerprint(role, method) -> str | None``: its
+    stored programs are reused only by a double whose fingerprint for the key is the same
+    (ADR 0077; :mod:`recurgent.testing` has both).
+    """
 
     def generate_program(self, request: ProviderRequest) -> object:
         """Return a ``Program``, a mapping with ``code``, or anything else to signal failure."""
@@ -108,13 +118,22 @@ class ProviderReply(dict[str, Any]):
         usage: Token counts of the request (``input_tokens``, ``output_tokens`` and, where the
             API reports them, ``cache_read_input_tokens``/``cache_creation_input_tokens`` for
             Anthropic or ``cached_tokens`` for OpenAI), or ``None``.
+        model: The model that wrote the reply: the one the server says served it, else the one
+            the request named; ``None`` when unknown (ADR 0077).
     """
 
     usage: dict[str, int] | None
+    model: str | None
 
-    def __init__(self, items: Mapping[str, Any], usage: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        items: Mapping[str, Any],
+        usage: Mapping[str, int] | None = None,
+        model: str | None = None,
+    ) -> None:
         super().__init__(items)
         self.usage = dict(usage) if usage else None
+        self.model = model if isinstance(model, str) and model.strip() else None
 
 
 def reply_usage(reply: object) -> dict[str, int] | None:
@@ -137,6 +156,27 @@ def reply_usage(reply: object) -> dict[str, int] | None:
         if isinstance(key, str) and type(value) is int and value >= 0
     }
     return counts or None
+
+
+_MODEL_CHARS = 200
+
+
+def reply_model(reply: object) -> str | None:
+    """The model a provider reply says wrote it: a :class:`ProviderReply`'s or a ``Program``'s
+    ``model`` (never a key of a mapping: that is what the model wrote, ADR 0077).
+
+    Returns:
+        The name, stripped and cut to 200 characters, or ``None``.
+    """
+    if isinstance(reply, ProviderReply):
+        model = reply.model
+    elif isinstance(reply, Mapping):
+        return None
+    else:
+        model = getattr(reply, "model", None)
+    if not isinstance(model, str) or not model.strip():
+        return None
+    return model.strip()[:_MODEL_CHARS]
 
 
 def provider_kind(model: str) -> ProviderKind:
@@ -217,12 +257,22 @@ def route_provider(model: str | None) -> Provider:
         UsageError: ``RECURGENT_PROVIDER`` names no provider, or the provider cannot be built
             (no SDK extra, no key): the message says what to install or set.
     """
-    configured = os.environ.get("RECURGENT_PROVIDER", "").strip()
+    configured = configured_provider_name()
     if configured:
-        return _build(_provider_name(configured, "RECURGENT_PROVIDER"))
+        return _build(configured)
     if model is not None and provider_kind(model) == "anthropic":
         return _build("anthropic")
     return _build("openai")
+
+
+def configured_provider_name() -> str | None:
+    """The provider ``RECURGENT_PROVIDER`` names (``openai``/``anthropic``), or ``None``.
+
+    Raises:
+        UsageError: the variable names no provider.
+    """
+    configured = os.environ.get("RECURGENT_PROVIDER", "").strip()
+    return _provider_name(configured, "RECURGENT_PROVIDER") if configured else None
 
 
 def default_provider() -> Provider:

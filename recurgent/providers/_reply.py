@@ -12,8 +12,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from recurgent.errors import InvalidCodeError
+from recurgent.program import fenced_blocks, reply_from_text
 
-__all__ = ["SNIPPET_CHARS", "Redactor", "json_object", "no_program", "token_counts"]
+__all__ = [
+    "SNIPPET_CHARS",
+    "Redactor",
+    "json_object",
+    "no_program",
+    "served_model",
+    "token_counts",
+]
 
 SNIPPET_CHARS = 200
 _SECRET_PATTERNS = (
@@ -64,9 +72,17 @@ def json_object(text: object, source: str, *, service: str, redact: Redactor) ->
         parsed = json.loads(text)
     except (ValueError, RecursionError):
         parsed = None
-    if not isinstance(parsed, dict):
-        raise no_program(service, f"no JSON object in {source}: {text[:SNIPPET_CHARS]!r}", redact)
-    return parsed
+    if isinstance(parsed, dict):
+        return parsed
+    # Local models on the OpenAI-compatible path answer in Markdown: the JSON object in a
+    # fence (with prose around it), or the program itself in a fence. Both are the reply; the
+    # runtime unwraps the code's fence when it validates the program (ADR 0100).
+    found = reply_from_text(text)
+    if isinstance(found, Mapping):
+        return dict(found)
+    if fenced_blocks(text):
+        return {"code": text}
+    raise no_program(service, f"no JSON object in {source}: {text[:SNIPPET_CHARS]!r}", redact)
 
 
 def no_program(service: str, detail: str, redact: Redactor) -> InvalidCodeError:
@@ -98,3 +114,12 @@ def token_counts(source: object, fields: Mapping[str, str]) -> dict[str, int]:
         if count is not None:
             counts[key] = count
     return counts
+
+
+def served_model(reply: object, requested: str) -> str:
+    """The model that wrote an SDK reply: the ``model`` the server names (OpenAI and Anthropic
+    name the dated snapshot that served it), else the one the request named (ADR 0077)."""
+    served = getattr(reply, "model", None)
+    if isinstance(served, str) and served.strip():
+        return served.strip()[:SNIPPET_CHARS]
+    return requested

@@ -24,7 +24,13 @@ from recurgent.errors import (
 from recurgent.providers import ProviderReply, ProviderRequest
 from recurgent.providers._classify import SdkErrors, classify_sdk_error
 from recurgent.providers._http import DEFAULT_MAX_REPLY_BYTES, capped_client
-from recurgent.providers._reply import SNIPPET_CHARS, Redactor, no_program, token_counts
+from recurgent.providers._reply import (
+    SNIPPET_CHARS,
+    Redactor,
+    no_program,
+    served_model,
+    token_counts,
+)
 from recurgent.providers._retry import (
     Failure,
     RetryPolicy,
@@ -186,7 +192,7 @@ class AnthropicProvider:
             timeout=timeout,
             service=_SERVICE,
         )
-        return self._program_from(message)
+        return self._program_from(message, request.model)
 
     def _send(self, request: ProviderRequest, left: float | None) -> object:
         # Cache order is tools, then system, then messages: the breakpoint on the system block
@@ -233,7 +239,7 @@ class AnthropicProvider:
             now=self._policy.wall_clock,
         )
 
-    def _program_from(self, message: object) -> ProviderReply:
+    def _program_from(self, message: object, requested: str) -> ProviderReply:
         usage = token_counts(getattr(message, "usage", None), _USAGE)
         stop_reason = getattr(message, "stop_reason", None)
         if stop_reason == "refusal":
@@ -252,7 +258,7 @@ class AnthropicProvider:
                 arguments = getattr(block, "input", None)
                 if not isinstance(arguments, dict):
                     raise self._no_program("the tool_use block has no input object")
-                return ProviderReply(arguments, usage)
+                return ProviderReply(arguments, usage, served_model(message, requested))
         text = _text_of(message)
         detail = f"; text: {text!r}" if text else ""
         raise self._no_program(f"no tool_use block in the reply{detail}")

@@ -31,6 +31,7 @@ from recurgent.providers._reply import (
     Redactor,
     json_object,
     no_program,
+    served_model,
     token_counts,
 )
 from recurgent.providers._retry import (
@@ -299,14 +300,14 @@ class OpenAIProvider:
                 timeout=timeout,
                 service=_SERVICE,
             )
-            return self._program_from_response(response)
+            return self._program_from_response(response, request.model)
         completion = self._policy.run(
             lambda left: self._chat(request, schema, left),
             lambda error: self._classify(error, timeout),
             timeout=timeout,
             service=_SERVICE,
         )
-        return self._program_from_completion(completion)
+        return self._program_from_completion(completion, request.model)
 
     def _chat(self, request: ProviderRequest, schema: dict[str, Any], left: float | None) -> object:
         messages: list[ChatCompletionMessageParam] = [
@@ -376,10 +377,11 @@ class OpenAIProvider:
             now=self._policy.wall_clock,
         )
 
-    def _program_from_completion(self, completion: object) -> ProviderReply:
+    def _program_from_completion(self, completion: object, requested: str) -> ProviderReply:
         # Replies are checked field by field: without strict validation the SDK builds its
         # models from whatever JSON arrives, and compatible servers omit or vary fields.
         usage = token_counts(getattr(completion, "usage", None), _CHAT_USAGE)
+        model = served_model(completion, requested)
         choices = getattr(completion, "choices", None)
         if not isinstance(choices, list) or not choices:
             raise self._no_program("the reply has no choices")
@@ -392,15 +394,16 @@ class OpenAIProvider:
             if isinstance(tool_calls, list) and tool_calls:
                 function = getattr(tool_calls[0], "function", None)
                 arguments = getattr(function, "arguments", None)
-                return ProviderReply(self._json(arguments, "tool call arguments"), usage)
+                return ProviderReply(self._json(arguments, "tool call arguments"), usage, model)
         # Some local servers answer a forced tool call with the JSON in the message content.
         content = getattr(message, "content", None)
         if content is None:
             raise self._no_program("the message has neither a tool call nor content")
-        return ProviderReply(self._json(content, "message content"), usage)
+        return ProviderReply(self._json(content, "message content"), usage, model)
 
-    def _program_from_response(self, response: object) -> ProviderReply:
+    def _program_from_response(self, response: object, requested: str) -> ProviderReply:
         usage = token_counts(getattr(response, "usage", None), _RESPONSES_USAGE)
+        model = served_model(response, requested)
         output = getattr(response, "output", None)
         if not isinstance(output, list):
             raise self._no_program("the response has no output")
@@ -416,7 +419,8 @@ class OpenAIProvider:
                 self._check_refusal(getattr(part, "refusal", None) or "(no reason given)")
         for part in content:
             if getattr(part, "type", None) == "output_text":
-                return ProviderReply(self._json(getattr(part, "text", None), "output text"), usage)
+                text = getattr(part, "text", None)
+                return ProviderReply(self._json(text, "output text"), usage, model)
         raise self._no_program("the message item has no output_text")
 
     def _check_refusal(self, refusal: object) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from recurgent._lifecycle._lanes import last_cause, offending_line
 from specs.lifecycle.support import FIXED, last_entry, scripted, tag
 
@@ -63,11 +65,48 @@ class TestGenerationFeedback:
         block = _retry_block(provider.requests[1].user_prompt)
         assert block.startswith(
             "IMPORTANT: Previous generation failed: Generated code produces no result: the program "
-            "defines main but never calls it and never sets result; end with `result = main(...)`"
-            "\nOffending line: unknown\n"
+            "defines main but never calls it and never sets result (it ends at line 2); end with "
+            "`result = main(...)`\nOffending line: line 2: return 42\n"
             "Required correction: end the program with `result = main(...)` (or assign `result` "
             "directly) so the call returns a value\n"
         )
+
+    @pytest.mark.parametrize(
+        ("code", "line", "correction"),
+        [
+            (
+                "x = 1\nexec('x = 2')\nresult = x",
+                "line 2: exec('x = 2')",
+                "do not call exec(), eval() or compile(): write the logic as ordinary code in the "
+                "program; to read a value from text use json.loads(), int() or float()",
+            ),
+            (
+                "x = 1\nasync def f():\n    return 1\nresult = x",
+                "line 2: async def f():",
+                "write synchronous code: no async def, await, async for or async with; handle "
+                "calls and urllib.request.urlopen block until they are done",
+            ),
+            (
+                "from math import *\nresult = pi",
+                "line 1: from math import *",
+                "import the module (import math) or name what you use (from math import sqrt, "
+                "pi) instead of `from module import *`",
+            ),
+        ],
+    )
+    def test_policy_refusals_name_the_line_and_a_specific_fix(
+        self, code: str, line: str, correction: str
+    ) -> None:
+        """exec, async def and a star import are each quoted with a fix of their own (ADR 0100)."""
+        agent, provider = scripted([code, FIXED])
+
+        agent.run()
+
+        block = _retry_block(provider.requests[1].user_prompt)
+        assert block.split("\n")[1:3] == [
+            f"Offending line: {line}",
+            f"Required correction: {correction}",
+        ]
 
     def test_refusal_is_recorded_with_feedback_injected(self, log_path: Path) -> None:
         """The refused reply is an attempt failure of stage generation, fed back to the retry."""

@@ -47,7 +47,8 @@ class TestDeliverableValidation:
         )
 
     def test_missing_key_is_a_non_retriable_contract_violation(self) -> None:
-        """An HTTP-like {'status': 200} misses 'body': contract_violation after one child call."""
+        """An HTTP-like {'status': 200} misses 'body': the child repairs once (its outcome-repair
+        budget), then answers contract_violation naming the missing and the present keys."""
         builder, provider = _delegating("return {'status': 200}", BODY)
 
         outcome = builder.run()
@@ -58,7 +59,8 @@ class TestDeliverableValidation:
             False,
         )
         assert outcome.error_message == (
-            "Delegated outcome does not satisfy deliverable contract (missing_required_key)"
+            "Delegated outcome does not satisfy deliverable contract (missing_required_key: "
+            "missing required key(s) 'body'; got keys 'status')"
         )
         assert outcome.metadata == {
             "mismatch": "missing_required_key",
@@ -69,7 +71,7 @@ class TestDeliverableValidation:
             "missing_keys": ["body"],
         }
         assert (outcome.tool_role, outcome.method_name) == ("child_tool", "work")
-        assert len(provider.requests_for("work", role="child_tool")) == 1
+        assert len(provider.requests_for("work", role="child_tool")) == 2
 
     def test_contract_validation_fields_in_the_child_log(self, log_path: Path) -> None:
         """The child's log line records the applied, failed validation and its keys."""

@@ -149,7 +149,7 @@ class TestOutcomesThatPassThrough:
         "error_type", ["timeout", "provider", "network_error", "rate_limited", "http_error"]
     )
     def test_extrinsic_retriable_error_is_returned_untouched(self, error_type: str) -> None:
-        """An extrinsic retriable error is not regenerated and its memory writes are kept."""
+        """An extrinsic retriable error is not regenerated; its memory writes are dropped."""
         program = (
             "context['attempted'] = True\n"
             f"result = Outcome.error(error_type={error_type!r}, error_message='upstream', "
@@ -168,10 +168,10 @@ class TestOutcomesThatPassThrough:
             outcome.tool_role,
             outcome.method_name,
         ) == (error_type, "upstream", True, {"status": 503}, "tester", "run")
-        assert agent.runtime_context["attempted"] is True
+        assert "attempted" not in agent.runtime_context  # all or nothing (ADR 0100)
 
     def test_extrinsic_pass_through_logs_its_class(self, log_path: Path) -> None:
-        """The log of a passed-through timeout says extrinsic and no rollback."""
+        """The log of a passed-through timeout says extrinsic and rolled back (ADR 0100)."""
         program = (
             "result = Outcome.error(error_type='timeout', error_message='slow', retriable=True)"
         )
@@ -182,15 +182,15 @@ class TestOutcomesThatPassThrough:
         entry = last_entry(log_path)
         assert (entry["failure_class"], entry["rollback_applied"], entry["attempt_failures"]) == (
             "extrinsic",
-            False,
+            True,
             [],
         )
 
     @pytest.mark.parametrize(
         "error_type", ["low_utility", "parse_failed", "unsupported_capability"]
     )
-    def test_non_retriable_error_is_committed(self, error_type: str) -> None:
-        """A non-retriable error is returned after one call and its memory writes stay."""
+    def test_non_retriable_error_is_rolled_back(self, error_type: str) -> None:
+        """A non-retriable error is returned after one call; its memory writes are dropped."""
         program = (
             "context['attempted'] = True\n"
             f"result = Outcome.error(error_type={error_type!r}, error_message='no')"
@@ -200,7 +200,7 @@ class TestOutcomesThatPassThrough:
         outcome = agent.run()
 
         assert (outcome.error_type, outcome.retriable, provider.calls) == (error_type, False, 1)
-        assert agent.runtime_context["attempted"] is True
+        assert "attempted" not in agent.runtime_context  # all or nothing (ADR 0100)
 
     def test_child_retriable_invalid_code_is_intrinsic_for_the_parent(self) -> None:
         """A child's retriable invalid_code returned by the parent makes the parent regenerate."""

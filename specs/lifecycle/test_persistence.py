@@ -13,6 +13,7 @@ from recurgent._lifecycle import _persistence
 from recurgent._store import Store, checksum
 from recurgent._store._paths import artifact_path, default_root
 from recurgent.testing import ScriptedProvider, read_log
+from specs.store.support import ScriptedModel
 
 ADD = "context['value'] = context.get('value', 0) + args[0]\nreturn context['value']"
 DIVIDE = "context['seen'] = args[0]\nreturn 100 // args[0]"
@@ -41,7 +42,8 @@ LOG_FIELDS = (
 def _agent(
     replies: Any, root: Path, log: Path | None = None, role: str = "calculator", **options: Any
 ) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider(replies if isinstance(replies, dict) else {"run": replies})
+    # A stand-in for a real model: these specs are about reuse and repair, not test doubles.
+    provider = ScriptedModel(replies if isinstance(replies, dict) else {"run": replies})
     agent = Agent(role, provider=provider, log=log or False, toolstore_root=root, **options)
     return agent, provider
 
@@ -146,9 +148,13 @@ class TestReuse:
     def test_default_root_follows_the_environment(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Without the option, RECURGENT_TOOLSTORE_ROOT is the root."""
+        """Without the option, RECURGENT_TOOLSTORE_ROOT is the root (of an agent whose provider
+        is not a test double; a double's agent writes nowhere, ADR 0077)."""
         monkeypatch.setenv("RECURGENT_TOOLSTORE_ROOT", str(tmp_path / "env-root"))
         Agent("calculator", provider=ScriptedProvider({"add": ADD}), log=False).add(1)
+        assert (tmp_path / "env-root").exists() is False
+
+        Agent("calculator", provider=ScriptedModel({"add": ADD}), log=False).add(1)
 
         assert artifact_path(tmp_path / "env-root", "calculator", "add").is_file()
 
@@ -460,6 +466,21 @@ class TestOption:
         assert parse_options({"toolstore_root": str(tmp_path)}).toolstore_root == tmp_path
         with pytest.raises(UsageError, match="toolstore_root must be a path or None, got 3"):
             parse_options({"toolstore_root": 3})
+
+    def test_a_test_double_has_no_default_root(self, tmp_path: Path) -> None:
+        """A double as provider: unset is off (the environment's root too); an explicit root is
+        kept; a delegate resolves a default root again instead of inheriting it (ADR 0077)."""
+        from recurgent._options import parse_options
+
+        double = ScriptedProvider({})
+        assert parse_options({"provider": double}).toolstore_root is None
+        explicit = parse_options({"provider": double, "toolstore_root": tmp_path})
+        assert (explicit.toolstore_root, explicit.toolstore_root_explicit) == (tmp_path, True)
+        real = parse_options({"provider": ScriptedModel({})})
+        assert (real.toolstore_root, real.toolstore_root_explicit) == (default_root(), False)
+        assert "toolstore_root" not in real.for_delegate({})
+        child = parse_options({**real.for_delegate({}), "provider": double})
+        assert (child.toolstore_root, child.toolstore_root_explicit) == (None, False)
 
     def test_delegates_inherit_and_cannot_override(self, tmp_path: Path) -> None:
         """for_delegate keeps the parent's root, even when the override names another."""

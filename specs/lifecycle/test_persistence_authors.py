@@ -1,4 +1,7 @@
-"""Host-built and program-built agents in one store: whose program answers whom (ADR 0074)."""
+"""Host-built and program-built agents in one store: whose program answers whom (ADR 0074).
+
+The providers stand for real models (`ScriptedModel`): these specs are about authors, not test
+doubles (ADR 0077)."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from recurgent import Agent
 from recurgent._store import Store
 from recurgent._store._paths import artifact_path
 from recurgent.testing import ScriptedProvider, read_log
+from specs.store.support import ScriptedModel
 
 HOST_ADD = "return args[0] + 1"
-PLANTED_ADD = "_ = args\nreturn 42"
+PLANTED_ADD = "return 42 if args[0] != 'never' else args[0]"
 # Reads its input, so the reader's own program is reusable (ADR 0037).
 PLANT = "return delegate('calculator').add(len(args[0])).value"
 
@@ -25,7 +29,7 @@ def _stored(root: Path, role: str = "calculator", method: str = "add") -> dict[s
 
 
 def _host(root: Path, log: Path | None = None) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider({("calculator", "add"): HOST_ADD})
+    provider = ScriptedModel({("calculator", "add"): HOST_ADD})
     return Agent("calculator", provider=provider, log=log or False, toolstore_root=root), provider
 
 
@@ -33,7 +37,7 @@ def _reader(root: Path, code: str = PLANT, **more: str) -> tuple[Agent, Scripted
     """A host-built agent whose generated program reaches the calculator role."""
     replies: dict[Any, str] = {("reader", "summarize"): code, ("calculator", "add"): PLANTED_ADD}
     replies.update({("calculator", name): reply for name, reply in more.items()})
-    provider = ScriptedProvider(replies)
+    provider = ScriptedModel(replies)
     return Agent("reader", provider=provider, log=False, toolstore_root=root), provider
 
 
@@ -73,7 +77,7 @@ class TestHostAgentsRefuseProgramCode:
         """``Agent.for_`` in a later session (a fresh Store) refuses the planted program."""
         root = tmp_path / "store"
         _reader(root)[0].summarize("headline")
-        provider = ScriptedProvider({"add": HOST_ADD})
+        provider = ScriptedModel({"add": HOST_ADD})
 
         later = Agent.for_("calculator", provider=provider, log=False, toolstore_root=root)
 
@@ -84,7 +88,7 @@ class TestHostAgentsRefuseProgramCode:
         and its own program answers the host's ``Agent(role)`` later with no request."""
         root = tmp_path / "store"
         _reader(root)[0].summarize("headline")
-        provider = ScriptedProvider({("calculator", "add"): HOST_ADD})
+        provider = ScriptedModel({("calculator", "add"): HOST_ADD})
         parent = Agent("desk", provider=provider, log=False, toolstore_root=root)
 
         assert parent.delegate("calculator").add(1).value == 2
@@ -136,7 +140,7 @@ class TestProgramAgentsReuse:
         _host(root)[0].add(1)
         reader = Agent(
             "reader",
-            provider=ScriptedProvider(
+            provider=ScriptedModel(
                 {
                     ("reader", "summarize"): (
                         "return delegate('calculator', purpose='add').add(5).value"
@@ -165,12 +169,12 @@ class TestProgramAgentsReuse:
         root = tmp_path / "store"
         host = Agent(
             "calculator",
-            provider=ScriptedProvider({"invert": "return 100 // args[0]"}),
+            provider=ScriptedModel({"invert": "return 100 // args[0]"}),
             log=False,
             toolstore_root=root,
         )
         host.invert(4)
-        provider = ScriptedProvider(
+        provider = ScriptedModel(
             {
                 ("reader", "summarize"): "return delegate('calculator').invert(args[0]).value",
                 ("calculator", "invert"): "return 0 if args[0] == 0 else 100 // args[0]",
@@ -196,7 +200,7 @@ class TestProgramAgentsReuse:
     def test_children_of_program_children_are_the_programs(self, tmp_path: Path) -> None:
         """A grandchild made by a program-built child's own program writes program code."""
         root = tmp_path / "store"
-        provider = ScriptedProvider(
+        provider = ScriptedModel(
             {
                 ("reader", "summarize"): "return delegate('relay').run().value",
                 ("relay", "run"): "return delegate('calculator').add(5).value",
@@ -243,7 +247,7 @@ class TestProgramCallsOnHostAgents:
         """Under ``isolation="process"`` the call comes back over the worker's bridge: it is
         still the program's, and its program is stored as such."""
         root = tmp_path / "store"
-        provider = ScriptedProvider(
+        provider = ScriptedModel(
             {
                 ("reader", "summarize"): "return tool('calculator').add(len(args[0])).value",
                 ("calculator", "add"): PLANTED_ADD,
@@ -289,7 +293,7 @@ class TestProgramAgentsInHostHands:
         root = tmp_path / "store"
         code = "return delegate('calculator', purpose='add').add(len(args[0])).value"
         _reader(root, code=code)[0].summarize("headline")
-        provider = ScriptedProvider({("calculator", "add"): HOST_ADD})
+        provider = ScriptedModel({("calculator", "add"): HOST_ADD})
         other = Agent("desk", provider=provider, log=False, toolstore_root=root)
 
         tool = other.tool("calculator")

@@ -1,4 +1,9 @@
-"""Persistence across real processes: programs and tools outlive the process that made them."""
+"""Persistence across real processes: programs and tools outlive the process that made them.
+
+The sessions use a test double on an explicit root (a double persists nothing without one, ADR
+0077): its script fingerprint (the reply function's code and the programs it reads) is the same
+in both processes, so the second reuses what the first stored.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +27,14 @@ PROGRAMS = {
     ("converter", "convert"): "return args[0] * 2",
 }
 provider = FunctionProvider(lambda request: PROGRAMS[(request.role, request.method_name)])
-step = sys.argv[1]
+step, root = sys.argv[1], sys.argv[2]
 if step == "first":
-    values = [Agent("calculator", provider=provider, log=False).add(5).value,
-              Agent("builder", provider=provider, log=False).setup(3).value]
+    values = [Agent("calculator", provider=provider, log=False, toolstore_root=root).add(5).value,
+              Agent("builder", provider=provider, log=False, toolstore_root=root).setup(3).value]
 else:
-    builder = Agent("other", provider=provider, log=False)
-    values = [Agent("calculator", provider=provider, log=False).add(37).value,
+    builder = Agent("other", provider=provider, log=False, toolstore_root=root)
+    calculator = Agent("calculator", provider=provider, log=False, toolstore_root=root)
+    values = [calculator.add(37).value,
               builder.tool("converter").convert(21).value,
               builder.runtime_context["tools"]["converter"]["purpose"]]
 print(json.dumps({"values": values, "requests": provider.calls}))
@@ -38,10 +44,9 @@ print(json.dumps({"values": values, "requests": provider.calls}))
 def _session(step: str, root: Path, tmp_path: Path) -> dict[str, Any]:
     script = tmp_path / "session.py"
     script.write_text(SESSION, "utf-8")
-    env = {**os.environ, "RECURGENT_TOOLSTORE_ROOT": str(root)}
-    env["XDG_STATE_HOME"] = str(tmp_path / "xdg")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")}
     finished = subprocess.run(
-        [sys.executable, str(script), step],
+        [sys.executable, str(script), step, str(root)],
         capture_output=True,
         text=True,
         env=env,

@@ -116,10 +116,11 @@ class TestToolWithoutPurpose:
 
     def test_tool_reuses_its_programs_in_a_new_agent(self, tmp_path: Path) -> None:
         """``tool('doubler')`` in a later agent runs the stored program: 10, no request, and
-        its contract has no purpose (the same fingerprint, ``none``, as when it was made)."""
+        its contract has no purpose (the same fingerprint, ``none``, as when it was made). The
+        later agent's double has the same script for the tool (ADR 0077)."""
         root = tmp_path / "store"
         self._delegated_without_purpose(root)
-        provider = ScriptedProvider({})
+        provider = ScriptedProvider({("doubler", "double"): "return args[0] * 2"})
         doubler = Agent("other", provider=provider, log=False, toolstore_root=root).tool("doubler")
 
         assert (doubler.double(5).value, provider.calls) == (10, 0)

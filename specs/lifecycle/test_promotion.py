@@ -13,8 +13,7 @@ from recurgent._store import Store, checksum
 from recurgent._store._cli import main as tools
 from recurgent._store._paths import artifact_path
 from recurgent.testing import ScriptedProvider, read_log
-
-from .support import scripted
+from specs.store.support import ScriptedModel
 
 #: Doubles its input; raises for a negative one (an intrinsic failure, repaired).
 DOUBLE = "if args[0] < 0:\n    raise ValueError('negative')\nreturn args[0] * 2"
@@ -25,10 +24,13 @@ TRIPLE = "return args[0] * 3"
 def _agent(
     root: Path, replies: Any = DOUBLE, *, trace: str | None = None, log: Path | None = None
 ) -> tuple[Agent, ScriptedProvider]:
+    """An agent standing for a real model (``ScriptedModel``): sessions with different scripts
+    share the stored versions, as agents of one real model do (ADR 0077)."""
     options: dict[str, Any] = {"toolstore_root": root, "log": log or False}
     if trace is not None:
         options["trace_id"] = trace
-    return scripted(replies, role="calculator", method="run", **options)
+    provider = ScriptedModel({("calculator", "run"): replies})
+    return Agent("calculator", provider=provider, **options), provider
 
 
 def _artifact(root: Path) -> dict[str, Any]:

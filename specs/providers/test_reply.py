@@ -45,6 +45,32 @@ class TestJsonObject:
         assert excinfo.value.message == message
 
 
+class TestMarkdownContent:
+    """Message content of local models: fenced JSON, or a fenced program (ADR 0100)."""
+
+    def test_fenced_json_with_a_newline_after_the_fence(self) -> None:
+        """``\u0060\u0060\u0060json {...} \u0060\u0060\u0060\\n`` is the object."""
+        text = '```json\n{"code": "result = 1", "dependencies": null}\n```\n'
+
+        assert json_object(text, "message content", service="S", redact=Redactor(None)) == {
+            "code": "result = 1",
+            "dependencies": None,
+        }
+
+    def test_a_fenced_program_is_the_code(self) -> None:
+        """Prose and a python block become the reply's code, unwrapped when validated."""
+        text = "Here is the code:\n```python\nresult = 1\n```\n"
+
+        assert json_object(text, "message content", service="S", redact=Redactor(None)) == {
+            "code": text
+        }
+
+    def test_plain_prose_stays_invalid(self) -> None:
+        """Text with neither JSON nor a fence is still no program."""
+        with pytest.raises(InvalidCodeError, match="no JSON object in message content"):
+            json_object("I cannot help.", "message content", service="S", redact=Redactor(None))
+
+
 class TestTokenCounts:
     def test_nested_counts_are_read_and_junk_is_dropped(self) -> None:
         """Dotted paths reach nested counts; missing, negative, bool and str values are dropped."""

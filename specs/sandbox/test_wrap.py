@@ -84,7 +84,7 @@ class TestForgottenResult:
             compile_program("import math\ndef main():\n    return math.pi")
         assert raised.value.message == (
             "Generated code produces no result: the program defines main but never calls it "
-            "and never sets result; end with `result = main(...)`"
+            "and never sets result (it ends at line 3); end with `result = main(...)`"
         )
 
     def test_definitions_with_a_runtime_statement_are_not_refused(self) -> None:

@@ -1,4 +1,5 @@
-"""Helpers shared by the store specs: a frozen clock and call records."""
+"""Helpers shared by the store specs: a frozen clock, call records, and a scripted stand-in for a
+real model."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from recurgent._store import CallRecord
 from recurgent._store._cacheability import Cacheability
+from recurgent.testing import ScriptedProvider
 
 FROZEN = datetime.datetime(2026, 12, 1, 12, 0, 0, 123000, tzinfo=datetime.UTC)
 """The instant every frozen store clock returns."""
@@ -41,3 +43,12 @@ def call(code: str = "return 42", **overrides: Any) -> CallRecord:
     }
     fields.update(overrides)
     return CallRecord(**fields)
+
+
+class ScriptedModel(ScriptedProvider):
+    """A :class:`ScriptedProvider` that does not declare itself a test double: it stands for the
+    real model of a user's agent, so its agents store under the default root and run stored
+    programs of any script, as an agent with a real provider does (ADR 0077). Specs of reuse,
+    repair and store trust that are not about test doubles use it."""
+
+    test_double = False

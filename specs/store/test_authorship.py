@@ -15,7 +15,7 @@ from specs.store.support import call, frozen
 
 NOW = "2026-12-01T12:00:00.000Z"
 HOST_CODE = "return args[0] + 1"
-PROGRAM_CODE = "_ = args\nreturn 42"
+PROGRAM_CODE = "return 42 if args[0] != 'never' else args[0]"
 
 
 def _record(author: str | None, code: str = HOST_CODE, **fields: Any) -> ArtifactRecord:

@@ -13,6 +13,7 @@ import pytest
 from recurgent._store import Store
 from recurgent._store._cli import main
 from recurgent._store._paths import artifact_path
+from recurgent._store._provenance import Provenance
 from specs.store.support import call
 
 OLD = datetime.datetime(2026, 10, 1, tzinfo=datetime.UTC)
@@ -184,6 +185,22 @@ class TestShow:
         assert '  cacheability_reason: "stable_method_default"\n' in out
         assert '  author: "host"\n' in out
         assert out.endswith("  code:\n    return args[0]\n")
+
+    def test_the_text_says_who_wrote_the_code(self, tmp_path: Path) -> None:
+        """The provenance block, one JSON line; null for a record without one (ADR 0077)."""
+        root = tmp_path / "store"
+        store = Store(root, clock=lambda: NEW)
+        store.record_call(call(provenance=Provenance(provider_kind="openai", model="gpt-x")))
+        store.record_call(call(method="legacy"))
+
+        code, out, _ = _run("show", "calculator", "--root", str(root))
+
+        assert code == 0
+        assert (
+            '  provenance: {"provider_kind": "openai", "model": "gpt-x", "prompt_version": null,'
+            ' "runtime_version": null, "double_fingerprint": null}\n'
+        ) in out
+        assert "  provenance: null\n" in out
 
     def test_unknown_role(self, root: Path) -> None:
         """Nothing stored exits 1 with a message."""

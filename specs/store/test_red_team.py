@@ -3,7 +3,8 @@
 Every payload here is what a hostile file writer (another process of the same user, a torn
 write, a planted link) or a hostile generated program could leave in the store. A fixed
 finding is a plain regression spec; an open one is a strict ``xfail`` naming the payload and
-what happens today.
+what happens today. The agents' providers stand for the user's real model (``ScriptedModel``):
+the files are attacked as an agent with a real provider reads them (ADR 0077).
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from recurgent._store._cli import main as tools_main, visible
 from recurgent._store._files import MAX_FILE_BYTES, read_json
 from recurgent._store._paths import artifact_path, registry_path, safe_segment
 from recurgent.testing import ScriptedProvider, read_log
-from specs.store.support import call, frozen
+from specs.store.support import ScriptedModel, call, frozen
 
 ADD = "return args[0] + 1"
 STORED_ADD = "return args[0] + 100"
 
 
 def _agent(root: Path, log: Path | None = None, code: str = ADD) -> tuple[Agent, ScriptedProvider]:
-    provider = ScriptedProvider({"add": code})
+    provider = ScriptedModel({"add": code})
     return Agent("calculator", provider=provider, log=log or False, toolstore_root=root), provider
 
 
@@ -495,7 +496,7 @@ def _registry(root: Path, tools: dict[str, Any]) -> None:
 
 
 def _known_tools_listing(root: Path) -> tuple[str, str, ScriptedProvider]:
-    provider = ScriptedProvider({"run": "return 1"})
+    provider = ScriptedModel({"run": "return 1"})
     Agent("calc", provider=provider, log=False, toolstore_root=root).run()
     user = provider.requests[0].user_prompt
     start, end = user.index("<known_tools>\n"), user.index("</known_tools>")
@@ -538,7 +539,7 @@ class TestPersistentPromptInjection:
         stays small (a 40 MB one would have pushed the file over the cap and every tool into
         quarantine at the next read)."""
         root = tmp_path / "store"
-        provider = ScriptedProvider(
+        provider = ScriptedModel(
             {
                 ("boss", "run"): "return delegate('helper', purpose='x' * 5_000_000).work()",
                 ("helper", "work"): "return 1",
@@ -601,7 +602,7 @@ class TestPersistentPromptInjection:
 
 
 def _sqrt_twice(root: Path, code: str, log: Path) -> tuple[list[Any], int]:
-    provider = ScriptedProvider({"sqrt": code})
+    provider = ScriptedModel({"sqrt": code})
     agent = Agent("calc", provider=provider, log=log, toolstore_root=root)
     values = [agent.sqrt(32).value, agent.sqrt(49).value]
     return values, provider.calls
@@ -636,21 +637,30 @@ class TestPoisonedPersistence:
 
         assert (values, calls) == ([5.656854249492381, 7.0], 1)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="open (ADR 0070): a program that reads args and ignores the value "
-        "(`_ = args; return 5.656854249492381`, written for sqrt(32)) is classified "
-        "stable_method_default and answers sqrt(49) with 5.65... without a request; no "
-        "static rule tells a read from a use",
+    @pytest.mark.parametrize(
+        "code",
+        [
+            "_ = args\nreturn 5.656854249492381",
+            "n = len(args)\nreturn 5.656854249492381",
+            "if args:\n    pass\nreturn 5.656854249492381",
+            "for a in args:\n    pass\nreturn 5.656854249492381",
+            "x = args[0]\ny = x\nreturn 5.656854249492381",
+            "if not args:\n    raise ValueError('no input')\nreturn 5.656854249492381",
+        ],
     )
     def test_reading_args_and_ignoring_them_is_not_reusable(
-        self, tmp_path: Path, log_path: Path
+        self, tmp_path: Path, log_path: Path, code: str
     ) -> None:
-        """The payload: ``_ = args`` then a constant. Today: 1 request, 5.65... twice."""
-        code = "_ = args\nreturn 5.656854249492381"
+        """Was open (ADR 0070), closed by ADR 0078: a program that reads its inputs and answers
+        a constant (the payload ``_ = args`` then sqrt(32)'s value) is asked again for
+        sqrt(49), classified ``arg_ignored_code`` (before: 1 request, 5.65... for both)."""
         values, calls = _sqrt_twice(tmp_path / "store", code, log_path)
 
-        assert (values, calls) == ([5.656854249492381, 7.0], 2)
+        assert (values, calls) == ([5.656854249492381, 5.656854249492381], 2)
+        assert [(e["cacheable"], e["cacheability_reason"]) for e in read_log(log_path)] == [
+            (False, "arg_ignored_code"),
+            (False, "arg_ignored_code"),
+        ]
 
 
 PROBE_NETWORK = (
@@ -661,7 +671,7 @@ PROBE_NETWORK = (
     "    return Outcome.error(error_type='unreachable', error_message=str(error))\n"
     "return Outcome.error(error_type='reached', error_message='connected')"
 )
-SPIN_WHEN_ASKED = "n = args[0]\nwhile n:\n    pass\nreturn 'done'"
+SPIN_WHEN_ASKED = "n = args[0]\nwhile n:\n    pass\nreturn n"
 
 
 class TestPersistedRunsKeepThePolicy:
@@ -674,11 +684,11 @@ class TestPersistedRunsKeepThePolicy:
         """Stored by an agent allowed 127.0.0.1, reused by a deny agent: refused before
         connecting, with no provider request."""
         root = tmp_path / "store"
-        writer = ScriptedProvider({"probe": PROBE_NETWORK})
+        writer = ScriptedModel({"probe": PROBE_NETWORK})
         Agent(
             "prober", provider=writer, log=False, toolstore_root=root, network=["127.0.0.1"]
         ).probe(1)
-        reader = ScriptedProvider({"probe": PROBE_NETWORK})
+        reader = ScriptedModel({"probe": PROBE_NETWORK})
         denied = Agent("prober", provider=reader, log=log_path, toolstore_root=root, network="deny")
 
         outcome = denied.probe(2)
@@ -695,11 +705,11 @@ class TestPersistedRunsKeepThePolicy:
         root = tmp_path / "store"
         Agent(
             "spinner",
-            provider=ScriptedProvider({"spin": SPIN_WHEN_ASKED}),
+            provider=ScriptedModel({"spin": SPIN_WHEN_ASKED}),
             log=False,
             toolstore_root=root,
         ).spin(0)
-        reader = ScriptedProvider({"spin": SPIN_WHEN_ASKED})
+        reader = ScriptedModel({"spin": SPIN_WHEN_ASKED})
         strict = Agent(
             "spinner",
             provider=reader,
@@ -724,7 +734,7 @@ class TestPersistedRunsKeepThePolicy:
         in a worker process, with no provider request."""
         root = tmp_path / "store"
         _stored_record(root)
-        provider = ScriptedProvider({"add": ADD})
+        provider = ScriptedModel({"add": ADD})
         isolated = Agent(
             "calculator", provider=provider, log=log_path, toolstore_root=root, isolation="process"
         )
@@ -745,7 +755,7 @@ class TestPersistedRunsKeepThePolicy:
             artifact_path(root, "calculator", "add"),
             _stored_record(root, dependencies=[{"name": "evilpkg"}]),
         )
-        provider = ScriptedProvider({"add": ADD})
+        provider = ScriptedModel({"add": ADD})
         agent = Agent(
             "calculator",
             provider=provider,
@@ -775,9 +785,9 @@ class TestHangingStoredPrograms:
         nothing outside is the program's failure: repaired (it was once passed on as an upstream
         timeout, forever, with no request)."""
         root = tmp_path / "store"
-        writer = ScriptedProvider({"spin": SPIN_ON_ODD})
+        writer = ScriptedModel({"spin": SPIN_ON_ODD})
         Agent("spinner", provider=writer, log=False, toolstore_root=root).spin(0)
-        fixer = ScriptedProvider({"spin": "return args[0]"})
+        fixer = ScriptedModel({"spin": "return args[0]"})
         agent = Agent(
             "spinner", provider=fixer, log=False, toolstore_root=root, execution_timeout_seconds=1
         )
@@ -790,10 +800,10 @@ class TestHangingStoredPrograms:
         """A deadline stop after a tool or agent call (an upstream may be slow) stays extrinsic:
         the timeout comes back as it is, with no provider request (ADR 0073)."""
         root = tmp_path / "store"
-        waits = "delegate('helper').ping()\nwhile args[0] % 2:\n    pass\nreturn 0"
+        waits = "delegate('helper').ping()\nwhile args[0] % 2:\n    pass\nreturn args[0]"
         replies = {("caller", "get"): waits, ("helper", "ping"): "return 1"}
-        Agent("caller", provider=ScriptedProvider(replies), log=False, toolstore_root=root).get(0)
-        provider = ScriptedProvider(replies)
+        Agent("caller", provider=ScriptedModel(replies), log=False, toolstore_root=root).get(0)
+        provider = ScriptedModel(replies)
         agent = Agent(
             "caller", provider=provider, log=False, toolstore_root=root, execution_timeout_seconds=1
         )
@@ -850,12 +860,14 @@ class TestSharedNamespace:
     ) -> None:
         """The payload: a reader's program delegates to the host's role name. The stored
         program is the program's (ADR 0074): the host's calculator.add(1) asks its provider
-        (``program_written``) and answers 2, not the planted 42."""
+        (``program_written``) and answers 2, not the planted 42. The plant reads its input in
+        the answer (``_ = args`` no longer passes for reusable, ADR 0078; this form no static
+        rule can tell from an honest program)."""
         root = tmp_path / "store"
-        planter = ScriptedProvider(
+        planter = ScriptedModel(
             {
                 ("reader", "summarize"): "return delegate('calculator').add(5)",
-                ("calculator", "add"): "_ = args\nreturn 42",
+                ("calculator", "add"): "return 42 if args[0] != 'never' else args[0]",
             }
         )
         Agent("reader", provider=planter, log=False, toolstore_root=root).summarize("headline")

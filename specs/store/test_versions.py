@@ -11,6 +11,7 @@ from recurgent._store._artifacts import ArtifactRecord, apply_call, checksum
 from recurgent._store._batch import RunsDelta, apply_runs
 from recurgent._store._promotion import apply_override, promotion_mode, state_of
 from recurgent._store._promotion_format import VERSIONS_KEPT
+from recurgent._store._provenance import Provenance
 from recurgent._store._versions import enforced_choices, version_view
 from specs.store.support import STABLE, call
 
@@ -95,6 +96,18 @@ class TestChoices:
         assert newer is record
         assert (record.code, incumbent.scorecards is record.scorecards) == ("return 2", True)
         assert version_view(record, checksum("return 2")) is record
+
+    def test_a_kept_version_states_its_own_provenance(self) -> None:
+        """A version a test double wrote keeps the double's provenance in its view, and a
+        version with none is unknown: neither borrows the current code's (ADR 0077)."""
+        double = Provenance(provider_kind="test_double:ScriptedProvider", double_fingerprint="f")
+        model = Provenance(provider_kind="openai", model="gpt-4.1-mini")
+        record = _version(None, "return 1", STAMPS[0], provenance=double)
+        record = _version(record, "return 2", STAMPS[1], provenance=model)
+        assert version_view(record, checksum("return 1")).provenance == double
+        record.versions[checksum("return 1")].provenance = None
+        assert version_view(record, checksum("return 1")).provenance is None
+        assert version_view(record, checksum("return 2")).provenance == model
 
     def test_no_lifecycle_means_no_choice_and_all_degraded_means_none(self) -> None:
         """A record without lifecycle data runs as without enforcement (None); one whose every

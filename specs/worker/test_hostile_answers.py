@@ -39,7 +39,7 @@ class _Replying:
     def __init__(self, result: RunResult) -> None:
         self._result = result
 
-    def run(self, request: Any, handler: Any, *, timeout_seconds: float) -> RunResult:
+    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
         return self._result.model_copy(update={"call_id": request.call_id})
 
 
@@ -249,7 +249,7 @@ class _Forwarding:
     def __init__(self, result: Any) -> None:
         self._result = result
 
-    def run(self, request: Any, handler: Any, *, timeout_seconds: float) -> RunResult:
+    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
         opened = handler(
             ForwardRequest(call_id=request.call_id, forward_id=1, op="delegate", name="bank")
         )

@@ -1,8 +1,9 @@
 """Memory writes from a worker patch the host's containers in place (ADR 0062).
 
 A list or dict the host put in memory keeps its identity when a worker program appends to it or
-changes it; a key the program reassigned, a tuple it saw as a list, the tool registry, and any
-patch that does not fit the host's memory take the whole new value instead.
+changes it; a key the program reassigned, the tool registry, and any patch that does not fit
+the host's memory take the whole new value instead. A tuple stays a tuple in the worker, as in
+process (ADR 0094), so a program extends it only by reassigning the key.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def test_uncommitted_writes_carry_patches_and_commit_in_place(executor: ProcessE
 def test_reassigned_keys_tuples_and_the_tool_registry_take_whole_values(
     executor: ProcessExecutor,
 ) -> None:
-    """A reassigned list, a tuple the program appended to, and ``tools`` are replaced whole."""
+    """A reassigned list, a reassigned tuple (still a tuple), and ``tools`` are replaced whole."""
     kept, pair, tools = [1], (1, 2), {"adder": {"usage_count": 1}}
     host = Host(memory={"kept": kept, "pair": pair, "tools": tools})
 
@@ -107,17 +108,17 @@ def test_reassigned_keys_tuples_and_the_tool_registry_take_whole_values(
         executor,
         """
         context['kept'] = [9]
-        context['pair'].append(3)
+        context['pair'] = context['pair'] + (3,)
         context['tools']['adder']['usage_count'] += 1
-        return 0
+        return type(context['pair']).__name__
         """,
         host,
     )
 
-    assert result.error is None
+    assert (result.error, result.value) == (None, "tuple")
     assert result.writes.set == {
         "kept": [9],
-        "pair": [1, 2, 3],
+        "pair": (1, 2, 3),
         "tools": {"adder": {"usage_count": 2}},
     }
     assert result.writes.patches == []
@@ -146,7 +147,7 @@ class _Replying:
     def __init__(self, result: RunResult) -> None:
         self._result = result
 
-    def run(self, request: Any, handler: Any, *, timeout_seconds: float) -> RunResult:
+    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
         return self._result.model_copy(update={"call_id": request.call_id})
 
 

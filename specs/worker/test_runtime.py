@@ -150,11 +150,12 @@ def test_in_process_calls_log_null_worker_fields(tmp_path: Path) -> None:
 def test_persisted_program_keeps_its_dependencies(
     tmp_path: Path, wheelhouse: Path, env_cache: Path, demo_env: Environment
 ) -> None:
-    """A stored program with dependencies answers a new agent with no request, in the worker."""
+    """A stored program with dependencies answers a new agent (of the same scripted double,
+    ADR 0077) with no request, in the worker."""
     root = tmp_path / "store"
     _agent({"double": DOUBLE}, wheelhouse, env_cache, toolstore_root=root)[0].double(2)
     log = tmp_path / "calls.jsonl"
-    warm, provider = _agent({}, wheelhouse, env_cache, log, toolstore_root=root)
+    warm, provider = _agent({"double": DOUBLE}, wheelhouse, env_cache, log, toolstore_root=root)
 
     assert (warm.double(4).value, provider.calls) == (8, 0)
     (entry,) = read_log(log)

@@ -154,29 +154,33 @@ def test_errors_of_the_program_keep_their_taxonomy(plain_executor: ProcessExecut
     assert policy.error is not None and policy.error.error_type == "invalid_code"
 
 
-def test_non_plain_results_and_memory_are_non_serializable(plain_executor: ProcessExecutor) -> None:
-    """A set result or a set stored in memory is non_serializable_result; the worker lives on."""
-    result = run(plain_executor, "return {1, 2}")
+def test_values_the_wire_cannot_carry_are_non_serializable(plain_executor: ProcessExecutor) -> None:
+    """A cyclic result (kept in process, a tree on the pipe) is non_serializable_result; a set
+    and a NaN in memory cross as themselves (ADR 0094); the worker lives on."""
+    result = run(plain_executor, "loop = []\nloop.append(loop)\nreturn loop")
     assert result.error is not None and result.error.error_type == "non_serializable_result"
-    assert result.error.message.startswith("the result holds a set")
+    assert result.error.message.startswith("the result[0][0]")
     host = Host(memory={})
-    stored = run(plain_executor, "memory['s'] = float('nan')\nreturn 1", host=host)
-    assert stored.error is not None and stored.error.error_type == "non_serializable_result"
-    assert host.memory == {}
+    stored = run(plain_executor, "memory['s'] = {float('nan')}\nreturn 1", host=host)
+    assert (stored.error, stored.value) == (None, 1)
+    assert stored.writes is not None and [type(v) for v in stored.writes.set["s"]] == [float]
     assert run(plain_executor, "return 2").value == 2
 
 
-def test_non_plain_inputs_are_refused_before_the_worker_runs(
+def test_host_objects_in_memory_are_refused_before_the_worker_runs(
     plain_executor: ProcessExecutor,
 ) -> None:
-    """A set in memory cannot cross: non_serializable_result, memory untouched."""
-    host = Host(memory={"s": {1}})
+    """A host object in memory cannot cross to a dependency worker: non_serializable_result,
+    memory untouched (under isolation="process" it is a UsageError: test_parity.py)."""
+    thing = object()
+    host = Host(memory={"s": thing})
     result = run(plain_executor, "return 1", host=host)
     assert result.error is not None and result.error.error_type == "non_serializable_result"
     assert (
         result.error.message
-        == "context['s'] holds a set, which is not plain data; it cannot cross to the worker process"
+        == "context['s'] holds a object, which is not plain data; it cannot cross to the worker process"
     )
+    assert host.memory == {"s": thing}
 
 
 def test_outcomes_cross_both_ways(plain_executor: ProcessExecutor) -> None:
@@ -277,6 +281,7 @@ def test_a_program_imports_its_declared_package(demo_executor: ProcessExecutor) 
     assert set(fields) == {
         "execution_receiver", "isolation_backend", "worker_pid", "worker_restarts", "env_id",
         "environment_cache_hit", "env_prepare_ms", "env_resolve_ms", "env_install_ms",
+        "worker_start_ms", "worker_retired",
     }  # fmt: skip
 
 
@@ -310,7 +315,7 @@ def test_the_parent_caps_forwarded_calls_even_for_a_subverted_worker() -> None:
     from recurgent._worker._protocol import ForwardRequest
 
     host = Host()
-    run_state = _Run(host.bridge(), deadline=float("inf"), max_forwarded_calls=2)
+    run_state = _Run(host.bridge(), timeout_seconds=60.0, max_forwarded_calls=2)
     replies = [
         run_state.answer(ForwardRequest(call_id="c", forward_id=n, op="remember", kwargs={"n": n}))
         for n in range(1, 4)
