@@ -460,6 +460,7 @@ class Agent(ChildAgents):
                 store=internals.store,
                 workers=internals.workers,
                 content=internals.content,
+                patterns=internals.patterns,
                 profiles=internals.profiles,
                 self_model=internals.self_model,
             )
