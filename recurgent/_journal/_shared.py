@@ -24,6 +24,8 @@ import zoneinfo
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from recurgent._async_stop import host_section
+
 __all__ = [
     "HOST_CALLABLES",
     "PLAIN_FACTORIES",
@@ -85,9 +87,12 @@ class HostCall:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._guard()
+        # The host's code runs shielded from the attempt's stop (ADR 0089).
+        with host_section():
+            returned = self._function(*args, **kwargs)
         # Host code the call returns (a factory's class, a registry's handler) is guarded by
         # the same attempt: raw, a leaked generator could call it late (red-team R3, H1).
-        return guarded(self._function(*args, **kwargs), self._guard)
+        return guarded(returned, self._guard)
 
     # Equal and hashed as the function it stands for (by identity, so no host __eq__ runs):
     # two reads of one function, each wrapped, still find each other as dict keys.

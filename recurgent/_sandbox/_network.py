@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from recurgent._async_stop import host_section
 from recurgent._hosts import entry_matches, url_host_port
 from recurgent._sandbox._limits import (
     DeadlineExceeded,
@@ -436,37 +437,40 @@ def make_network_modules(
             _CheckedRedirects(policy), _BoundedHTTP(clock), _BoundedHTTPS(clock)
         )
         failure: URLError | None = None
-        try:
-            with opener.open(outgoing, timeout=wait) as raw:
-                body = _read_capped(raw, limits.max_response_bytes)
-                return Response(
-                    url=raw.geturl(),
-                    status=raw.status,
-                    reason=str(raw.reason or ""),
-                    headers=Headers(list(raw.headers.items())),
-                    body=body,
-                )
-        except _IncompleteBody as short:
-            failure = URLError(f"incomplete response body: received {short}")
-        except urllib.error.HTTPError as error:
+        # The request is bounded by its own deadline; the host code that makes it is shielded
+        # from the attempt's stop (ADR 0089).
+        with host_section():
             try:
-                body = _read_capped(error, limits.max_response_bytes)
-            except (OSError, SizeLimitExceeded, _IncompleteBody):
-                body = b""
-            failure = HTTPError(
-                request.full_url,
-                error.code,
-                str(error.reason or ""),
-                Headers(list((error.headers or {}).items())),
-                body,
-            )
-            error.close()
-        except urllib.error.URLError as error:
-            failure = URLError(str(error.reason))
-        except TimeoutError:
-            failure = URLError("timed out")
-        except OSError as error:
-            failure = URLError(str(error) or type(error).__name__)
+                with opener.open(outgoing, timeout=wait) as raw:
+                    body = _read_capped(raw, limits.max_response_bytes)
+                    return Response(
+                        url=raw.geturl(),
+                        status=raw.status,
+                        reason=str(raw.reason or ""),
+                        headers=Headers(list(raw.headers.items())),
+                        body=body,
+                    )
+            except _IncompleteBody as short:
+                failure = URLError(f"incomplete response body: received {short}")
+            except urllib.error.HTTPError as error:
+                try:
+                    body = _read_capped(error, limits.max_response_bytes)
+                except (OSError, SizeLimitExceeded, _IncompleteBody):
+                    body = b""
+                failure = HTTPError(
+                    request.full_url,
+                    error.code,
+                    str(error.reason or ""),
+                    Headers(list((error.headers or {}).items())),
+                    body,
+                )
+                error.close()
+            except urllib.error.URLError as error:
+                failure = URLError(str(error.reason))
+            except TimeoutError:
+                failure = URLError("timed out")
+            except OSError as error:
+                failure = URLError(str(error) or type(error).__name__)
         if wait >= budget and remaining() <= 0:
             # The wait was cut short by the attempt's deadline, not by the request's timeout.
             raise DeadlineExceeded("the attempt's deadline passed during an HTTP request")
