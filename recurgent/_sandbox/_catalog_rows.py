@@ -116,9 +116,11 @@ TABLE: dict[str, ModuleRows] = {
     "csv": rows(
         pure="""
             Dialect DictReader DictWriter Error QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE
-            QUOTE_NONNUMERIC Sniffer StringIO excel excel_tab get_dialect list_dialects
-            reader unix_dialect writer
+            QUOTE_NONNUMERIC StringIO excel excel_tab get_dialect list_dialects reader
+            unix_dialect writer
             """,
+        # Sniffer matches its sample with regular expressions: re-hosted (ADR 0090).
+        replaced="Sniffer",
         denied="field_size_limit re register_dialect unregister_dialect",
     ),
     "dataclasses": rows(
@@ -193,7 +195,8 @@ TABLE: dict[str, ModuleRows] = {
         denied="entities",
     ),
     "html.parser": rows(
-        pure="HTMLParser",
+        # Re-hosted onto the sandbox's regex engine (ADR 0090).
+        replaced="HTMLParser",
         denied="""
             attrfind_tolerant charref commentclose endendtag endtagfind entityref incomplete
             interesting_normal locatestarttagend_tolerant piclose re starttagopen
@@ -304,9 +307,11 @@ TABLE: dict[str, ModuleRows] = {
     "time": rows(
         pure="""
             altzone asctime ctime daylight gmtime localtime mktime monotonic monotonic_ns
-            perf_counter perf_counter_ns process_time strftime strptime struct_time time
-            time_ns timezone tzname
+            perf_counter perf_counter_ns process_time strftime struct_time time time_ns
+            timezone tzname
             """,
+        # strptime compiles a pattern from the format: re-hosted (ADR 0090).
+        replaced="strptime",
         attempt="sleep",
         denied="""
             CLOCK_BOOTTIME CLOCK_MONOTONIC CLOCK_MONOTONIC_RAW CLOCK_PROCESS_CPUTIME_ID
@@ -383,8 +388,10 @@ TABLE: dict[str, ModuleRows] = {
     "zoneinfo": rows(
         # ZoneInfo reads the system tz database (keys are validated: no paths); the cache
         # and search path are process-wide, so reset_tzpath is denied and so is
-        # ZoneInfo.clear_cache (in the guard's per-type denials).
-        pure="InvalidTZPathWarning TZPATH ZoneInfo ZoneInfoNotFoundError available_timezones",
+        # ZoneInfo.clear_cache (in the guard's per-type denials), and ZoneInfo is served
+        # gated, its key exact (ADR 0091).
+        pure="InvalidTZPathWarning TZPATH ZoneInfoNotFoundError available_timezones",
+        replaced="ZoneInfo",
         denied="reset_tzpath",
     ),
     "xml": rows(

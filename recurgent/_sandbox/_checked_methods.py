@@ -238,12 +238,30 @@ def checked_sub(
     )
 
 
-def _bind_sub(obj: Any) -> Callable[..., Any]:
-    return lambda repl, string, count=0: checked_sub(obj, repl, string, count)
+def _on_the_sandbox_engine(name: str) -> Binder:
+    """``name`` of a standard-engine pattern (one from the host's memory): served by the same
+    pattern compiled on the sandbox's engine, under the deadline (ADR 0090)."""
+
+    def bind(obj: Any) -> Callable[..., Any]:
+        # Imported here: _regex imports this module's checked_sub.
+        from recurgent._sandbox._regex import on_the_sandbox_engine
+
+        return getattr(on_the_sandbox_engine(obj), name)  # type: ignore[no-any-return]
+
+    return bind
 
 
-def _bind_subn(obj: Any) -> Callable[..., Any]:
-    return lambda repl, string, count=0: checked_sub(obj, repl, string, count, with_count=True)
+#: What a standard-engine pattern matches with: every method that runs the engine.
+STANDARD_PATTERN_MATCHING = (
+    "match",
+    "search",
+    "fullmatch",
+    "findall",
+    "finditer",
+    "split",
+    "sub",
+    "subn",
+)
 
 
 def _bind_expand(obj: Any) -> Callable[..., Any]:
@@ -448,8 +466,10 @@ def special_methods(
         "join": (_TEXT, _bind_join),
         "translate": (_TEXT, _bind_translate),
         "to_bytes": ((int,), _bind_to_bytes),
-        "sub": ((re.Pattern,), _bind_sub),
-        "subn": ((re.Pattern,), _bind_subn),
+        **{
+            name: ((re.Pattern,), _on_the_sandbox_engine(name))
+            for name in STANDARD_PATTERN_MATCHING
+        },
         "expand": ((re.Match,), _bind_expand),
         "elements": ((collections.Counter,), bind_elements),
         "seek": ((io.StringIO, io.BytesIO), _bind_seek),

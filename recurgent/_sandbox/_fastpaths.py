@@ -67,6 +67,7 @@ SPECIAL_ATTRIBUTES = frozenset(
         "randbytes",
         "choices",
         "sample",
+        "strptime",
     }
 )
 

@@ -24,6 +24,7 @@ from recurgent._async_stop import host_section
 from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
 from recurgent._sandbox._draws import ticking_draws
 from recurgent._sandbox._enum import make_enum
+from recurgent._sandbox._gate import UNGATED_MODULES, gate, is_library_callable
 from recurgent._sandbox._idioms import make_attrgetter, make_methodcaller
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._native import make_abc
@@ -233,11 +234,14 @@ def make_importer(
             raise ImportError(_refusal(name))
         rows = CATALOG[name]
         served: dict[str, Any] = {}
+        gated = name not in UNGATED_MODULES
         for attribute, value in _pure_values(name).items():
             if isinstance(value, types.ModuleType):
                 submodule = f"{name}.{attribute}"
                 if submodule in CATALOG:
                     served[attribute] = resolve(submodule)
+            elif gated and is_library_callable(value):
+                served[attribute] = gate(value, attribute)  # exact arguments in (ADR 0091)
             else:
                 served[attribute] = value
         served.update(rows.replaced)

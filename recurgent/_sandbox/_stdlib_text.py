@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import json
 import pprint
-import string
 import textwrap
 import unicodedata
 import xml.etree.ElementTree as ElementTree
@@ -22,6 +21,7 @@ from typing import Any
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._regex import module_names as regex_module_names
+from recurgent._sandbox._rehost import TEMPLATE
 
 __all__ = [
     "DIFFLIB_NAMES",
@@ -129,7 +129,7 @@ def textwrap_overrides() -> dict[str, Any]:
     }
 
 
-class CheckedTemplate(string.Template):
+class CheckedTemplate(TEMPLATE):  # type: ignore[misc, valid-type]
     """``string.Template`` whose substitution checks the result's size first."""
 
     def _check(self, mapping: Any, kwargs: Mapping[str, Any]) -> None:
@@ -141,12 +141,12 @@ class CheckedTemplate(string.Template):
     def substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
         """``Template.substitute`` with the result's size checked."""
         self._check(mapping, kwargs)
-        return super().substitute(mapping or {}, **kwargs)
+        return str(super().substitute(mapping or {}, **kwargs))
 
     def safe_substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
         """``Template.safe_substitute`` with the result's size checked."""
         self._check(mapping, kwargs)
-        return super().safe_substitute(mapping or {}, **kwargs)
+        return str(super().safe_substitute(mapping or {}, **kwargs))
 
 
 CheckedTemplate.__module__ = "string"

@@ -24,6 +24,7 @@ from typing import Any
 from recurgent._journal import MemoryView
 from recurgent._journal._core import guard_by_running_attempt
 from recurgent._journal._shared import HostClass, Withheld, needs_guard
+from recurgent._sandbox._gate import ZoneInfoGate, served_class
 from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class
@@ -167,6 +168,7 @@ DENIED_BY_TYPE: dict[type, frozenset[str]] = {
     functools.partial: frozenset({"func", "args", "keywords"}),
     # The tz cache is shared by the process (ADR 0048).
     zoneinfo.ZoneInfo: frozenset({"clear_cache"}),
+    ZoneInfoGate: frozenset({"clear_cache"}),
 }
 #: Exceptions raised by host code may point at host objects (AttributeError.obj is the object
 # whose attribute was missing: a real module, when a facade looked it up).
@@ -215,6 +217,9 @@ def type_of(obj: Any) -> Any:
     them without the sandbox's checks, so ``type(SomeClass)`` is this function itself.
     """
     cls = number_class(type(obj))  # raw Decimal/Fraction -> checked stand-in (ADR 0022)
+    served = served_class(cls)  # ZoneInfo -> its gated stand-in (ADR 0091)
+    if served is not cls:
+        return served
     if issubclass(cls, type):
         return SEALED_TYPE_OF
     if cls is object or cls in OPEN_TYPES:

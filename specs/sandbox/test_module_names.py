@@ -184,8 +184,18 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ("textwrap", "indent"): ("indent('a\\nb', '> ')", "> a\n> b"),
     ("textwrap", "wrap"): ("wrap('a b c', width=3)", ["a b", "c"]),
     ("time", "sleep"): ("sleep(0)", None),
+    ("time", "strptime"): ("list(strptime('2026-12-02', '%Y-%m-%d'))[:3]", [2026, 12, 2]),
+    ("csv", "Sniffer"): ("Sniffer().sniff('a;b;c\\n1;2;3\\n').delimiter", ";"),
+    ("html.parser", "HTMLParser"): (
+        "p = HTMLParser(convert_charrefs=True)\np.feed('<b>x</b>')\nresult = p.rawdata",
+        "",
+    ),
     ("typing", "abstractmethod"): (_ABSTRACT, _ABSTRACT_REFUSAL),
     ("unicodedata", "normalize"): ("normalize('NFC', 'e\\u0301')", "\u00e9"),
+    ("zoneinfo", "ZoneInfo"): (
+        "z = ZoneInfo('UTC')\nresult = [str(z), isinstance(z, ZoneInfo), type(z) is ZoneInfo]",
+        ["UTC", True, True],
+    ),
     ("urllib.error", "HTTPError"): ("issubclass(HTTPError, URLError)", True),
     ("urllib.error", "URLError"): ("URLError('down').reason", "down"),
     ("urllib.request", "HTTPError"): ("HTTPError.__name__", "HTTPError"),
