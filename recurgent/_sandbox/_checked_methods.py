@@ -26,9 +26,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from recurgent._sandbox._draws import ticking_draws
+from recurgent._sandbox._gate import MappingGatedCall
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._sizes import check_format_spec
+from recurgent._sandbox._text_size import check_text
 
 __all__ = [
     "ITEM_WRITTEN_TYPES",
@@ -74,6 +76,7 @@ class SafeFormatter(string.Formatter):
 
     def format_field(self, value: Any, format_spec: str) -> Any:
         check_format_spec(format_spec)
+        check_text(value, "str.format")  # a shared structure's text (H10)
         text = format(value, format_spec)
         self._produced += len(text)
         check_items(self._produced, "str.format")
@@ -247,6 +250,18 @@ def _on_the_sandbox_engine(name: str) -> Binder:
         from recurgent._sandbox._regex import on_the_sandbox_engine
 
         return getattr(on_the_sandbox_engine(obj), name)  # type: ignore[no-any-return]
+
+    return bind
+
+
+#: What an XML element or tree finds by path: ``ElementPath`` keeps each path, with the
+#: namespaces' items, in a process-wide cache, so both go in exact (ADR 0091).
+PATH_SEARCHES = ("find", "findall", "findtext", "iterfind")
+
+
+def _bind_path_search(name: str) -> Binder:
+    def bind(obj: Any) -> Callable[..., Any]:
+        return MappingGatedCall(getattr(obj, name), name)
 
     return bind
 
@@ -469,6 +484,10 @@ def special_methods(
         **{
             name: ((re.Pattern,), _on_the_sandbox_engine(name))
             for name in STANDARD_PATTERN_MATCHING
+        },
+        **{
+            name: ((ElementTree.Element, ElementTree.ElementTree), _bind_path_search(name))
+            for name in PATH_SEARCHES
         },
         "expand": ((re.Match,), _bind_expand),
         "elements": ((collections.Counter,), bind_elements),

@@ -30,6 +30,8 @@ __all__ = [
     "name",
     "native_augassign",
     "numeric_tree",
+    "text_call",
+    "text_value",
     "unhook",
 ]
 
@@ -193,6 +195,36 @@ def method_call(visited: ast.expr, anchor: ast.Call) -> ast.expr:
         keywords=copy.deepcopy(visited.keywords),
     )
     return choose(test, native, guarded, anchor)
+
+
+def text_value(value: ast.expr, anchor: ast.AST) -> ast.expr:
+    """The value an f-string converts: ``x`` if its text cannot expand, else ``_text_(x)``,
+    which refuses a structure whose text passes the item cap (red-team H10)."""
+    if isinstance(value, ast.Constant):
+        return value
+    if isinstance(value, ast.Name):
+        return choose(
+            _type_in(value.id, "_PLAIN_TEXT_"), name(value.id), call("_text_", value), anchor
+        )
+    return call("_text_", value)
+
+
+def text_call(visited: ast.Call, anchor: ast.AST) -> ast.expr:
+    """``str(x)``: native when ``x`` is a plain scalar, else ``_str_(str, x)``, which caps the
+    builtin's text of a structure (red-team H10) and calls whatever ``str`` names otherwise."""
+    func, args = visited.func, visited.args
+    if (
+        not isinstance(func, ast.Name)
+        or func.id != "str"
+        or len(args) != 1
+        or visited.keywords
+        or isinstance(args[0], ast.Starred)
+    ):
+        return visited
+    checked = call("_str_", name("str"), args[0])
+    if not isinstance(args[0], ast.Name):
+        return checked
+    return choose(_type_in(args[0].id, "_PLAIN_TEXT_"), visited, checked, anchor)
 
 
 def item_store(container: ast.expr, anchor: ast.AST) -> ast.expr:

@@ -41,6 +41,7 @@ from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers
 __all__ = [
     "UNGATED_MODULES",
     "GatedCall",
+    "MappingGatedCall",
     "ZoneInfoGate",
     "exact",
     "exact_args",
@@ -189,6 +190,26 @@ class GatedCall(SealedCallable):
         if not _AS_THEY_ARE.issuperset(map(type, args)) or kwargs:
             args, kwargs = exact_args(args, kwargs)
         return self._sealed_call(*args, **kwargs)
+
+
+class MappingGatedCall(GatedCall):
+    """A gated call whose dict arguments are also copied with exact keys and values: for
+    library code that keys a cache on a mapping's items (``ElementPath``'s namespaces)."""
+
+    __slots__ = ()
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = exact_args(
+            tuple(_exact_items(arg) for arg in args),
+            {key: _exact_items(value) for key, value in kwargs.items()},
+        )
+        return self._sealed_call(*args, **kwargs)
+
+
+def _exact_items(value: Any) -> Any:
+    if type(value) is dict:
+        return {exact(key): exact(item) for key, item in value.items()}
+    return value
 
 
 # One gate per library function, shared by every attempt (a gate holds nothing of one).

@@ -468,6 +468,10 @@ class OutputCollector:
     ) -> None:
         if file is not None:
             raise TypeError("print(file=...) is not available in the sandbox; print to stdout")
+        # Imported here: the text estimate's module imports this one (through _measure).
+        from recurgent._sandbox._text_size import check_texts
+
+        check_texts(objects, "print()")  # a shared structure's text (H10)
         text = (" " if sep is None else str(sep)).join(str(o) for o in objects)
         self.write(text + ("\n" if end is None else str(end)))
 

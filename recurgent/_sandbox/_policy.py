@@ -40,6 +40,8 @@ from recurgent._sandbox._fastpaths import (
     name as _name,
     native_augassign,
     numeric_tree,
+    text_call,
+    text_value,
     unhook,
 )
 from recurgent._sandbox._generators import close_quietly, is_generator
@@ -209,7 +211,9 @@ class SandboxPolicy(RestrictingNodeTransformer):
         duplicable = not has_method_call(node)
         visited = super().visit_Call(node)
         if duplicable and isinstance(visited, ast.expr):
-            return method_call(visited, node)
+            visited = method_call(visited, node)
+        if isinstance(visited, ast.Call):
+            return text_call(visited, node)
         return visited
 
     # ----------------------------------------------------------------- subscripts
@@ -368,6 +372,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
     def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
         node = self.node_contents_visit(node)
         if node.format_spec is None:
+            # f"{x}" of a shared structure builds its text in one C call: estimated first (H10).
+            node.value = text_value(node.value, node)
             return node
         # f"{x:>{width}}" -> f"{_format_(x, conversion, f'>{width}')}" so widths are capped.
         checked = _call("_format_", node.value, ast.Constant(node.conversion), node.format_spec)

@@ -22,6 +22,7 @@ from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._regex import module_names as regex_module_names
 from recurgent._sandbox._rehost import TEMPLATE
+from recurgent._sandbox._text_size import check_text
 
 __all__ = [
     "DIFFLIB_NAMES",
@@ -56,6 +57,8 @@ def _checked_dumps(obj: Any, *, indent: Any = None, separators: Any = None, **kw
     # Always encoded in pieces and counted: the same row shared 10**4 times
     # (`[[0] * 10**4] * 10**4`) is a small object whose output is 2 * 10**8 characters, and
     # indents and long separators multiply the output too (red-team finding F6).
+    # The estimate refuses a shared structure at once, before encoding a piece (H10).
+    check_text(obj, "json.dumps()")
     encoder_class = kwargs.pop("cls", None) or json.JSONEncoder
     encoder = encoder_class(indent=indent, separators=separators, **kwargs)
     produced = 0

@@ -22,7 +22,7 @@ import zoneinfo
 from typing import Any
 
 from recurgent._journal import MemoryView
-from recurgent._journal._core import guard_by_running_attempt
+from recurgent._journal._core import guard_by_running_attempt, guard_within_by_running_attempt
 from recurgent._journal._shared import HostClass, Withheld, needs_guard
 from recurgent._sandbox._gate import ZoneInfoGate, served_class
 from recurgent._sandbox._idioms import SandboxContext
@@ -256,12 +256,13 @@ def _guarded_if_opened(cls: type) -> Any:
 
 def guarded_host_code(value: Any) -> Any:
     """``value`` read from an instance of a class the user opened (``_sandbox_public_``): host
-    code (a bound method, a classmethod, a nested class) guarded by the running attempt, so a
-    leaked generator cannot run it after the attempt (red-team R3, H5); with no attempt
-    running, withheld. Anything else as it is."""
-    if not needs_guard(value):
-        return value
-    return guard_by_running_attempt(value, Withheld)
+    code (a bound method, a classmethod, a nested class), also inside a container the
+    attribute holds, guarded by the running attempt, so a leaked generator cannot run it after
+    the attempt (red-team R3, H5 and H6); with no attempt running, withheld. Anything else as
+    it is."""
+    if needs_guard(value):
+        return guard_by_running_attempt(value, Withheld)
+    return guard_within_by_running_attempt(value)
 
 
 # What type() says of a runtime callable: a function, as it would of the original.
