@@ -36,6 +36,7 @@ from recurgent._sandbox._stdlib import (
     statistics_overrides,
 )
 from recurgent._sandbox._stdlib_text import (
+    CheckedQName,
     CheckedTemplate,
     checked_element_indent,
     difflib_overrides,
@@ -88,6 +89,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
         "parse": _element_tree_parse,
         "ElementTree": _element_tree,
         "indent": checked_element_indent,
+        "QName": CheckedQName,
     },
     "abc": {"abstractmethod": abstractmethod},
     "typing": {"abstractmethod": abstractmethod},

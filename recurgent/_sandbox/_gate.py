@@ -31,17 +31,22 @@ import enum
 import fractions
 import functools
 import types
+import typing
+import urllib.parse
 import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers
+from recurgent._sandbox._text_size import check_texts
 
 __all__ = [
+    "TEXT_METHODS",
     "UNGATED_MODULES",
     "GatedCall",
     "MappingGatedCall",
+    "TextGatedCall",
     "ZoneInfoGate",
     "exact",
     "exact_args",
@@ -212,19 +217,42 @@ def _exact_items(value: Any) -> Any:
     return value
 
 
+class TextGatedCall(GatedCall):
+    """A gated call to library code that converts its arguments to text in one C call
+    (``namedtuple``'s names, a CSV row): the text of a container argument is estimated first
+    and refused past the item cap, as ``str()`` of it is (red-team H10, ADR 0092)."""
+
+    __slots__ = ()
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        check_texts(args, self.__name__)
+        check_texts(kwargs.values(), self.__name__)
+        return super().__call__(*args, **kwargs)
+
+
+#: Library functions that convert their arguments to text in one C call.
+_TEXT_CONVERTERS = frozenset({collections.namedtuple, typing.NamedTuple, urllib.parse.urlencode})
+#: Methods that do, by the name a policy read finds them under, on these receivers.
+TEXT_METHODS = frozenset({"writerow", "writerows"})
+
+
 # One gate per library function, shared by every attempt (a gate holds nothing of one).
 _GATES: dict[int, tuple[Any, GatedCall]] = {}
 _GATES_KEPT = 4096
 
 
 def gate(function: Any, name: str | None = None) -> Any:
-    """``function`` behind the gate; classes and sealed runtime callables as they are."""
+    """``function`` behind the gate; classes and sealed runtime callables as they are.
+
+    Functions are compared by identity (a set lookup hashes a function by its identity).
+    """
     if isinstance(function, type | SealedCallable) or not callable(function):
         return function
     known = _GATES.get(id(function))
     if known is not None and known[0] is function:
         return known[1]
-    gated = GatedCall(function, name)
+    maker = TextGatedCall if function in _TEXT_CONVERTERS else GatedCall
+    gated = maker(function, name)
     if len(_GATES) >= _GATES_KEPT:
         _GATES.clear()
     _GATES[id(function)] = (function, gated)

@@ -33,7 +33,14 @@ from recurgent._sandbox._checked_methods import (
     special_methods,
     user_string_binder,
 )
-from recurgent._sandbox._gate import GatedCall, exact_name, gate, is_library_callable
+from recurgent._sandbox._gate import (
+    TEXT_METHODS,
+    GatedCall,
+    TextGatedCall,
+    exact_name,
+    gate,
+    is_library_callable,
+)
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -314,6 +321,8 @@ class AttributePolicy:
             # An opened host instance's methods and classes are host code (R3, H5).
             value = guarded_host_code(value)
         elif is_library_callable(value):
+            if name in TEXT_METHODS:
+                return TextGatedCall(value, name)  # a CSV row's text (H10, ADR 0092)
             return gate(value, name)  # library code: exact arguments in (ADR 0091)
         for klass in type(obj).__mro__:
             raw = vars(klass).get(name, _ABSENT)

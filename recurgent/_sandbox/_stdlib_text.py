@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from recurgent._sandbox._gate import exact_name
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._regex import module_names as regex_module_names
@@ -239,3 +240,15 @@ def difflib_overrides() -> dict[str, Any]:
         "ndiff": _diffing(difflib.ndiff),
         "get_close_matches": _checked_close_matches,
     }
+
+
+class CheckedQName(ElementTree.QName):
+    """``ElementTree.QName`` of text only: the real one formats any object it is given with
+    ``%s`` and ``%r`` in one C call (a shared structure's text, red-team H10), and hashes it."""
+
+    def __init__(self, text_or_uri: Any, tag: Any = None) -> None:
+        super().__init__(exact_name(text_or_uri), None if tag is None else exact_name(tag))
+
+
+CheckedQName.__module__ = "xml.etree.ElementTree"
+CheckedQName.__qualname__ = CheckedQName.__name__ = "QName"

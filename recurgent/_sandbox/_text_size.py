@@ -111,6 +111,16 @@ def _is_container(value: Any) -> bool:
     return type(value) in TEXT_CONTAINERS or isinstance(value, _CONTAINER_BASES)
 
 
+def _texted(value: Any) -> Any:
+    """What converting ``value`` prints the items of: an exception prints its ``args``."""
+    if isinstance(value, BaseException):
+        return _EXCEPTION_ARGS.__get__(value)
+    return value
+
+
+_EXCEPTION_ARGS = BaseException.__dict__["args"]
+
+
 def _wrapper(container: Any) -> int:
     kind = type(container)
     known = _WRAPPERS.get(kind)
@@ -172,20 +182,20 @@ def estimated_text(root: Any, limit: int = MAX_ITEMS) -> int:
 
 
 def check_text(value: Any, what: str) -> None:
-    """Refuse converting ``value`` to text when its text would pass the item cap."""
-    if _is_container(value):
-        check_items(estimated_text(value), what)
+    """Refuse converting ``value`` (a container, or an exception printing its ``args``) to
+    text when its text would pass the item cap."""
+    texted = _texted(value)
+    if _is_container(texted):
+        check_items(estimated_text(texted), what)
 
 
 def check_texts(values: Iterable[Any], what: str) -> None:
     """:func:`check_text` of each value."""
     for value in values:
-        if _is_container(value):
-            check_items(estimated_text(value), what)
+        check_text(value, what)
 
 
 def text_hook(value: Any) -> Any:
     """``value``, once its text is known to fit (the hook f-strings call)."""
-    if _is_container(value):
-        check_items(estimated_text(value), "converting a container to text")
+    check_text(value, "converting a container to text")
     return value

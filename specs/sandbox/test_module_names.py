@@ -192,6 +192,7 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ),
     ("typing", "abstractmethod"): (_ABSTRACT, _ABSTRACT_REFUSAL),
     ("unicodedata", "normalize"): ("normalize('NFC', 'e\\u0301')", "\u00e9"),
+    ("xml.etree.ElementTree", "QName"): ("str(QName('urn:x', 'tag'))", "{urn:x}tag"),
     ("zoneinfo", "ZoneInfo"): (
         "z = ZoneInfo('UTC')\nresult = [str(z), isinstance(z, ZoneInfo), type(z) is ZoneInfo]",
         ["UTC", True, True],
