@@ -110,14 +110,16 @@ def exact_name(name: Any) -> str:
 
 
 def exact(value: Any) -> Any:
-    """``value`` with every program subclass of an immutable built-in made its base type."""
+    """``value`` with every program subclass of an immutable built-in made its base type (and
+    a typing form the facade wrapped, the form itself)."""
     kind = type(value)
     if kind in _AS_THEY_ARE:
         return value
     if kind is tuple or kind is frozenset:
         return _members(value, kind, {})
     if not isinstance(value, _IMMUTABLE_BASES):
-        return value
+        form = getattr(kind, "__typing_form__", None)
+        return value if form is None else form(value)
     return _to_base(value, {})
 
 
@@ -195,6 +197,14 @@ class GatedCall(SealedCallable):
         if not _AS_THEY_ARE.issuperset(map(type, args)) or kwargs:
             args, kwargs = exact_args(args, kwargs)
         return self._sealed_call(*args, **kwargs)
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> Any:
+        # class P(typing.NamedTuple) / class D(typing.TypedDict): the functions name the
+        # class to derive from, as they do unwrapped.
+        entries = getattr(self._sealed_call, "__mro_entries__", None)
+        if entries is None:
+            raise TypeError(f"cannot derive a class from the function {self.__name__}")
+        return entries(tuple(self._sealed_call if base is self else base for base in bases))
 
 
 class MappingGatedCall(GatedCall):

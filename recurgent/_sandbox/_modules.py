@@ -30,6 +30,7 @@ from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._native import make_abc
 from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers, seal
 from recurgent._sandbox._stdlib import SandboxRandom, itertools_overrides
+from recurgent._sandbox._typing_forms import as_form
 
 __all__ = ["ALLOWED_MODULES", "ModuleFacade", "make_importer"]
 
@@ -243,7 +244,7 @@ def make_importer(
             elif gated and is_library_callable(value):
                 served[attribute] = gate(value, attribute)  # exact arguments in (ADR 0091)
             else:
-                served[attribute] = value
+                served[attribute] = as_form(value)  # typing's forms: exact parameters in
         served.update(rows.replaced)
         build = builders.get(name)
         supplied = build() if build is not None else {}

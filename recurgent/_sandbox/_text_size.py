@@ -46,7 +46,7 @@ _DIGITS_PER_BIT = 0.30103
 _OTHER = 16  # a value of another kind: a date, a function, a program object
 _SEPARATOR = 2  # ", " between items (": " inside a dict item)
 # What a container prints around its items: "[]", "(,)", "deque([])", "Counter({})", ...
-_WRAPPERS = {
+_WRAPPERS: dict[type, int] = {
     list: 2,
     tuple: 3,
     dict: 2,
