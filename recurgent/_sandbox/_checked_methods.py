@@ -445,6 +445,18 @@ def _bind_random(method: Callable[..., Any]) -> Binder:
 _TEXT = (str, bytes, bytearray)
 
 
+def _either(
+    first: tuple[tuple[type, ...], Binder], second: tuple[tuple[type, ...], Binder]
+) -> tuple[tuple[type, ...], Binder]:
+    """One table entry for a name two kinds of receiver check differently (``findall`` of an
+    element and of a pattern)."""
+
+    def bind(obj: Any) -> Callable[..., Any]:
+        return first[1](obj) if isinstance(obj, first[0]) else second[1](obj)
+
+    return (first[0] + second[0], bind)
+
+
 def special_methods(
     formatter: SafeFormatter, tick: Callable[[], bool]
 ) -> dict[str, tuple[tuple[type, ...], Binder]]:
@@ -486,7 +498,10 @@ def special_methods(
             for name in STANDARD_PATTERN_MATCHING
         },
         **{
-            name: ((ElementTree.Element, ElementTree.ElementTree), _bind_path_search(name))
+            name: _either(
+                ((ElementTree.Element, ElementTree.ElementTree), _bind_path_search(name)),
+                ((re.Pattern,), _on_the_sandbox_engine(name)),
+            )
             for name in PATH_SEARCHES
         },
         "expand": ((re.Match,), _bind_expand),

@@ -91,6 +91,7 @@ REGEX_VERDICTS: Mapping[str, str] = types.MappingProxyType(
         "typing": "not served: stdlib_re is denied",
         "urllib.parse": "fixed patterns: URL parts, one anchored match each",
         "urllib.request": "not served: the sandbox's network facade",
+        "xml.etree": "not served: its ElementPath submodule is denied",
         "xml.etree.ElementTree": "fixed patterns: ElementPath's path tokens",
         "xml.etree.ElementPath": "fixed patterns: path tokens and index predicates",
         "difflib": "fixed pattern: IS_LINE_JUNK's blank line",

@@ -169,6 +169,9 @@ DENIED_BY_TYPE: dict[type, frozenset[str]] = {
     # The tz cache is shared by the process (ADR 0048).
     zoneinfo.ZoneInfo: frozenset({"clear_cache"}),
     ZoneInfoGate: frozenset({"clear_cache"}),
+    # A standard-engine pattern's scanner matches on that engine; its matching methods are
+    # served on the sandbox's engine (ADR 0090).
+    re.Pattern: frozenset({"scanner"}),
 }
 #: Exceptions raised by host code may point at host objects (AttributeError.obj is the object
 # whose attribute was missing: a real module, when a facade looked it up).
