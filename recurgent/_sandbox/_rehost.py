@@ -27,6 +27,7 @@ import html.parser
 import re
 import string
 import threading
+import time
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -202,9 +203,27 @@ TEMPLATE.__init_subclass__()
 
 # ----------------------------------------------------------------------------- _strptime
 
+
+class _TimeWithoutTzset:
+    """``time`` as the re-hosted ``_strptime`` reads it: ``tzset`` (which re-reads the time
+    zone for the whole process, and is denied to programs) does nothing."""
+
+    @staticmethod
+    def tzset() -> None:
+        """The process's time zone is the host's to reset."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
 _strptime_globals = _module_globals(
     _strptime,
-    {"re_compile": RE.compile, "_cache_lock": threading.Lock(), "_regex_cache": {}},
+    {
+        "re_compile": RE.compile,
+        "_cache_lock": threading.Lock(),
+        "_regex_cache": {},
+        "time": _TimeWithoutTzset(),
+    },
 )
 for _name, _value in vars(_strptime).items():
     if isinstance(_value, types.FunctionType) and _value.__module__ == "_strptime":

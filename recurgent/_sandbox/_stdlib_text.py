@@ -247,6 +247,9 @@ class CheckedQName(ElementTree.QName):
     ``%s`` and ``%r`` in one C call (a shared structure's text, red-team H10), and hashes it."""
 
     def __init__(self, text_or_uri: Any, tag: Any = None) -> None:
+        for part in (text_or_uri, tag):
+            if part is not None and not isinstance(part, str):
+                raise TypeError(f"QName takes text in the sandbox, not {type(part).__name__}")
         super().__init__(exact_name(text_or_uri), None if tag is None else exact_name(tag))
 
 
