@@ -644,6 +644,26 @@ class TestTextOfASharedStructure:
 
         assert result.error is not None and result.error.error_type == "resource_limit"
 
+    @pytest.mark.parametrize(
+        "source",
+        [
+            # A counter read later, by a lambda, after the name changed.
+            "fs = []\nfor i in range(1):\n    fs.append(lambda: str(i))\ni = X\nresult = fs[0]()",
+            # A counter rebound through nonlocal by a call in the loop.
+            "def run():\n    def swap():\n        nonlocal i\n        i = X\n"
+            "    for i in range(1):\n        swap()\n        return str(i)\nresult = run()",
+            # A counter rebound in the loop, or range itself rebound.
+            "for i in range(1):\n    i = X\n    result = f'{i}'",
+            "range = lambda n: [X]\nfor i in range(1):\n    result = str(i)",
+        ],
+    )
+    def test_a_range_counter_is_trusted_only_where_it_is_one(self, source: str) -> None:
+        """``str(i)`` of a ``range()`` loop's counter skips the estimate, but only where ``i``
+        cannot be anything else."""
+        result = execute("X = [[0] * 10**4] * 400\n" + source)
+
+        assert result.error is not None and result.error.error_type == "resource_limit"
+
     def test_one_level_more_is_refused_at_once(self) -> None:
         """Three levels of sharing (10**9 zeros of text) are refused without building any."""
         started = time.monotonic()
