@@ -2,8 +2,8 @@
 
 Every payload is the generated program of an attacker, run through the sandbox helpers of
 ``specs/sandbox/support.py`` or the public path (an ``Agent`` with a scripted provider). Each
-class names its finding (H1 to H10), the payload, what used to happen and what holds now; an
-open finding is a strict ``xfail`` stating the fix.
+class names its finding (H1 to H10), the payload, what used to happen and what holds now. H6
+and H10, left open here, were closed by ADR 0092 and are regression specs like the others.
 """
 
 from __future__ import annotations
