@@ -164,6 +164,11 @@ class Interrupter:
         if pending:
             _consume_pending()
 
+    @property
+    def shielded(self) -> bool:
+        """Whether the attempt's thread runs a host section now (read without the lock)."""
+        return self._shield > 0
+
     def deliver(self, stop: type[BaseException]) -> bool:
         """Raise ``stop`` in the attempt's thread, unless it left or runs shielded (watchdog)."""
         setter = _async_setter()

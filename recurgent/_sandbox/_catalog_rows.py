@@ -264,14 +264,16 @@ TABLE: dict[str, ModuleRows] = {
     ),
     "re": rows(
         pure="""
-            A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG RegexFlag S T
-            TEMPLATE U UNICODE VERBOSE X escape
+            A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG S T TEMPLATE U
+            UNICODE VERBOSE X escape
             """,
         replaced="""
             Match Pattern compile error findall finditer fullmatch match search split sub
             subn
             """,
-        denied="Scanner copyreg enum functools purge template",
+        # RegexFlag: an enum class formats a value it refuses with %r in one C call, a shared
+        # structure's text too (ADR 0092); its members (re.I, ...) are served.
+        denied="RegexFlag Scanner copyreg enum functools purge template",
     ),
     "secrets": rows(
         pure="choice compare_digest randbelow",
@@ -380,10 +382,10 @@ TABLE: dict[str, ModuleRows] = {
     "uuid": rows(
         pure="""
             NAMESPACE_DNS NAMESPACE_OID NAMESPACE_URL NAMESPACE_X500 RESERVED_FUTURE
-            RESERVED_MICROSOFT RESERVED_NCS RFC_4122 SafeUUID UUID bytes_ int_ uuid3 uuid4
-            uuid5
+            RESERVED_MICROSOFT RESERVED_NCS RFC_4122 UUID bytes_ int_ uuid3 uuid4 uuid5
             """,
-        denied="Enum getnode os platform sys uuid1",
+        # SafeUUID: an enum class, as re.RegexFlag (ADR 0092).
+        denied="Enum SafeUUID getnode os platform sys uuid1",
     ),
     "zoneinfo": rows(
         # ZoneInfo reads the system tz database (keys are validated: no paths); the cache

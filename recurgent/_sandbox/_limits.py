@@ -272,6 +272,10 @@ class Ticker:
         self._namespace["_ticker_"] = iter(())
         stop = self._stop
         if stop is None:
+            if self.interrupter.shielded:
+                # Host code runs for the program (a child's call bounded by this deadline):
+                # the program's next tick, or a later visit, stops the attempt.
+                return
             real = self._real_deadline
             if real is not None and monotonic_clock() >= real:
                 self.expire()

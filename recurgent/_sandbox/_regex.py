@@ -493,7 +493,7 @@ _purge.__name__ = "purge"
 def module_names() -> dict[str, Any]:
     """The names ``import re`` serves that are not the standard module's own.
 
-    Flags, ``escape`` and ``RegexFlag`` are the standard module's; every function that
+    Flags and ``escape`` are the standard module's; every function that
     matches is replaced, and ``Scanner`` and ``template`` (which compile with the standard
     engine) are refused.
     """

@@ -57,7 +57,6 @@ _FLAG_NAMES = [
     "M",
     "MULTILINE",
     "NOFLAG",
-    "RegexFlag",
     "S",
     "U",
     "UNICODE",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import datetime
 import decimal
+import enum
 import fractions
 import functools
 import io
@@ -227,6 +228,10 @@ def type_of(obj: Any) -> Any:
         return SEALED_TYPE_OF
     if cls is object or cls in OPEN_TYPES:
         return cls
+    if isinstance(cls, enum.EnumMeta) and not isinstance(cls, SandboxType):
+        # A host enum class formats a value it refuses with %r in one C call (ADR 0092):
+        # its members are served, the class constructs nothing.
+        return SealedType(cls)
     if cls is HostClass:
         return SEALED_TYPE_OF  # a host class from memory is a class (ADR 0068)
     if _exposable_class(cls):

@@ -108,3 +108,21 @@ def test_library_conversions_of_a_shared_structure_are_refused(convert: str, ref
     )
     _, message = error_of(source)
     assert refusal in message
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["type(re.I)(x)", "type(re.I)(1)", "re.RegexFlag(x)", "uuid.SafeUUID(x)"],
+)
+def test_a_host_enum_class_constructs_nothing(call: str) -> None:
+    """A host enum class formats a value it refuses with ``%r`` in one C call (a shared
+    structure's text): its members are served, the class is sealed or denied."""
+    source = f"import re, uuid\nx = [[0] * 10**4] * 2000\nresult = {call}\n"
+    error_type, message = error_of(source)
+    assert error_type == "execution"
+    assert "cannot be created by generated code" in message or "is not available" in message
+
+
+def test_a_host_enums_members_still_work() -> None:
+    """``re.I`` and friends combine and compare as before."""
+    assert value_of("import re\nresult = [int(re.I | re.M), re.I == re.IGNORECASE]") == [10, True]
