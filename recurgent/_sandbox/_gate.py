@@ -30,6 +30,7 @@ import decimal
 import enum
 import fractions
 import functools
+import pprint
 import types
 import typing
 import urllib.parse
@@ -241,7 +242,9 @@ class TextGatedCall(GatedCall):
 
 
 #: Library functions that convert their arguments to text in one C call.
-_TEXT_CONVERTERS = frozenset({collections.namedtuple, typing.NamedTuple, urllib.parse.urlencode})
+_TEXT_CONVERTERS = frozenset(
+    {collections.namedtuple, typing.NamedTuple, urllib.parse.urlencode, pprint.saferepr}
+)
 #: Methods that do, by the name a policy read finds them under, on these receivers.
 TEXT_METHODS = frozenset({"writerow", "writerows"})
 

@@ -23,7 +23,7 @@ from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._regex import module_names as regex_module_names
 from recurgent._sandbox._rehost import TEMPLATE
-from recurgent._sandbox._text_size import check_text
+from recurgent._sandbox._text_size import check_text, estimated_text
 
 __all__ = [
     "DIFFLIB_NAMES",
@@ -83,6 +83,7 @@ def json_overrides() -> dict[str, Any]:
 
 def _checked_pformat(obj: Any, indent: int = 1, width: int = 80, **kwargs: Any) -> str:
     _check_indent(indent, "pprint.pformat()")
+    check_text(obj, "pprint.pformat()")  # a shared structure's text (H10, ADR 0092)
     return pprint.pformat(obj, indent=indent, width=width, **kwargs)
 
 
@@ -133,13 +134,20 @@ def textwrap_overrides() -> dict[str, Any]:
     }
 
 
+def _text_length(value: Any) -> int:
+    if isinstance(value, str):
+        return true_length(value)
+    return estimated_text(value)
+
+
 class CheckedTemplate(TEMPLATE):  # type: ignore[misc, valid-type]
     """``string.Template`` whose substitution checks the result's size first."""
 
     def _check(self, mapping: Any, kwargs: Mapping[str, Any]) -> None:
         values = {**(mapping or {}), **kwargs} if isinstance(mapping, Mapping) else dict(kwargs)
         fields = len(self.pattern.findall(self.template))
-        longest = max((len(str(value)) for value in values.values()), default=0)
+        # The values' text estimated, not built: str() of a shared structure is one C call.
+        longest = max((_text_length(value) for value in values.values()), default=0)
         check_items(len(self.template) + fields * longest, "Template.substitute()")
 
     def substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:

@@ -96,12 +96,15 @@ def test_what_fits_converts_as_before() -> None:
         ("collections.namedtuple('n', x)", "namedtuple would create"),
         ("urllib.parse.urlencode({'k': x})", "urlencode would create"),
         ("xml.etree.ElementTree.QName(x)", "QName takes text in the sandbox, not list"),
+        ("pprint.saferepr(x)", "saferepr would create"),
+        ("pprint.pformat(x)", "pprint.pformat() would create"),
+        ("string.Template('$a').substitute(a=x)", "Template.substitute() would create"),
     ],
 )
 def test_library_conversions_of_a_shared_structure_are_refused(convert: str, refusal: str) -> None:
     """Exceptions' text, and library code that converts its arguments, meet the same cap."""
     source = (
-        "import collections, urllib.parse, xml.etree.ElementTree\n"
+        "import collections, pprint, string, urllib.parse, xml.etree.ElementTree\n"
         "x = [[0] * 10**4] * 2000\n"
         "e = ValueError(x)\n"
         f"result = len(str({convert}))\n"
