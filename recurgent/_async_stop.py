@@ -27,8 +27,12 @@ the sandbox both use it.
 
 from __future__ import annotations
 
+import importlib
+import logging
+import queue
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -80,28 +84,23 @@ def _consume_pending() -> None:
 
 
 def _unsafe_files() -> frozenset[str]:
-    import logging
-    import queue
-    import weakref
-
     files = {"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}
-    for module in (threading, logging, queue, weakref, sys.modules.get("importlib")):
+    for module in (threading, logging, queue, weakref, importlib):
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
             files.add(path)
     return frozenset(files)
 
 
-_UNSAFE_FILES: frozenset[str] | None = None
+# Computed at import: the watchdog must not import anything while it holds an interrupter's
+# lock (the attempt's thread may hold an import lock and wait for that one).
+_UNSAFE_FILES = _unsafe_files()
 
 
 def _in_unsafe_code(thread: int) -> bool:
     """Whether ``thread`` runs, inside its attempt, code an exception between two bytecodes
     could leave holding a lock. Frames below the attempt's own start are the host's: the
     walk stops there (every thread but the main one starts inside ``threading``)."""
-    global _UNSAFE_FILES  # computed once, by the watchdog, on the first delivery
-    if _UNSAFE_FILES is None:
-        _UNSAFE_FILES = _unsafe_files()
     frame = sys._current_frames().get(thread)
     while frame is not None:
         code = frame.f_code
