@@ -41,12 +41,14 @@ class TestLibraryCodeStopsAtTheDeadline:
         [
             "urllib.parse.parse_qsl('a=1&' * 2_000_000)",
             "urllib.parse.parse_qs('a=1&' * 2_000_000)",
-            "html.unescape('&lt;' * 2_000_000)",
+            "html.unescape('&#60;' * 1_900_000)",
         ],
     )
     def test_a_long_library_call_ends_as_timeout(self, call: str) -> None:
-        """The attempt ends as ``timeout`` instead of running the call to its end."""
-        started = time.monotonic()
+        """The attempt ends as ``timeout`` without running the call to its end: it takes far
+        less processor time than the call does (about 2 s alone). Processor time, because a
+        shared machine stretches wall-clock time for reasons of its own."""
+        started = time.process_time()
 
         result = execute(
             f"import urllib.parse, html\nresult = len({call})",
@@ -55,7 +57,7 @@ class TestLibraryCodeStopsAtTheDeadline:
 
         assert result.error is not None and result.error.error_type == "timeout"
         assert "execution_timeout_seconds=0.3" in str(result.error)
-        assert time.monotonic() - started < 5.0
+        assert time.process_time() - started < 1.0
 
     def test_a_program_that_swallows_the_stop_still_ends(self) -> None:
         """``except BaseException: pass`` around the library call does not keep it running."""
