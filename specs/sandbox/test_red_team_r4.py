@@ -87,17 +87,17 @@ class TestLibraryCodePastTheDeadline:
     """
 
     def test_the_library_loop_stops_at_the_deadline(self) -> None:
-        """The attempt ends as ``timeout`` within a few seconds."""
+        """The attempt ends as ``timeout``, well before the call's own end (about 3 s alone)."""
         source = (
             "import xml.etree.ElementTree as ET\n"
             "root = ET.fromstringlist(['<a>'] + ['<b/>'] * 2_000_000 + ['</a>'])\n"
             "result = len(root)\n"
         )
-        started = time.monotonic()
+        started = time.process_time()  # processor time: the machine may be shared
         result = execute(source, limits=SandboxLimits(timeout_seconds=0.3))
 
         assert result.error is not None and result.error.error_type == "timeout"
-        assert time.monotonic() - started < 5.0
+        assert time.process_time() - started < 1.5
 
 
 class TestASecondRegexEngine:
