@@ -263,8 +263,9 @@ class Ticker:
         return self.interrupter.run(main)
 
     @property
-    def stop(self) -> AttemptStopped | None:
-        """What stopped the attempt (deadline or memory), once it is stopped."""
+    def stop(self) -> BaseException | None:
+        """What stopped the attempt (deadline, memory, or the cancellation of an awaited call),
+        once it is stopped."""
         return self._stop
 
     def watch(self) -> None:
