@@ -515,6 +515,18 @@ class Agent(ChildAgents):
                 correction="call other agents only through handles returned by tool('name') or "
                 "delegate('name', ...); never pass an agent to library functions",
             )
+        if from_program and name in RESERVED_NAMES:
+            # Through a handle, a reserved name would become a method the model writes:
+            # proposals, role profiles and the self model are the host's (ADR 0083).
+            raise GuardrailViolationError(
+                f"Generated code called {internals.role}.{name} through a handle; {name!r} is "
+                "reserved by Agent and is never a dynamic method",
+                subtype="reserved_agent_method",
+                correction=f"do not call {name} on a tool()/delegate() handle: call its other "
+                "methods, read its memory as handle.key and write it with handle.key = value "
+                "or handle.remember(...); proposals, role_profile and self_model belong to the "
+                "host program",
+            )
         # No lock is held while the call runs: the attempt works on its own journal view and
         # the lifecycle takes the lock only to commit and to append history (ADR 0027), so
         # agents calling each other from two threads cannot deadlock.
@@ -544,6 +556,7 @@ class Agent(ChildAgents):
                 store=internals.store,
                 workers=internals.workers,
                 content=internals.content,
+                patterns=internals.patterns,
                 profiles=internals.profiles,
                 self_model=internals.self_model,
             )

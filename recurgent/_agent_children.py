@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._agent_state import AgentState
 from recurgent._contracts import CONTRACT_FIELDS, infer_intent_signature
 from recurgent._journal import writable
+from recurgent._lifecycle._patterns import tool_observation
 from recurgent._lifecycle._stored_tools import (
     hydrate_tools,
     register_stored_tool,
@@ -59,9 +60,16 @@ class ChildAgents:
         def call(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
             outcome = child._dispatch(method, args, kwargs, from_program=True)
             if registered is not None:
-                record_tool_use(writable(parent_memory), registered, method, outcome.is_ok)
+                # What the tool's program showed, for the registry's telemetry (ADR 0109).
+                seen = tool_observation(child._agent.patterns, method)
+                record_tool_use(writable(parent_memory), registered, method, outcome.is_ok, seen)
                 touch_stored_tool(
-                    self._agent.store, self._agent.memory, registered, method, ok=outcome.is_ok
+                    self._agent.store,
+                    self._agent.memory,
+                    registered,
+                    method,
+                    ok=outcome.is_ok,
+                    observation=seen,
                 )
             return outcome
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._content_store import ContentStore
 from recurgent._governance._desk import Governance
 from recurgent._lifecycle import AgentRuntime
+from recurgent._lifecycle._patterns import AgentPatterns
 from recurgent._observability import CallLogger
 from recurgent._options import AgentOptions
 from recurgent._profiles import ProfileBinding
@@ -52,6 +53,8 @@ class AgentState:
     governance: Governance | None = None
     # Kept answers for content(ref) (ADR 0101): the agent's own, outliving a rebuilt runtime.
     content: ContentStore = field(default_factory=ContentStore)
+    # Its pattern memory without a store, and its latest programs (ADR 0107).
+    patterns: AgentPatterns = field(default_factory=AgentPatterns)
     # Its role profile and observations (ADR 0083), and its last captured call (ADR 0085).
     profiles: ProfileBinding | None = None
     self_model: SelfModelSlot = field(default_factory=SelfModelSlot)

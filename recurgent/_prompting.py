@@ -14,15 +14,24 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from recurgent._history import HISTORY_KEY
+from recurgent._patterns._extract import text_capabilities
+from recurgent._patterns._prompt import PatternSummary
 from recurgent._redact import redact
-from recurgent._registry import TOOLS_KEY, count, ranked_tools
+from recurgent._registry import (
+    TOOLS_KEY,
+    count,
+    lifecycle_state,
+    overlapping_methods,
+    ranked_tools,
+)
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
 from recurgent._values import SafeRepr
 
@@ -36,7 +45,7 @@ __all__ = [
     "shared_system_prefix",
 ]
 
-PROMPT_VERSION = "2026-12-02.python.v7"
+PROMPT_VERSION = "2026-12-02.python.v8"
 KNOWN_TOOLS_LIMIT = 12
 _MEMORY_CHARS = 6000
 _ARGUMENT_CHARS = 4000
@@ -157,11 +166,99 @@ def _known_tools(memory: Mapping[str, Any]) -> str:
             lines.append(f"  methods: [{shown}]\n")
         if entry.get("deliverable") is not None:
             lines.append(f"  deliverable: {_short(entry['deliverable'], 300)}\n")
-        successes = count(entry, "success_count")
-        calls = successes + count(entry, "failure_count")
-        if calls:
-            lines.append(f"  reliability: calls={calls}, success_rate={successes / calls:.2f}\n")
+        lines.extend(_tool_telemetry_lines(entry, methods))
     return render("known_tools", entries=redact("".join(lines)) or "none registered yet\n")
+
+
+_TAG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def _listed(value: Any, limit: int) -> list[str]:
+    items = value if isinstance(value, list) else []
+    return [item.strip() for item in items[:limit] if isinstance(item, str) and item.strip()]
+
+
+def _tool_telemetry_lines(entry: Mapping[str, Any], methods: list[str]) -> list[str]:
+    """A known tool's capability, intent, lifecycle, reliability and caution lines (the
+    original's entry format, ADR 0109); each only when it has content."""
+    lines: list[str] = []
+    tags = [t for t in _listed(entry.get("capabilities"), 16) if _TAG.match(t)]
+    if not tags:
+        tags = list(text_capabilities(entry.get("purpose"), methods, entry.get("deliverable")))
+    if tags:
+        lines.append(f"  capabilities: [{', '.join(dict.fromkeys(tags))}]\n")
+    intents = _listed(entry.get("intent_signatures"), 6)
+    single = entry.get("intent_signature")
+    if isinstance(single, str) and single.strip():
+        intents.append(single.strip())
+    if intents:
+        shown = ", ".join(_plain(i, 200) for i in dict.fromkeys(intents))
+        lines.append(f"  intent_signatures: [{_clip(shown, 800)}]\n")
+    state = lifecycle_state(entry)
+    if state:
+        policy = entry.get("promotion_policy_version")
+        named = f" (policy: {_plain(policy, 64)})" if isinstance(policy, str) and policy else ""
+        lines.append(f"  lifecycle: {_plain(state, 40)}{named}\n")
+    successes = count(entry, "success_count")
+    calls = successes + count(entry, "failure_count")
+    if calls:
+        lines.append(f"  reliability: calls={calls}, success_rate={successes / calls:.2f}\n")
+    if state == "degraded":
+        decision = entry.get("lifecycle_decision")
+        last = _plain(decision, 64) if isinstance(decision, str) and decision else "unknown"
+        lines.append(
+            f"  caution: degraded under the promotion policy (last_decision={last}); "
+            "prefer another tool or expect it to fail\n"
+        )
+    return lines
+
+
+def _interface_overlap(memory: Mapping[str, Any]) -> str:
+    """``<interface_overlap_observations>``: registered tools whose methods look like one
+    capability under several names (ADR 0109); empty when there are none."""
+    groups = overlapping_methods(memory, KNOWN_TOOLS_LIMIT)
+    if not groups:
+        return ""
+    lines = [
+        f"- {_plain(name, _NAME_CHARS)}: [{_clip(', '.join(_plain(m, _NAME_CHARS) for m in methods), 600)}]"
+        for name, methods in groups
+    ]
+    return render("interface_overlap", lines=redact("\n".join(lines)))
+
+
+_FORGE_NUDGE = (
+    "- A capability above keeps coming back and no tool covers it: forge one now, a general "
+    "parameterized tool (delegate(name, purpose=..., deliverable=...)) that this answer calls, "
+    "so the next request reuses it instead of writing the same code again."
+)
+_REUSE_NUDGE = (
+    '- A tool already covers a capability above: materialize it with tool("name") and call it '
+    "rather than redoing its work."
+)
+
+
+def _recent_patterns(patterns: Sequence[PatternSummary], method: str) -> str:
+    """The ``<recent_patterns>`` and ``<promotion_nudge>`` blocks (ADR 0107): one line per
+    repeated capability, in the original's words; tags are snake_case words by construction
+    and tool names are registry text, made plain and inert (ADR 0071)."""
+    if not patterns:
+        return ""
+    shown = inert(_plain(method, _NAME_CHARS))
+    lines = []
+    for summary in patterns:
+        present = f"true({inert(_plain(summary.tool, _NAME_CHARS))})" if summary.tool else "false"
+        lines.append(
+            f"- {inert(summary.capability, 64)}: seen {summary.count} of last {summary.window} "
+            f"{shown} calls, tool_present={present}"
+        )
+    nudges = []
+    if any(summary.tool is None for summary in patterns):
+        nudges.append(_FORGE_NUDGE)
+    if any(summary.tool is not None for summary in patterns):
+        nudges.append(_REUSE_NUDGE)
+    return render(
+        "recent_patterns", lines=Rendered("\n".join(lines)), nudges=Rendered("\n".join(nudges))
+    )
 
 
 def _contract_blocks(contract: Mapping[str, Any] | None) -> tuple[Rendered, Rendered]:
@@ -277,14 +374,15 @@ def build_prompts(
     limits: SandboxLimits,
     role_profile: Mapping[str, Any] | None = None,
     time_left: float | None = None,
+    patterns: Sequence[PatternSummary] = (),
 ) -> Prompts:
     """Render both prompts of one dynamic call.
 
     The system prompt is :func:`shared_system_prefix` followed by what is particular to the
     agent (role, depth band, network policy, limits, contract, active role profile), so it is
     byte-identical for every call of an agent at one depth while its profile stays; everything
-    that changes from call to call (invocation, memory, known tools, history count) is in the
-    user prompt. ``limits`` are the agent's own; ``time_left``, the seconds a calling program's
+    that changes from call to call (invocation, memory, known tools, history count, recent
+    patterns) is in the user prompt. ``limits`` are the agent's own; ``time_left``, the seconds a calling program's
     deadline leaves this call when that is less than the agent's timeout, goes to the user
     prompt in whole seconds (ADR 0026, amended by 0100).
     """
@@ -327,6 +425,8 @@ def build_prompts(
         tool_count=len(tools) if isinstance(tools, Mapping) else 0,
         tool_limit=KNOWN_TOOLS_LIMIT,
         known_tools=_known_tools(memory),
+        interface_overlap=Rendered(_interface_overlap(memory)),
+        recent_patterns=Rendered(_recent_patterns(patterns, method_name)),
         active_contract=contract_user,
     )
     return Prompts(system=system, user=user)

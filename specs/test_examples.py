@@ -15,6 +15,20 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO_ROOT / "examples"
 OFFLINE = "offline: scripted programs (set OPENAI_API_KEY or OPENAI_BASE_URL to run live)"
 NEWS_SESSION = "What's the top news items in Google News, Yahoo! News, and NY Times\nquit\n"
+#: The news, the same asked again at once, then a follow-up formatting the answer.
+FOLLOW_UP_SESSION = (
+    "What's the top news items in Google News, Yahoo! News, and NY Times\n"
+    "Again please: the top news in Google News, Yahoo! News and NY Times\n"
+    "Format that answer as markdown\n"
+    "quit\n"
+)
+SESSIONS = {"assistant": NEWS_SESSION, "simple_assistant": FOLLOW_UP_SESSION}
+#: Examples writing their own log file (the others write recurgent's default log).
+OWN_LOGS = {
+    "observability_demo": "observability_demo.jsonl",
+    "api_explorer": "api_explorer.jsonl",
+    "simple_assistant": "simple_assistant.jsonl",
+}
 FIBONACCI_1000 = (
     "43466557686937456435688527675040625802564660517371780402481729089536555417949051890403879840"
     "07925516929592259308032263477520968962323987332247116164299644090653318793829896964992851600"
@@ -79,6 +93,44 @@ EXPECTED = {
         "observability demo",
         ['  "ok_count": 2,', '  "error_count": 3,', "Outcome status: ok"],
     ),
+    "api_explorer": (
+        "API explorer",
+        [
+            "users.count()                        -> 3",
+            "users.find(name='Leanne Graham')     -> "
+            "{'id': 1, 'name': 'Leanne Graham', 'email': 'Sincere@april.biz'}",
+            "posts.first()                        -> "
+            "{'id': 1, 'title': 'sunt aut facere repellat provident'}",
+            "comments.count()                     -> 4",
+            "  REST API explorer.users: none",
+            "  users_collection.count: http_fetch (urllib_request_import, urlopen_call), "
+            "json_parse (json_loads_call)",
+        ],
+    ),
+    "debate": (
+        "debate",
+        [
+            "Rounds: 3; statements: 15; failed: 0",
+            "# Should programming languages have garbage collection?",
+            "5 panelists, 3 rounds, 15 statements (0 failed).",
+            "## Round 3",
+            "- **Dennis Ritchie, creator of C, speaking from the beyond** (against): Round 1, "
+            "replying to security engineer focused on memory safety vulnerabilities: that safety "
+            "is paid for on every allocation.",
+            "- it depends: 3",
+        ],
+    ),
+    "simple_assistant": (
+        "simple assistant",
+        [
+            "> Top headlines from 3 of 3 sources",
+            "## NY Times",
+            "- turn 2: asked again at once (temporal_reask), a correction of turn 1",
+            "- turn 3's prompt carried the pattern memory:",
+            "  - http_fetch: seen 2 of last 2 ask calls, tool_present=true(http_fetcher)",
+            "  - rss_parse: seen 2 of last 2 ask calls, tool_present=true(rss_parser)",
+        ],
+    ),
     "http_client": (
         "HTTP client",
         [
@@ -97,7 +149,7 @@ def run_example(name: str, state_home: Path, **extra_env: str) -> subprocess.Com
     env.update(extra_env)
     return subprocess.run(
         [sys.executable, str(EXAMPLES / f"{name}.py")],
-        input=NEWS_SESSION if name == "assistant" else "",
+        input=SESSIONS.get(name, ""),
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -123,7 +175,7 @@ class TestExamplesOffline:
         assert lines[0] == f"recurgent {title} — {OFFLINE}"
         assert [line for line in expected_lines if line not in lines] == []
         assert {path.name for path in (state_home / "recurgent").iterdir()} == {
-            "observability_demo.jsonl" if name == "observability_demo" else "recurgent.jsonl",
+            OWN_LOGS.get(name, "recurgent.jsonl"),
         }
 
     def test_make_demo_leaves_no_programs_in_the_users_store(self, tmp_path: Path) -> None:
@@ -203,6 +255,36 @@ class TestExamplesOffline:
             "Type 'quit' or 'exit' to stop.",
         ]
 
+    def test_the_simple_assistant_formats_the_newest_answer_through_content(
+        self, tmp_path: Path
+    ) -> None:
+        """The follow-up reads the second news answer (the newest kept) with one content(ref)
+        hit; the re-ask is logged against the first news call."""
+        state_home = tmp_path / "state"
+
+        run_example("simple_assistant", state_home)
+
+        first, second, follow_up = [
+            e
+            for e in read_log(state_home / "recurgent" / "simple_assistant.jsonl")
+            if e["depth"] == 0
+        ]
+        assert follow_up["content_store_read_refs"] == [second["content_store_write_ref"]]
+        assert (follow_up["content_store_read_hit_count"], follow_up["outcome_status"]) == (1, "ok")
+        assert second["user_correction_reference_call_id"] == first["call_id"]
+
+    def test_the_debate_overview_reads_the_moderated_debate(self, tmp_path: Path) -> None:
+        """moderation_overview's program reads moderate's answer through content(ref), once."""
+        state_home = tmp_path / "state"
+
+        run_example("debate", state_home)
+
+        entries = read_log(state_home / "recurgent" / "recurgent.jsonl")
+        top = {e["method"]: e for e in entries if e["depth"] == 0}
+        assert len([e for e in entries if e["method"] == "argue"]) == 15
+        assert top["moderation_overview"]["content_store_read_refs"] == [
+            top["moderate"]["content_store_write_ref"]
+        ]
 
 class TestBatchExample:
     """examples/batch.py maps one method over a generated CSV, in process and on Ray."""

@@ -83,6 +83,8 @@ def _user_variables(**overrides: Any) -> dict[str, Any]:
         "tool_count": 0,
         "tool_limit": 12,
         "known_tools": render("known_tools", entries="none\n"),
+        "interface_overlap": "",
+        "recent_patterns": "",
         "active_contract": render("active_contract_none"),
         "stance_check": "?",
     }

@@ -201,6 +201,7 @@ class TestUserPrompt:
             "- feed_parser: parse feeds\n"
             "  methods: [parse]\n"
             "  deliverable: {'type': 'array'}\n"
+            "  capabilities: [rss_parse]\n"
             "  reliability: calls=3, success_rate=1.00\n"
         )
         assert "14 tools are registered, the list above shows at most 12" in user

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import datetime
+import math
 from typing import Any
 
 import pytest
 
 from recurgent import Agent
-from recurgent._registry import integrity_violation, ranked_tools, record_tool_use, register_tool
+from recurgent._registry import (
+    integrity_violation,
+    lifecycle_state,
+    overlapping_methods,
+    ranked_tools,
+    record_tool_use,
+    register_tool,
+    utility,
+)
 from recurgent.errors import GuardrailViolationError
 from recurgent.testing import ScriptedProvider
 
@@ -150,8 +160,10 @@ class TestIntegrity:
 class TestRanking:
     """ranked_tools orders tools most useful first and caps the list."""
 
-    def test_order_is_success_rate_then_usage_then_name(self) -> None:
-        """Reliable tools come first; unused tools sit at an even rate; ties break by name."""
+    def test_success_times_recency_then_usage_then_name(self) -> None:
+        """The original's utility: success rate x recency decay + ln(1 + uses)/10. Without a
+        usable stamp the decay is 0.25, so a well-used flaky tool outranks an unused one; ties
+        break by name."""
         tools = {
             "flaky": {"success_count": 1, "failure_count": 4, "usage_count": 5},
             "unused_b": {},
@@ -163,7 +175,62 @@ class TestRanking:
 
         names = [name for name, _ in ranked_tools({"tools": tools})]
 
-        assert names == ["solid", "busy", "unused_a", "unused_b", "flaky"]
+        assert names == ["solid", "busy", "flaky", "unused_a", "unused_b"]
+
+    def test_recency_decays_over_thirty_days(self) -> None:
+        """The original's tested order: fresh and always right, fresh and mostly wrong, then
+        right half the time but last used 90 days ago (exp(-3) of its success counts)."""
+        now = datetime.datetime(2026, 12, 2, tzinfo=datetime.UTC)
+        fresh = "2026-12-02T00:00:00.000Z"
+        tools = {
+            "stale": {
+                "success_count": 5,
+                "failure_count": 5,
+                "last_used_at": "2026-09-03T00:00:00Z",
+            },
+            "fresh_poor": {"success_count": 1, "failure_count": 4, "last_used_at": fresh},
+            "fresh_good": {"success_count": 5, "failure_count": 0, "last_used_at": fresh},
+        }
+
+        names = [name for name, _ in ranked_tools({"tools": tools}, now=now)]
+
+        assert names == ["fresh_good", "fresh_poor", "stale"]
+        assert utility(tools["stale"], now) == pytest.approx(
+            0.5 * math.exp(-3) + math.log1p(0) / 10
+        )
+
+    def test_lifecycle_ranks_first(self) -> None:
+        """durable, probation, unknown or candidate, degraded, whatever the counts; the state
+        comes from lifecycle_state or an original-style version_scorecards map."""
+        tools = {
+            "degraded": {"lifecycle_state": "degraded", "success_count": 50},
+            "candidate": {"lifecycle_state": "candidate"},
+            "durable": {"version_scorecards": {"a": {"lifecycle_state": "durable"}}},
+            "unknown": {"success_count": 9},
+            "probation": {"lifecycle_state": "probation"},
+        }
+
+        names = [name for name, _ in ranked_tools({"tools": tools})]
+
+        assert names == ["durable", "probation", "unknown", "candidate", "degraded"]
+        assert [lifecycle_state(tools[n]) for n in names] == [
+            "durable",
+            "probation",
+            None,
+            "candidate",
+            "degraded",
+        ]
+
+    def test_a_future_or_unreadable_stamp(self) -> None:
+        """A stamp in the future counts as now (decay 1); junk counts as no stamp (0.25)."""
+        now = datetime.datetime(2026, 12, 2, tzinfo=datetime.UTC)
+        entries = [
+            {"success_count": 1, "last_used_at": "2027-01-01T00:00:00Z"},
+            {"success_count": 1, "last_used_at": "yesterday"},
+            {"success_count": 1, "last_used_at": "9" * 500},
+        ]
+
+        assert [utility(e, now) for e in entries] == [1.0, 0.25, 0.25]
 
     def test_malformed_counters_count_as_zero(self) -> None:
         """Counters generated code overwrote with junk neither crash ranking nor counting."""
@@ -184,3 +251,33 @@ class TestRanking:
         tools = {f"tool_{n:02d}": {} for n in range(20)}
 
         assert len(ranked_tools({"tools": tools})) == 12
+
+
+class TestInterfaceOverlap:
+    """Methods of one tool that share a name word look like one capability."""
+
+    def test_shared_words_group_methods(self) -> None:
+        """fetch / fetch_url / fetchPage group; add and subtract do not; general words such as
+        get do not count."""
+        tools = {
+            "web": {"methods": ["fetch", "fetch_url", "fetchPage", "status"]},
+            "calc": {"methods": ["add", "subtract"]},
+            "api": {"methods": ["get_user", "get_order"]},
+            "feeds": {"methods": ["parse_feed", "read_feed", "parse_atom"]},
+            "junk": {"methods": "fetch, fetch_url"},
+        }
+
+        assert overlapping_methods({"tools": tools}) == [
+            ("web", ["fetch", "fetchPage", "fetch_url"]),
+            ("feeds", ["parse_atom", "parse_feed", "read_feed"]),
+        ]
+
+    def test_only_the_first_tools_are_read(self) -> None:
+        """Past the limit, in registry order, nothing is looked at."""
+        tools = {f"t{i}": {"methods": ["load", "load_all"]} for i in range(20)}
+
+        assert [name for name, _ in overlapping_methods({"tools": tools}, limit=3)] == [
+            "t0",
+            "t1",
+            "t2",
+        ]

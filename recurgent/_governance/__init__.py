@@ -7,7 +7,8 @@ command (ADRs 0086-0088):
 * ``_proposals``: the proposals book, ``proposals.json`` under the store root (or in memory);
 * ``_authority``: who acts, and whether they may enact;
 * ``_apply``: what applying each proposal type changes (a dispatch table);
-* ``_role_profiles``: the contract the role-profile mutations go through, and a minimal registry;
+* ``_role_profiles``: the contract the role-profile mutations go through, over the role-profile
+  room (the agent's binding, the store's registry);
 * ``_desk``: the six operations as Outcomes;
 * ``_wiring``: an agent's desk;
 * ``_cli``: ``recurgent proposals``.

@@ -8,7 +8,8 @@ the description kept as the record's ``applied_mutation``, or raises :class:`Pay
 * ``role_profile_update``: ``action`` (from ``metadata``, else ``target``; default
   ``publish_and_activate``) is ``publish_and_activate``, ``publish`` (``publish_only`` is the
   same: the version is stored, the active one stays), ``activate`` or ``rollback``; it goes
-  through :class:`~recurgent._governance._role_profiles.RoleProfileMutations`.
+  through :class:`~recurgent._governance._role_profiles.RoleProfileMutations` (the agent's
+  role-profile binding, or the store's registry).
 * ``content_retention_policy_update``: the ``content_store_*`` settings, checked as
   ``configure_runtime`` checks them, become the applying agent's settings and the process's.
 """
@@ -114,7 +115,8 @@ def _profile(record: Mapping[str, Any]) -> Mapping[str, Any]:
                 raise PayloadError("role_profile must be a mapping")
             return candidate
     if "constraints" in target:
-        return target
+        # The target is the profile; its action is the proposal's, not the profile's.
+        return {key: value for key, value in target.items() if key != "action"}
     raise PayloadError("it names no role profile to publish (metadata.role_profile)")
 
 

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from recurgent._governance._apply import RETENTION_SETTINGS
 from recurgent._governance._desk import Governance
 from recurgent._governance._proposals import STATUSES, FileBook
-from recurgent._governance._role_profiles import FileRoleProfiles
+from recurgent._governance._role_profiles import AppliedRoleProfiles
 from recurgent._runtime_config import RuntimeSettings, current_settings
 from recurgent._store._cli import visible
 from recurgent._store._paths import default_root
@@ -93,7 +93,8 @@ def _desk(root: Path) -> Governance:
         author={"role": None, "model": None, "trace_id": None},
         settings=lambda: held[0],
         install_settings=install,
-        role_profiles=FileRoleProfiles(root),
+        # No agent here: every role's profiles change in the store's registry.
+        role_profiles=AppliedRoleProfiles(root),
     )
 
 

@@ -1,9 +1,9 @@
 """An agent's proposals desk: made on first use and kept in its state (ADRs 0086, 0088).
 
-An agent with a tool store shares ``<root>/proposals.json`` (and ``role_profiles.json``) with
-every process using that root. An agent with no store (``toolstore_root=None``) keeps its
-proposals and role profiles in memory for as long as it lives: the whole flow works in a test
-or a notebook, and nothing is written.
+An agent with a tool store shares ``<root>/proposals.json`` (and, through the role-profile
+registry, ``role_profiles.json``) with every process using that root. An agent with no store
+(``toolstore_root=None``) keeps its proposals, and its own role's profiles, in memory for as long
+as it lives: the whole flow works in a test or a notebook, and nothing is written.
 """
 
 from __future__ import annotations
@@ -13,11 +13,7 @@ from dataclasses import replace
 from recurgent._agent_state import AgentState
 from recurgent._governance._desk import Governance
 from recurgent._governance._proposals import FileBook, MemoryBook, ProposalBook
-from recurgent._governance._role_profiles import (
-    FileRoleProfiles,
-    MemoryRoleProfiles,
-    RoleProfileMutations,
-)
+from recurgent._governance._role_profiles import AppliedRoleProfiles
 from recurgent._runtime_config import RuntimeSettings
 from recurgent._sandbox import generated_code_running
 from recurgent.errors import GuardrailViolationError
@@ -53,12 +49,10 @@ def _desk(state: AgentState) -> Governance:
     # The agent's store decides, not the option alone: an agent that persists nothing (no
     # root, or one the runtime chose not to open) writes no proposals either.
     root = state.store.root if state.store is not None else None
-    book: ProposalBook
-    registry: RoleProfileMutations
-    if root is None:
-        book, registry = MemoryBook(), MemoryRoleProfiles()
-    else:
-        book, registry = FileBook(root), FileRoleProfiles(root)
+    book: ProposalBook = MemoryBook() if root is None else FileBook(root)
+    # The agent's own role changes through its binding (it sees the change at its next call);
+    # other roles through the store's registry, refused without a store (ADR 0088).
+    registry = AppliedRoleProfiles(root, state.profiles)
 
     def install(settings: RuntimeSettings) -> None:
         with state.lock:

@@ -24,6 +24,7 @@ from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind
 from recurgent._journal._shared import (
     Withheld,
     guarded,
+    guarded_within,
     is_plain_factory,
     needs_guard,
     shareable,
@@ -33,7 +34,12 @@ from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
-__all__ = ["Journal", "guard_by_running_attempt", "running_journal"]
+__all__ = [
+    "Journal",
+    "guard_by_running_attempt",
+    "guard_within_by_running_attempt",
+    "running_journal",
+]
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
 #: Items copied between two checks of the attempt's deadline.
@@ -531,3 +537,10 @@ def guard_by_running_attempt(value: Any, idle: Callable[[Any], Any]) -> Any:
         return idle(value)
     guard = journal.guard
     return value if guard is None else guarded(value, guard)
+
+
+def guard_within_by_running_attempt(value: Any) -> Any:
+    """:func:`guard_by_running_attempt` of ``value`` and of host code in the containers it
+    holds (red-team H6): guarded by the running attempt, withheld when none runs."""
+    journal = running_journal()
+    return guarded_within(value, None if journal is None else journal.guard)

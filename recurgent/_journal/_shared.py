@@ -24,6 +24,8 @@ import zoneinfo
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from recurgent._async_stop import host_section
+
 __all__ = [
     "HOST_CALLABLES",
     "PLAIN_FACTORIES",
@@ -31,6 +33,7 @@ __all__ = [
     "HostClass",
     "Withheld",
     "guarded",
+    "guarded_within",
     "is_plain_factory",
     "needs_guard",
     "shareable",
@@ -85,9 +88,13 @@ class HostCall:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._guard()
-        # Host code the call returns (a factory's class, a registry's handler) is guarded by
-        # the same attempt: raw, a leaked generator could call it late (red-team R3, H1).
-        return guarded(self._function(*args, **kwargs), self._guard)
+        # The host's code runs shielded from the attempt's stop (ADR 0089).
+        with host_section():
+            returned = self._function(*args, **kwargs)
+        # Host code the call returns (a factory's class, a registry's handler), also inside a
+        # container it returns, is guarded by the same attempt: raw, a leaked generator could
+        # call it late (red-team R3, H1 and H6).
+        return guarded_within(returned, self._guard)
 
     # Equal and hashed as the function it stands for (by identity, so no host __eq__ runs):
     # two reads of one function, each wrapped, still find each other as dict keys.
@@ -170,8 +177,9 @@ class HostClass(HostCall):
     __str__ = __repr__
 
     def guarded(self, value: Any) -> Any:
-        """``value`` read from the class (a classmethod, a nested class) under the same guard."""
-        return guarded(value, self._guard)
+        """``value`` read from the class (a classmethod, a nested class, host code in a
+        container it holds) under the same guard."""
+        return guarded_within(value, self._guard)
 
 
 def unwrap_class(value: Any) -> Any:
@@ -261,3 +269,68 @@ def guarded(value: Any, guard: Callable[[], None]) -> Any:
     if isinstance(value, type) and value.__module__ != "builtins":
         return HostClass(value, guard)
     return value
+
+
+# Containers a walk looks into for host code (exact types: a subclass is the host's object).
+_WALKED = frozenset({list, tuple, dict, set, frozenset})
+_PLAIN_MEMBERS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def _holds_host_code(root: Any) -> bool:
+    """Whether ``root`` (a walked container) holds host code at any depth."""
+    seen: set[int] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        members = [*dict.keys(node), *dict.values(node)] if type(node) is dict else list(node)
+        if _PLAIN_MEMBERS.issuperset(map(type, members)):
+            continue
+        for member in members:
+            if needs_guard(member):
+                return True
+            if type(member) in _WALKED:
+                pending.append(member)
+    return False
+
+
+def guarded_within(value: Any, guard: Callable[[], None] | None) -> Any:
+    """:func:`guarded` of ``value`` and of host code inside the lists, tuples, dicts and sets
+    it holds (red-team H6). A container holding none is handed out as it is (writes to it
+    reach the host's object: what the host hands out is its grant, ADR 0057); one that holds
+    host code is handed out as a copy with that code guarded (``guard`` ``None``: withheld).
+    """
+    if type(value) not in _WALKED:
+        if guard is None:
+            return Withheld(value) if needs_guard(value) else value
+        return guarded(value, guard)
+    if not _holds_host_code(value):
+        return value
+    return _copy_guarded(value, guard, {})
+
+
+def _copy_guarded(value: Any, guard: Callable[[], None] | None, memo: dict[int, Any]) -> Any:
+    kind = type(value)
+    if kind not in _WALKED:
+        if needs_guard(value):
+            return guarded(value, guard) if guard is not None else Withheld(value)
+        return value
+    known = memo.get(id(value))
+    if known is not None:
+        return known[1]
+    if kind is list:
+        copy: Any = []
+        memo[id(value)] = (value, copy)
+        copy.extend(_copy_guarded(item, guard, memo) for item in value)
+        return copy
+    if kind is dict:
+        mapping: dict[Any, Any] = {}
+        memo[id(value)] = (value, mapping)
+        for key, item in dict.items(value):
+            mapping[_copy_guarded(key, guard, memo)] = _copy_guarded(item, guard, memo)
+        return mapping
+    built = kind(_copy_guarded(item, guard, memo) for item in value)
+    memo[id(value)] = (value, built)
+    return built

@@ -39,6 +39,7 @@ from recurgent._lifecycle._lane_steps import (
     outcome_step,
 )
 from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
+from recurgent._lifecycle._patterns import AgentPatterns, finish_patterns, recent_patterns
 from recurgent._lifecycle._role_continuity import finish_continuity, prompt_profile
 from recurgent._lifecycle._state import CallState
 from recurgent._observability import CallLogger
@@ -103,6 +104,7 @@ class AgentRuntime:
             program under ``isolation="process"``, run in a worker process (ADR 0039-0042).
         secrets: The secret values in its memory, cached per key for the log (ADR 0120).
         content: Its content store: kept answers for ``content(ref)`` (ADR 0101).
+        patterns: Its pattern memory without a store, and its latest programs (ADR 0107).
         profiles: Its role profile and observations (ADR 0083).
         self_model: Its last captured call, for ``Agent.self_model`` (ADR 0085).
     """
@@ -127,6 +129,7 @@ class AgentRuntime:
     workers: LaneSlot | None = None
     secrets: SecretIndex = field(default_factory=SecretIndex)
     content: ContentStore = field(default_factory=ContentStore)
+    patterns: AgentPatterns = field(default_factory=AgentPatterns)
     profiles: ProfileBinding | None = None
     self_model: SelfModelSlot | None = None
     #: The dynamic methods called on the agent so far: a key a program writes under one of
@@ -238,6 +241,9 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
         except Exception as error:  # noqa: BLE001 - a store problem never breaks the call
             state.artifact_write = f"error: {type(error).__name__}"
         # ---
+        # After the record: the lifecycle state it gave the version is what a caller of this
+        # agent as a tool records (ADRs 0107-0109).
+        finish_patterns(runtime, state)
     if runtime.logger is not None:
         try:
             entry = state.log_entry(
@@ -361,6 +367,7 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
             network=options.network,
             limits=shown,
             time_left=time_left,
+            patterns=recent_patterns(runtime, state.method, state.frame.depth),
             role_profile=prompt_profile(runtime, state.method),
         )
 

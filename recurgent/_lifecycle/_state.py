@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._call import CallFrame
 from recurgent._content_store import ContentReads, ContentWrite, content_log_fields
 from recurgent._history import HISTORY_KEY
+from recurgent._lifecycle._patterns import PatternReport, pattern_log_fields
 from recurgent._lifecycle._role_continuity import NO_AGENCY_FIELDS
 from recurgent._parsing import format_traceback
 from recurgent._redact import environment_secrets, redact
@@ -296,6 +297,8 @@ class CallState:
     content_reads: ContentReads = field(default_factory=ContentReads)
     history_access_detected: bool = False
     history_query_patterns: list[str] = field(default_factory=list)
+    # Pattern memory (ADRs 0107, 0108): the program's capability tags and the re-ask it was.
+    patterns: PatternReport | None = None
     stdout: str = ""
     forwarded_calls: int = 0
     system_prompt: str | None = None
@@ -415,6 +418,7 @@ class CallState:
             "repair_attempted": self.repair_attempted,
             "repair_succeeded": self.repair_succeeded,
             "failure_class": self.failure_class,
+            **pattern_log_fields(self.patterns),
             "history_record_appended": self.history_record_appended,
             "conversation_history_size": self.conversation_history_size,
             **content_log_fields(self.content_write, self.content_reads),

@@ -13,6 +13,7 @@ from typing import Any
 from recurgent._journal import after_commit, writable
 from recurgent._registry import TOOLS_KEY
 from recurgent._store import Store
+from recurgent._tool_telemetry import ToolObservation
 
 __all__ = ["hydrate_tools", "register_stored_tool", "touch_stored_tool"]
 
@@ -40,15 +41,21 @@ def hydrate_tools(store: Store | None, memory: dict[str, Any]) -> bool:
 
 
 def touch_stored_tool(
-    store: Store | None, memory: dict[str, Any], name: str, method: str, *, ok: bool
+    store: Store | None,
+    memory: dict[str, Any],
+    name: str,
+    method: str,
+    *,
+    ok: bool,
+    observation: ToolObservation | None = None,
 ) -> None:
     """Count a call through a registered tool on disk once the attempt that made it commits,
-    as its count in memory does."""
+    as its count in memory does (with what the tool's program showed, ADR 0109)."""
     if store is None:
         return
 
     def touch() -> None:
-        store.touch_tool(name, method, ok=ok)
+        store.touch_tool(name, method, ok=ok, observation=observation)
 
     if not after_commit(memory, touch):
         touch()

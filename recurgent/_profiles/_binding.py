@@ -11,8 +11,11 @@ a change made by another process reaches the agents built after it.
 
 :meth:`ProfileBinding.publish`, :meth:`~ProfileBinding.activate` and
 :meth:`~ProfileBinding.rollback` change the agent's role profile the same way (an applied
-``role_profile_update`` proposal uses them); with a store they go through
-:class:`~recurgent._profiles._registry.RoleProfileRegistry`.
+``role_profile_update`` proposal uses them, with ``hold_if_refused=False``: a store that refuses
+the write fails the proposal instead of holding the change for this agent alone); with a store
+they go through :class:`~recurgent._profiles._registry.RoleProfileRegistry`. A rollback without
+a version goes to the most recent other version active before, as the registry's does, with or
+without a store.
 
 The observation cache keeps, per profile kind, the last value each method showed in this agent
 (and what setters wrote: ``agent.x = v`` shows method ``x=`` using key ``x``); the guard
@@ -33,7 +36,7 @@ from recurgent._profiles._model import (
     normalize_profile,
     normalize_version,
 )
-from recurgent._profiles._registry import RoleProfileRegistry, changes
+from recurgent._profiles._registry import HISTORY_KEPT, RoleProfileRegistry, changes
 from recurgent._registry import TOOLS_KEY
 from recurgent.errors import UsageError
 
@@ -91,9 +94,15 @@ class ProfileBinding:
     # ----------------------------------------------------------------- changing
 
     def _pin(self, version: int) -> None:
-        if self._pinned is not None and self._pinned != version:
-            self._history.append(self._pinned)
         self._pinned = version
+        self._history = [*self._history, version][-HISTORY_KEPT:]
+
+    def _earlier_held(self, current: int) -> int | None:
+        """The most recent held version active before ``current`` (the registry's rule)."""
+        for version in reversed(self._history):
+            if version != current and version in self._memory:
+                return version
+        return None
 
     def publish(
         self,
@@ -104,13 +113,15 @@ class ProfileBinding:
         proposal_id: str | None = None,
         note: str | None = None,
         source: str = "runtime",
+        hold_if_refused: bool = True,
     ) -> dict[str, Any]:
         """Publish a profile of this agent's role (and make it active unless ``activate`` is
-        false): to the store's registry, or held in memory when there is no store or it
-        refuses the write.
+        false): to the store's registry, or held in memory when there is no store or (unless
+        ``hold_if_refused`` is false) it refuses the write.
 
         Raises:
             UsageError: the profile is malformed or for another role.
+            OSError: the store refused the write and ``hold_if_refused`` is false.
         """
         checked = normalize_profile(profile, expected_role=self.role)
         version = checked["version"]
@@ -125,7 +136,9 @@ class ProfileBinding:
                     source=source,
                 )
             except OSError:
-                pass  # held in memory below
+                if not hold_if_refused:
+                    raise
+                # held in memory below
             else:
                 if activate:
                     self._pinned = None
@@ -145,11 +158,13 @@ class ProfileBinding:
         note: str | None = None,
         source: str = "runtime",
         event: str = "activate",
+        hold_if_refused: bool = True,
     ) -> dict[str, Any]:
         """Make a published version of this agent's role active.
 
         Raises:
             UsageError: ``version`` is not an int >= 1, or no such version is known.
+            OSError: the store refused the write and ``hold_if_refused`` is false.
         """
         wanted = normalize_version(version)
         if wanted is None:
@@ -167,6 +182,8 @@ class ProfileBinding:
                     event=event,
                 )
             except OSError:
+                if not hold_if_refused:
+                    raise
                 self._memory[wanted] = stored[wanted]
             else:
                 self._pinned = None
@@ -189,15 +206,19 @@ class ProfileBinding:
         proposal_id: str | None = None,
         note: str | None = None,
         source: str = "runtime",
+        hold_if_refused: bool = True,
     ) -> dict[str, Any]:
-        """Make an earlier version active again (``version``, else the one active before).
+        """Make an earlier version active again: ``version``, else the most recent other
+        version active before the current one (so two rollbacks in a row come back, as the
+        registry's do).
 
         Raises:
             UsageError: no such version, or nothing to roll back to.
+            OSError: the store refused the write (and ``hold_if_refused`` is false, when a
+                version is named).
         """
-        if version is None and self._pinned is not None and self._history:
-            version = self._history.pop()
-            self._pinned = None
+        if version is None and self._pinned is not None:
+            version = self._earlier_held(self._pinned)
         if version is None and self._registry is not None:
             active = self._registry.rollback(
                 self.role, actor=actor, proposal_id=proposal_id, note=note, source=source
@@ -215,6 +236,7 @@ class ProfileBinding:
             note=note,
             source=source,
             event="rollback",
+            hold_if_refused=hold_if_refused,
         )
 
     # ----------------------------------------------------------------- reading

@@ -152,7 +152,8 @@ class ExecutionSandbox(AttemptNamespace):
                     attempt_deadline(self._ticker.remaining),
                     sandbox_decimal_context(),
                 ):
-                    value = main()
+                    # Stoppable in any Python frame at the deadline, library code's too (ADR 0089).
+                    value = self._ticker.run(main)
                 if self._ticker.expired:
                     # A stop the program's code swallowed (a closing generator ends quietly
                     # on any exception, ADR 0060) still ends the attempt: tick re-raises it.
@@ -173,12 +174,15 @@ class ExecutionSandbox(AttemptNamespace):
             # committed (ADR 0096).
             raise
         except DeadlineExceeded as stop:
-            result.error = ExecutionTimeoutError(f"Execution timeout in {where}: {stop}")
+            # A stop delivered to the thread (ADR 0089) carries no text: the ticker's has it.
+            text = str(stop) or str(self._ticker.stop or "")
+            result.error = ExecutionTimeoutError(f"Execution timeout in {where}: {text}")
         except (SizeLimitExceeded, MemoryLimitExceeded) as breach:
+            text = safe_text(breach) or safe_text(self._ticker.stop or breach)
             result.error = ResourceLimitError(
-                f"Resource limit in {where}: {safe_text(breach)}",
+                f"Resource limit in {where}: {text}",
                 root_class=type(breach).__name__,
-                root_message=safe_text(breach),
+                root_message=text,
                 line=_error_line(breach),
             )
         except (BudgetExceededError, NonSerializableResultError) as error:
@@ -198,7 +202,8 @@ class ExecutionSandbox(AttemptNamespace):
             )
         finally:
             # Anything the attempt leaked (a generator, a method of an object it made) stops
-            # at its first tick from now on.
+            # at its first tick from now on; no stop is delivered to this thread any more.
+            self._ticker.interrupter.leave()
             self._ticker.expire()
             watchdog.stop()
             cancelling.close()

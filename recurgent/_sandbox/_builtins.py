@@ -17,8 +17,10 @@ from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._reflection import seal
 from recurgent._sandbox._sizes import (
     check_items,
+    checked_ascii,
     checked_format,
     checked_modular_pow,
+    checked_repr,
     checked_round,
     pow_,
 )
@@ -33,7 +35,6 @@ _NATIVE = (
     "abs",
     "all",
     "any",
-    "ascii",
     "bin",
     "bool",
     "callable",
@@ -61,7 +62,6 @@ _NATIVE = (
     "oct",
     "ord",
     "property",
-    "repr",
     "reversed",
     "round",
     "set",
@@ -215,6 +215,8 @@ def _shared_table() -> dict[str, Any]:
         bytearray=_checked_bytearray,
         format=checked_format,
         round=checked_round,
+        repr=checked_repr,
+        ascii=checked_ascii,
     )
     table.update({name: seal(function, name) for name, function in stateless.items()})
     # A plain dict, copied per attempt (dict.copy is a C copy); only make_builtins reads it.

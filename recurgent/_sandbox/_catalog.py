@@ -21,10 +21,12 @@ from typing import Any
 from recurgent._sandbox._catalog_rows import TABLE, ModuleRows
 from recurgent._sandbox._dataclass import dataclass_overrides
 from recurgent._sandbox._enum import auto, unique
+from recurgent._sandbox._gate import ZONE_INFO, gate
 from recurgent._sandbox._idioms import decimal_overrides
 from recurgent._sandbox._native import abstractmethod, calendar_overrides
 from recurgent._sandbox._numbers import CheckedDecimal, CheckedFraction
 from recurgent._sandbox._reflection import reflection_overrides, seal
+from recurgent._sandbox._rehost import HTML_PARSER, SNIFFER, strptime_time
 from recurgent._sandbox._stdlib import (
     SandboxRandom,
     hashlib_overrides,
@@ -34,6 +36,7 @@ from recurgent._sandbox._stdlib import (
     statistics_overrides,
 )
 from recurgent._sandbox._stdlib_text import (
+    CheckedQName,
     CheckedTemplate,
     checked_element_indent,
     difflib_overrides,
@@ -86,14 +89,41 @@ _STAND_INS: dict[str, dict[str, Any]] = {
         "parse": _element_tree_parse,
         "ElementTree": _element_tree,
         "indent": checked_element_indent,
+        "QName": CheckedQName,
     },
     "abc": {"abstractmethod": abstractmethod},
     "typing": {"abstractmethod": abstractmethod},
     "calendar": calendar_overrides(),
     "dataclasses": dataclass_overrides(),
     "enum": {"auto": auto, "unique": unique},
+    # Its constructor keeps the key in a process-wide cache: the key goes in exact (ADR 0091).
+    "zoneinfo": {"ZoneInfo": ZONE_INFO},
+    # Library code that matches program text, on the sandbox's regex engine (ADR 0090).
+    "csv": {"Sniffer": SNIFFER},
+    "html.parser": {"HTMLParser": HTML_PARSER},
+    "time": {"strptime": strptime_time},
     **reflection_overrides(),
 }
+
+
+# Stand-ins made to act on the program's own objects (its functions, classes, instances): they
+# take them as they are. Every other stand-in hands its arguments to library code, through the
+# gate (exact built-in types, ADR 0091).
+_TAKE_PROGRAM_OBJECTS = frozenset(
+    {
+        ("copy", "copy"),
+        ("copy", "deepcopy"),
+        ("functools", "wraps"),
+        ("functools", "total_ordering"),
+        ("functools", "lru_cache"),
+        ("functools", "cache"),
+        ("abc", "abstractmethod"),
+        ("typing", "abstractmethod"),
+        ("enum", "auto"),
+        ("enum", "unique"),
+        *(("dataclasses", name) for name in dataclass_overrides()),
+    }
+)
 
 
 def _bind_stand_ins(table: dict[str, ModuleRows]) -> dict[str, ModuleRows]:
@@ -115,7 +145,12 @@ def _bind_stand_ins(table: dict[str, ModuleRows]) -> dict[str, ModuleRows]:
         )
         if overlap:
             raise RuntimeError(f"catalog row {module}: {sorted(overlap)} classified twice")
-        replaced = {name: seal(stand_ins[name], name) for name in rows.replaced}
+        replaced = {
+            name: seal(stand_ins[name], name)
+            if (module, name) in _TAKE_PROGRAM_OBJECTS
+            else gate(stand_ins[name], name)
+            for name in rows.replaced
+        }
         bound[module] = ModuleRows(
             rows.pure, types.MappingProxyType(replaced), rows.attempt, rows.denied
         )

@@ -116,9 +116,11 @@ TABLE: dict[str, ModuleRows] = {
     "csv": rows(
         pure="""
             Dialect DictReader DictWriter Error QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE
-            QUOTE_NONNUMERIC Sniffer StringIO excel excel_tab get_dialect list_dialects
-            reader unix_dialect writer
+            QUOTE_NONNUMERIC StringIO excel excel_tab get_dialect list_dialects reader
+            unix_dialect writer
             """,
+        # Sniffer matches its sample with regular expressions: re-hosted (ADR 0090).
+        replaced="Sniffer",
         denied="field_size_limit re register_dialect unregister_dialect",
     ),
     "dataclasses": rows(
@@ -193,7 +195,8 @@ TABLE: dict[str, ModuleRows] = {
         denied="entities",
     ),
     "html.parser": rows(
-        pure="HTMLParser",
+        # Re-hosted onto the sandbox's regex engine (ADR 0090).
+        replaced="HTMLParser",
         denied="""
             attrfind_tolerant charref commentclose endendtag endtagfind entityref incomplete
             interesting_normal locatestarttagend_tolerant piclose re starttagopen
@@ -261,14 +264,16 @@ TABLE: dict[str, ModuleRows] = {
     ),
     "re": rows(
         pure="""
-            A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG RegexFlag S T
-            TEMPLATE U UNICODE VERBOSE X escape
+            A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG S T TEMPLATE U
+            UNICODE VERBOSE X escape
             """,
         replaced="""
             Match Pattern compile error findall finditer fullmatch match search split sub
             subn
             """,
-        denied="Scanner copyreg enum functools purge template",
+        # RegexFlag: an enum class formats a value it refuses with %r in one C call, a shared
+        # structure's text too (ADR 0092); its members (re.I, ...) are served.
+        denied="RegexFlag Scanner copyreg enum functools purge template",
     ),
     "secrets": rows(
         pure="choice compare_digest randbelow",
@@ -304,9 +309,11 @@ TABLE: dict[str, ModuleRows] = {
     "time": rows(
         pure="""
             altzone asctime ctime daylight gmtime localtime mktime monotonic monotonic_ns
-            perf_counter perf_counter_ns process_time strftime strptime struct_time time
-            time_ns timezone tzname
+            perf_counter perf_counter_ns process_time strftime struct_time time time_ns
+            timezone tzname
             """,
+        # strptime compiles a pattern from the format: re-hosted (ADR 0090).
+        replaced="strptime",
         attempt="sleep",
         denied="""
             CLOCK_BOOTTIME CLOCK_MONOTONIC CLOCK_MONOTONIC_RAW CLOCK_PROCESS_CPUTIME_ID
@@ -375,16 +382,18 @@ TABLE: dict[str, ModuleRows] = {
     "uuid": rows(
         pure="""
             NAMESPACE_DNS NAMESPACE_OID NAMESPACE_URL NAMESPACE_X500 RESERVED_FUTURE
-            RESERVED_MICROSOFT RESERVED_NCS RFC_4122 SafeUUID UUID bytes_ int_ uuid3 uuid4
-            uuid5
+            RESERVED_MICROSOFT RESERVED_NCS RFC_4122 UUID bytes_ int_ uuid3 uuid4 uuid5
             """,
-        denied="Enum getnode os platform sys uuid1",
+        # SafeUUID: an enum class, as re.RegexFlag (ADR 0092).
+        denied="Enum SafeUUID getnode os platform sys uuid1",
     ),
     "zoneinfo": rows(
         # ZoneInfo reads the system tz database (keys are validated: no paths); the cache
         # and search path are process-wide, so reset_tzpath is denied and so is
-        # ZoneInfo.clear_cache (in the guard's per-type denials).
-        pure="InvalidTZPathWarning TZPATH ZoneInfo ZoneInfoNotFoundError available_timezones",
+        # ZoneInfo.clear_cache (in the guard's per-type denials), and ZoneInfo is served
+        # gated, its key exact (ADR 0091).
+        pure="InvalidTZPathWarning TZPATH ZoneInfoNotFoundError available_timezones",
+        replaced="ZoneInfo",
         denied="reset_tzpath",
     ),
     "xml": rows(
@@ -397,10 +406,11 @@ TABLE: dict[str, ModuleRows] = {
     "xml.etree.ElementTree": rows(
         pure="""
             C14NWriterTarget Comment Element HTML_EMPTY PI ParseError ProcessingInstruction
-            QName SubElement TreeBuilder VERSION XML XMLID XMLParser fromstring
-            fromstringlist iselement tostring tostringlist
+            SubElement TreeBuilder VERSION XML XMLID XMLParser fromstring fromstringlist
+            iselement tostring tostringlist
             """,
-        replaced="ElementTree indent parse",
+        # QName formats and hashes whatever it holds: served for text only (ADR 0092).
+        replaced="ElementTree QName indent parse",
         denied="""
             ElementPath XMLPullParser canonicalize collections contextlib dump io iterparse
             re register_namespace sys warnings

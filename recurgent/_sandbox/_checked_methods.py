@@ -26,9 +26,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from recurgent._sandbox._draws import ticking_draws
+from recurgent._sandbox._gate import MappingGatedCall
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._sizes import check_format_spec
+from recurgent._sandbox._text_size import check_text
 
 __all__ = [
     "ITEM_WRITTEN_TYPES",
@@ -74,6 +76,7 @@ class SafeFormatter(string.Formatter):
 
     def format_field(self, value: Any, format_spec: str) -> Any:
         check_format_spec(format_spec)
+        check_text(value, "str.format")  # a shared structure's text (H10)
         text = format(value, format_spec)
         self._produced += len(text)
         check_items(self._produced, "str.format")
@@ -238,12 +241,42 @@ def checked_sub(
     )
 
 
-def _bind_sub(obj: Any) -> Callable[..., Any]:
-    return lambda repl, string, count=0: checked_sub(obj, repl, string, count)
+def _on_the_sandbox_engine(name: str) -> Binder:
+    """``name`` of a standard-engine pattern (one from the host's memory): served by the same
+    pattern compiled on the sandbox's engine, under the deadline (ADR 0090)."""
+
+    def bind(obj: Any) -> Callable[..., Any]:
+        # Imported here: _regex imports this module's checked_sub.
+        from recurgent._sandbox._regex import on_the_sandbox_engine
+
+        return getattr(on_the_sandbox_engine(obj), name)  # type: ignore[no-any-return]
+
+    return bind
 
 
-def _bind_subn(obj: Any) -> Callable[..., Any]:
-    return lambda repl, string, count=0: checked_sub(obj, repl, string, count, with_count=True)
+#: What an XML element or tree finds by path: ``ElementPath`` keeps each path, with the
+#: namespaces' items, in a process-wide cache, so both go in exact (ADR 0091).
+PATH_SEARCHES = ("find", "findall", "findtext", "iterfind")
+
+
+def _bind_path_search(name: str) -> Binder:
+    def bind(obj: Any) -> Callable[..., Any]:
+        return MappingGatedCall(getattr(obj, name), name)
+
+    return bind
+
+
+#: What a standard-engine pattern matches with: every method that runs the engine.
+STANDARD_PATTERN_MATCHING = (
+    "match",
+    "search",
+    "fullmatch",
+    "findall",
+    "finditer",
+    "split",
+    "sub",
+    "subn",
+)
 
 
 def _bind_expand(obj: Any) -> Callable[..., Any]:
@@ -412,6 +445,18 @@ def _bind_random(method: Callable[..., Any]) -> Binder:
 _TEXT = (str, bytes, bytearray)
 
 
+def _either(
+    first: tuple[tuple[type, ...], Binder], second: tuple[tuple[type, ...], Binder]
+) -> tuple[tuple[type, ...], Binder]:
+    """One table entry for a name two kinds of receiver check differently (``findall`` of an
+    element and of a pattern)."""
+
+    def bind(obj: Any) -> Callable[..., Any]:
+        return first[1](obj) if isinstance(obj, first[0]) else second[1](obj)
+
+    return (first[0] + second[0], bind)
+
+
 def special_methods(
     formatter: SafeFormatter, tick: Callable[[], bool]
 ) -> dict[str, tuple[tuple[type, ...], Binder]]:
@@ -448,8 +493,17 @@ def special_methods(
         "join": (_TEXT, _bind_join),
         "translate": (_TEXT, _bind_translate),
         "to_bytes": ((int,), _bind_to_bytes),
-        "sub": ((re.Pattern,), _bind_sub),
-        "subn": ((re.Pattern,), _bind_subn),
+        **{
+            name: ((re.Pattern,), _on_the_sandbox_engine(name))
+            for name in STANDARD_PATTERN_MATCHING
+        },
+        **{
+            name: _either(
+                ((ElementTree.Element, ElementTree.ElementTree), _bind_path_search(name)),
+                ((re.Pattern,), _on_the_sandbox_engine(name)),
+            )
+            for name in PATH_SEARCHES
+        },
         "expand": ((re.Match,), _bind_expand),
         "elements": ((collections.Counter,), bind_elements),
         "seek": ((io.StringIO, io.BytesIO), _bind_seek),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from RestrictedPython.transformer import copy_locations
@@ -30,6 +31,10 @@ __all__ = [
     "name",
     "native_augassign",
     "numeric_tree",
+    "range_counter",
+    "rebinds",
+    "text_call",
+    "text_value",
     "unhook",
 ]
 
@@ -67,6 +72,7 @@ SPECIAL_ATTRIBUTES = frozenset(
         "randbytes",
         "choices",
         "sample",
+        "strptime",
     }
 )
 
@@ -192,6 +198,102 @@ def method_call(visited: ast.expr, anchor: ast.Call) -> ast.expr:
         keywords=copy.deepcopy(visited.keywords),
     )
     return choose(test, native, guarded, anchor)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def rebinds(tree: ast.AST, identifier: str) -> bool:
+    """Whether the program binds ``identifier`` anywhere (assignment, definition, parameter,
+    import, ``global``/``nonlocal``, deletion)."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Name)
+            and node.id == identifier
+            and not isinstance(node.ctx, ast.Load)
+        ):
+            return True
+        if (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            and node.name == identifier
+        ):
+            return True
+        if isinstance(node, ast.arg) and node.arg == identifier:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == identifier:
+            return True
+        if isinstance(node, ast.Global | ast.Nonlocal) and identifier in node.names:
+            return True
+        if (
+            isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar)
+            and getattr(node, "name", None) == identifier
+        ):
+            return True
+    return False
+
+
+def range_counter(loop: ast.For) -> str | None:
+    """The name of ``for i in range(...)`` when nothing else in the loop's body binds it (in
+    the same scope): while the body runs, it holds an int."""
+    target, source = loop.target, loop.iter
+    if not (
+        isinstance(target, ast.Name)
+        and isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Name)
+        and source.func.id == "range"
+    ):
+        return None
+    pending: list[ast.AST] = [*loop.body]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _SCOPES):
+            continue  # a nested scope binds its own names
+        if rebinds(node, target.id) and not isinstance(
+            node, ast.For | ast.While | ast.If | ast.With | ast.Try
+        ):
+            return None
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.AST)
+            and rebinds(node.target, target.id)
+        ):
+            return None
+        pending.extend(ast.iter_child_nodes(node))
+    return target.id
+
+
+def text_value(value: ast.expr, anchor: ast.AST, counters: Iterable[str] = ()) -> ast.expr:
+    """The value an f-string converts: ``x`` if its text cannot expand, else ``_text_(x)``,
+    which refuses a structure whose text passes the item cap (red-team H10)."""
+    if isinstance(value, ast.Constant):
+        return value
+    if isinstance(value, ast.Name) and value.id in counters:
+        return value
+    if isinstance(value, ast.Name):
+        return choose(
+            _type_in(value.id, "_PLAIN_TEXT_"), name(value.id), call("_text_", value), anchor
+        )
+    return call("_text_", value)
+
+
+def text_call(visited: ast.Call, anchor: ast.AST, counters: Iterable[str] = ()) -> ast.expr:
+    """``str(x)``: native when ``x`` is a plain scalar, else ``_str_(str, x)``, which caps the
+    builtin's text of a structure (red-team H10) and calls whatever ``str`` names otherwise.
+    A ``range()`` counter (``counters``) is an int: its call stays native, unchecked."""
+    func, args = visited.func, visited.args
+    if (
+        not isinstance(func, ast.Name)
+        or func.id != "str"
+        or len(args) != 1
+        or visited.keywords
+        or isinstance(args[0], ast.Starred)
+        or (isinstance(args[0], ast.Name) and args[0].id in counters)
+    ):
+        return visited
+    checked = call("_str_", name("str"), args[0])
+    if not isinstance(args[0], ast.Name):
+        return checked
+    return choose(_type_in(args[0].id, "_PLAIN_TEXT_"), visited, checked, anchor)
 
 
 def item_store(container: ast.expr, anchor: ast.AST) -> ast.expr:

@@ -13,6 +13,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
+from recurgent._async_stop import host_section
 from recurgent._journal import Journal, Writes
 from recurgent._redact import redact
 from recurgent._sandbox._boundary import exception_text, rebuild
@@ -177,7 +178,9 @@ class ForwardedCalls:
         failure: BaseException | None = None
         forwarded = RUNNING.set(False)
         try:
-            return operation()
+            # Host code: never interrupted by the attempt's stop (ADR 0089).
+            with host_section():
+                return operation()
         except (BudgetExceededError, UsageError) as error:
             failure = type(error)(redact(error.message))
         except GuardrailViolationError as error:
@@ -215,7 +218,8 @@ class ForwardedCalls:
             return remember
         if name == "role":
             return ops.role
-        found, value = ops.read(name)
+        with host_section():
+            found, value = ops.read(name)
         if found:
             return inbound(value, self._bridge.handle_for_agent, self._ticker.tick)
 

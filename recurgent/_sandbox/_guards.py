@@ -33,6 +33,14 @@ from recurgent._sandbox._checked_methods import (
     special_methods,
     user_string_binder,
 )
+from recurgent._sandbox._gate import (
+    TEXT_METHODS,
+    GatedCall,
+    TextGatedCall,
+    exact_name,
+    gate,
+    is_library_callable,
+)
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -47,6 +55,7 @@ from recurgent._sandbox._names import (
     is_private_name,
 )
 from recurgent._sandbox._reflection import SealedCallable
+from recurgent._sandbox._rehost import CLASS_BOUND
 from recurgent._sandbox._sizes import SIZED_DUNDERS, sized_dunder
 from recurgent._sandbox._types import (
     DENIED_BY_TYPE,
@@ -141,8 +150,9 @@ class AttributePolicy:
 
     def getattr(self, obj: Any, name: str) -> Any:
         """``obj.name`` under the sandbox policy (also the ``_getattr_`` hook)."""
-        if not isinstance(name, str):
-            raise TypeError(f"attribute name must be a str, not {type(name).__name__}")
+        if type(name) is not str:
+            # A program's str subclass would answer the checks below with its own methods.
+            name = exact_name(name)
         if name.startswith("_"):
             return self._private(obj, name)
         if name in INSPECT_ATTRIBUTES:
@@ -159,6 +169,10 @@ class AttributePolicy:
             # str's checks, on its data (R3, H9).
             return SealedCallable(user_string_binder(name, special[1])(obj), name)
         kind = type(obj)
+        bound = CLASS_BOUND.get(name)
+        if bound is not None and isinstance(obj, bound[0]):
+            # A re-hosted class method read on an instance (ADR 0090).
+            return GatedCall(bound[1](kind), name)
         if name == "args" and isinstance(obj, BaseException):
             # A host function may raise with host code in its args (R3, H7).
             return _guarded_args(obj.args)
@@ -271,6 +285,9 @@ class AttributePolicy:
                 raise AttributeError(
                     f"attributes of the class {cls.__name__} are not accessible in the sandbox"
                 )
+        bound = CLASS_BOUND.get(name)
+        if bound is not None and issubclass(cls, bound[0]):
+            return GatedCall(bound[1](cls), name)  # re-hosted (ADR 0090)
         if name == "register" and isinstance(cls, abc.ABCMeta):
             raise AttributeError(
                 f"{cls.__name__}.register() would change a host class; it is not available"
@@ -287,7 +304,10 @@ class AttributePolicy:
         if name in REDIRECTED_DICT_METHODS and value is getattr(dict, name):
             # dict.get(context, k) would read the journal view's storage directly.
             return SealedCallable(redirect_unbound(name, value), name)
-        return _runtime_sealed(_unshared(value))
+        value = _runtime_sealed(_unshared(value))
+        if cls.__module__ != "builtins" and is_library_callable(value):
+            return gate(value, name)  # library code: exact arguments in (ADR 0091)
+        return value
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in DENIED_BY_TYPE.get(kind, frozenset()):
@@ -303,6 +323,10 @@ class AttributePolicy:
         if not trusted_class(type(obj)):
             # An opened host instance's methods and classes are host code (R3, H5).
             value = guarded_host_code(value)
+        elif is_library_callable(value):
+            if name in TEXT_METHODS:
+                return TextGatedCall(value, name)  # a CSV row's text (H10, ADR 0092)
+            return gate(value, name)  # library code: exact arguments in (ADR 0091)
         for klass in type(obj).__mro__:
             raw = vars(klass).get(name, _ABSENT)
             if raw is not _ABSENT:
@@ -336,6 +360,8 @@ class AttributePolicy:
 
     def setattr(self, obj: Any, name: str, value: Any) -> None:
         """The sandbox's ``setattr`` builtin."""
+        if isinstance(name, str):
+            name = exact_name(name)
         own_private = isinstance(name, str) and is_private_name(name) and _owned(obj)
         if not isinstance(name, str) or (name.startswith("_") and not own_private):
             raise AttributeError(f"cannot set {name!r}: names starting with '_' are private")
@@ -343,6 +369,8 @@ class AttributePolicy:
 
     def delattr(self, obj: Any, name: str) -> None:
         """The sandbox's ``delattr`` builtin."""
+        if isinstance(name, str):
+            name = exact_name(name)
         if not isinstance(name, str) or name.startswith("_"):
             raise AttributeError(f"cannot delete {name!r}: names starting with '_' are private")
         delattr(self.write(obj), name)

@@ -2,7 +2,9 @@
 
 A handle supports dynamic calls, setters, memory reads and ``remember`` on the agent behind it,
 and nothing else: its only state is an underscore slot holding plain closures, so no attribute
-chain leads to the agent's provider, client, options or API key.
+chain leads to the agent's provider, client, options or API key. A dynamic call of a name the
+Agent reserves (``propose``, ``role_profile``, ``self_model``, ...) is refused by the agent it
+reaches (``reserved_agent_method``, ADR 0083), in process and from a worker alike.
 """
 
 from __future__ import annotations

@@ -10,9 +10,15 @@ stop.
 A batch of cheap ticks alone is not enough: code that runs a thousand fast iterations and then
 slow ones (each a long C call) would go a thousand slow iterations between clock reads. One
 long-lived watchdog thread per process (:data:`WATCHDOG`) therefore empties the ticker of every
-running attempt every few milliseconds so the next tick reads the clock; it never raises into
-the running code itself, and it sleeps while no attempt runs (ADR 0030). Every clock read also reads the process's resident memory (a :class:`MemoryMeter`), so
-a loop that keeps growing memory stops once the process has grown by more than the cap.
+running attempt every few milliseconds so the next tick reads the clock, and it sleeps while no
+attempt runs (ADR 0030). Every clock read also reads the process's resident memory (a
+:class:`MemoryMeter`), so a loop that keeps growing memory stops once the process has grown by
+more than the cap.
+
+Library code never ticks. Once an attempt measured by the real clock is past its deadline (or
+its memory cap), the watchdog therefore also stops the attempt's thread itself: it delivers the
+stop as an asynchronous exception into whatever Python frame runs, and again every period while
+the thread is inside the attempt (ADR 0089, :mod:`recurgent._async_stop`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import time
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
+
+from recurgent._async_stop import Interrupter
 
 __all__ = [
     "WATCHDOG",
@@ -236,12 +244,52 @@ class Ticker:
         self._stop: BaseException | None = None
         self._max_memory = max_memory_bytes
         self._meter: MemoryMeter | None = None
+        # The deadline on the real clock, which the watchdog reads to stop library code that
+        # never ticks (None under an injected clock: then only ticks read the time).
+        self._real_deadline: float | None = None
+        #: The target of the asynchronous stop while the attempt's program runs (ADR 0089).
+        self.interrupter = Interrupter()
         namespace["_ticker_"] = itertools.repeat(True, self._batch)
 
     def start(self) -> None:
         """Take the memory baseline; call right before the attempt's code runs."""
         if self._max_memory is not None and self._stop is None:
             self._meter = MemoryMeter()
+        if self._clock is monotonic_clock:
+            self._real_deadline = self._deadline
+
+    def run(self, main: Callable[[], Any]) -> Any:
+        """``main()``, stoppable at the deadline in any Python frame, library code's too."""
+        return self.interrupter.run(main)
+
+    @property
+    def stop(self) -> BaseException | None:
+        """What stopped the attempt (deadline, memory, or the cancellation of an awaited call),
+        once it is stopped."""
+        return self._stop
+
+    def watch(self) -> None:
+        """The watchdog's visit: make the next tick read the clock, and once the attempt is
+        past its deadline or memory cap, stop its thread wherever it runs (ADR 0089)."""
+        self._namespace["_ticker_"] = iter(())
+        stop = self._stop
+        if stop is None:
+            if self.interrupter.shielded:
+                # Host code runs for the program (a child's call bounded by this deadline):
+                # the program's next tick, or a later visit, stops the attempt.
+                return
+            real = self._real_deadline
+            if real is not None and monotonic_clock() >= real:
+                self.expire()
+            else:
+                meter = self._meter
+                limit = self._max_memory
+                if meter is None or limit is None or meter.growth() <= limit:
+                    return
+                self.expire(MemoryLimitExceeded(self._memory_message()))
+            stop = self._stop
+        if stop is not None and self._real_deadline is not None:
+            self.interrupter.deliver(type(stop))
 
     @property
     def expired(self) -> bool:
@@ -263,12 +311,7 @@ class Ticker:
             raise DeadlineExceeded(self._message())
         meter = self._meter
         if meter is not None and meter.growth() > self._max_memory:  # type: ignore[operator]
-            self.expire(
-                MemoryLimitExceeded(
-                    f"generated code grew the process by more than "
-                    f"{self._max_memory // (1024 * 1024)} MiB"  # type: ignore[operator]
-                )
-            )
+            self.expire(MemoryLimitExceeded(self._memory_message()))
             self.tick()
         elapsed = now - self._last_check
         if elapsed > 0:
@@ -292,6 +335,10 @@ class Ticker:
 
     def _message(self) -> str:
         return f"generated code exceeded execution_timeout_seconds={self._timeout:g}"
+
+    def _memory_message(self) -> str:
+        limit = self._max_memory or 0
+        return f"generated code grew the process by more than {limit // (1024 * 1024)} MiB"
 
 
 class _WatchdogService:
@@ -362,7 +409,10 @@ class _WatchdogService:
                     idle = 0
                 tickers = list(self._tickers.values())
             for ticker in tickers:
-                ticker.force_check()
+                try:
+                    ticker.watch()
+                except Exception:  # noqa: BLE001 - one attempt's failure must not end the watch
+                    continue
             time.sleep(self._period)
 
 
@@ -424,6 +474,10 @@ class OutputCollector:
     ) -> None:
         if file is not None:
             raise TypeError("print(file=...) is not available in the sandbox; print to stdout")
+        # Imported here: the text estimate's module imports this one (through _measure).
+        from recurgent._sandbox._text_size import check_texts
+
+        check_texts(objects, "print()")  # a shared structure's text (H10)
         text = (" " if sep is None else str(sep)).join(str(o) for o in objects)
         self.write(text + ("\n" if end is None else str(end)))
 

@@ -7,17 +7,26 @@ itself imports the module facades built from the catalog.
 
 from __future__ import annotations
 
-import html.parser
 import types
 from typing import Any
 
-__all__ = ["GENERATED_FILENAME", "SandboxType", "is_namedtuple_class", "is_sandbox_made"]
+__all__ = [
+    "GENERATED_FILENAME",
+    "SandboxType",
+    "allow_subclassing",
+    "is_namedtuple_class",
+    "is_sandbox_made",
+]
 
 GENERATED_FILENAME = "<generated>"
 
-_ALLOWED_BASES = frozenset(
-    {object, dict, list, set, str, int, float, tuple, html.parser.HTMLParser}
-)
+# Library classes the served modules add (the re-hosted HTMLParser, ADR 0090) join these.
+_ALLOWED_BASES = {object, dict, list, set, str, int, float, tuple}
+
+
+def allow_subclassing(cls: type) -> None:
+    """Let generated classes derive from ``cls`` (a served library class made to be subclassed)."""
+    _ALLOWED_BASES.add(cls)
 
 
 def is_namedtuple_class(value: object) -> bool:

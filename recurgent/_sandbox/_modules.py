@@ -20,14 +20,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from recurgent._async_stop import host_section
 from recurgent._sandbox._catalog import ALLOWED_MODULES, CATALOG, classify
 from recurgent._sandbox._draws import ticking_draws
 from recurgent._sandbox._enum import make_enum
+from recurgent._sandbox._gate import UNGATED_MODULES, gate, is_library_callable
 from recurgent._sandbox._idioms import make_attrgetter, make_methodcaller
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._native import make_abc
 from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers, seal
 from recurgent._sandbox._stdlib import SandboxRandom, itertools_overrides
+from recurgent._sandbox._typing_forms import as_form
 
 __all__ = ["ALLOWED_MODULES", "ModuleFacade", "make_importer"]
 
@@ -49,16 +52,23 @@ _BUILT_ON_IMPORT: Mapping[str, Callable[[], dict[str, Any]]] = {
 _CONTAINERS = (dict, list, set, bytearray)
 
 
+def _import(name: str) -> Any:
+    """``importlib.import_module``, shielded from the attempt's stop: the import machinery
+    holds process-wide locks (ADR 0089)."""
+    with host_section():
+        return importlib.import_module(name)
+
+
 def _pure_values(name: str) -> dict[str, Any]:
     """The module's pure names, read now: a host that patches a module (freezegun's
     ``time.time``) is seen by the next attempt, as with a real import."""
-    module = importlib.import_module(name)
+    module = _import(name)
     values = {}
     for attribute in CATALOG[name].pure:
         value = getattr(module, attribute, _MISSING)
         if value is _MISSING and f"{name}.{attribute}" in CATALOG:
             # A package whose allowed submodule is not imported yet.
-            value = importlib.import_module(f"{name}.{attribute}")
+            value = _import(f"{name}.{attribute}")
         if value is not _MISSING:
             values[attribute] = value
     return values
@@ -118,13 +128,14 @@ class ModuleFacade:
 
 def _defines(module_name: str, name: str) -> bool:
     """Whether the real module has ``name``, as an attribute or as a submodule."""
-    module = importlib.import_module(module_name)
+    module = _import(module_name)
     if hasattr(module, name):
         return True
     if not hasattr(module, "__path__") or not name.isidentifier():
         # A dotted name would make find_spec import the packages on the way.
         return False
-    return importlib.util.find_spec(f"{module_name}.{name}") is not None
+    with host_section():
+        return importlib.util.find_spec(f"{module_name}.{name}") is not None
 
 
 def _ticking_call(
@@ -224,13 +235,16 @@ def make_importer(
             raise ImportError(_refusal(name))
         rows = CATALOG[name]
         served: dict[str, Any] = {}
+        gated = name not in UNGATED_MODULES
         for attribute, value in _pure_values(name).items():
             if isinstance(value, types.ModuleType):
                 submodule = f"{name}.{attribute}"
                 if submodule in CATALOG:
                     served[attribute] = resolve(submodule)
+            elif gated and is_library_callable(value):
+                served[attribute] = gate(value, attribute)  # exact arguments in (ADR 0091)
             else:
-                served[attribute] = value
+                served[attribute] = as_form(value)  # typing's forms: exact parameters in
         served.update(rows.replaced)
         build = builders.get(name)
         supplied = build() if build is not None else {}
@@ -254,7 +268,7 @@ def make_importer(
             # imports _strptime) through PyImport_Import, which passes a list, looks the
             # module up in sys.modules itself and drops what this returns. Import statements
             # in generated code pass None or a tuple.
-            importlib.import_module(name)
+            _import(name)
             return None
         facade = resolve(name)
         if fromlist:

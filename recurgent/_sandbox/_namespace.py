@@ -9,6 +9,7 @@ besides builtins and imports.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ElementTree
 from typing import Any
 
@@ -24,6 +25,7 @@ from recurgent.outcome import Outcome
 __all__ = ["VISIBLE_NAMES", "AttemptNamespace"]
 
 _NUMERIC_TYPES = frozenset({int, float})
+_GUARDED_OPEN = frozenset({ElementTree.Element, re.Pattern})
 
 #: The names generated code sees besides builtins and imports (pinned by specs/sandbox).
 VISIBLE_NAMES = (
@@ -83,8 +85,9 @@ class AttemptNamespace(ForwardedCalls):
         # The inline fast path reads attributes natively for the types in _OPEN_. Classes the
         # code defines join them, and so do module facades: the guard would return the same
         # getattr() for them (a facade's own __getattr__ applies its module's spec).
-        # XML elements stay on the guarded path: adding a child is checked for cycles (F19).
-        open_types = (set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade}
+        # XML elements stay on the guarded path: adding a child is checked for cycles (F19);
+        # so do standard-engine patterns, which match on the sandbox's engine (ADR 0090).
+        open_types = (set(OPEN_TYPES) - _GUARDED_OPEN) | {ModuleFacade}
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
             cls = SandboxType(name, bases, body, **kw)

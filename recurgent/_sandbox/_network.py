@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from recurgent._async_stop import host_section
 from recurgent._hosts import entry_matches, url_host_port
+from recurgent._sandbox._gate import exact, exact_name
 from recurgent._sandbox._limits import (
     DeadlineExceeded,
     SandboxLimits,
@@ -147,14 +149,16 @@ class Request:
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, got {type(url).__name__}")
-        self.full_url = url
-        self.data = data
-        self.headers = {str(k): str(v) for k, v in (headers or {}).items()}
-        self.method = method
+        # Exact built-in values (ADR 0091): a str subclass could show the policy one host and
+        # urllib another through its own methods.
+        self.full_url: str = exact(url)
+        self.data = exact(data)
+        self.headers = {_text(k): _text(v) for k, v in (headers or {}).items()}
+        self.method = None if method is None else _text(method)
 
     def add_header(self, key: str, value: str) -> None:
         """Add or replace a request header."""
-        self.headers[str(key)] = str(value)
+        self.headers[_text(key)] = _text(value)
 
     def get_method(self) -> str:
         """``GET``, or ``POST`` when there is a body, unless a method was given."""
@@ -234,6 +238,11 @@ class Response:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _text(value: Any) -> str:
+    """``str(value)`` as an exact ``str``, whatever the value's ``__str__`` returned."""
+    return exact_name(str(value))
 
 
 def host_allowed(policy: NetworkPolicy, host: str, port: int) -> bool:
@@ -415,10 +424,14 @@ def make_network_modules(
 
     def urlopen(url: Any, data: bytes | None = None, timeout: float | None = None) -> Response:
         spend("urllib.request.urlopen")
+        data, timeout = exact(data), exact(timeout)
         request = url if isinstance(url, Request) else Request(url, data=data)
         if data is not None and request.data is None:
             request.data = data
-        refusal = _refusal(policy, request.full_url)
+        # The program may have changed the request's attributes since: exact values again.
+        full_url = exact_name(request.full_url)
+        headers = {_text(key): _text(value) for key, value in dict(request.headers).items()}
+        refusal = _refusal(policy, full_url)
         if refusal is not None:
             raise URLError(refusal)
         budget = remaining()
@@ -426,47 +439,50 @@ def make_network_modules(
         if wait <= 0:
             raise DeadlineExceeded("the attempt's deadline passed before an HTTP request")
         outgoing = urllib.request.Request(
-            request.full_url,
-            data=request.data,
-            headers=request.headers,
-            method=request.get_method(),
+            full_url,
+            data=exact(request.data),
+            headers=headers,
+            method=_text(request.get_method()),
         )
         clock = _RequestClock(wait, remaining)
         opener = urllib.request.build_opener(
             _CheckedRedirects(policy), _BoundedHTTP(clock), _BoundedHTTPS(clock)
         )
         failure: URLError | None = None
-        try:
-            with opener.open(outgoing, timeout=wait) as raw:
-                body = _read_capped(raw, limits.max_response_bytes)
-                return Response(
-                    url=raw.geturl(),
-                    status=raw.status,
-                    reason=str(raw.reason or ""),
-                    headers=Headers(list(raw.headers.items())),
-                    body=body,
-                )
-        except _IncompleteBody as short:
-            failure = URLError(f"incomplete response body: received {short}")
-        except urllib.error.HTTPError as error:
+        # The request is bounded by its own deadline; the host code that makes it is shielded
+        # from the attempt's stop (ADR 0089).
+        with host_section():
             try:
-                body = _read_capped(error, limits.max_response_bytes)
-            except (OSError, SizeLimitExceeded, _IncompleteBody):
-                body = b""
-            failure = HTTPError(
-                request.full_url,
-                error.code,
-                str(error.reason or ""),
-                Headers(list((error.headers or {}).items())),
-                body,
-            )
-            error.close()
-        except urllib.error.URLError as error:
-            failure = URLError(str(error.reason))
-        except TimeoutError:
-            failure = URLError("timed out")
-        except OSError as error:
-            failure = URLError(str(error) or type(error).__name__)
+                with opener.open(outgoing, timeout=wait) as raw:
+                    body = _read_capped(raw, limits.max_response_bytes)
+                    return Response(
+                        url=raw.geturl(),
+                        status=raw.status,
+                        reason=str(raw.reason or ""),
+                        headers=Headers(list(raw.headers.items())),
+                        body=body,
+                    )
+            except _IncompleteBody as short:
+                failure = URLError(f"incomplete response body: received {short}")
+            except urllib.error.HTTPError as error:
+                try:
+                    body = _read_capped(error, limits.max_response_bytes)
+                except (OSError, SizeLimitExceeded, _IncompleteBody):
+                    body = b""
+                failure = HTTPError(
+                    request.full_url,
+                    error.code,
+                    str(error.reason or ""),
+                    Headers(list((error.headers or {}).items())),
+                    body,
+                )
+                error.close()
+            except urllib.error.URLError as error:
+                failure = URLError(str(error.reason))
+            except TimeoutError:
+                failure = URLError("timed out")
+            except OSError as error:
+                failure = URLError(str(error) or type(error).__name__)
         if wait >= budget and remaining() <= 0:
             # The wait was cut short by the attempt's deadline, not by the request's timeout.
             raise DeadlineExceeded("the attempt's deadline passed during an HTTP request")

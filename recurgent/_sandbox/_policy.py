@@ -40,6 +40,10 @@ from recurgent._sandbox._fastpaths import (
     name as _name,
     native_augassign,
     numeric_tree,
+    range_counter,
+    rebinds,
+    text_call,
+    text_value,
     unhook,
 )
 from recurgent._sandbox._generators import close_quietly, is_generator
@@ -60,6 +64,11 @@ _SIZE_HOOKS: dict[type[ast.operator], str] = {
     ast.LShift: "_lshift_",
     ast.Mod: "_mod_",
 }
+
+
+# Scopes whose code may run after the statement that defines them: a function, a lambda, a
+# class body's methods, a generator expression.
+_LATER_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.GeneratorExp)
 
 
 def tick_statement() -> ast.stmt:
@@ -102,6 +111,33 @@ class SandboxPolicy(RestrictingNodeTransformer):
         self._class_body_depth = 0
         self._function_depth = 0
         self._in_numeric_tree = False
+        # Names that hold a range()'s counter where they are read: their text cannot expand,
+        # so str()/f-strings of them need no text estimate (H10). None: the program binds
+        # the name range itself, so no loop over range() is known to count.
+        self._counters: list[str] | None = []
+        self._escaping: set[str] = set()
+
+    def visit_Module(self, node: ast.Module) -> Any:
+        if rebinds(node, "range"):
+            self._counters = None
+        # A name some function declares global or nonlocal can change during any call.
+        self._escaping = {
+            name
+            for inner in ast.walk(node)
+            if isinstance(inner, ast.Global | ast.Nonlocal)
+            for name in inner.names
+        }
+        return super().visit_Module(node)
+
+    def visit(self, node: ast.AST) -> Any:
+        if self._counters and isinstance(node, _LATER_SCOPES):
+            # Code that may run after the loop moved on: its counters are unknown.
+            saved, self._counters = self._counters, []
+            try:
+                return super().visit(node)
+            finally:
+                self._counters = saved
+        return super().visit(node)
 
     # ----------------------------------------------------------------- names and definitions
 
@@ -209,7 +245,9 @@ class SandboxPolicy(RestrictingNodeTransformer):
         duplicable = not has_method_call(node)
         visited = super().visit_Call(node)
         if duplicable and isinstance(visited, ast.expr):
-            return method_call(visited, node)
+            visited = method_call(visited, node)
+        if isinstance(visited, ast.Call):
+            return text_call(visited, node, self._counters or ())
         return visited
 
     # ----------------------------------------------------------------- subscripts
@@ -249,7 +287,16 @@ class SandboxPolicy(RestrictingNodeTransformer):
         return node
 
     def visit_For(self, node: ast.For) -> Any:
-        node = self.guard_iter(node)
+        counter = range_counter(node) if self._counters is not None else None
+        if counter in self._escaping:
+            counter = None
+        if counter is not None and self._counters is not None:
+            self._counters.append(counter)
+        try:
+            node = self.guard_iter(node)
+        finally:
+            if counter is not None and self._counters is not None:
+                self._counters.pop()
         node.body = _with_tick(node.body, node)
         return node
 
@@ -368,6 +415,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
     def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
         node = self.node_contents_visit(node)
         if node.format_spec is None:
+            # f"{x}" of a shared structure builds its text in one C call: estimated first (H10).
+            node.value = text_value(node.value, node, self._counters or ())
             return node
         # f"{x:>{width}}" -> f"{_format_(x, conversion, f'>{width}')}" so widths are capped.
         checked = _call("_format_", node.value, ast.Constant(node.conversion), node.format_spec)

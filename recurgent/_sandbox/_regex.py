@@ -29,7 +29,14 @@ import regex
 from recurgent._sandbox._checked_methods import checked_expand, checked_sub
 from recurgent._sandbox._limits import DeadlineExceeded, SizeLimitExceeded, enclosing_remaining
 
-__all__ = ["MAX_PATTERN_LENGTH", "MAX_UNROLLED", "Match", "Pattern", "module_names"]
+__all__ = [
+    "MAX_PATTERN_LENGTH",
+    "MAX_UNROLLED",
+    "Match",
+    "Pattern",
+    "module_names",
+    "on_the_sandbox_engine",
+]
 
 #: Longest pattern text: compiling is one uninterruptible call, about linear in the length
 #: (10 000 characters take 0.1 s; 200 000 take several seconds).
@@ -134,6 +141,16 @@ def _timed_out() -> DeadlineExceeded:
 
 def _bounded(run: Callable[[float | None], Any], *, repeatable: bool) -> Any:
     """``run(timeout)`` within the running attempt's deadline; a timeout is that deadline."""
+    try:
+        return _sliced(run, repeatable=repeatable)
+    except DeadlineExceeded as stop:
+        if str(stop):
+            raise
+        # The attempt's stop, delivered between two slices (ADR 0089): named as a match's.
+        raise _timed_out() from None
+
+
+def _sliced(run: Callable[[float | None], Any], *, repeatable: bool) -> Any:
     remaining = enclosing_remaining()
     if remaining is None:
         try:
@@ -423,6 +440,11 @@ for _served in (Pattern, Match):
     _served.__qualname__ = _served.__name__
 
 
+def on_the_sandbox_engine(pattern: re.Pattern[Any]) -> Pattern:
+    """A standard-engine pattern (from the host's memory) compiled on the sandbox's engine."""
+    return Pattern(_compiled(pattern.pattern, pattern.flags))
+
+
 def _compile_public(pattern: Any, flags: Any = 0) -> Pattern:
     if isinstance(pattern, Pattern) and not flags:
         return pattern
@@ -471,7 +493,7 @@ _purge.__name__ = "purge"
 def module_names() -> dict[str, Any]:
     """The names ``import re`` serves that are not the standard module's own.
 
-    Flags, ``escape`` and ``RegexFlag`` are the standard module's; every function that
+    Flags and ``escape`` are the standard module's; every function that
     matches is replaced, and ``Scanner`` and ``template`` (which compile with the standard
     engine) are refused.
     """

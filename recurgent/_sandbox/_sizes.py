@@ -31,6 +31,7 @@ from recurgent._sandbox._measure import (
     int_bits,
     true_length,
 )
+from recurgent._sandbox._text_size import check_text, check_texts, text_hook
 
 __all__ = [
     "MAX_INT_BITS",
@@ -158,6 +159,7 @@ def _check_percent(a: Any, b: Any) -> None:
         for value in values[: stars * 2]:
             if isinstance(value, int):  # a negative * width pads to the left
                 check_format_spec(str(abs(int(value))))
+    check_texts(values, "%-formatting")  # a shared structure's text (H10)
     fields = template.count("%")
     if isinstance(b, dict):
         # Named fields may repeat one large value any number of times.
@@ -252,6 +254,7 @@ def _inplace_(op: str, a: Any, b: Any) -> Any:
 
 
 def _format_(value: Any, conversion: int, spec: str) -> str:
+    check_text(value, "an f-string")  # a shared structure's text (H10)
     if conversion == ord("s"):
         value = str(value)
     elif conversion == ord("r"):
@@ -263,9 +266,34 @@ def _format_(value: Any, conversion: int, spec: str) -> str:
 
 
 def checked_format(value: Any, spec: str = "") -> str:
-    """The sandbox's ``format()`` builtin: widths are capped."""
+    """The sandbox's ``format()`` builtin: widths and the text of a structure are capped."""
     check_format_spec(spec)
+    check_text(value, "format()")
     return format(value, spec)
+
+
+def checked_repr(value: Any, /) -> str:
+    """The sandbox's ``repr()``: the text of a structure is capped (H10)."""
+    check_text(value, "repr()")
+    return repr(value)
+
+
+def checked_ascii(value: Any, /) -> str:
+    """The sandbox's ``ascii()``: the text of a structure is capped (H10)."""
+    check_text(value, "ascii()")
+    return ascii(value)
+
+
+def _str_(maker: Any, value: Any) -> Any:
+    """``str(value)`` as compiled code calls it (``maker`` is whatever ``str`` names there):
+    the builtin ``str`` of a structure is capped by its text (H10)."""
+    if maker is str:
+        check_text(value, "str()")
+    return maker(value)
+
+
+#: Types whose text never expands: the fast path converts them natively.
+PLAIN_TEXT = frozenset({str, int, float, bool, type(None)})
 
 
 def size_hooks() -> dict[str, Any]:
@@ -281,4 +309,8 @@ def size_hooks() -> dict[str, Any]:
         "_mod_": _mod_,
         "_inplace_": _inplace_,
         "_format_": _format_,
+        "_str_": _str_,
+        "_text_": text_hook,
+        "_STR_": str,
+        "_PLAIN_TEXT_": PLAIN_TEXT,
     }

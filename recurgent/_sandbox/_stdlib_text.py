@@ -12,16 +12,18 @@ from __future__ import annotations
 import difflib
 import json
 import pprint
-import string
 import textwrap
 import unicodedata
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from recurgent._sandbox._gate import exact_name
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._regex import module_names as regex_module_names
+from recurgent._sandbox._rehost import TEMPLATE
+from recurgent._sandbox._text_size import check_text, estimated_text
 
 __all__ = [
     "DIFFLIB_NAMES",
@@ -56,6 +58,8 @@ def _checked_dumps(obj: Any, *, indent: Any = None, separators: Any = None, **kw
     # Always encoded in pieces and counted: the same row shared 10**4 times
     # (`[[0] * 10**4] * 10**4`) is a small object whose output is 2 * 10**8 characters, and
     # indents and long separators multiply the output too (red-team finding F6).
+    # The estimate refuses a shared structure at once, before encoding a piece (H10).
+    check_text(obj, "json.dumps()")
     encoder_class = kwargs.pop("cls", None) or json.JSONEncoder
     encoder = encoder_class(indent=indent, separators=separators, **kwargs)
     produced = 0
@@ -79,6 +83,7 @@ def json_overrides() -> dict[str, Any]:
 
 def _checked_pformat(obj: Any, indent: int = 1, width: int = 80, **kwargs: Any) -> str:
     _check_indent(indent, "pprint.pformat()")
+    check_text(obj, "pprint.pformat()")  # a shared structure's text (H10, ADR 0092)
     return pprint.pformat(obj, indent=indent, width=width, **kwargs)
 
 
@@ -129,24 +134,31 @@ def textwrap_overrides() -> dict[str, Any]:
     }
 
 
-class CheckedTemplate(string.Template):
+def _text_length(value: Any) -> int:
+    if isinstance(value, str):
+        return true_length(value)
+    return estimated_text(value)
+
+
+class CheckedTemplate(TEMPLATE):  # type: ignore[misc, valid-type]
     """``string.Template`` whose substitution checks the result's size first."""
 
     def _check(self, mapping: Any, kwargs: Mapping[str, Any]) -> None:
         values = {**(mapping or {}), **kwargs} if isinstance(mapping, Mapping) else dict(kwargs)
         fields = len(self.pattern.findall(self.template))
-        longest = max((len(str(value)) for value in values.values()), default=0)
+        # The values' text estimated, not built: str() of a shared structure is one C call.
+        longest = max((_text_length(value) for value in values.values()), default=0)
         check_items(len(self.template) + fields * longest, "Template.substitute()")
 
     def substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
         """``Template.substitute`` with the result's size checked."""
         self._check(mapping, kwargs)
-        return super().substitute(mapping or {}, **kwargs)
+        return str(super().substitute(mapping or {}, **kwargs))
 
     def safe_substitute(self, mapping: Any = None, /, **kwargs: Any) -> str:
         """``Template.safe_substitute`` with the result's size checked."""
         self._check(mapping, kwargs)
-        return super().safe_substitute(mapping or {}, **kwargs)
+        return str(super().safe_substitute(mapping or {}, **kwargs))
 
 
 CheckedTemplate.__module__ = "string"
@@ -236,3 +248,18 @@ def difflib_overrides() -> dict[str, Any]:
         "ndiff": _diffing(difflib.ndiff),
         "get_close_matches": _checked_close_matches,
     }
+
+
+class CheckedQName(ElementTree.QName):
+    """``ElementTree.QName`` of text only: the real one formats any object it is given with
+    ``%s`` and ``%r`` in one C call (a shared structure's text, red-team H10), and hashes it."""
+
+    def __init__(self, text_or_uri: Any, tag: Any = None) -> None:
+        for part in (text_or_uri, tag):
+            if part is not None and not isinstance(part, str):
+                raise TypeError(f"QName takes text in the sandbox, not {type(part).__name__}")
+        super().__init__(exact_name(text_or_uri), None if tag is None else exact_name(tag))
+
+
+CheckedQName.__module__ = "xml.etree.ElementTree"
+CheckedQName.__qualname__ = CheckedQName.__name__ = "QName"

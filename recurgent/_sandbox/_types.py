@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import datetime
 import decimal
+import enum
 import fractions
 import functools
 import io
@@ -22,8 +23,9 @@ import zoneinfo
 from typing import Any
 
 from recurgent._journal import MemoryView
-from recurgent._journal._core import guard_by_running_attempt
+from recurgent._journal._core import guard_by_running_attempt, guard_within_by_running_attempt
 from recurgent._journal._shared import HostClass, Withheld, needs_guard
+from recurgent._sandbox._gate import ZoneInfoGate, served_class
 from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class
@@ -167,6 +169,10 @@ DENIED_BY_TYPE: dict[type, frozenset[str]] = {
     functools.partial: frozenset({"func", "args", "keywords"}),
     # The tz cache is shared by the process (ADR 0048).
     zoneinfo.ZoneInfo: frozenset({"clear_cache"}),
+    ZoneInfoGate: frozenset({"clear_cache"}),
+    # A standard-engine pattern's scanner matches on that engine; its matching methods are
+    # served on the sandbox's engine (ADR 0090).
+    re.Pattern: frozenset({"scanner"}),
 }
 #: Exceptions raised by host code may point at host objects (AttributeError.obj is the object
 # whose attribute was missing: a real module, when a facade looked it up).
@@ -215,10 +221,17 @@ def type_of(obj: Any) -> Any:
     them without the sandbox's checks, so ``type(SomeClass)`` is this function itself.
     """
     cls = number_class(type(obj))  # raw Decimal/Fraction -> checked stand-in (ADR 0022)
+    served = served_class(cls)  # ZoneInfo -> its gated stand-in (ADR 0091)
+    if served is not cls:
+        return served
     if issubclass(cls, type):
         return SEALED_TYPE_OF
     if cls is object or cls in OPEN_TYPES:
         return cls
+    if isinstance(cls, enum.EnumMeta) and not isinstance(cls, SandboxType):
+        # A host enum class formats a value it refuses with %r in one C call (ADR 0092):
+        # its members are served, the class constructs nothing.
+        return SealedType(cls)
     if cls is HostClass:
         return SEALED_TYPE_OF  # a host class from memory is a class (ADR 0068)
     if _exposable_class(cls):
@@ -251,12 +264,13 @@ def _guarded_if_opened(cls: type) -> Any:
 
 def guarded_host_code(value: Any) -> Any:
     """``value`` read from an instance of a class the user opened (``_sandbox_public_``): host
-    code (a bound method, a classmethod, a nested class) guarded by the running attempt, so a
-    leaked generator cannot run it after the attempt (red-team R3, H5); with no attempt
-    running, withheld. Anything else as it is."""
-    if not needs_guard(value):
-        return value
-    return guard_by_running_attempt(value, Withheld)
+    code (a bound method, a classmethod, a nested class), also inside a container the
+    attribute holds, guarded by the running attempt, so a leaked generator cannot run it after
+    the attempt (red-team R3, H5 and H6); with no attempt running, withheld. Anything else as
+    it is."""
+    if needs_guard(value):
+        return guard_by_running_attempt(value, Withheld)
+    return guard_within_by_running_attempt(value)
 
 
 # What type() says of a runtime callable: a function, as it would of the original.

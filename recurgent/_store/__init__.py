@@ -28,6 +28,7 @@ from recurgent._store._artifacts import (
     apply_call,
     checksum,
     contract_fingerprint,
+    parse_record,
     record_cacheability,
     reuse_verdict,
 )
@@ -40,6 +41,7 @@ from recurgent._store._promotion import (
     POLICY,
     Decision,
     Promotion,
+    evaluate as evaluate_version,
     latest_decision,
     promotion_mode,
     state_of,
@@ -52,6 +54,7 @@ from recurgent._store._registry import (
     update_tools,
 )
 from recurgent._store._versions import enforced_choices, runs_kept_version
+from recurgent._tool_telemetry import ToolObservation, reflects
 from recurgent._values import utc_timestamp
 
 __all__ = [
@@ -384,6 +387,59 @@ class Store:
             decided[0] if decided and updated.written else None,
         )
 
+    def record_correction(
+        self, role: str, method: str, digest: str, *, promotion: Promotion
+    ) -> WriteResult:
+        """Count a user correction (a re-ask, ADR 0108) against the version ``digest`` of
+        ``role.method``, and evaluate that version again under the promotion policy.
+
+        Written at once (corrections are rare: only a call that wrote a program can be one).
+        Nothing is written for a version the artifact has no scorecard for
+        (``unknown_version``), nor to another runtime's or a damaged record.
+        """
+        path = self._artifact_path(role, method)
+        now = self._now()
+        refused: list[str] = []
+        decided: list[Decision] = []
+
+        def change(loaded: Loaded) -> dict[str, Any] | None:
+            record = parse_record(loaded.data)
+            if record is None or (record.role, record.method_name) != (role, method):
+                refused.append("no_record")
+                return None
+            card = record.scorecards.get(digest)
+            if card is None:
+                refused.append("unknown_version")
+                return None
+            card.user_correction_count += 1
+            card.updated_at = now
+            if promotion.shadow:
+                decided.append(
+                    evaluate_version(
+                        record,
+                        digest,
+                        "corrected",
+                        enforced=promotion.enforced,
+                        now=now,
+                        calls_covered=0,
+                    )
+                )
+            return record.to_json()
+
+        try:
+            updated = update_json(path, change, root=self.root, now=self._clock())
+        except (OSError, ValueError) as error:
+            return WriteResult(False, f"error: {type(error).__name__}: {error}")
+        if refused:
+            return WriteResult(False, refused[0])
+        _ARTIFACTS.drop(path)
+        return WriteResult(
+            updated.written,
+            updated.skipped,
+            updated.quarantined_to,
+            decided[0] if decided and updated.written else None,
+        )
+
     def _defer_run(self, path: Path, call: CallRecord, now: str) -> WriteResult:
         digest = checksum(call.code)
         replaced: list[RunsDelta] = []
@@ -450,18 +506,37 @@ class Store:
             _pending.USES.put_back(path, self.root, waiting)
         return result
 
-    def touch_tool(self, name: str, method: str, *, ok: bool) -> WriteResult:
+    def touch_tool(
+        self, name: str, method: str, *, ok: bool, observation: ToolObservation | None = None
+    ) -> WriteResult:
         """Count one call a registered tool served (``deferred``: written in a batch, ADR
-        0055); ``not_registered`` for other names, which are never counted."""
-        if name not in self._tools():
+        0055), with what its program showed (ADR 0109); ``not_registered`` for other names,
+        which are never counted.
+
+        An observation the registry on disk does not reflect yet (a new program, a lifecycle
+        change) is written at once, with every use waiting for the registry: a stored program
+        answering again adds nothing new and waits for the batch.
+        """
+        tools = self._tools()
+        if name not in tools:
             return WriteResult(False, "not_registered")
         now = self._now()
 
         def add(deltas: dict[str, UsesDelta]) -> dict[str, UsesDelta]:
-            deltas.setdefault(name, UsesDelta()).add(method, ok, now)
+            deltas.setdefault(name, UsesDelta()).add(method, ok, now, observation)
             return deltas
 
-        due = _pending.USES.fold(registry_path(self.root), self.root, dict, add)
+        path = registry_path(self.root)
+        due = _pending.USES.fold(path, self.root, dict, add)
+        if observation is not None and not reflects(tools[name], observation):
+            waiting = _pending.USES.take(path)
+            if waiting is not None:
+                try:
+                    _pending.write_uses(path, self.root, waiting)
+                except (OSError, ValueError) as error:
+                    _pending.USES.put_back(path, self.root, waiting)
+                    return WriteResult(False, f"error: {type(error).__name__}: {error}")
+                return WriteResult(True)
         if due:
             _pending.flush_due()
         return _DEFERRED

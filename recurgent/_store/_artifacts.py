@@ -133,6 +133,9 @@ class Scorecard(_Model):
     #: Written by the role-profile telemetry when it observes state keys; ``None``: no
     #: observation (the gate reads it as consistent).
     state_key_consistency_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: Answers of this version a user asked for again at once (a re-ask, ADR 0108): the policy
+    #: judges each one a failure.
+    user_correction_count: int = Field(default=0, ge=0)
     sessions: list[str] = Field(default_factory=list)
     short_window: list[WindowEntry] = Field(default_factory=list)
     last_outcome_status: str | None = None

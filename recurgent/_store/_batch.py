@@ -27,6 +27,7 @@ from recurgent._store._artifacts import (
 from recurgent._store._promotion import ensure_lifecycle, evaluate as evaluate_version
 from recurgent._store._registry import merge_uses
 from recurgent._store._versions import protected, remember_version, trim_lru
+from recurgent._tool_telemetry import ToolObservation, merge_observations
 
 __all__ = ["RunsDelta", "UsesDelta", "apply_runs", "apply_uses", "batchable"]
 
@@ -207,14 +208,18 @@ def apply_runs(record: ArtifactRecord, delta: RunsDelta) -> ArtifactRecord:
 
 @dataclass(slots=True)
 class UsesDelta:
-    """Calls one registered tool served, not yet written to ``registry.json``."""
+    """Calls one registered tool served, not yet written to ``registry.json``; with the latest
+    observation of each method called (ADR 0109), the most recent last."""
 
     successes: int = 0
     failures: int = 0
     methods: list[str] = field(default_factory=list)
     last_at: str = ""
+    observations: dict[str, ToolObservation] = field(default_factory=dict)
 
-    def add(self, method: str, ok: bool, now: str) -> None:
+    def add(
+        self, method: str, ok: bool, now: str, observation: ToolObservation | None = None
+    ) -> None:
         """Count one call (a failed one does not advertise its method)."""
         if ok:
             self.successes += 1
@@ -223,6 +228,12 @@ class UsesDelta:
         else:
             self.failures += 1
         self.last_at = max(self.last_at, now)
+        if observation is not None:
+            self._observe(observation)
+
+    def _observe(self, observation: ToolObservation) -> None:
+        self.observations.pop(observation.method, None)
+        self.observations[observation.method] = observation
 
     def merge(self, later: UsesDelta) -> UsesDelta:
         """This delta followed by ``later``."""
@@ -230,6 +241,8 @@ class UsesDelta:
         self.failures += later.failures
         self.methods.extend(m for m in later.methods if m not in self.methods)
         self.last_at = max(self.last_at, later.last_at)
+        for observation in later.observations.values():
+            self._observe(observation)
         return self
 
 
@@ -238,10 +251,13 @@ def apply_uses(entry: Mapping[str, Any], delta: UsesDelta) -> dict[str, Any]:
     # Another process may have recorded a later use meanwhile: the newest stamp stays.
     recorded = entry.get("last_used_at")
     now = max(recorded, delta.last_at) if isinstance(recorded, str) else delta.last_at
-    return merge_uses(
+    merged = merge_uses(
         entry,
         successes=delta.successes,
         failures=delta.failures,
         methods=list(delta.methods),
         now=now,
     )
+    if not delta.observations:
+        return merged
+    return merge_observations(merged, delta.observations.values())

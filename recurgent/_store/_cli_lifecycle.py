@@ -163,6 +163,7 @@ def _row(record: ArtifactRecord, digest: str) -> dict[str, Any]:
         "outcome_retry_exhausted": numbers["outcome_retry_exhausted"],
         "wrong_boundary_count": numbers["wrong_boundary_count"],
         "provenance_violations": numbers["provenance_violations"],
+        "user_corrections": numbers["user_correction_count"],
         "last_decision": entry.last_decision if entry is not None else None,
         "last_decision_at": entry.last_decision_at if entry is not None else None,
     }

@@ -50,7 +50,8 @@ __all__ = [
 #: How a run of a version ended, as the policy sees it: an answer (an ok value or a domain
 #: error, ADR 0037), a failure of the program (intrinsic or adaptive), or an outage (extrinsic:
 #: the provider, the network, a slow upstream), which is not the program's fault.
-RunKind = Literal["answered", "failed", "outage"]
+#: How the run(s) just counted ended; ``corrected``: a user re-asked what it answered (ADR 0108).
+RunKind = Literal["answered", "failed", "outage", "corrected"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,8 @@ def metrics(card: Scorecard | None) -> dict[str, Any]:
     """The numbers the policy reads from one version's scorecard (this call included).
 
     Rates without observations count as perfect (1.0), as in the original: a program without a
-    contract is never held back by a contract rate.
+    contract is never held back by a contract rate. Successes and failures are as judged: an
+    answer a user asked for again at once (a re-ask, ADR 0108) counts as a failure.
     """
     if card is None:
         calls = successes = failures = sessions = passed = failed = 0
@@ -141,6 +143,9 @@ def metrics(card: Scorecard | None) -> dict[str, Any]:
         provenance = card.provenance_violation_count
         profile_passed, profile_failed = card.role_profile_pass_count, card.role_profile_fail_count
         state_keys = card.state_key_consistency_ratio
+    # An answer a user corrected at once did not serve: judged a failure (ADR 0108).
+    corrected = min(card.user_correction_count, successes) if card is not None else 0
+    successes, failures = successes - corrected, failures + corrected
     checks = passed + failed
     profiled = profile_passed + profile_failed
     return {
@@ -158,6 +163,7 @@ def metrics(card: Scorecard | None) -> dict[str, Any]:
         "state_key_consistency_ratio": 1.0 if state_keys is None else round(state_keys, 4),
         "role_profile_observation_count": profiled,
         "role_profile_pass_rate": round(profile_passed / profiled, 4) if profiled else 1.0,
+        "user_correction_count": card.user_correction_count if card is not None else 0,
     }
 
 
@@ -266,7 +272,7 @@ def _transition(
             return "continue_probation", "probation", {"candidate_bootstrap": True}
         return "hold", "candidate", {}
     if current == "probation":
-        if enforced and run == "failed":
+        if enforced and run in ("failed", "corrected"):
             return "degrade", "degraded", {"enforced_immediate_regression": True}
         if gate:
             return "promote", "durable", {}

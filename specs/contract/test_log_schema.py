@@ -3,7 +3,9 @@
 The published schema (draft 2020-12, tolerant: unknown fields allowed) types the continuity
 fields this port now writes (ADRs 0101-0103). :data:`ENTRY_SCHEMA` restates, in this port's
 words, its required fields and its typing of the history and content-store fields, and every
-line a range of calls writes is validated against it. When the original's repository is
+line a range of calls writes is validated against it. The pattern and user-correction fields
+(ADRs 0107, 0108) are the original's too, but its schema does not type them:
+:data:`PATTERN_PROPERTIES` types them as the original writes them. When the original's repository is
 named by ``RECURGENT_REFERENCE_REPO`` (a git checkout of kulesh/recurgent; opt-in, never in CI),
 the lines are also validated against the published file itself, and the restatement is checked
 against it.
@@ -47,6 +49,21 @@ CONTINUITY_PROPERTIES: dict[str, Any] = {
     "content_store_entry_count": _COUNT,
     "content_store_total_bytes": _COUNT,
 }
+#: The original's pattern and correction fields (its ``observability.rb``), typed as it writes
+#: them; its published schema leaves them untyped.
+PATTERN_PROPERTIES: dict[str, Any] = {
+    "capability_patterns": {"type": "array", "items": {"type": "string"}},
+    "capability_pattern_evidence": {
+        "type": ["object", "null"],
+        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+    },
+    "user_correction_detected": {"type": "boolean"},
+    "user_correction_signal": {
+        "type": ["string", "null"],
+        "enum": ["temporal_reask", "temporal_reask_no_tooling", None],
+    },
+    "user_correction_reference_call_id": _TEXT,
+}
 ENTRY_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -61,8 +78,9 @@ ENTRY_SCHEMA: dict[str, Any] = {
         "duration_ms",
         "generation_attempt",
         *CONTINUITY_PROPERTIES,
+        *PATTERN_PROPERTIES,
     ],
-    "properties": CONTINUITY_PROPERTIES,
+    "properties": {**CONTINUITY_PROPERTIES, **PATTERN_PROPERTIES},
 }
 _SCHEMA_PATH = "specs/contract/v1/recurgent-log-entry.schema.json"
 
@@ -179,3 +197,73 @@ class TestLogSchema:
 
         assert {name: properties[name] for name in CONTINUITY_PROPERTIES} == CONTINUITY_PROPERTIES
         assert ENTRY_SCHEMA["required"][:9] == published["required"]
+
+
+#: A one-off program that fetches and reads headlines, and a plain answer.
+HEADLINES = (
+    "import urllib.request\n"
+    "items = [{'title': 'a', 'link': 'b'}]\n"
+    "return {'items': [{'title': i['title'], 'link': i['link']} for i in items], "
+    "'provenance': {'sources': [{'uri': 'https://x.example/rss', 'fetched_at': '2026-12-02', "
+    "'retrieval_tool': 'urllib', 'retrieval_mode': 'fixture'}]}}"
+)
+
+
+@pytest.fixture
+def pattern_lines(tmp_path: Path, log_path: Path) -> list[dict[str, Any]]:
+    """Lines of: a one-off fetch, the same asked again, a plain answer twice, a stored program
+    answering again."""
+    provider = ScriptedProvider(
+        {"ask": [HEADLINES, HEADLINES, "return 'hm'", "return 'hm'"], "total": "return 3"}
+    )
+    agent = Agent("assistant", provider=provider, log=log_path, toolstore_root=tmp_path / "s")
+    for question in ("news", "news again", "hello", "hello?"):
+        agent.ask(question)
+    agent.total()
+    agent.total()
+    return read_log(log_path)
+
+
+class TestPatternFields:
+    """The pattern and user-correction fields validate and say what happened."""
+
+    def test_every_line_validates(self, pattern_lines: list[dict[str, Any]]) -> None:
+        """Six lines, no schema error."""
+        validator = Draft202012Validator(ENTRY_SCHEMA)
+
+        errors = [e.message for line in pattern_lines for e in validator.iter_errors(line)]
+
+        assert (len(pattern_lines), errors) == (6, [])
+
+    def test_the_fields_per_line(self, pattern_lines: list[dict[str, Any]]) -> None:
+        """Tags of generated programs only; corrections name the call before."""
+        shown = [
+            (
+                line["capability_patterns"],
+                line["user_correction_detected"],
+                line["user_correction_signal"],
+                line["user_correction_reference_call_id"] == previous["call_id"],
+            )
+            for previous, line in zip(
+                [{"call_id": "none"}, *pattern_lines], pattern_lines, strict=False
+            )
+        ]
+
+        assert shown == [
+            (["http_fetch", "news_headline_extract"], False, None, False),
+            (["http_fetch", "news_headline_extract"], True, "temporal_reask", True),
+            ([], False, None, False),
+            ([], True, "temporal_reask_no_tooling", True),
+            ([], False, None, False),
+            ([], False, None, False),
+        ]
+        assert [line["program_source"] for line in pattern_lines[4:]] == [
+            "generated",
+            "persisted",
+        ]
+
+    def test_the_published_schema_leaves_the_pattern_fields_to_us(
+        self, published: dict[str, Any]
+    ) -> None:
+        """None of them is typed there (so the restatement cannot contradict it)."""
+        assert [name for name in PATTERN_PROPERTIES if name in published["properties"]] == []

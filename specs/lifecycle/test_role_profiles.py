@@ -11,6 +11,7 @@ from recurgent import Agent, configure_runtime
 from recurgent._lifecycle import USER_FACING_EXHAUSTION
 from recurgent._prompting import shared_system_prefix
 from recurgent.testing import ScriptedProvider, read_log
+from specs.store.support import ScriptedModel
 
 from .support import tag
 
@@ -160,18 +161,27 @@ class TestEnforcement:
         )
 
     def test_a_stored_program_that_drifts_is_repaired(self, tmp_path: Path) -> None:
-        """A persisted increment on 'memory' fails the enforced profile and is repaired."""
+        """A persisted increment on 'memory' fails the enforced profile and is repaired (the
+        providers stand for one real model, ScriptedModel: a double reuses only its own script's
+        programs, ADR 0077)."""
         root = tmp_path / "store"
         writer = Agent(
             "calculator",
-            provider=ScriptedProvider({"add": ADD, "increment": INC_MEMORY}),
+            provider=ScriptedModel({"add": ADD, "increment": INC_MEMORY}),
             log=False,
             toolstore_root=root,
         )
         writer.add(1)
         writer.increment()
         configure_runtime(role_profile_enforcement_enabled=True)
-        agent, provider = _calc({"increment": INC_VALUE}, toolstore_root=root)
+        provider = ScriptedModel({"increment": INC_VALUE})
+        agent = Agent(
+            "calculator",
+            provider=provider,
+            log=False,
+            toolstore_root=root,
+            role_profile=COORDINATION,
+        )
 
         outcome = agent.increment()
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from recurgent import Agent
-from recurgent._profiles import ProfileBinding, RoleProfileRegistry
+from recurgent._profiles import ProfileBinding, RoleProfileRegistry, _registry
 from recurgent.errors import UsageError
 from recurgent.testing import ScriptedProvider
 
@@ -146,16 +146,62 @@ class TestChanges:
         assert events == ["publish", "publish", "activate", "rollback"]
 
     def test_binding_changes_without_a_store(self) -> None:
-        """Without a store the versions and the rollback are held in memory."""
+        """Without a store the versions and the rollback are held in memory; a single version
+        has nothing to roll back to."""
         binding = ProfileBinding("calculator", None)
 
         binding.publish(_profile(1))
+        with pytest.raises(UsageError, match="no earlier active role_profile version"):
+            binding.rollback()
         binding.publish(_profile(2))
         assert binding.active_version() == 2
         binding.rollback()
+
         assert binding.active_version() == 1
-        with pytest.raises(UsageError, match="no earlier active role_profile version"):
+
+    @pytest.mark.parametrize("store", [True, False])
+    def test_rollback_goes_to_the_version_active_before_with_or_without_a_store(
+        self, tmp_path: Path, store: bool
+    ) -> None:
+        """The registry's rule, held or stored alike: the most recent other version active
+        before the current one, so rollbacks in a row alternate (1, 2, 3 active in turn:
+        rollbacks give 2, 3, 2); activating 1 and rolling back gives the 2 active before."""
+        binding = ProfileBinding("calculator", tmp_path / "store" if store else None)
+        for version in (1, 2, 3):
+            binding.publish(_profile(version))
+
+        seen = []
+        for _ in range(3):
             binding.rollback()
+            seen.append(binding.active_version())
+        binding.activate(1)
+        binding.rollback()
+
+        assert (seen, binding.active_version()) == ([2, 3, 2], 2)
+
+    def test_a_refused_write_may_fail_instead_of_holding(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """hold_if_refused=False (an applied proposal): the store's OSError is raised, nothing
+        is held in memory and the active profile stays the one before."""
+        binding = ProfileBinding("calculator", tmp_path / "store")
+        binding.publish(_profile(1))
+        binding.publish(_profile(2), activate=False)
+
+        def disk_full(*args: Any, **kwargs: Any) -> Any:
+            raise OSError("disk full")
+
+        monkeypatch.setattr(_registry, "update_json", disk_full)
+        with pytest.raises(OSError, match="disk full"):
+            binding.publish(_profile(3), hold_if_refused=False)
+        with pytest.raises(OSError, match="disk full"):
+            binding.activate(2, hold_if_refused=False)
+        with pytest.raises(OSError, match="disk full"):
+            binding.rollback(2, hold_if_refused=False)
+
+        assert binding.active_version() == 1
+        with pytest.raises(UsageError, match="version 3 not found"):
+            binding.activate(3)
 
 
 class TestSetterObservations:

@@ -5,26 +5,39 @@ The fingerprint captures, for every allowed module, every public name and, for e
 ``__dict__``, ``__defaults__`` and ``__kwdefaults__``; for each class its attribute table;
 plus process-wide settings generated code must never move (``csv.field_size_limit()``, the
 decimal context, the global random state, recursion and int-string limits, json's default
-encoder and decoder). One spec runs the whole escape corpus and every side-door payload and
-compares (ADR 0019, 0020).
+encoder and decoder), plus what the host's own calls of library functions with process-wide
+caches return (``strptime``, ``ZoneInfo``, ``re``, ``urlsplit``, ``findall``, ``typing``: a
+program object kept in such a cache would answer them, ADR 0091). One spec runs the whole
+escape corpus, every side-door payload and the cache payloads of red team R4, and compares
+(ADR 0019, 0020).
 """
 
 from __future__ import annotations
 
 import copyreg
 import csv
+import datetime
 import decimal
 import functools
 import importlib
 import json
 import os
 import random
+import re
+import string
 import sys
+import time
 import types
+import typing
+import urllib.parse
+import xml.etree.ElementTree as ElementTree
+import zoneinfo
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
 from recurgent.errors import InvalidCodeError, ProviderError
@@ -107,6 +120,31 @@ def process_fingerprint() -> dict[str, Any]:
     }
 
 
+def _outcome(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except BaseException as error:
+        return f"raised {type(error).__name__}"
+
+
+def host_behaviour() -> dict[str, Any]:
+    """What the host's own calls of library functions with process-wide caches return."""
+    return {
+        "datetime.strptime": _outcome(lambda: datetime.datetime.strptime("2026-12-02", "%Y-%m-%d")),
+        "time.strptime": _outcome(lambda: tuple(time.strptime("2026-12-02", "%Y-%m-%d"))),
+        "ZoneInfo": _outcome(lambda: (str(zoneinfo.ZoneInfo("UTC")), zoneinfo.ZoneInfo("UTC"))),
+        "re.compile": _outcome(lambda: re.compile("a+").match("caab", 1).span()),
+        "re.sub": _outcome(lambda: re.sub("a+", "-", "baab")),
+        "regex.compile": _outcome(lambda: regex.compile("a+").match("aa").span()),
+        "urlsplit": _outcome(lambda: tuple(urllib.parse.urlsplit("http://example.com/x"))),
+        "findall": _outcome(
+            lambda: len(ElementTree.fromstring("<a><item/></a>").findall(".//item"))
+        ),
+        "Literal": _outcome(lambda: repr(typing.Literal["a"])),
+        "Template": _outcome(lambda: string.Template("$a").substitute(a=1)),
+    }
+
+
 def _run_all(payloads: list[tuple[str, str, str]], host: Host) -> list[str]:
     """Run every payload; return the ids of those that did not end in their error type."""
     wrong = []
@@ -135,8 +173,10 @@ class TestSharedObjectsStayUnchanged:
     def test_whole_corpus_leaves_modules_and_settings_unchanged(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
-        """Escape corpus + side doors in one run: both fingerprints are equal before and after."""
+        """Escape corpus + side doors + cache payloads in one run: the fingerprints and the
+        host's own library calls are equal before and after."""
         from .test_escapes import PAYLOADS
+        from .test_red_team_r4 import CACHE_PAYLOADS
         from .test_side_doors import SIDE_DOORS
 
         monkeypatch.chdir(tmp_path)
@@ -144,10 +184,14 @@ class TestSharedObjectsStayUnchanged:
             memory={"note": "kept", "formatter": functools.partial(os.getenv, "HOME")},
             delegate_errors={"broken": ProviderError("401 Unauthorized")},
         )
+        # The host's calls first: they warm the caches (ZoneInfo's is a class attribute).
+        behaviour = host_behaviour()
         before = (module_fingerprint(), process_fingerprint())
-        wrong = _run_all(list(PAYLOADS) + list(SIDE_DOORS), host)
+        wrong = _run_all(list(PAYLOADS) + list(SIDE_DOORS) + CACHE_PAYLOADS, host)
+        assert (wrong, host_behaviour()) == ([], behaviour)
         after = (module_fingerprint(), process_fingerprint())
-        assert (wrong, after == before) == ([], True)
+        changed = [name for name in before[0] if before[0][name] != after[0][name]]
+        assert (changed, after[1] == before[1]) == ([], True)
 
     def test_the_fingerprint_notices_a_renamed_function(self) -> None:
         """The module fingerprint is not vacuous: renaming ``json.loads`` changes it."""

@@ -349,7 +349,7 @@ class _CountingTicker:
         self.nudged = threading.Event()
         self.count = 0
 
-    def force_check(self) -> None:
+    def watch(self) -> None:
         self.count += 1
         self.nudged.set()
 

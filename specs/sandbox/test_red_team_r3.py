@@ -2,8 +2,8 @@
 
 Every payload is the generated program of an attacker, run through the sandbox helpers of
 ``specs/sandbox/support.py`` or the public path (an ``Agent`` with a scripted provider). Each
-class names its finding (H1 to H10), the payload, what used to happen and what holds now; an
-open finding is a strict ``xfail`` stating the fix.
+class names its finding (H1 to H10), the payload, what used to happen and what holds now. H6
+and H10, left open here, were closed by ADR 0092 and are regression specs like the others.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import gc
 import random
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -356,26 +357,46 @@ class TestAnOpenedInstancesHostCode:
 
 
 class TestHostCodeNestedInAHostCallsResult:
-    """Finding H6 (open): host code *inside a container* a host function returns, or an opened
-    instance's attribute holds, reaches the program raw.
+    """Finding H6 (fixed, ADR 0092): host code *inside a container* a host function returns,
+    or an opened instance's attribute holds, reached the program raw.
 
     Payload: memory holds ``get = lambda: {'on': notify}``; ``m = context['get']()['on']``
     (or ``context['cls']().handlers['on']``), a leaked generator whose cleanup calls
-    ``m('late')``, then ``raise ValueError``: the next garbage collection calls ``notify``
-    after the attempt. H1 and H5 guard the host code a call returns or an attribute holds,
-    not what a returned container holds: the container is the host's own object (ADR 0057:
-    what a host function hands out is the host's grant, and writes to it reach the host).
-    Fix: hand a host call's result (and an opened instance's attribute) through an
-    ``inbound``-like walk that guards host code in containers. That copies the containers,
-    which changes what writes to a returned host list do, so it needs a decision of its own.
+    ``m('late')``, then ``raise ValueError``: the next garbage collection called ``notify``
+    after the attempt. A container holding host code is now handed out as a copy with that
+    code guarded (``_journal/_shared.guarded_within``); a container holding none is still the
+    host's own object, so writes to it reach the host as before (ADR 0057).
     """
 
-    @pytest.mark.xfail(strict=True, reason="H6 open: nested host code in a host call's result")
-    @pytest.mark.parametrize("read", ["context['get']()['on']", "context['getl']()[0]"])
+    @pytest.mark.parametrize(
+        "read",
+        [
+            "context['get']()['on']",
+            "context['getl']()[0]",
+            "context['getn']()['deep'][1][0]",
+            "context['cls']().handlers['on']",
+            "context['cls'].table['on']",
+        ],
+    )
     def test_a_leaked_generator_cannot_call_a_nested_function_later(self, read: str) -> None:
         """After ``gc.collect()`` the nested function ran once, during the attempt."""
         calls, notify = _recorder()
-        host = Host(memory={"get": lambda: {"on": notify}, "getl": lambda: [notify]})
+
+        class Holder:
+            _sandbox_public_ = frozenset({"handlers", "table"})
+            table = {"on": notify}
+
+            def __init__(self) -> None:
+                self.handlers = {"on": notify}
+
+        host = Host(
+            memory={
+                "get": lambda: {"on": notify},
+                "getl": lambda: [notify],
+                "getn": lambda: {"deep": (1, [notify])},
+                "cls": Holder,
+            }
+        )
         source = leaking("m('late')", f"m = {read}\nm('during')\nraise ValueError")
 
         result = execute(source, host=host)
@@ -383,6 +404,15 @@ class TestHostCodeNestedInAHostCallsResult:
 
         assert result.error is not None and result.error.error_type == "execution"
         assert calls == ["during"]
+
+    def test_a_returned_container_without_host_code_is_the_hosts_own(self) -> None:
+        """A plain list a host function returns is still its object: appends reach it."""
+        rows: list[int] = [1]
+        host = Host(memory={"rows": lambda: rows})
+
+        result = execute("r = context['rows']()\nr.append(2)\nresult = len(r)", host=host)
+
+        assert (result.error, result.value, rows) == (None, 2, [1, 2])
 
 
 _PROBE = (
@@ -582,30 +612,79 @@ class TestReadingAHugeMemoryValue:
 
 
 class TestTextOfASharedStructure:
-    """Finding H10 (open): ``str``/``repr``/f-strings/``format``/``%s``/``print`` of a
-    structure that shares one container many times build text of any size in one C call.
+    """Finding H10 (fixed, ADR 0092): ``str``/``repr``/f-strings/``format``/``%s``/``print``
+    of a structure that shares one container many times built text of any size in one C call.
 
     Payload: ``str([[0] * 10**4] * 400)``: 4 * 10**6 items counted by every cap, since the row
     is one list held 400 times, but 12 million characters of text, past the 10-million item cap
-    (``json.dumps`` of the same value is refused, F6; ``str.format`` refuses it after building
+    (``json.dumps`` of the same value is refused, F6; ``str.format`` refused it after building
     it). One more level (``[[[0] * 1000] * 1000] * 1000``) is three gigabytes from one
-    uninterruptible call, which the memory limit checks only at the next tick. Fix: before
-    these conversions of a container, estimate its text by walking it with a memo by ``id``
-    (the expanded item count of a shared row is its count times its references: cost
-    proportional to the distinct containers) and refuse past the item cap, as ``json.dumps``
-    counts its pieces.
+    uninterruptible call, which the memory limit checks only at the next tick. Before these
+    conversions of a container the sandbox now estimates its text with a walk memoized by
+    ``id`` (``_sandbox/_text_size.py``) and refuses past the item cap.
     """
 
-    @pytest.mark.xfail(strict=True, reason="H10 open: text of a shared structure is uncapped")
     @pytest.mark.parametrize(
         "convert",
-        ["str(x)", "repr(x)", "f'{x}'", "'%s' % (x,)", "format(x)", "print(x) or ''"],
+        [
+            "str(x)",
+            "repr(x)",
+            "f'{x}'",
+            "'%s' % (x,)",
+            "format(x)",
+            "print(x) or ''",
+            "'{}'.format(x)",
+            "ascii(x)",
+            "f'{x!r:>3}'",
+        ],
     )
     def test_the_text_is_refused_past_the_item_cap(self, convert: str) -> None:
         """The conversion fails as ``resource_limit`` before building the text."""
         result = execute(f"x = [[0] * 10**4] * 400\nresult = len({convert})")
 
         assert result.error is not None and result.error.error_type == "resource_limit"
+
+    @pytest.mark.parametrize(
+        "source",
+        [
+            # A counter read later, by a lambda, after the name changed.
+            "fs = []\nfor i in range(1):\n    fs.append(lambda: str(i))\ni = X\nresult = fs[0]()",
+            # A counter rebound through nonlocal by a call in the loop.
+            "def run():\n    def swap():\n        nonlocal i\n        i = X\n"
+            "    for i in range(1):\n        swap()\n        return str(i)\nresult = run()",
+            # A counter rebound in the loop, or range itself rebound.
+            "for i in range(1):\n    i = X\n    result = f'{i}'",
+            "range = lambda n: [X]\nfor i in range(1):\n    result = str(i)",
+        ],
+    )
+    def test_a_range_counter_is_trusted_only_where_it_is_one(self, source: str) -> None:
+        """``str(i)`` of a ``range()`` loop's counter skips the estimate, but only where ``i``
+        cannot be anything else."""
+        result = execute("X = [[0] * 10**4] * 400\n" + source)
+
+        assert result.error is not None and result.error.error_type == "resource_limit"
+
+    def test_one_level_more_is_refused_at_once(self) -> None:
+        """Three levels of sharing (10**9 zeros of text) are refused without building any."""
+        started = time.monotonic()
+        result = execute("x = [[[0] * 1000] * 1000] * 1000\nresult = len(str(x))")
+
+        assert result.error is not None and result.error.error_type == "resource_limit"
+        assert time.monotonic() - started < 5.0
+
+    @pytest.mark.parametrize(
+        ("convert", "expected"),
+        [
+            ("str(x)", "[[0, 0], [0, 0]]"),
+            ("repr(x)", "[[0, 0], [0, 0]]"),
+            ("f'{x}'", "[[0, 0], [0, 0]]"),
+            ("'%s' % (x,)", "[[0, 0], [0, 0]]"),
+            ("str(list(range(3)))", "[0, 1, 2]"),
+        ],
+    )
+    def test_small_shared_structures_convert_as_before(self, convert: str, expected: str) -> None:
+        """Below the cap nothing changes."""
+        assert execute(f"x = [[0] * 2] * 2\nresult = {convert}").value == expected
 
 
 class TestUserStringMeetsTheTextCaps:

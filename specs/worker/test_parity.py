@@ -157,7 +157,10 @@ def test_typed_deliverables_give_the_caller_model_instances(isolation: str) -> N
 @pytest.fixture(scope="class")
 def isolated() -> Iterator[Agent]:
     """One process-isolated agent for the refusals (each agent starts a worker when built)."""
-    agent = Agent("x", log=False, toolstore_root=None, isolation="process")
+    # No call is made: a provider is named only so the fail-fast check (ADR 0097) passes.
+    agent = Agent(
+        "x", provider=ScriptedProvider({}), log=False, toolstore_root=None, isolation="process"
+    )
     yield agent
     agent._agent.workers.shutdown()  # type: ignore[union-attr]
 
@@ -185,7 +188,7 @@ class TestHostObjectsThatCannotCross:
     def test_data_and_agents_are_accepted(self, isolated: Agent) -> None:
         """Plain values of every kept kind, nested, and another agent pass the check."""
         agent = isolated
-        other = Agent("y", log=False, toolstore_root=None)
+        other = Agent("y", provider=ScriptedProvider({}), log=False, toolstore_root=None)
         agent.remember(
             data={1: (b"x", {2.5}), "when": datetime.datetime(2024, 1, 1)},
             counts=collections.Counter("aab"),
@@ -195,7 +198,7 @@ class TestHostObjectsThatCannotCross:
 
     def test_in_process_agents_keep_host_objects(self) -> None:
         """The check is only for isolation='process'."""
-        agent = Agent("x", log=False, toolstore_root=None)
+        agent = Agent("x", provider=ScriptedProvider({}), log=False, toolstore_root=None)
         agent.fn = len
         assert agent.runtime_context["fn"] is len
 

@@ -1,0 +1,201 @@
+"""The text a structure converts to, estimated before one C call builds it (red-team H10, ADR 0092).
+
+``str``, ``repr``, f-strings, ``format``, ``%s`` and ``print`` of a container build its text in
+one C call no stop interrupts. A container held many times counts once against the item cap
+but prints once per reference: ``[[0] * 10**4] * 400`` is 12 million characters, and one level
+more is gigabytes. Before such a conversion :func:`check_text` estimates the text by walking the
+structure with a memo by ``id`` (a shared part's text is computed once and counted once per
+reference, so the walk costs the distinct containers, not the text) and refuses past the item
+cap, as any other value past it is refused.
+
+The estimate is an upper bound for the kinds it knows (numbers by their digits, strings by
+their length with quotes and escapes, containers by their items and separators) and a small
+constant for other objects: a program object's ``__repr__`` is the program's code, which ticks.
+"""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import fractions
+from collections.abc import Iterable
+from typing import Any
+
+from recurgent._sandbox._measure import MAX_ITEMS, check_items
+
+__all__ = ["TEXT_CONTAINERS", "check_text", "check_texts", "estimated_text", "text_hook"]
+
+#: Containers whose text is their items' text: the kinds a conversion expands.
+TEXT_CONTAINERS = frozenset(
+    {
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        collections.deque,
+        collections.OrderedDict,
+        collections.Counter,
+        collections.defaultdict,
+    }
+)
+# Subclasses print their items the same way (a namedtuple adds its field names).
+_CONTAINER_BASES = (list, tuple, dict, set, frozenset, collections.deque)
+# Digits per bit of an int, rounded up.
+_DIGITS_PER_BIT = 0.30103
+_OTHER = 16  # a value of another kind: a date, a function, a program object
+_SEPARATOR = 2  # ", " between items (": " inside a dict item)
+# What a container prints around its items: "[]", "(,)", "deque([])", "Counter({})", ...
+_WRAPPERS: dict[type, int] = {
+    list: 2,
+    tuple: 3,
+    dict: 2,
+    set: 5,
+    frozenset: 13,
+    collections.deque: 9,
+    collections.OrderedDict: 15,
+    collections.Counter: 11,
+}
+_WRAPPER = 80  # another kind of container ("defaultdict(<class ...>, {...})", a subclass)
+_ESCAPED_CONTROLS = str.maketrans("\n\r\t", "   ")
+
+
+def _str_text(value: str) -> int:
+    """``len(repr(value))``, or more: quotes, backslashes and escaped characters counted."""
+    length = str.__len__(value) + 2 + str.count(value, "\\") + str.count(value, "'")
+    if str.isprintable(value):
+        return length
+    controls = str.count(value, "\n") + str.count(value, "\r") + str.count(value, "\t")
+    if str.isprintable(str.translate(value, _ESCAPED_CONTROLS)):
+        return length + controls
+    return length * 10  # other unprintables print as \xNN to \UNNNNNNNN
+
+
+def _scalar_text(value: Any) -> int:
+    kind = type(value)
+    if kind is int or kind is bool:
+        return int(int.bit_length(value) * _DIGITS_PER_BIT) + 2
+    if kind is str:
+        return _str_text(value)
+    if kind is float or kind is complex:
+        return 50
+    if kind is bytes or kind is bytearray:
+        return len(value) * 4 + 14
+    if isinstance(value, decimal.Decimal):
+        digits = value.as_tuple().digits
+        return len(digits) + 30 if isinstance(digits, tuple) else 30
+    if isinstance(value, fractions.Fraction):
+        bits = int.bit_length(value.numerator) + int.bit_length(value.denominator)
+        return int(bits * _DIGITS_PER_BIT) + 30
+    if isinstance(value, int | str):
+        return _scalar_text(int.__int__(value) if isinstance(value, int) else str.__str__(value))
+    return _OTHER
+
+
+def _flat_text(items: list[Any]) -> int | None:
+    """Text of a container's items when none is a container (C-speed sums), else ``None``."""
+    kinds = set(map(type, items))
+    if kinds <= {int, bool}:
+        bits = sum(map(int.bit_length, items))
+        return int(bits * _DIGITS_PER_BIT) + len(items) * (2 + _SEPARATOR)
+    if kinds <= {str}:
+        return sum(map(_str_text, items)) + len(items) * _SEPARATOR
+    if kinds <= {float}:
+        return len(items) * (50 + _SEPARATOR)
+    if any(issubclass(kind, _CONTAINER_BASES) for kind in kinds):
+        return None
+    return sum(_scalar_text(item) + _SEPARATOR for item in items)
+
+
+def _is_container(value: Any) -> bool:
+    return type(value) in TEXT_CONTAINERS or isinstance(value, _CONTAINER_BASES)
+
+
+def _texted(value: Any) -> Any:
+    """What converting ``value`` prints the items of: an exception prints its ``args``."""
+    if isinstance(value, BaseException):
+        return _EXCEPTION_ARGS.__get__(value)
+    return value
+
+
+_EXCEPTION_ARGS = BaseException.__dict__["args"]
+
+
+def _wrapper(container: Any) -> int:
+    kind = type(container)
+    known = _WRAPPERS.get(kind)
+    if known is not None:
+        return known
+    fields = getattr(kind, "_fields", None)
+    if isinstance(container, tuple) and isinstance(fields, tuple):
+        # A namedtuple prints its class and field names: Point(x=1, y=2).
+        return _WRAPPER + sum(len(str(name)) + 1 for name in fields)
+    return _WRAPPER
+
+
+def _items(container: Any) -> list[Any]:
+    if isinstance(container, dict):
+        return [*dict.keys(container), *dict.values(container)]
+    if isinstance(container, list):
+        return list.copy(container)
+    if isinstance(container, tuple):
+        return list(tuple.__getitem__(container, slice(None)))
+    return list(container)
+
+
+def estimated_text(root: Any, limit: int = MAX_ITEMS) -> int:
+    """About ``len(str(root))`` for a container (an upper bound for the kinds it knows),
+    counting a shared part once per reference; stops counting once past ``limit``."""
+    if not _is_container(root):
+        return _scalar_text(root)
+    sizes: dict[int, int] = {}
+    held: list[Any] = []  # keeps every walked container alive, so ids stay unique
+    pending: list[tuple[Any, list[Any] | None]] = [(root, None)]
+    while pending:
+        node, items = pending.pop()
+        if items is None:
+            key = id(node)
+            if key in sizes:
+                continue
+            held.append(node)
+            items = _items(node)
+            flat = _flat_text(items)
+            if flat is not None:
+                sizes[key] = flat + _wrapper(node)
+                continue
+            sizes[key] = _WRAPPER  # while in progress: a cycle prints as [...]
+            pending.append((node, items))
+            pending.extend((item, None) for item in items if _is_container(item))
+            continue
+        total = _wrapper(node)
+        for item in items:
+            if _is_container(item):
+                total += sizes[id(item)] + _SEPARATOR
+            else:
+                total += _scalar_text(item) + _SEPARATOR
+            if total > limit:
+                break
+        sizes[id(node)] = total
+        if id(node) == id(root) or total > limit:
+            return total
+    return sizes[id(root)]
+
+
+def check_text(value: Any, what: str) -> None:
+    """Refuse converting ``value`` (a container, or an exception printing its ``args``) to
+    text when its text would pass the item cap."""
+    texted = _texted(value)
+    if _is_container(texted):
+        check_items(estimated_text(texted), what)
+
+
+def check_texts(values: Iterable[Any], what: str) -> None:
+    """:func:`check_text` of each value."""
+    for value in values:
+        check_text(value, what)
+
+
+def text_hook(value: Any) -> Any:
+    """``value``, once its text is known to fit (the hook f-strings call)."""
+    check_text(value, "converting a container to text")
+    return value
