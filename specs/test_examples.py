@@ -286,6 +286,7 @@ class TestExamplesOffline:
             top["moderate"]["content_store_write_ref"]
         ]
 
+
 class TestBatchExample:
     """examples/batch.py maps one method over a generated CSV, in process and on Ray."""
 
