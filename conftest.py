@@ -49,7 +49,8 @@ def log_path(tmp_path: Path) -> Path:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip live tests unless selected with -m live and an OpenAI or Anthropic key is set."""
+    """Skip live tests unless selected with -m live and an OpenAI or Anthropic key is set, and
+    Ray specs unless selected with -m ray."""
     import os
 
     selected = config.getoption("-m") or ""
@@ -58,6 +59,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(
         reason="live test: run with -m live and OPENAI_API_KEY or ANTHROPIC_API_KEY set"
     )
+    ray_ok = "ray" in selected and "not ray" not in selected
+    skip_ray = pytest.mark.skip(
+        reason="Ray spec: run with -m ray (make unit does, in a pytest of its own)"
+    )
     for item in items:
         if "live" in item.keywords and not live_ok:
             item.add_marker(skip)
+        if "ray" in item.keywords and not ray_ok:
+            item.add_marker(skip_ray)

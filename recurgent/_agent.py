@@ -13,7 +13,8 @@ Dispatch rules:
 
 The instance keeps everything in one underscored slot (an ``AgentState``), so the public
 namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``delegate``,
-``tool``, ``responds_to``, ``getdoc``, ``aio`` (the async view, ADR 0096), ``role_profile``
+``tool``, ``responds_to``, ``getdoc``, ``aio`` (the async view, ADR 0096), ``map`` and
+``starmap`` (one program over many items, ADR 0110), ``role_profile``
 and ``self_model`` (properties, ADRs 0083 and 0085) and the proposal methods (``propose``,
 ``proposals``, ``proposal``, ``approve_proposal``, ``reject_proposal``, ``apply_proposal``;
 ADR 0086), which never reach a provider. Making, keeping and reaching child agents is the
@@ -22,7 +23,7 @@ base class's (``_agent_children.ChildAgents``, ADR 0067).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 
 from recurgent._agent_children import ChildAgents
@@ -32,7 +33,7 @@ from recurgent._governance._wiring import governance_of
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
-from recurgent._option_types import AgentOptionsDict, DynamicAttribute
+from recurgent._option_types import AgentOptionsDict, DynamicAttribute, MapExecutorOption
 from recurgent._options import parse_options
 from recurgent._profiles import ProfileBinding
 from recurgent._registry import TOOLS_KEY, integrity_violation
@@ -70,6 +71,8 @@ _PUBLIC = frozenset(
         "role_profile",
         "self_model",
         "aio",
+        "map",
+        "starmap",
     }
 )
 
@@ -234,6 +237,87 @@ class Agent(ChildAgents):
         """The async view of this agent: ``await agent.aio.method(...)`` runs the call without
         blocking the event loop; same memory, log and Outcome (ADR 0096)."""
         return AsyncAgent(self)
+
+    def map(
+        self,
+        method: str,
+        items: Iterable[Any],
+        /,
+        *,
+        executor: MapExecutorOption = None,
+        batch_size: int | None = None,
+        concurrency: int | None = None,
+        progress: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> list[Outcome]:
+        """Call ``method(item)`` for every item with one program; one Outcome per item, in order.
+
+        The program is obtained once, by the first item's ordinary call (stored, repaired or
+        generated); concurrent maps of the method share it. The other items run it in batches
+        on ``executor`` (``"in_process"``, ``"process"`` or ``"ray"``; ``None``: as an ordinary
+        call would), each its own attempt with its own deadline (``timeout_seconds``, default
+        the agent's ``execution_timeout_seconds``) against a read-only snapshot of memory. A
+        failed item is its error Outcome; a program that fails on many items is repaired once.
+        ``progress=True`` shows a bar on stderr. The log gets one summary line (ADRs 0110-0113).
+
+        Raises:
+            UsageError: a bad argument, an executor that cannot be used (Ray not installed),
+                items that cannot reach it, or a program needing what it cannot serve.
+        """
+        return self._map(
+            method, items, False, executor, batch_size, concurrency, progress, timeout_seconds
+        )
+
+    def starmap(
+        self,
+        method: str,
+        items: Iterable[Iterable[Any]],
+        /,
+        *,
+        executor: MapExecutorOption = None,
+        batch_size: int | None = None,
+        concurrency: int | None = None,
+        progress: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> list[Outcome]:
+        """:meth:`map`, calling ``method(*item)``: each item is the call's positional arguments."""
+        return self._map(
+            method, items, True, executor, batch_size, concurrency, progress, timeout_seconds
+        )
+
+    def _map(
+        self,
+        method: str,
+        items: Iterable[Any],
+        star: bool,
+        executor: object,
+        batch_size: int | None,
+        concurrency: int | None,
+        progress: bool,
+        timeout_seconds: float | None,
+    ) -> list[Outcome]:
+        from recurgent._lifecycle._map import map_request, run_map
+
+        internals = self._agent
+        if generated_code_running():
+            raise GuardrailViolationError(
+                f"Generated code called {internals.role}.map directly; agents are reachable "
+                "only through tool()/delegate() handles",
+                subtype="unforwarded_agent_call",
+            )
+        request = map_request(
+            method,
+            items,
+            star=star,
+            executor=executor,
+            batch_size=batch_size,
+            concurrency=concurrency,
+            progress=progress,
+            timeout_seconds=timeout_seconds,
+            host_call=not internals.built_by_program,
+            reserved=RESERVED_NAMES,
+        )
+        return run_map(self._runtime(), request)
 
     def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.

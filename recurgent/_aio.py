@@ -23,17 +23,19 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast
 
 from recurgent._cancellation import CallCancelled, CancelScope, enter_scope
-from recurgent._option_types import AgentOptionsDict, AsyncDynamicAttribute
+from recurgent._option_types import AgentOptionsDict, AsyncDynamicAttribute, MapExecutorOption
 from recurgent.outcome import Outcome
 
 if TYPE_CHECKING:
     from recurgent._agent import Agent
 
 __all__ = ["AsyncAgent"]
+
+_T = TypeVar("_T")
 
 
 class AsyncAgent:
@@ -73,6 +75,62 @@ class AsyncAgent:
     def tool(self, name: str, **options: Unpack[AgentOptionsDict]) -> AsyncAgent:
         """The async view of ``agent.tool(name, ...)``."""
         return self.agent.tool(name, **options).aio
+
+    async def map(
+        self,
+        method: str,
+        items: Iterable[Any],
+        /,
+        *,
+        executor: MapExecutorOption = None,
+        batch_size: int | None = None,
+        concurrency: int | None = None,
+        progress: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> list[Outcome]:
+        """``await agent.aio.map(...)``: :meth:`Agent.map` on a thread of its own (ADR 0110).
+
+        Cancelling the awaiting task stops the map between batches (and its first call at
+        its next tick); the items already done are dropped with it.
+        """
+        agent = self.agent
+        return await awaited_call(
+            lambda: agent.map(
+                method,
+                items,
+                executor=executor,
+                batch_size=batch_size,
+                concurrency=concurrency,
+                progress=progress,
+                timeout_seconds=timeout_seconds,
+            )
+        )
+
+    async def starmap(
+        self,
+        method: str,
+        items: Iterable[Iterable[Any]],
+        /,
+        *,
+        executor: MapExecutorOption = None,
+        batch_size: int | None = None,
+        concurrency: int | None = None,
+        progress: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> list[Outcome]:
+        """``await agent.aio.starmap(...)``: :meth:`Agent.starmap` on a thread of its own."""
+        agent = self.agent
+        return await awaited_call(
+            lambda: agent.starmap(
+                method,
+                items,
+                executor=executor,
+                batch_size=batch_size,
+                concurrency=concurrency,
+                progress=progress,
+                timeout_seconds=timeout_seconds,
+            )
+        )
 
     def responds_to(self, name: object) -> bool:
         """As :meth:`Agent.responds_to`."""
@@ -123,7 +181,7 @@ class _AsyncMethod:
         return f"<async dynamic method {self._agent._agent.role}.{self._name}>"
 
 
-async def awaited_call(call: Callable[[], Outcome]) -> Outcome:
+async def awaited_call(call: Callable[[], _T]) -> _T:
     """Run ``call`` (one dynamic call) on a thread of its own and await its Outcome.
 
     The thread runs in a copy of the caller's context inside a fresh
@@ -132,19 +190,19 @@ async def awaited_call(call: Callable[[], Outcome]) -> Outcome:
     """
     loop = asyncio.get_running_loop()
     scope = CancelScope(loop)
-    finished: asyncio.Future[Outcome] = loop.create_future()
+    finished: asyncio.Future[_T] = loop.create_future()
     context = contextvars.copy_context()
 
-    def settle(outcome: Outcome | None, error: BaseException | None) -> None:
+    def settle(outcome: _T | None, error: BaseException | None) -> None:
         if finished.done():
             return
         if error is not None:
             finished.set_exception(error)
         else:
-            finished.set_result(cast(Outcome, outcome))
+            finished.set_result(cast(_T, outcome))
 
     def work() -> None:
-        outcome: Outcome | None = None
+        outcome: _T | None = None
         error: BaseException | None = None
         try:
             outcome = context.run(_in_scope, scope, call)
@@ -168,12 +226,12 @@ async def awaited_call(call: Callable[[], Outcome]) -> Outcome:
         raise
 
 
-def _in_scope(scope: CancelScope, call: Callable[[], Outcome]) -> Outcome:
+def _in_scope(scope: CancelScope, call: Callable[[], _T]) -> _T:
     with enter_scope(scope):
         return call()
 
 
-async def _until_done(finished: asyncio.Future[Outcome]) -> None:
+async def _until_done(finished: asyncio.Future[Any]) -> None:
     """Wait for the cancelled call's thread to end, whatever else is cancelled meanwhile."""
     while not finished.done():
         try:

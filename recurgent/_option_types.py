@@ -25,12 +25,14 @@ from recurgent.providers import Provider
 if TYPE_CHECKING:
     from recurgent.outcome import Outcome
 
-__all__ = ["AgentOptionsDict", "AsyncDynamicAttribute", "DynamicAttribute"]
+__all__ = ["AgentOptionsDict", "AsyncDynamicAttribute", "DynamicAttribute", "MapExecutorOption"]
 
 #: A file or directory path option.
 PathOption = str | os.PathLike[str]
 #: ``network=``: everything, nothing, or the hosts reachable (``host``, ``host:port``, a URL).
 NetworkOption = Literal["allow", "deny"] | list[str] | tuple[str, ...] | set[str] | frozenset[str]
+#: ``Agent.map(..., executor=)``: where the items run (``None``: as an ordinary call would; ADR 0111).
+MapExecutorOption = Literal["in_process", "process", "ray"] | None
 
 
 class AgentOptionsDict(TypedDict, total=False):

@@ -294,7 +294,7 @@ class TestConstruction:
     def test_public_names_are_exactly_the_pinned_surface(self) -> None:
         """The agent's own public names are exactly the pinned ones (getdoc: ADR 0031;
         prepare: ADR 0042; the six proposal methods: ADR 0086; role_profile: ADR 0083;
-        self_model: ADR 0085; aio: ADR 0096)."""
+        self_model: ADR 0085; aio: ADR 0096; map and starmap: ADR 0110)."""
         public = sorted(name for name in dir(Agent) if not name.startswith("_"))
 
         assert public == [
@@ -304,6 +304,7 @@ class TestConstruction:
             "delegate",
             "for_",
             "getdoc",
+            "map",
             "prepare",
             "proposal",
             "proposals",
@@ -314,6 +315,7 @@ class TestConstruction:
             "role_profile",
             "runtime_context",
             "self_model",
+            "starmap",
             "tool",
         ]
 
@@ -329,6 +331,7 @@ class TestConstruction:
             "delegate",
             "for_",
             "getdoc",
+            "map",
             "prepare",
             "proposal",
             "proposals",
@@ -339,6 +342,7 @@ class TestConstruction:
             "role_profile",
             "runtime_context",
             "self_model",
+            "starmap",
             "tool",
             "total",
         ]

@@ -149,8 +149,9 @@ class TestReservedSetters:
         message = str(raised.value)
         assert f"{name!r} is reserved by Agent" in message
         assert (
-            "for_, getdoc, prepare, proposal, proposals, propose, pytestmark, reject_proposal, "
-            "remember, responds_to, role_profile, runtime_context, self_model" in message
+            "for_, getdoc, map, prepare, proposal, proposals, propose, pytestmark, "
+            "reject_proposal, remember, responds_to, role_profile, runtime_context, self_model, "
+            "starmap, tool" in message
         )
         assert f"agent.remember({name}=value)" in message
         assert agent.runtime_context == {}
@@ -166,6 +167,7 @@ class TestReservedSetters:
             "delegate",
             "for_",
             "getdoc",
+            "map",
             "prepare",
             "proposal",
             "proposals",
@@ -177,6 +179,7 @@ class TestReservedSetters:
             "role_profile",
             "runtime_context",
             "self_model",
+            "starmap",
             "tool",
             "trait_names",
         ]

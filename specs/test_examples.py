@@ -285,3 +285,52 @@ class TestExamplesOffline:
         assert top["moderation_overview"]["content_store_read_refs"] == [
             top["moderate"]["content_store_write_ref"]
         ]
+
+
+class TestBatchExample:
+    """examples/batch.py maps one method over a generated CSV, in process and on Ray."""
+
+    def test_maps_a_generated_csv_in_process_and_on_ray(
+        self, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        """Offline, 3,000 rows: the same queue counts in process and on a local Ray started by
+        the example (its files under a temporary directory), three failed rows each, one
+        summary line per map; ``--rows`` keeps the run short (the default is 100,000)."""
+        pytest.importorskip("ray")
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+        }
+        env["XDG_STATE_HOME"] = str(tmp_path / "state")
+        # Ray keeps its sockets and logs under RAY_TMPDIR; a short path keeps sockets legal.
+        env["RAY_TMPDIR"] = str(tmp_path_factory.mktemp("r"))
+        env["RAY_USAGE_STATS_ENABLED"] = "0"
+        env.pop("RAY_ADDRESS", None)
+
+        finished = subprocess.run(
+            [sys.executable, str(EXAMPLES / "batch.py"), "--rows", "3000", "--ray"],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=REPO_ROOT,
+            timeout=300,
+            check=False,
+        )
+
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        lines = finished.stdout.splitlines()
+        assert lines[0] == f"recurgent batch — {OFFLINE}"
+        queues = "  queues: accounts=758, billing=291, billing-priority=469, bugs=703, general=776"
+        assert lines[1:4] == [
+            "rows: 3000 from a generated tickets.csv",
+            "in process: 3000 rows, 2997 ok, 3 failed",
+            queues,
+        ]
+        assert "ray: 3000 rows, 2997 ok, 3 failed" in lines
+        assert lines.count(queues) == 2
+        entries = read_log(tmp_path / "state" / "recurgent" / "recurgent.jsonl")
+        summaries = [e for e in entries if e.get("entry_kind") == "map"]
+        assert [(e["map_executor"], e["map_items"], e["map_errors"]) for e in summaries] == [
+            ("in_process", 3000, 3),
+            ("remote", 3000, 3),
+        ]

@@ -8,7 +8,7 @@ the program's source, or ``None`` for a model that answers with no program at al
 
 from __future__ import annotations
 
-from acceptance.programs import calculator, data, debate, explorer, news, panel, tools
+from acceptance.programs import batch, calculator, data, debate, explorer, news, panel, tools
 
 __all__ = ["FEED_BASE", "PROGRAMS", "ProgramKey", "feed_substitutions"]
 
@@ -22,6 +22,7 @@ PROGRAMS: dict[ProgramKey, str | None] = {
     **debate.PROGRAMS,
     **data.PROGRAMS,
     **tools.PROGRAMS,
+    **batch.PROGRAMS,
     **explorer.PROGRAMS,
     **panel.PROGRAMS,
 }

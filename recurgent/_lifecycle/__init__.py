@@ -74,7 +74,7 @@ from recurgent.providers import Provider, ProviderRequest
 if TYPE_CHECKING:
     from recurgent._worker._slot import LaneSlot
 
-__all__ = ["USER_FACING_EXHAUSTION", "AgentRuntime", "run_call"]
+__all__ = ["USER_FACING_EXHAUSTION", "AgentRuntime", "call_state", "run_call"]
 
 USER_FACING_EXHAUSTION = "This request couldn't be completed after multiple attempts."
 _NORMALIZATION_POLICY = "guardrail_exhaustion_boundary_v1"
@@ -151,6 +151,25 @@ def run_call(
     agent generated code built); the programs it writes are the host's, and only such programs
     answer it from the store (ADR 0074). Unknown callers are not the host.
     """
+    outcome = call_state(runtime, method, args, kwargs, host_call=host_call).outcome
+    assert outcome is not None
+    return outcome
+
+
+def call_state(
+    runtime: AgentRuntime,
+    method: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    host_call: bool = False,
+    map_id: str | None = None,
+) -> CallState:
+    """:func:`run_call`, returning the whole call state (the program that ran, its source).
+
+    ``map_id``: the call obtains (or repairs) the program of ``Agent.map``; its program may
+    not write memory (ADR 0110).
+    """
     options = runtime.options
     runtime.methods.add(method)
     with enter_frame(options.trace_id) as frame:
@@ -164,6 +183,7 @@ def run_call(
             contract=dict(options.contract) if options.contract else None,
             contract_source=options.contract_source,
             host_call=host_call,
+            map_id=map_id,
         )
         started = time.monotonic()
         try:
@@ -197,7 +217,7 @@ def run_call(
                     update={"call_id": frame.call_id, "code": state.code}
                 )
             _finish(runtime, state)
-        return state.outcome
+        return state
 
 
 def _stopped(stop: AttemptStopped, role: str, method: str) -> RecurgentError:

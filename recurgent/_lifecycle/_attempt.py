@@ -15,6 +15,7 @@ from recurgent._guardrails import provenance_violation
 from recurgent._journal import Writes
 from recurgent._lifecycle._continuity import content_reader
 from recurgent._lifecycle._generation import Generated
+from recurgent._lifecycle._map_items import refuse_map_writes
 from recurgent._lifecycle._role_continuity import check_continuity
 from recurgent._lifecycle._state import CallState
 from recurgent._registry import TOOLS_KEY, integrity_violation
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
     from recurgent._worker._executor import ProcessExecutor
 
-__all__ = ["execute_attempt"]
+__all__ = ["execute_attempt", "vet_remember"]
 
 
 def execute_attempt(
@@ -55,7 +56,7 @@ def execute_attempt(
         kwargs=state.kwargs,
         delegate=lambda name, **opts: runtime.delegate(name, opts, invocation),
         tool=lambda name, **opts: runtime.tool(name, opts, invocation),
-        remember=lambda entries: _vet_remember(entries, role),
+        remember=lambda entries: vet_remember(entries, role),
         handle_for_agent=runtime.handle_for_agent,
         content=content_reader(runtime, state),
     )
@@ -116,7 +117,7 @@ def _run_in_worker(
     return result
 
 
-def _vet_remember(entries: Mapping[str, Any], role: str) -> None:
+def vet_remember(entries: Mapping[str, Any], role: str) -> None:
     """``remember()`` from generated code may not put executable objects in the registry."""
     if TOOLS_KEY in entries:
         violation = integrity_violation(
@@ -134,6 +135,8 @@ def _attempt_outcome(
     state.forwarded_calls = result.forwarded_calls
     if result.violations:
         raise result.violations[0]
+    if state.map_id is not None and result.error is None:
+        refuse_map_writes(result.writes, role, method)  # ADR 0110
     if result.error is None or isinstance(result.error, NonSerializableResultError):
         # An executable object in the registry is a registry violation before it is a
         # non-plain memory value: the guardrail lane's feedback names the registry.

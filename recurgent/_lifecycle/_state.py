@@ -216,6 +216,8 @@ class CallState:
     # The host's own code called an agent it built: only host-written programs may answer
     # without a request (ADR 0074).
     host_call: bool = False
+    # The call obtains or repairs the program of Agent.map (ADR 0110): its writes are refused.
+    map_id: str | None = None
     duration_ms: float = 0.0
     generation_attempt: int = 0
     code: str | None = None
@@ -456,6 +458,7 @@ class CallState:
             "call_id": self.frame.call_id,
             "parent_call_id": self.frame.parent_call_id,
             "depth": self.frame.depth,
+            "map_id": self.map_id,
             "outcome_status": (
                 "interrupted" if self.interrupted else (outcome.status if outcome else None)
             ),

@@ -95,12 +95,11 @@ class ForwardedCalls:
             plain = to_host(options, "tool options")
             return AgentHandle(host_call("tool", lambda: bridge.tool(plain_name, **plain)))
 
-        view = self._journal.view
-
         def remember(**entries: Any) -> None:
             plain = to_host(entries, "remember()")
             host_call("remember", lambda: bridge.remember(plain))
-            view.update(plain)
+            # The attempt's journal at call time: a batch gives each item its own (ADR 0111).
+            self._journal.view.update(plain)
 
         def content(ref: Any) -> Any:
             # Read-only: the host hands back a fresh copy of the kept answer, or None (ADR 0102).

@@ -61,7 +61,8 @@ class AttemptNamespace(ForwardedCalls):
         network = make_network_modules(
             policy=self._network,
             limits=self._limits,
-            remaining=self._ticker.remaining,
+            # Read through the sandbox: a batch sandbox gives each item its own ticker (ADR 0111).
+            remaining=lambda: self._ticker.remaining(),
             spend=self._spend,
         )
         policy = AttributePolicy(

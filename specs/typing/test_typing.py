@@ -31,7 +31,8 @@ def test_the_typed_options_are_the_known_options() -> None:
 
 @pytest.mark.slow
 def test_mypy_strict_on_a_users_scripts(tmp_path: Path) -> None:
-    """The user's script type-checks clean; the bad option is the one error, named exactly."""
+    """The user's script type-checks clean; the bad option and the unknown map executor are
+    the two errors, named exactly."""
     run = subprocess.run(
         [
             sys.executable,
@@ -53,8 +54,11 @@ def test_mypy_strict_on_a_users_scripts(tmp_path: Path) -> None:
 
     lines = [line for line in run.stdout.splitlines() if line.strip()]
     assert lines == [
-        f"{Path('specs', 'typing', 'bad_option.py')}:7: error: Argument "
+        f"{Path('specs', 'typing', 'bad_option.py')}:8: error: Argument "
         '"execution_timeout_seconds" to "for_" of "Agent" has incompatible type "str"; '
-        'expected "float"  [arg-type]'
+        'expected "float"  [arg-type]',
+        f"{Path('specs', 'typing', 'bad_option.py')}:9: error: Argument "
+        '"executor" to "map" of "Agent" has incompatible type "Literal[\'gpu\']"; '
+        "expected \"Literal['in_process', 'process', 'ray'] | None\"  [arg-type]",
     ], run.stdout + run.stderr
     assert run.returncode == 1

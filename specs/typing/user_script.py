@@ -55,3 +55,16 @@ async def concurrently(calc: Agent) -> list[Outcome]:
     first = calc.aio.add(1)
     assert_type(await first, Outcome)
     return list(await asyncio.gather(calc.aio.add(2), calc.aio.add(3)))
+
+
+def mapped(calc: Agent, rows: list[dict[str, str]]) -> list[Outcome]:
+    outcomes = calc.map(
+        "classify", rows, executor="ray", batch_size=500, progress=True, timeout_seconds=2.0
+    )
+    assert_type(outcomes, list[Outcome])
+    assert_type(calc.starmap("add", [(1, 2), (3, 4)], executor="process"), list[Outcome])
+    return outcomes
+
+
+async def mapped_concurrently(calc: Agent) -> list[Outcome]:
+    return await calc.aio.map("double", range(3), concurrency=2)

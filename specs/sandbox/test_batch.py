@@ -1,0 +1,185 @@
+"""BatchSandbox: one set-up, a fresh attempt per item; nothing one item does reaches the next."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+
+from recurgent._sandbox import ExecutionResult, ExecutionSandbox, SandboxLimits, compile_program
+from recurgent._sandbox._batch import PER_ATTEMPT_NAMES, BatchSandbox
+from recurgent.errors import ExecutionError, ExecutionTimeoutError, ResourceLimitError
+from specs.sandbox.support import Host
+
+
+def _batch(host: Host, **limits: Any) -> BatchSandbox:
+    return BatchSandbox(
+        host.bridge(), limits=SandboxLimits(**{"timeout_seconds": 5.0, **limits}), network="deny"
+    )
+
+
+def _items(
+    source: str, items: list[Any], host: Host | None = None, **limits: Any
+) -> list[ExecutionResult]:
+    host = host or Host()
+    program = compile_program(textwrap.dedent(source))
+    sandbox = _batch(host, **limits)
+    return [sandbox.run_item(program, (item,), {}) for item in items]
+
+
+class TestOneAttemptPerItem:
+    def test_an_item_sees_the_globals_of_a_fresh_attempt(self) -> None:
+        """Each item's globals are a fresh attempt's: the same names, nothing added."""
+        host = Host()
+        fresh = ExecutionSandbox(host.bridge(), limits=SandboxLimits(timeout_seconds=1.0))
+        sandbox = _batch(host)
+        sandbox.run_item(compile_program("seen = 1\nresult = 1"), (1,), {})
+        sandbox._begin(host.bridge())
+
+        assert set(sandbox._namespace) == set(fresh._namespace)
+        assert set(fresh._namespace) >= PER_ATTEMPT_NAMES
+
+    def test_a_name_one_item_binds_is_unknown_to_the_next(self) -> None:
+        """A global declared and set by one item does not exist for the next."""
+        source = """
+        def keep(value):
+            global kept
+            kept = value
+        if args[0] == 'set':
+            keep('from the first item')
+            result = 'set'
+        else:
+            result = kept
+        """
+
+        first, second = _items(source, ["set", "get"])
+
+        assert first.value == "set"
+        assert isinstance(second.error, ExecutionError)
+        assert "NameError" in second.error.message
+
+    def test_a_change_to_memory_one_item_made_is_not_seen_by_the_next(self) -> None:
+        """Items read one snapshot; an in-place change stays in that item's journal."""
+        host = Host(memory={"names": ["a"]})
+        source = "context['names'].append(args[0])\nresult = len(context['names'])"
+
+        results = _items(source, ["b", "c"], host)
+
+        assert [r.value for r in results] == [2, 2]
+        assert all(r.writes is not None and not r.writes.empty for r in results)
+        assert host.memory == {"names": ["a"]}
+
+    def test_each_item_has_its_own_deadline_and_output(self) -> None:
+        """A looping item times out; the next sleeps, prints and answers in its own time."""
+        source = """
+        import time
+        if args[0] == 'hang':
+            while True:
+                pass
+        time.sleep(0.01)
+        print('item', args[0])
+        result = args[0]
+        """
+
+        hung, calm = _items(source, ["hang", "calm"], timeout_seconds=0.3)
+
+        assert isinstance(hung.error, ExecutionTimeoutError)
+        assert (calm.error, calm.value, calm.stdout) == (None, "calm", "item calm\n")
+
+    def test_each_item_has_its_own_forwarded_call_budget(self) -> None:
+        """Two calls each fit a budget of two per item; three in one item do not."""
+        source = "for i in range(args[0]):\n    remember(k=i)\nresult = args[0]"
+
+        results = _items(source, [2, 2, 3], max_forwarded_calls=2)
+
+        assert [r.value for r in results[:2]] == [2, 2]
+        assert isinstance(results[2].error, ResourceLimitError)
+
+    def test_a_class_one_item_made_does_not_reach_the_next(self) -> None:
+        """Classes are per item: the next item's open types hold none of the earlier's."""
+        source = "class Row:\n    pass\nresult = type(Row()).__name__"
+        host = Host()
+        sandbox = _batch(host)
+
+        first = sandbox.run_item(compile_program(source), (1,), {})
+        sandbox._begin(host.bridge())
+
+        assert first.value == "Row"
+        assert [
+            t for t in sandbox._namespace["_OPEN_"] if getattr(t, "__name__", "") == "Row"
+        ] == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "result = sorted({args[0], 3, 1})",
+        "import math\nresult = math.factorial(args[0])",
+        "import random\nresult = random.Random(args[0]).randint(1, 100)",
+        "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\nresult = P(args[0]).x",
+        "result = Outcome.error(error_type='odd', error_message='no') if args[0] % 2 else args[0]",
+        "raise ValueError(f'bad {args[0]}')",
+    ],
+)
+def test_a_batch_answers_as_fresh_sandboxes_would(source: str) -> None:
+    """The same program over the same items: values and errors equal a fresh sandbox each."""
+    program = compile_program(source)
+    items = [4, 7, 10]
+    sandbox = _batch(Host())
+    batched = [sandbox.run_item(program, (item,), {}) for item in items]
+    fresh = [
+        ExecutionSandbox(
+            Host(args=(item,)).bridge(), limits=SandboxLimits(timeout_seconds=5.0), network="deny"
+        ).run(program)
+        for item in items
+    ]
+
+    assert [(r.value, str(r.error)) for r in batched] == [(r.value, str(r.error)) for r in fresh]
+
+
+class TestLeftovers:
+    LEAKER = """
+    def hold():
+        try:
+            yield 1
+        finally:
+            remember(late=args[0])
+    keeper = []
+    runner = hold()
+    keeper.append(runner)
+    keeper.append(keeper)
+    next(runner)
+    result = args[0]
+    """
+
+    def test_code_an_item_left_in_a_cycle_cannot_act_for_a_later_item(self) -> None:
+        """A generator kept alive by a reference cycle is finalized by the collector while a
+        later item's attempt is current: its remember() is refused as an expired attempt's,
+        and the later item's budget and memory are untouched."""
+        import gc
+
+        host = Host()
+        sandbox = _batch(host)
+        program = compile_program(textwrap.dedent(self.LEAKER))
+        gc.disable()
+        try:
+            first = sandbox.run_item(program, ("first",), {})
+            sandbox._begin(host.bridge())
+            gc.collect()
+            forwarded, writes = sandbox._forwarded, sandbox._memory_writes()
+        finally:
+            gc.enable()
+
+        assert first.value == "first"
+        assert (forwarded, writes.empty, host.memory) == (0, True, {})
+
+    def test_an_items_globals_are_let_go_when_it_ends(self) -> None:
+        """When an item ends the sandbox no longer holds its globals (only a spent tick)."""
+        sandbox = _batch(Host())
+
+        ended = sandbox.run_item(compile_program("rows = [1, 2]\nresult = len(rows)"), (1,), {})
+
+        assert ended.value == 2
+        assert list(sandbox._namespace) == ["_ticker_"]
+        assert next(sandbox._namespace["_ticker_"], False) is False
