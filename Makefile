@@ -18,10 +18,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The Ray specs start a Ray cluster in the pytest process; later specs that fork would then
-# deadlock, so they run in a pytest of their own (ADR 0112).
+# Two pytest workers share the specs (ADR 0121). The Ray specs start a Ray cluster in the pytest
+# process; later specs that fork would then deadlock, so they run in a pytest of their own,
+# serially (ADR 0112).
 unit: $(STAMP)
-	$(BIN)/pytest -q -m "not live and not ray"
+	$(BIN)/pytest -q -n 2 -m "not live and not ray"
 	$(BIN)/pytest -q -m "ray and not live" -p no:cacheprovider
 
 test: lint typecheck unit

@@ -287,6 +287,7 @@ class TestExamplesOffline:
         ]
 
 
+@pytest.mark.ray  # with the Ray specs: serial, where Ray's socket paths stay short
 class TestBatchExample:
     """examples/batch.py maps one method over a generated CSV, in process and on Ray."""
 
