@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # `make demo` needs the runtime only: its own stamp, so it never waits on the dev toolchain.
 DEMO_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: test demo lint typecheck unit bench clean
+.PHONY: test demo lint typecheck unit bench clean docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ test: lint typecheck unit
 
 demo: $(DEMO_STAMP)
 	$(BIN)/python examples/calculator.py
+
+# docs/api.md from the public docstrings; specs/test_apidoc.py fails when it is stale.
+docs: $(STAMP)
+	$(BIN)/python -m recurgent._apidoc
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
