@@ -11,11 +11,9 @@ Test doubles live in :mod:`recurgent.testing`; the OpenAI provider in
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError, version as _version
+import typing as _typing
 
-from recurgent._agent import Agent
-from recurgent._runtime_config import configure_runtime, reset_runtime_config, runtime_config
-from recurgent._worker._pool import configure_workers
+# The errors are light (the standard library only) and often caught without anything else.
 from recurgent.errors import (
     BudgetExceededError,
     ExecutionError,
@@ -33,14 +31,44 @@ from recurgent.errors import (
     ResourceLimitError,
     UsageError,
 )
-from recurgent.outcome import Outcome
-from recurgent.program import Dependency, Program
-from recurgent.providers import Provider, ProviderRequest
 
-try:
-    __version__ = _version("recurgent")
-except _PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+# Everything else loads when first read (ADR 0114): `import recurgent` stays cheap.
+_LAZY_EXPORTS = {
+    "Agent": "recurgent._agent",
+    "Dependency": "recurgent.program",
+    "Outcome": "recurgent.outcome",
+    "Program": "recurgent.program",
+    "Provider": "recurgent.providers",
+    "ProviderRequest": "recurgent.providers",
+    "__version__": "recurgent._version",
+    "configure_runtime": "recurgent._runtime_config",
+    "configure_workers": "recurgent._worker._pool",
+    "reset_runtime_config": "recurgent._runtime_config",
+    "runtime_config": "recurgent._runtime_config",
+}
+
+if _typing.TYPE_CHECKING:
+    from recurgent._agent import Agent as Agent
+    from recurgent._runtime_config import (
+        configure_runtime as configure_runtime,
+        reset_runtime_config as reset_runtime_config,
+        runtime_config as runtime_config,
+    )
+    from recurgent._version import __version__ as __version__
+    from recurgent._worker._pool import configure_workers as configure_workers
+    from recurgent.outcome import Outcome as Outcome
+    from recurgent.program import Dependency as Dependency, Program as Program
+    from recurgent.providers import Provider as Provider, ProviderRequest as ProviderRequest
+else:
+    from recurgent._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        globals(),
+        _LAZY_EXPORTS,
+        submodules=("outcome", "program", "providers", "testing"),
+    )
+    del lazy_exports
 
 __all__ = [
     "Agent",

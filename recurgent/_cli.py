@@ -1,5 +1,9 @@
 """The ``recurgent`` command line: ``recurgent watch`` renders the JSONL call log as call trees.
 
+The entry point itself (``--version``, ``--help``, a bare ``recurgent``) loads only the standard
+library: the tool store's and the proposals' parsers are imported when their command runs, and
+the help lists their commands from ``recurgent._cli_index`` (ADR 0115).
+
 One line per dynamic call, indented by depth::
 
     22:21:29.062  personal assistant.ask  ok  attempts=1  source=generated  23.0ms  trace=8e1bb53e call=6863f8c2
@@ -28,8 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from recurgent._cli_index import index_text
+from recurgent._log_path import default_log_path
 from recurgent._logfollow import LogFollower, follow
-from recurgent._options import default_log_path
 
 __all__ = [
     "LogFollower",
@@ -417,8 +422,20 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``recurgent`` argument parser (``watch``; ``tools`` and ``proposals`` are parsed by
-    their rooms' own parsers)."""
-    parser = argparse.ArgumentParser(prog="recurgent", description="recurgent tools.")
+    their rooms' own parsers, and listed in the help's closing section)."""
+    parser = argparse.ArgumentParser(
+        prog="recurgent",
+        description="recurgent's command line: the call log, stored programs and proposals.",
+        epilog=index_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-V",
+        "--version",
+        action="version",
+        version=f"%(prog)s {_package_version()}",
+        help="print the installed version and exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     watch = commands.add_parser(
         "watch",
@@ -457,15 +474,22 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "tools",
         add_help=False,
-        help="list, show, prune or forget stored programs (see: recurgent tools --help)",
+        help="stored programs: list, show, prune, forget, their lifecycle",
     )
     # Listed for --help only: main() hands ``proposals ...`` to the governance room's parser.
     commands.add_parser(
         "proposals",
         add_help=False,
-        help="list, show, approve, reject or apply proposals (see: recurgent proposals --help)",
+        help="list, show, approve, reject or apply proposals",
     )
     return parser
+
+
+def _package_version() -> str:
+    """The installed version, from the package metadata (``recurgent --version``)."""
+    from recurgent._version import __version__
+
+    return __version__
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -475,9 +499,14 @@ def main(argv: list[str] | None = None) -> int:
         argv: Arguments without the program name (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status (2 for a usage error, as argparse reports it).
+        The exit status: 0 for ``--help``, ``--version`` and a bare ``recurgent`` (which prints
+        the help on stdout: asking for nothing is asking for the menu), 2 for a usage error, as
+        argparse reports it.
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments:
+        sys.stdout.write(build_parser().format_help())
+        return 0
     if arguments[:1] == ["tools"]:
         from recurgent._store._cli import main as tools_main
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contract
 from recurgent._hosts import host_entry_covered, normalize_host_entry
+from recurgent._log_path import default_log_path
 from recurgent._profiles._model import normalize_profile, normalize_version
 from recurgent._runtime_config import RuntimeSettings, current_settings
 from recurgent._store._paths import default_root
@@ -84,12 +85,6 @@ HOST_ONLY_OPTIONS = (frozenset(_RUNTIME_OPTIONS) - frozenset(NARROWING_OPTIONS))
     _PROFILE_OPTIONS
 )
 _UNSET: Any = object()
-
-
-def default_log_path() -> Path:
-    """``$XDG_STATE_HOME/recurgent/recurgent.jsonl``, falling back to ``~/.local/state``."""
-    state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state_home) / "recurgent" / "recurgent.jsonl"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,15 @@ import recurgent.testing
 
 
 def _public_names(module: types.ModuleType) -> set[str]:
-    # Submodules and the `annotations` feature bound by `from __future__` are not exports.
+    # dir(), not vars(): the package's names load on first use (ADR 0114), and its __dir__
+    # lists them loaded or not. Submodules and the `annotations` feature bound by
+    # `from __future__` are not exports.
     return {
         name
-        for name, value in vars(module).items()
+        for name in dir(module)
         if not name.startswith("_")
-        and not isinstance(value, types.ModuleType)
-        and type(value).__module__ != "__future__"
+        and not isinstance(getattr(module, name), types.ModuleType)
+        and type(getattr(module, name)).__module__ != "__future__"
     }
 
 
