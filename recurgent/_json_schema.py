@@ -10,12 +10,11 @@ checked in the host, so its size is bounded when the contract is made, its ``pat
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
-import jsonschema
-import referencing
-import referencing.exceptions
 import regex
 
 from recurgent.errors import UsageError
@@ -78,6 +77,18 @@ def is_json_schema(deliverable: Mapping[str, Any]) -> bool:
     return any(key in _JSON_SCHEMA_KEYWORDS for key in deliverable)
 
 
+@functools.cache
+def _jsonschema() -> ModuleType:
+    """``jsonschema``, imported on first use: it costs about 65 ms, and most agents never
+    declare a JSON Schema deliverable (ADR 0114)."""
+    return importlib.import_module("jsonschema")
+
+
+@functools.cache
+def _referencing_errors() -> ModuleType:
+    return importlib.import_module("referencing.exceptions")
+
+
 def vet_json_schema(schema: Mapping[str, Any]) -> None:
     """Refuse a schema too big to check safely, or one that is not valid JSON Schema.
 
@@ -87,6 +98,7 @@ def vet_json_schema(schema: Mapping[str, Any]) -> None:
     too_big = _schema_size_problem(schema)
     if too_big is not None:
         raise UsageError(f"deliverable JSON Schema is refused: {too_big}")
+    jsonschema = _jsonschema()
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as error:
@@ -106,11 +118,12 @@ def check_json_schema(
     ``shape`` names the JSON type of the failing part (its ``actual_shape``); a ``type``
     keyword that failed is its ``expected_shape``.
     """
+    jsonschema = _jsonschema()
     validator_class = _bounded(jsonschema.validators.validator_for(schema))
-    validator = validator_class(schema, registry=_OFFLINE_REFERENCES)
+    validator = validator_class(schema, registry=_offline_references())
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    except referencing.exceptions.Unresolvable as unresolvable:
+    except _referencing_errors().Unresolvable as unresolvable:
         return "unresolvable_reference", {
             "validator_message": "$ref cannot be resolved (remote references are never fetched): "
             f"{str(getattr(unresolvable, 'ref', ''))[:200]}"
@@ -132,15 +145,17 @@ def check_json_schema(
     return "schema_violation", details
 
 
-def _refuse_retrieval(uri: str) -> referencing.Resource[Any]:
-    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
+def _refuse_retrieval(uri: str) -> Any:
+    raise _referencing_errors().NoSuchResource(ref=uri)
 
 
-# jsonschema's default registry fetches a remote "$ref" over HTTP from the host, outside the
-# sandbox's network policy; a deliverable may come from generated code (delegate options).
-_OFFLINE_REFERENCES: referencing.Registry[Any] = referencing.Registry(
-    retrieve=_refuse_retrieval,  # type: ignore[call-arg]
-)
+@functools.cache
+def _offline_references() -> Any:
+    """A registry that never retrieves: jsonschema's default one fetches a remote "$ref" over
+    HTTP from the host, outside the sandbox's network policy, and a deliverable may come from
+    generated code (delegate options)."""
+    referencing = importlib.import_module("referencing")
+    return referencing.Registry(retrieve=_refuse_retrieval)
 
 
 def _schema_size_problem(schema: Any) -> str | None:
@@ -165,9 +180,11 @@ def _search(pattern: str, text: str) -> bool:
     try:
         return regex.search(pattern, text, timeout=_PATTERN_SECONDS) is not None
     except regex.error as error:
-        raise jsonschema.ValidationError(f"pattern {pattern[:80]!r} is invalid: {error}") from None
+        raise _jsonschema().ValidationError(
+            f"pattern {pattern[:80]!r} is invalid: {error}"
+        ) from None
     except TimeoutError:
-        raise jsonschema.ValidationError(
+        raise _jsonschema().ValidationError(
             f"pattern {pattern[:80]!r} took longer than {_PATTERN_SECONDS:g}s on this value"
         ) from None
 
@@ -177,11 +194,11 @@ def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
         return
     try:
         matched = _search(pattern, instance)
-    except jsonschema.ValidationError as error:
+    except _jsonschema().ValidationError as error:
         yield error
         return
     if not matched:
-        yield jsonschema.ValidationError(f"{instance[:80]!r} does not match {pattern[:80]!r}")
+        yield _jsonschema().ValidationError(f"{instance[:80]!r} does not match {pattern[:80]!r}")
 
 
 def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
@@ -191,7 +208,7 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
         for key, item in instance.items():
             try:
                 matched = _search(str(pattern), str(key))
-            except jsonschema.ValidationError as error:
+            except _jsonschema().ValidationError as error:
                 yield error
                 return
             if matched:
@@ -200,6 +217,6 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
 
 @functools.cache
 def _bounded(validator_class: Any) -> Any:
-    return jsonschema.validators.extend(
+    return _jsonschema().validators.extend(
         validator_class, {"pattern": _pattern, "patternProperties": _pattern_properties}
     )

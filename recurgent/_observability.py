@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from recurgent._values import json_safe, safe_repr
 
 __all__ = ["MAX_LINE_BYTES", "CallLogger", "LogWriteError"]
@@ -171,6 +169,10 @@ class CallLogger:
         self._debug = debug
         # Every setting is explicit: a host's structlog.configure() (a level filter, its own
         # context class) must neither silence nor reshape these lines.
+        # Imported here, not at module level: structlog costs about 55 ms to import, which a
+        # script that never builds an agent with a log should not pay (ADR 0114).
+        import structlog
+
         writer = _AppendWriter(path)
         self._logger, self._prepared_logger = (
             structlog.wrap_logger(
