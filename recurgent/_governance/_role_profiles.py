@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from recurgent._profiles import ProfileBinding, RoleProfileRegistry, normalize_profile
 
@@ -177,32 +177,30 @@ class AppliedRoleProfiles:
     def activate(
         self, role: str, version: int, *, actor: str, proposal_id: str, note: str | None
     ) -> RoleProfileChange:
-        own = self._own(role)
-        if own is not None:
-            before = own.active_version()
-            own.activate(
-                version,
-                actor=actor,
-                proposal_id=proposal_id,
-                note=note,
-                source=SOURCE,
-                hold_if_refused=False,
-            )
-            return RoleProfileChange(role, own.active_version(), None, before)
-        registry = self._registry(role)
-        before = registry.active_version(role)
-        registry.activate(
-            role, version, actor=actor, proposal_id=proposal_id, note=note, source=SOURCE
-        )
-        return RoleProfileChange(role, registry.active_version(role), None, before)
+        return self._switch("activate", role, version, actor, proposal_id, note)
 
     def rollback(
         self, role: str, version: int | None, *, actor: str, proposal_id: str, note: str | None
     ) -> RoleProfileChange:
+        return self._switch("rollback", role, version, actor, proposal_id, note)
+
+    def _switch(
+        self,
+        action: Literal["activate", "rollback"],
+        role: str,
+        version: int | None,
+        actor: str,
+        proposal_id: str,
+        note: str | None,
+    ) -> RoleProfileChange:
+        """Make ``version`` active, or go back to it (to the one before when ``None``): through
+        the agent's own binding when the role is the agent's, so its guard sees the change at
+        once, else in the registry on disk."""
         own = self._own(role)
         if own is not None:
             before = own.active_version()
-            own.rollback(
+            switch = own.activate if action == "activate" else own.rollback
+            switch(
                 version,
                 actor=actor,
                 proposal_id=proposal_id,
@@ -213,7 +211,13 @@ class AppliedRoleProfiles:
             return RoleProfileChange(role, own.active_version(), None, before)
         registry = self._registry(role)
         before = registry.active_version(role)
-        registry.rollback(
-            role, version, actor=actor, proposal_id=proposal_id, note=note, source=SOURCE
+        change = registry.activate if action == "activate" else registry.rollback
+        change(
+            role,
+            version,  # type: ignore[arg-type]  # activate is only ever given a version
+            actor=actor,
+            proposal_id=proposal_id,
+            note=note,
+            source=SOURCE,
         )
         return RoleProfileChange(role, registry.active_version(role), None, before)
