@@ -22,6 +22,7 @@ from pydantic.errors import PydanticUserError
 from recurgent._json_schema import check_json_schema, is_json_schema, location, vet_json_schema
 from recurgent._values import safe_repr
 from recurgent.errors import UsageError
+from recurgent.outcome import Outcome
 
 __all__ = [
     "ContractCheck",
@@ -209,6 +210,29 @@ class ContractCheck:
             "actual_keys": self.actual_keys,
             **self.details,
         }
+
+    def checked_outcome(self, outcome: Outcome, *, role: str, method: str, typed: bool) -> Outcome:
+        """``outcome`` as its caller gets it after this check: with the typed value when
+        ``typed`` (only the caller outside the runtime gets one: generated code keeps seeing
+        plain data, ADR 0045), with the canonical spelling of its keys, or a
+        ``contract_violation`` error when the value failed the deliverable."""
+        if not self.applied or self.passed:
+            if typed and self.typed_value is not None:
+                return outcome.model_copy(update={"value": self.typed_value})
+            if self.canonical_value is not None:
+                return outcome.model_copy(update={"value": self.canonical_value})
+            return outcome
+        return Outcome(
+            status="error",
+            error_type="contract_violation",
+            error_message=(
+                f"Delegated outcome does not satisfy deliverable contract ({self.describe()})"
+            ),
+            retriable=False,
+            tool_role=role,
+            method_name=method,
+            metadata=self.metadata(),
+        )
 
 
 def _property_of(constraint_path: Any) -> str | None:

@@ -184,20 +184,6 @@ def _check_contract(runtime: AgentRuntime, state: CallState, outcome: Outcome) -
     state.contract_validation_mismatch = check.mismatch
     state.contract_validation_expected_keys = check.expected_keys
     state.contract_validation_actual_keys = check.actual_keys
-    if not check.applied or check.passed:
-        if check.typed_value is not None and state.frame.depth == 0:
-            # Only the caller outside the runtime gets the typed value; generated code (any
-            # deeper call) keeps seeing plain data (ADR 0045).
-            return outcome.model_copy(update={"value": check.typed_value})
-        if check.canonical_value is not None:
-            return outcome.model_copy(update={"value": check.canonical_value})
-        return outcome
-    return Outcome(
-        status="error",
-        error_type="contract_violation",
-        error_message=f"Delegated outcome does not satisfy deliverable contract ({check.describe()})",
-        retriable=False,
-        tool_role=runtime.role,
-        method_name=state.method,
-        metadata=check.metadata(),
+    return check.checked_outcome(
+        outcome, role=runtime.role, method=state.method, typed=state.frame.depth == 0
     )

@@ -134,23 +134,8 @@ class ItemChecks:
         if self.deliverable is None:
             return outcome
         check = validate_deliverable(self.deliverable, outcome.value, args, kwargs)
-        if not check.applied or check.passed:
-            if check.typed_value is not None:
-                return outcome.model_copy(update={"value": check.typed_value})
-            if check.canonical_value is not None:
-                return outcome.model_copy(update={"value": check.canonical_value})
-            return outcome
-        return Outcome(
-            status="error",
-            error_type="contract_violation",
-            error_message=(
-                f"Delegated outcome does not satisfy deliverable contract ({check.describe()})"
-            ),
-            retriable=False,
-            tool_role=self.role,
-            method_name=self.method,
-            metadata=check.metadata(),
-        )
+        # A map runs only at depth 0 (generated code cannot call map): its caller is outside.
+        return check.checked_outcome(outcome, role=self.role, method=self.method, typed=True)
 
 
 def _intrinsic(outcome: Outcome) -> bool:
