@@ -165,6 +165,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
         # RestrictedPython rebuilds the statement from a template parsed at line 1: without
         # the real location, an error raised while the class is made names line 1 (ADR 0106).
         if isinstance(rebuilt, ast.ClassDef):
+            # The template also drops the statement's keywords (TypedDict's total=False).
+            rebuilt.keywords.extend(k for k in node.keywords if k.arg != "metaclass")
             copy_locations(rebuilt, node)
             for keyword in rebuilt.keywords:
                 copy_locations(keyword, node)
