@@ -24,7 +24,7 @@ from typing import Any
 from recurgent._sandbox._made import allow_subclassing, is_sandbox_made
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._stdlib_text import _check_indent as check_indent
-from recurgent._sandbox._text_size import check_text, check_texts
+from recurgent._sandbox._text_size import check_text
 
 __all__ = [
     "SandboxJSONEncoder",
@@ -140,7 +140,8 @@ def _getaddresses(fieldvalues: Any) -> Any:
     import email.utils
 
     values = list(fieldvalues)
-    check_texts(values, "email.utils.getaddresses()")  # str() of each, one C call (H10)
+    # str() of each, joined: the whole list's text estimated at once (H10).
+    check_text(values, "email.utils.getaddresses()")
     return email.utils.getaddresses(values)
 
 
