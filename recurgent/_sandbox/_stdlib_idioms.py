@@ -35,6 +35,7 @@ __all__ = [
     "suppress",
 ]
 
+
 def counted_text(pieces: Iterable[str], what: str) -> str:
     """The pieces joined, refused as soon as their total passes the item cap."""
     produced = 0
@@ -50,7 +51,7 @@ def counted_text(pieces: Iterable[str], what: str) -> str:
 # ----------------------------------------------------------------------------- contextlib
 
 
-class suppress:  # noqa: N801 - the library's name
+class suppress:  # named as the library names it
     """``contextlib.suppress``: the given exceptions are swallowed, never the attempt's stop."""
 
     __slots__ = ("_exceptions",)
