@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recurgent._sandbox._catalog_rows import TABLE, ModuleRows
+from recurgent._sandbox._class_bases import is_typeddict, runtime_checkable
 from recurgent._sandbox._dataclass import dataclass_overrides
 from recurgent._sandbox._enum import auto, unique
 from recurgent._sandbox._gate import ZONE_INFO, gate
@@ -34,6 +35,12 @@ from recurgent._sandbox._stdlib import (
     operator_overrides,
     secrets_overrides,
     statistics_overrides,
+)
+from recurgent._sandbox._stdlib_idioms import (
+    SandboxJSONEncoder,
+    email_utils_overrides,
+    shlex_overrides,
+    suppress,
 )
 from recurgent._sandbox._stdlib_text import (
     CheckedQName,
@@ -65,7 +72,7 @@ def _element_tree(element: Any = None) -> Any:
 
 _STAND_INS: dict[str, dict[str, Any]] = {
     "math": math_overrides(),
-    "json": json_overrides(),
+    "json": {**json_overrides(), "JSONEncoder": SandboxJSONEncoder},
     # Scanner and template compile with the standard engine and purge clears a process-wide
     # cache: _regex refuses them, and the catalog denies them outright.
     "re": {
@@ -92,7 +99,15 @@ _STAND_INS: dict[str, dict[str, Any]] = {
         "QName": CheckedQName,
     },
     "abc": {"abstractmethod": abstractmethod},
-    "typing": {"abstractmethod": abstractmethod},
+    "typing": {
+        "abstractmethod": abstractmethod,
+        "is_typeddict": is_typeddict,
+        "runtime_checkable": runtime_checkable,
+    },
+    # ADR 0105: the stdlib idioms of generated programs, each with one thing taken away.
+    "contextlib": {"suppress": suppress},
+    "shlex": shlex_overrides(),
+    "email.utils": email_utils_overrides(),
     "calendar": calendar_overrides(),
     "dataclasses": dataclass_overrides(),
     "enum": {"auto": auto, "unique": unique},
@@ -119,6 +134,8 @@ _TAKE_PROGRAM_OBJECTS = frozenset(
         ("functools", "cache"),
         ("abc", "abstractmethod"),
         ("typing", "abstractmethod"),
+        ("typing", "is_typeddict"),
+        ("typing", "runtime_checkable"),
         ("enum", "auto"),
         ("enum", "unique"),
         *(("dataclasses", name) for name in dataclass_overrides()),

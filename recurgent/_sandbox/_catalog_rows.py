@@ -108,6 +108,20 @@ TABLE: dict[str, ModuleRows] = {
             Reversible Sequence Set Sized ValuesView
             """,
     ),
+    "contextlib": rows(
+        pure="ExitStack contextmanager nullcontext",
+        # suppress never swallows the attempt's stop; closing reads close() through the
+        # attempt's attribute policy (ADR 0105).
+        replaced="suppress",
+        attempt="closing",
+        # redirect_*/chdir change the process (its stdout, its directory); the ABCs and
+        # ContextDecorator are bases, not idioms; the async ones need an event loop.
+        denied="""
+            AbstractAsyncContextManager AbstractContextManager AsyncContextDecorator
+            AsyncExitStack ContextDecorator GenericAlias MethodType abc aclosing
+            asynccontextmanager chdir deque os redirect_stderr redirect_stdout sys wraps
+            """,
+    ),
     "copy": rows(
         pure="Error error",
         replaced="copy deepcopy",
@@ -154,6 +168,27 @@ TABLE: dict[str, ModuleRows] = {
         replaced="SequenceMatcher context_diff get_close_matches ndiff unified_diff",
         denied="Differ GenericAlias HtmlDiff Match diff_bytes restore",
     ),
+    "email": rows(
+        pure="utils",
+        # The message parsers are a whole MIME stack: not an idiom of generated programs.
+        denied="message_from_binary_file message_from_bytes message_from_file message_from_string",
+    ),
+    "email.utils": rows(
+        pure="""
+            COMMASPACE CRLF EMPTYSTRING TICK UEMPTYSTRING format_datetime formatdate
+            localtime mktime_tz parseaddr parsedate parsedate_to_datetime parsedate_tz quote
+            unquote
+            """,
+        # getaddresses converts its values to text; formataddr would look up any codec.
+        replaced="formataddr getaddresses",
+        # make_msgid asks the resolver for the host name; the rfc2231 helpers and Charset
+        # are MIME internals; the rest are the modules and patterns it imports (ADR 0105).
+        denied="""
+            Charset collapse_rfc2231_value datetime decode_params decode_rfc2231
+            encode_rfc2231 escapesre make_msgid os random re rfc2231_continuation socket
+            specialsre time urllib
+            """,
+    ),
     "enum": rows(
         replaced="auto unique",
         attempt="Enum IntEnum StrEnum",
@@ -178,6 +213,10 @@ TABLE: dict[str, ModuleRows] = {
             GenericAlias RLock cached_property get_cache_token namedtuple partialmethod
             recursive_repr singledispatch singledispatchmethod update_wrapper
             """,
+    ),
+    "graphlib": rows(
+        pure="CycleError TopologicalSorter",
+        denied="GenericAlias",
     ),
     "hashlib": rows(
         pure="""
@@ -221,8 +260,9 @@ TABLE: dict[str, ModuleRows] = {
     ),
     "json": rows(
         pure="JSONDecodeError JSONDecoder detect_encoding load loads",
-        replaced="dump dumps",
-        denied="JSONEncoder codecs decoder encoder scanner",
+        # JSONEncoder: the sandbox's, whose text is always built in counted pieces (ADR 0105).
+        replaced="JSONEncoder dump dumps",
+        denied="codecs decoder encoder scanner",
     ),
     "math": rows(
         pure="""
@@ -280,6 +320,12 @@ TABLE: dict[str, ModuleRows] = {
         replaced="randbits token_bytes token_hex token_urlsafe",
         denied="DEFAULT_ENTROPY SystemRandom base64 binascii",
     ),
+    "shlex": rows(
+        # split refuses None (it would read the host's stdin); quote/join check sizes first.
+        replaced="join quote split",
+        # The shlex class follows `source` lines into files (sourcehook opens them).
+        denied="StringIO deque os re shlex sys",
+    ),
     "statistics": rows(
         pure="""
             Counter LinearRegression NormalDist StatisticsError bisect_left bisect_right
@@ -335,10 +381,12 @@ TABLE: dict[str, ModuleRows] = {
             SupportsComplex SupportsFloat SupportsIndex SupportsInt SupportsRound T
             TYPE_CHECKING T_co T_contra Text TextIO Tuple Type TypeAlias TypeGuard TypeVar
             TypeVarTuple TypedDict Union Unpack VT VT_co V_co ValuesView assert_never
-            assert_type cast defaultdict get_args get_origin is_typeddict
+            assert_type cast defaultdict get_args get_origin
             """,
-        replaced="abstractmethod",
-        # final, no_type_check, runtime_checkable and dataclass_transform set attributes on
+        # runtime_checkable marks the program's own protocols only; is_typeddict knows the
+        # program's TypedDict classes (ADR 0104).
+        replaced="abstractmethod is_typeddict runtime_checkable",
+        # final, no_type_check and dataclass_transform set attributes on
         # whatever they are given (a host class too); overload fills a process-wide registry;
         # get_type_hints evaluates strings; reveal_type writes to the host's stderr.
         denied="""
@@ -346,7 +394,7 @@ TABLE: dict[str, ModuleRows] = {
             MethodWrapperType NamedTupleMeta WrapperDescriptorType clear_overloads collections
             contextlib dataclass_transform final functools get_overloads get_type_hints io
             no_type_check no_type_check_decorator operator overload re reveal_type
-            runtime_checkable stdlib_re sys types warnings
+            stdlib_re sys types warnings
             """,
     ),
     "unicodedata": rows(

@@ -222,7 +222,7 @@ class AttributePolicy:
             is_namedtuple_class(obj) or is_namedtuple_class(type(obj))
         ):
             return getattr(obj, name)
-        if is_private_name(name) and _owned(obj):
+        if is_private_name(name) and _owned(obj) and not name.startswith(_ABC_STATE):
             return getattr(obj, name)
         if (
             name in ALLOWED_DUNDER_METHODS
@@ -377,6 +377,8 @@ class AttributePolicy:
 
 
 _ABSENT: Any = object()
+# ABCMeta's state on a program class deriving from UserDict & co. (ADR 0104): the runtime's.
+_ABC_STATE = "_abc_"
 
 
 def _guarded_args(args: Any) -> Any:

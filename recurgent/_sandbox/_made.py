@@ -55,8 +55,11 @@ class SandboxType(type):
             if not allowed:
                 raise TypeError(
                     f"class {name} may not derive from {base.__name__}; generated classes may "
-                    "derive from object, builtin containers, builtin exceptions, namedtuples "
-                    "or classes defined by the same code"
+                    "derive from object, builtin containers and exceptions, namedtuples, "
+                    "typing's NamedTuple/TypedDict/Generic/Protocol, collections' Counter/"
+                    "OrderedDict/defaultdict/UserDict/UserList/UserString, json's "
+                    "JSONEncoder/JSONDecoder, HTMLParser or classes defined by the same code; "
+                    f"hold a {base.__name__} in an attribute instead (self.inner = ...)"
                 )
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 

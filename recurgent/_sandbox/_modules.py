@@ -30,6 +30,7 @@ from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._native import make_abc
 from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers, seal
 from recurgent._sandbox._stdlib import SandboxRandom, itertools_overrides
+from recurgent._sandbox._stdlib_idioms import make_closing
 from recurgent._sandbox._typing_forms import as_form
 
 __all__ = ["ALLOWED_MODULES", "ModuleFacade", "make_importer"]
@@ -193,6 +194,7 @@ def _attempt_builders(
             "attrgetter": make_attrgetter(read),
             "methodcaller": make_methodcaller(read),
         }
+        builders["contextlib"] = lambda: {"closing": make_closing(read)}
     for name, (module, spec) in extra_modules.get("modules", {}).items():
         builders[name] = functools.partial(_module_rows, name, module, spec)
     return builders

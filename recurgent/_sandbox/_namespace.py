@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ElementTree
 from typing import Any
 
 from recurgent._sandbox._builtins import make_builtins
+from recurgent._sandbox._class_bases import make_program_class
 from recurgent._sandbox._forwarding import ForwardedCalls
 from recurgent._sandbox._guards import MUTABLE_TYPES, OPEN_TYPES, AttributePolicy, SandboxType
 from recurgent._sandbox._limits import DeadlineExceeded, OutputCollector
@@ -90,7 +91,7 @@ class AttemptNamespace(ForwardedCalls):
         open_types = (set(OPEN_TYPES) - _GUARDED_OPEN) | {ModuleFacade}
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
-            cls = SandboxType(name, bases, body, **kw)
+            cls = make_program_class(name, bases, body, **kw)
             open_types.add(cls)
             return cls
 
@@ -112,7 +113,9 @@ class AttemptNamespace(ForwardedCalls):
             _NUMERIC_=_NUMERIC_TYPES,
             _SANDBOX_TYPE_=SandboxType,
             __metaclass__=make_class,
-            __name__="sandbox",
+            # A program runs as a script would: its `if __name__ == "__main__":` block runs
+            # (ADR 0106).
+            __name__="__main__",
         )
         bridge = self._bridge
         view = self._journal.view

@@ -148,14 +148,30 @@ class SandboxPolicy(RestrictingNodeTransformer):
             return
         super().check_name(node, name)
 
+    def visit_Name(self, node: ast.Name) -> Any:
+        if node.id == "__name__" and isinstance(node.ctx, ast.Load):
+            # The program's module name, "__main__" (ADR 0106); it cannot be rebound.
+            return node
+        return super().visit_Name(node)
+
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
         self._class_body_depth += 1
         saved, self._function_depth = self._function_depth, 0
         try:
-            return super().visit_ClassDef(node)
+            rebuilt = super().visit_ClassDef(node)
         finally:
             self._class_body_depth -= 1
             self._function_depth = saved
+        # RestrictedPython rebuilds the statement from a template parsed at line 1: without
+        # the real location, an error raised while the class is made names line 1 (ADR 0106).
+        if isinstance(rebuilt, ast.ClassDef):
+            # The template also drops the statement's keywords (TypedDict's total=False).
+            rebuilt.keywords.extend(k for k in node.keywords if k.arg != "metaclass")
+            copy_locations(rebuilt, node)
+            for keyword in rebuilt.keywords:
+                copy_locations(keyword, node)
+                copy_locations(keyword.value, node)
+        return rebuilt
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
         in_class = self._class_body_depth > 0 and self._function_depth == 0

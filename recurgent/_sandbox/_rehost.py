@@ -95,6 +95,10 @@ REGEX_VERDICTS: Mapping[str, str] = types.MappingProxyType(
         "xml.etree.ElementTree": "fixed patterns: ElementPath's path tokens",
         "xml.etree.ElementPath": "fixed patterns: path tokens and index predicates",
         "difflib": "fixed pattern: IS_LINE_JUNK's blank line",
+        # ADR 0105: single-character classes, each searched once over the text.
+        "email.utils": "fixed patterns: formataddr's specials and escapes (one character class "
+        "each); rfc2231_continuation serves only the denied decode_params",
+        "shlex": "fixed pattern: quote's unsafe-character class, one search (split reads no re)",
     }
 )
 

@@ -157,6 +157,8 @@ _TRUSTED_TYPE_MODULES = frozenset(
         "itertools",
         "heapq",
         "numbers",
+        "contextlib",  # ADR 0105: context managers hold only what the program gave them
+        "graphlib",
     }
 )
 # Builtin types (``__module__ == "builtins"``) whose instances expose their public attributes;

@@ -27,7 +27,8 @@ _FORM_TYPES: tuple[type, ...] = tuple(
     for kind in (getattr(typing, "_SpecialForm", None), getattr(typing, "_BaseGenericAlias", None))
     if isinstance(kind, type)
 )
-_FORM_CLASSES = frozenset({typing.Annotated})
+# Generic and Protocol too: Generic[T] keys typing's cache on its parameters (ADR 0104).
+_FORM_CLASSES = frozenset({typing.Annotated, typing.Generic, typing.Protocol})
 
 
 class TypingForm:

@@ -10,7 +10,8 @@ Generated code is written like a module, but runs as the body of ``def __recurge
   attempt's own namespace, so nothing outlives the attempt);
 * a program that never assigns ``result`` and never returns, and whose last statement is an
   expression, has that expression's value as its result, as a notebook cell does
-  (``result_inferred``);
+  (``result_inferred``); a closing ``if __name__ == "__main__":`` block counts as the top
+  level, since the program runs as a script would (ADR 0106);
 * a program made only of definitions (functions, classes, imports) that never calls them, never
   assigns ``result`` and never returns is refused as ``invalid_code``: it plainly forgot to
   produce its answer. Any other program without a result is an ok ``None`` as before, because
@@ -118,6 +119,31 @@ def forgotten_result(module: ast.Module) -> str | None:
     )
 
 
+def _is_main_guard(statement: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either way round) with no ``else``."""
+    if not isinstance(statement, ast.If) or statement.orelse:
+        return False
+    test = statement.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (
+        isinstance(test.ops[0], ast.Eq)
+        and any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides)
+        and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides)
+    )
+
+
+def _tail(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements whose last one is the program's last: the top level, or the body of a
+    closing ``if __name__ == "__main__":`` block, which runs as the script's end (ADR 0106)."""
+    if body and _is_main_guard(body[-1]):
+        guarded = body[-1]
+        assert isinstance(guarded, ast.If)
+        return guarded.body
+    return body
+
+
 def wrap_in_main(module: ast.Module, original: ast.Module) -> WrappedProgram:
     """Put the transformed module body inside ``def __recurgent_main__()``.
 
@@ -127,22 +153,24 @@ def wrap_in_main(module: ast.Module, original: ast.Module) -> WrappedProgram:
     """
     scope = list(_main_scope(original.body))
     hoisted = sorted(_declared_global(original.body))
+    body = list(module.body)
+    tail = _tail(body)
+    written = _tail(original.body)
     infer = (
-        bool(module.body)
-        and isinstance(module.body[-1], ast.Expr)
-        and bool(original.body)
-        and isinstance(original.body[-1], ast.Expr)
+        bool(tail)
+        and isinstance(tail[-1], ast.Expr)
+        and bool(written)
+        and isinstance(written[-1], ast.Expr)
         and not _binds_result(scope)
         and _RESULT not in hoisted
         and not any(isinstance(node, ast.Return) for node in scope)
     )
-    body = list(module.body)
     if infer:
-        last = body[-1]
+        last = tail[-1]
         assert isinstance(last, ast.Expr)
         assign = ast.Assign(targets=[ast.Name(_RESULT, ast.Store())], value=last.value)
         ast.copy_location(assign, last)
-        body[-1] = assign
+        tail[-1] = assign
     init = ast.Assign(targets=[ast.Name(_RESULT, ast.Store())], value=ast.Constant(None))
     final = ast.Return(value=_name(_RESULT))
     head: list[ast.stmt] = [ast.Global(names=hoisted)] if hoisted else []

@@ -78,6 +78,12 @@ STATELESS_MODULES: dict[str, str] = {
     "textwrap": "patterns compiled at import only; TextWrapper is denied",
     "unicodedata": "the database is read-only",
     "uuid": "uuid1 and its clock state are denied",
+    # ADR 0105.
+    "contextlib": "context managers are the program's; redirect_* and chdir are denied",
+    "email": "reaches email.utils",
+    "email.utils": "pure functions; make_msgid and the charset registry are denied",
+    "graphlib": "sorters are the program's objects",
+    "shlex": "split lexes a fresh lexer per call; quote's pattern is compiled at import only",
 }
 
 #: Values whose methods reach a stateful module without an import, by the module they reach.

@@ -211,6 +211,37 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
         "parse(io.StringIO('<r><b/></r>')).getroot()[0].tag",
         "b",
     ),
+    # ADR 0104, 0105.
+    ("contextlib", "suppress"): (
+        "with suppress(KeyError):\n    {}['x']\nresult = 'passed'",
+        "passed",
+    ),
+    ("contextlib", "closing"): (
+        "s = io.StringIO('x')\nwith closing(s) as held:\n    held.read()\nresult = s.closed",
+        True,
+    ),
+    ("shlex", "split"): ("split('a \"b c\" d')", ["a", "b c", "d"]),
+    ("shlex", "quote"): ('quote("it\'s")', "'it'\"'\"'s'"),
+    ("shlex", "join"): ("join(['a', 'b c'])", "a 'b c'"),
+    ("email.utils", "getaddresses"): (
+        "getaddresses(['Ann <ann@x.test>, bob@y.test'])",
+        [("Ann", "ann@x.test"), ("", "bob@y.test")],
+    ),
+    ("email.utils", "formataddr"): ("formataddr(('Ann', 'ann@x.test'))", "Ann <ann@x.test>"),
+    ("json", "JSONEncoder"): (
+        "JSONEncoder(sort_keys=True).encode({'b': 1, 'a': [2]})",
+        '{"a": [2], "b": 1}',
+    ),
+    ("typing", "is_typeddict"): (
+        "class M(TypedDict):\n    a: int\nresult = [is_typeddict(M), is_typeddict(dict)]",
+        [True, False],
+    ),
+    ("typing", "runtime_checkable"): (
+        "@runtime_checkable\nclass Named(Protocol):\n    name: str\n"
+        "class P:\n    def __init__(self):\n        self.name = 'p'\n"
+        "result = [isinstance(P(), Named), isinstance(1, Named)]",
+        [True, False],
+    ),
 }
 
 _DATACLASS = (
@@ -233,6 +264,9 @@ _EXTRA_IMPORTS = {
     },
     ("abc", "abstractmethod"): "from abc import ABC\n",
     ("typing", "abstractmethod"): "from abc import ABC\n",
+    ("contextlib", "closing"): "import io\n",
+    ("typing", "is_typeddict"): "from typing import TypedDict\n",
+    ("typing", "runtime_checkable"): "from typing import Protocol\n",
     ("decimal", "setcontext"): "from decimal import Context\n",
     ("re", "Match"): "from re import match as re_match\n",
     ("re", "Pattern"): "from re import compile as re_compile\n",

@@ -114,6 +114,17 @@ def test_the_sweep_covers_the_catalog() -> None:
         ("html.parser", "HTMLParser"),
         ("time", "strptime"),
         ("textwrap", "dedent"),
+        # Issue 22's idioms (ADR 0105).
+        ("email.utils", "parsedate_to_datetime"),
+        ("email.utils", "getaddresses"),
+        ("email.utils", "parseaddr"),
+        ("graphlib", "TopologicalSorter"),
+        ("contextlib", "contextmanager"),
+        ("contextlib", "suppress"),
+        ("shlex", "split"),
+        ("shlex", "join"),
+        ("json", "JSONEncoder"),
+        ("typing", "runtime_checkable"),
     ]:
         assert entry in SWEPT
 

@@ -1,0 +1,184 @@
+"""Stand-ins for standard-library names models reach for: ``contextlib``, ``shlex``, ``email.utils``,
+``json.JSONEncoder`` (ADR 0105).
+
+Each is the library's own behaviour with one thing taken away:
+
+* ``contextlib.suppress`` never swallows an exception that is not an ``Exception`` (or one of the
+  program's own classes): the attempt's stop, a cancellation or the host's Ctrl-C passes.
+* ``contextlib.closing`` reads ``close`` through the attempt's attribute policy, not natively.
+* ``shlex.split`` takes a ``str`` only (``None`` would read the host's standard input);
+  ``shlex.quote``/``join`` check the size of what they build first.
+* ``email.utils.getaddresses`` converts its values to text in one C call each: estimated first;
+  ``formataddr`` encodes with UTF-8 only (another charset name would look up codecs).
+* ``json.JSONEncoder`` never takes the one-shot C encoder, which builds the whole text in one
+  call: ``encode`` and ``iterencode`` produce pieces, counted (red-team F6, H10).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from recurgent._sandbox._made import allow_subclassing, is_sandbox_made
+from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
+from recurgent._sandbox._stdlib_text import _check_indent as check_indent
+from recurgent._sandbox._text_size import check_text
+
+__all__ = [
+    "SandboxJSONEncoder",
+    "counted_text",
+    "email_utils_overrides",
+    "make_closing",
+    "shlex_overrides",
+    "suppress",
+]
+
+
+def counted_text(pieces: Iterable[str], what: str) -> str:
+    """The pieces joined, refused as soon as their total passes the item cap."""
+    produced = 0
+    kept: list[str] = []
+    for piece in pieces:
+        produced += len(piece)
+        if produced > MAX_ITEMS:
+            check_items(produced, what)
+        kept.append(piece)
+    return "".join(kept)
+
+
+# ----------------------------------------------------------------------------- contextlib
+
+
+class suppress:  # named as the library names it
+    """``contextlib.suppress``: the given exceptions are swallowed, never the attempt's stop."""
+
+    __slots__ = ("_exceptions",)
+
+    def __init__(self, *exceptions: Any) -> None:
+        for kind in exceptions:
+            if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+                raise TypeError("suppress() takes exception classes, e.g. suppress(KeyError)")
+        self._exceptions = exceptions
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> bool:
+        if kind is None:
+            return False
+        if not issubclass(kind, Exception) and not is_sandbox_made(kind):
+            # The attempt's stop, a cancellation, KeyboardInterrupt, GeneratorExit: never.
+            return False
+        return issubclass(kind, self._exceptions)
+
+
+class _Closing:
+    __slots__ = ("_close", "thing")
+
+    def __init__(self, thing: Any, close: Callable[[], Any]) -> None:
+        self.thing = thing
+        self._close = close
+
+    def __enter__(self) -> Any:
+        return self.thing
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._close()
+
+
+def make_closing(read: Callable[[Any, str], Any]) -> Callable[[Any], Any]:
+    """``contextlib.closing`` for one attempt: ``thing.close`` read through its policy ``read``
+    when the ``with`` starts (an object without one is refused there, not at its end)."""
+
+    def closing(thing: Any) -> Any:
+        return _Closing(thing, read(thing, "close"))
+
+    return closing
+
+
+for _served, _name in ((suppress, "suppress"), (_Closing, "closing")):
+    _served.__module__ = "contextlib"
+    _served.__qualname__ = _served.__name__ = _name
+
+
+# ----------------------------------------------------------------------------- shlex
+
+
+def _split(s: Any, comments: bool = False, posix: bool = True) -> list[str]:
+    if type(s) is not str:
+        # shlex.split(None) reads the process's standard input.
+        raise TypeError(f"shlex.split() takes a str, not {type(s).__name__}")
+    return shlex.split(s, comments, posix)
+
+
+def _quoted_length(s: Any) -> int:
+    # Each ' becomes '"'"' (five characters), and the whole is wrapped in quotes.
+    return true_length(s) + 4 * str.count(s, "'") + 2 if isinstance(s, str) else 0
+
+
+def _quote(s: Any) -> str:
+    check_items(_quoted_length(s), "shlex.quote()")
+    return shlex.quote(s)
+
+
+def _join(split_command: Any) -> str:
+    parts = list(split_command)
+    check_items(sum(_quoted_length(part) + 1 for part in parts), "shlex.join()")
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def shlex_overrides() -> dict[str, Any]:
+    """Checked ``shlex`` functions."""
+    return {"split": _split, "quote": _quote, "join": _join}
+
+
+# ----------------------------------------------------------------------------- email.utils
+
+
+def _getaddresses(fieldvalues: Any) -> Any:
+    import email.utils
+
+    values = list(fieldvalues)
+    # str() of each, joined: the whole list's text estimated at once (H10).
+    check_text(values, "email.utils.getaddresses()")
+    return email.utils.getaddresses(values)
+
+
+def _formataddr(pair: Any, charset: Any = "utf-8") -> str:
+    import email.utils
+
+    if charset not in ("utf-8", "utf8", "UTF-8"):
+        raise ValueError("email.utils.formataddr() encodes names with UTF-8 only in the sandbox")
+    return email.utils.formataddr(pair, "utf-8")
+
+
+def email_utils_overrides() -> dict[str, Any]:
+    """Checked ``email.utils`` functions."""
+    return {"getaddresses": _getaddresses, "formataddr": _formataddr}
+
+
+# ----------------------------------------------------------------------------- json
+
+
+class SandboxJSONEncoder(json.JSONEncoder):
+    """``json.JSONEncoder`` whose text is always built in counted pieces, its indent capped."""
+
+    def __init__(self, *, indent: Any = None, **kwargs: Any) -> None:
+        check_indent(indent, "json.JSONEncoder()")
+        super().__init__(indent=indent, **kwargs)
+
+    def iterencode(self, o: Any, _one_shot: bool = False) -> Iterator[str]:
+        # The one-shot C encoder builds the whole text in one call: never taken.
+        return super().iterencode(o, False)
+
+    def encode(self, o: Any) -> str:
+        check_text(o, "JSONEncoder.encode()")  # a shared structure's text (H10)
+        return counted_text(self.iterencode(o), "JSONEncoder.encode()")
+
+
+SandboxJSONEncoder.__module__ = "json"
+SandboxJSONEncoder.__qualname__ = SandboxJSONEncoder.__name__ = "JSONEncoder"
+allow_subclassing(SandboxJSONEncoder)
+allow_subclassing(json.JSONDecoder)
