@@ -45,7 +45,7 @@ __all__ = [
     "shared_system_prefix",
 ]
 
-PROMPT_VERSION = "2026-12-02.python.v8"
+PROMPT_VERSION = "2026-12-02.python.v9"
 KNOWN_TOOLS_LIMIT = 12
 _MEMORY_CHARS = 6000
 _ARGUMENT_CHARS = 4000

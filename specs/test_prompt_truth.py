@@ -72,6 +72,72 @@ class TestNamesAndAttributes:
         assert (outcome.value, calls) == ("retried", 2)
 
 
+class TestClassesAndScripts:
+    """ADRs 0104 and 0106 as the prompt states them."""
+
+    @pytest.mark.parametrize(
+        ("code", "expected"),
+        [
+            (
+                "from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\n    y: int = 2\n"
+                "result = P(1)._asdict()",
+                {"x": 1, "y": 2},
+            ),
+            (
+                "from typing import TypedDict\nclass Row(TypedDict):\n    a: int\n"
+                "result = Row(a=1)",
+                {"a": 1},
+            ),
+            (
+                "from typing import Generic, TypeVar\nT = TypeVar('T')\n"
+                "class Box(Generic[T]):\n    def __init__(self, v):\n        self.v = v\n"
+                "result = Box[int](3).v",
+                3,
+            ),
+            (
+                "from typing import Protocol\nclass Named(Protocol):\n    name: str\n"
+                "class A:\n    name = 'a'\nresult = A().name",
+                "a",
+            ),
+            (
+                "from collections import Counter\nclass Tally(Counter):\n"
+                "    def top(self):\n        return self.most_common(1)[0][0]\n"
+                "result = Tally('abca').top()",
+                "a",
+            ),
+            (
+                "import datetime, json\nclass Enc(json.JSONEncoder):\n"
+                "    def default(self, o):\n        return o.isoformat()\n"
+                "result = json.dumps({'d': datetime.date(2026, 1, 2)}, cls=Enc)",
+                '{"d": "2026-01-02"}',
+            ),
+        ],
+        ids=["NamedTuple", "TypedDict", "Generic", "Protocol", "Counter", "JSONEncoder"],
+    )
+    def test_the_bases_the_prompt_names_work(self, code: str, expected: Any) -> None:
+        """Each base the prompt lists is accepted at the first attempt."""
+        _states(
+            "`typing.NamedTuple`, `TypedDict`, `Generic[T]`, `Protocol`, `collections.Counter`",
+            "`json.JSONEncoder` and `json.JSONDecoder`",
+        )
+        outcome, _, calls = _run(code)
+        assert (outcome.value, calls) == (expected, 1)
+
+    def test_another_library_base_is_refused(self) -> None:
+        """A library class the prompt does not list is refused as a base (the call is retried)."""
+        _states("other library classes are refused as bases")
+        outcome, _, calls = _run("import csv\nclass R(csv.DictReader):\n    pass\nresult = 1")
+        assert (outcome.value, calls) == ("retried", 2)
+
+    def test_the_main_guard_runs(self) -> None:
+        """A program under ``if __name__ == "__main__":`` runs as a script would."""
+        _states('`__name__` is `"__main__"`')
+        code = (
+            'def main():\n    return args[0] * 2\nif __name__ == "__main__":\n    result = main()'
+        )
+        assert _run(code, 21)[0].value == 42
+
+
 class TestResult:
     """ADR 0043 as the prompt states it."""
 
