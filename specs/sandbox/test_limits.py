@@ -43,6 +43,12 @@ RUNAWAYS = {
 }
 
 
+def _new_threads(before: set[threading.Thread]) -> list[str]:
+    """Names of the threads alive now that were not alive at ``before`` (a spec's own threads
+    count; threads of earlier specs that end meanwhile do not)."""
+    return sorted(thread.name for thread in threading.enumerate() if thread not in before)
+
+
 def _timed(source: str, **options: Any) -> tuple[ExecutionResult, float]:
     """The result and the processor time it took: every runaway here spins the processor, so a
     missed deadline shows as processor time, and a loaded machine cannot fail the bound."""
@@ -96,7 +102,7 @@ class TestDeadline:
     def test_a_worker_thread_is_stopped_and_no_thread_remains(self) -> None:
         """Run in a non-main thread, a runaway stops by deadline + 0.5 s and leaves no thread."""
         value_of("result = 1")  # the process's one watchdog thread exists from here on (ADR 0030)
-        before = threading.active_count()
+        before = set(threading.enumerate())
         outcome: dict[str, Any] = {}
 
         def work() -> None:
@@ -112,20 +118,20 @@ class TestDeadline:
             worker.is_alive(),
             outcome["result"].error.error_type,
             outcome["elapsed"] <= 1.5,
-            threading.active_count(),
-        ) == (False, "timeout", True, before)
+            _new_threads(before),
+        ) == (False, "timeout", True, [])
 
     def test_no_thread_outlives_an_attempt(self) -> None:
         """No thread per attempt: after the first, attempts start no thread (ADR 0030)."""
         value_of("result = 1")  # starts the process's one watchdog thread, if not yet running
-        before = threading.active_count()
+        before = set(threading.enumerate())
 
         value_of("result = 1")
         execute(
             "while True:\n    pass", limits=SandboxLimits(timeout_seconds=1.0), clock=FakeClock()
         )
 
-        assert threading.active_count() == before
+        assert _new_threads(before) == []
 
     def test_frozen_time_does_not_hang_a_runaway(self) -> None:
         """Under freezegun the default clock still advances, so the deadline still fires."""
@@ -154,7 +160,7 @@ class TestDeadlineThroughAgent:
         )
         agent = Agent("tester", provider=provider, log=False, execution_timeout_seconds=1)
         agent.add(0)  # the long-lived helper threads exist from the first call on (ADR 0030)
-        before = threading.active_count()
+        before = set(threading.enumerate())
 
         started = time.process_time()  # processor time: the machine may be shared
         spun = agent.spin()
@@ -167,7 +173,7 @@ class TestDeadlineThroughAgent:
             True,
             2,
         )
-        assert threading.active_count() == before
+        assert _new_threads(before) == []
 
     @pytest.mark.parametrize("seconds", [0, 0.5, 601, "30"])
     def test_out_of_range_timeouts_are_refused_at_construction(self, seconds: Any) -> None:
