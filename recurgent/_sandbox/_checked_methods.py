@@ -457,33 +457,14 @@ def _either(
     return (first[0] + second[0], bind)
 
 
-def special_methods(
-    formatter: SafeFormatter, tick: Callable[[], bool]
-) -> dict[str, tuple[tuple[type, ...], Binder]]:
-    """Checked methods by name: ``name -> (receiver types, binder)``.
-
-    A binder takes the receiver and returns the callable generated code gets for
-    ``receiver.name``.
-    """
-
-    def bind_format(obj: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: formatter.vformat(obj, args, kwargs)
-
-    def bind_format_map(obj: Any) -> Callable[..., Any]:
-        return lambda mapping: formatter.vformat(obj, (), mapping)
-
-    def bind_elements(obj: Any) -> Callable[..., Any]:
-        return lambda: TickingIterator(obj.elements(), tick)
-
-    def bind_draws(name: str) -> Binder:
-        return lambda obj: ticking_draws(obj, tick)[name]
-
+@functools.cache
+def _stateless_methods() -> dict[str, tuple[tuple[type, ...], Binder]]:
+    """The checked methods whose binders hold no state of an attempt: built once per process
+    (each attempt used to build all of them again, about a sixth of a bare sandbox run)."""
     # Imported here: _stdlib imports _regex, which imports this module's checked_sub.
     from recurgent._sandbox._stdlib import SandboxRandom
 
     return {
-        "format": ((str,), bind_format),
-        "format_map": ((str,), bind_format_map),
         "ljust": (_TEXT, _padding("ljust")),
         "rjust": (_TEXT, _padding("rjust")),
         "center": (_TEXT, _padding("center")),
@@ -505,10 +486,39 @@ def special_methods(
             for name in PATH_SEARCHES
         },
         "expand": ((re.Match,), _bind_expand),
-        "elements": ((collections.Counter,), bind_elements),
         "seek": ((io.StringIO, io.BytesIO), _bind_seek),
         "getrandbits": ((random.Random,), _bind_random(SandboxRandom.getrandbits)),
         "randbytes": ((random.Random,), _bind_random(SandboxRandom.randbytes)),
+    }
+
+
+def special_methods(
+    formatter: SafeFormatter, tick: Callable[[], bool]
+) -> dict[str, tuple[tuple[type, ...], Binder]]:
+    """Checked methods by name: ``name -> (receiver types, binder)``.
+
+    A binder takes the receiver and returns the callable generated code gets for
+    ``receiver.name``. The ones that format, tick or draw are bound to this attempt's
+    formatter and deadline; the rest are shared by every attempt.
+    """
+
+    def bind_format(obj: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: formatter.vformat(obj, args, kwargs)
+
+    def bind_format_map(obj: Any) -> Callable[..., Any]:
+        return lambda mapping: formatter.vformat(obj, (), mapping)
+
+    def bind_elements(obj: Any) -> Callable[..., Any]:
+        return lambda: TickingIterator(obj.elements(), tick)
+
+    def bind_draws(name: str) -> Binder:
+        return lambda obj: ticking_draws(obj, tick)[name]
+
+    return {
+        "format": ((str,), bind_format),
+        "format_map": ((str,), bind_format_map),
+        **_stateless_methods(),
+        "elements": ((collections.Counter,), bind_elements),
         "choices": ((random.Random,), bind_draws("choices")),
         "sample": ((random.Random,), bind_draws("sample")),
         "shuffle": ((random.Random,), bind_draws("shuffle")),
