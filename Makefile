@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# A path entry, not setuptools' import hook: mypy (and other static tools) find the package
+# from a user's script anywhere only through a path (ADR 0116).
+EDITABLE := --config-settings editable_mode=compat
 # `make demo` needs the runtime only: its own stamp, so it never waits on the dev toolchain.
 DEMO_STAMP := $(VENV)/.installed-runtime
 
@@ -10,12 +13,12 @@ DEMO_STAMP := $(VENV)/.installed-runtime
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[dev]'
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet $(EDITABLE) -e .
 	touch $(DEMO_STAMP)
 
 lint: $(STAMP)
@@ -42,7 +45,7 @@ docs: $(STAMP)
 	$(BIN)/python -m recurgent._apidoc
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[dev,bench]'
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/call_overhead.py
 	$(BIN)/python bench/import_time.py

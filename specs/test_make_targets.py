@@ -36,7 +36,7 @@ class TestDemoInstallsTheRuntimeOnly:
         """One install, without extras, then the example."""
         lines = _dry_run("demo", tmp_path / "venv")
 
-        assert _installs(lines) == ["-e ."]
+        assert _installs(lines) == ["--config-settings editable_mode=compat -e ."]
         assert lines[-2:] == [
             f"touch {tmp_path / 'venv'}/.installed-runtime",
             f"{tmp_path / 'venv'}/bin/python examples/calculator.py",
@@ -46,7 +46,7 @@ class TestDemoInstallsTheRuntimeOnly:
         """``make test`` installs ``-e '.[dev]'`` behind its own stamp."""
         lines = _dry_run("test", tmp_path / "venv")
 
-        assert _installs(lines) == ["-e '.[dev]'"]
+        assert _installs(lines) == ["--config-settings editable_mode=compat -e '.[dev]'"]
         assert f"touch {tmp_path / 'venv'}/.installed" in lines
 
 
@@ -59,7 +59,7 @@ class TestStampsCoexist:
         venv.mkdir()
         (venv / ".installed").touch()
 
-        assert _installs(_dry_run("demo", venv)) == ["-e ."]
+        assert _installs(_dry_run("demo", venv)) == ["--config-settings editable_mode=compat -e ."]
 
     def test_test_after_demo_installs_the_dev_extra(self, tmp_path: Path) -> None:
         """With only the runtime stamp present, test installs the dev toolchain."""
@@ -67,7 +67,7 @@ class TestStampsCoexist:
         venv.mkdir()
         (venv / ".installed-runtime").touch()
 
-        assert _installs(_dry_run("test", venv)) == ["-e '.[dev]'"]
+        assert _installs(_dry_run("test", venv)) == ["--config-settings editable_mode=compat -e '.[dev]'"]
 
     def test_both_stamps_fresh_install_nothing(self, tmp_path: Path) -> None:
         """With both stamps newer than pyproject.toml, neither target installs anything."""
