@@ -93,6 +93,15 @@ def history_records(
     record keys. With a ``cursor`` only the entries added since its last check are looked at.
     """
     raw = memory.get(HISTORY_KEY)
+    if (
+        cursor is not None
+        and raw is not None
+        and raw is cursor.records
+        and len(raw) == cursor.checked
+        and (not raw or raw[-1] is cursor.last)
+    ):
+        # Nothing added since the last check (every call checks twice): nothing to look at.
+        return raw
     if not isinstance(raw, list):
         raw = []
         memory[HISTORY_KEY] = raw
@@ -116,11 +125,11 @@ def outcome_summary(
         return {"status": "unknown", "ok": False, "error_type": "unknown", "retriable": False}
     summary: dict[str, Any] = {
         "status": outcome.status,
-        "ok": outcome.is_ok,
+        "ok": outcome.status == "ok",
         "error_type": outcome.error_type,
         "retriable": outcome.retriable,
     }
-    if outcome.is_ok and outcome.value is not None:
+    if summary["ok"] and outcome.value is not None:
         summary["value_class"] = type(outcome.value).__name__
         safe = json_safe(outcome.value, secrets=secrets)
         # An int's JSON text is its decimal text; json.dumps costs several times more.
@@ -140,7 +149,7 @@ def outcome_summary(
             mode = sources[0].get("retrieval_mode")
             if isinstance(mode, str) and mode.strip():
                 summary["retrieval_mode"] = mode
-    elif outcome.is_error:
+    elif outcome.status == "error":
         summary["error_message"] = (outcome.error_message or "")[:400]
     return summary
 

@@ -67,7 +67,7 @@ from recurgent.errors import (
     ResourceLimitError,
     UsageError,
 )
-from recurgent.outcome import Outcome
+from recurgent.outcome import Outcome, with_origin
 from recurgent.program import Program
 from recurgent.providers import Provider, ProviderRequest
 
@@ -213,9 +213,7 @@ def call_state(
                 if state.outcome.is_error:
                     state.failure_class = failure_class(state.outcome.error_type)
                 # Where the answer came from (ADR 0098): the call, and the program the log shows.
-                state.outcome = state.outcome.model_copy(
-                    update={"call_id": frame.call_id, "code": state.code}
-                )
+                state.outcome = with_origin(state.outcome, call_id=frame.call_id, code=state.code)
             _finish(runtime, state)
         return state
 

@@ -89,8 +89,11 @@ def _worker_for(runtime: AgentRuntime, generated: Generated) -> ProcessExecutor 
     slot = runtime.workers
     if slot is None:
         return None
-    dependencies = [{"name": d.name, "version": d.version} for d in generated.program.dependencies]
-    return slot.select(dependencies or None, role=runtime.role)
+    declared = generated.program.dependencies
+    if not declared:
+        return slot.select(None, role=runtime.role)
+    dependencies = [{"name": d.name, "version": d.version} for d in declared]
+    return slot.select(dependencies, role=runtime.role)
 
 
 def _run_in_worker(

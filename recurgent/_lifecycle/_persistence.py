@@ -93,7 +93,11 @@ class Hooks(Protocol):
 
 
 def _fingerprint(state: CallState) -> str:
-    return contract_fingerprint(state.contract)
+    contract = state.contract
+    return _NO_CONTRACT if contract is None else contract_fingerprint(contract)
+
+
+_NO_CONTRACT = contract_fingerprint(None)
 
 
 def _prepare(code: str, dependencies: Sequence[Any], method: str) -> Generated:
@@ -173,7 +177,9 @@ def _hit(state: CallState, record: ArtifactRecord) -> None:
     state.artifact_hit = True
     state.generation_attempt = 0
     state.code = record.code
-    state.program_dependencies = [dict(d) for d in record.dependencies]
+    state.program_dependencies = (
+        [dict(d) for d in record.dependencies] if record.dependencies else []
+    )
     state.cacheable = cache.cacheable
     state.cacheability_reason = cache.reason
     state.input_sensitive = cache.input_sensitive
@@ -213,9 +219,15 @@ def _finish_attempt(result: AttemptResult) -> Outcome:
 
 
 def _answered(state: CallState, result: AttemptResult) -> Outcome:
+    outcome = result.outcome
+    if result.error is None and outcome is not None and outcome.status == "ok":
+        # The common case, in one step: what _finish_attempt does with an ok outcome.
+        state.attempt_stage = "executed"
+        result.commit()
+        return outcome
     if result.error is None:
         state.attempt_stage = "executed"
-        if result.outcome is not None and result.outcome.is_error:
+        if outcome is not None and outcome.is_error:
             state.rollback_applied = True
     return _finish_attempt(result)
 

@@ -183,6 +183,10 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
     marks = frozenset(f"role_profile@{digest}" for _, _, digest in problems)
     same_code = known is not None and known[0] == code
     if same_code and known is not None and (known[1] or not ok) and marks <= known[2]:
+        # The same text in another object (the store read the artifact again): remember this
+        # one, so the next answer of the same record takes the identity test above.
+        with _RECORDED_LOCK:
+            _RECORDED[key] = (code, known[1], known[2])
         return
     shape_of_answer = None
     if ok and outcome is not None:
