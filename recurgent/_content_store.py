@@ -122,7 +122,7 @@ _KINDS: dict[type, str] = {
     type(None): "null",
 }
 #: ``json.dumps`` of a str with ``ensure_ascii=False``: the function the encoder itself calls.
-_encode_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_string = json.encoder.encode_basestring
 
 
 def _kind(value: Any) -> str:
@@ -157,7 +157,7 @@ def _scalar_text(payload: Any) -> str | None:
     if kind is int:
         return int.__repr__(payload)
     if kind is str:
-        return _encode_string(payload)  # type: ignore[no-any-return]
+        return _encode_string(payload)
     if kind is bool:
         return "true" if payload else "false"
     if payload is None:
@@ -349,11 +349,15 @@ class ContentStore:
     ) -> ContentWrite:
         """Keep one finished call's answer when ``retention`` says so; never raises."""
         try:
-            reason = _skip_reason(outcome, depth, retention)
-            if reason is not None:
-                return self._skipped(reason)
-            assert outcome is not None
-            stored = serialize(_payload(outcome))
+            if type(outcome) is Outcome and outcome.status == "ok" and depth <= 0:
+                payload = outcome.value  # the usual case: a top-level call's ok answer
+            else:
+                reason = _skip_reason(outcome, depth, retention)
+                if reason is not None:
+                    return self._skipped(reason)
+                assert outcome is not None
+                payload = _payload(outcome)
+            stored = serialize(payload)
             if stored.size > retention.max_bytes:
                 return self._skipped("entry_exceeds_max_bytes")
             now_text = utc_timestamp()
@@ -439,11 +443,15 @@ class ContentStore:
         return len(expired)
 
     def _bound(self, retention: ContentRetention) -> int:
+        entries = self._entries
         evicted = 0
-        while self._entries and (
-            len(self._entries) > retention.max_entries or self._total > retention.max_bytes
+        while entries and (
+            len(entries) > retention.max_entries or self._total > retention.max_bytes
         ):
-            self._drop(next(iter(self._entries)))
+            # _drop of the least recently used entry, in one call
+            _, entry = entries.popitem(last=False)
+            total = self._total - entry.size
+            self._total = total if total > 0 else 0
             evicted += 1
         return evicted
 

@@ -93,15 +93,16 @@ def history_records(
     record keys. With a ``cursor`` only the entries added since its last check are looked at.
     """
     raw = memory.get(HISTORY_KEY)
-    if (
-        cursor is not None
-        and raw is not None
-        and raw is cursor.records
-        and len(raw) == cursor.checked
-        and (not raw or raw[-1] is cursor.last)
-    ):
-        # Nothing added since the last check (every call checks twice): nothing to look at.
-        return raw
+    if cursor is not None:
+        known = cursor.records
+        if (
+            known is not None
+            and len(known) == cursor.checked
+            and raw is known
+            and (not known or known[-1] is cursor.last)
+        ):
+            # Nothing added since the last check (every call checks twice): nothing to read.
+            return raw
     if not isinstance(raw, list):
         raw = []
         memory[HISTORY_KEY] = raw
@@ -137,7 +138,7 @@ def outcome_summary(
         summary["value_preview"] = (
             preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
         )
-        sources = _provenance_sources(outcome.value)
+        sources = None if type(outcome.value) in _ATOMS else _provenance_sources(outcome.value)
         if sources:
             summary["source_count"] = len(sources)
             summary["source_uris"] = [
@@ -211,6 +212,8 @@ def append_record(
     )
     if len(records) > HISTORY_LIMIT:
         del records[: len(records) - HISTORY_LIMIT]
+    size = len(records)
     if cursor is not None:
-        cursor.mark(records)
-    return len(records)
+        # cursor.mark(records), written out (every call appends one record).
+        cursor.records, cursor.checked, cursor.last = records, size, records[-1]
+    return size

@@ -150,7 +150,7 @@ def _attempt_outcome(
     if result.error is not None:
         raise result.error
     outcome = coerce_outcome(result.value, tool_role=role, method_name=method)
-    if outcome.is_ok:
+    if outcome.status == "ok":
         violation = provenance_violation(generated.tree, outcome.value)
         if violation is not None:
             raise violation

@@ -397,6 +397,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         enforced=settings.promotion_enforcement_enabled,
     )
     outcome = state.outcome
+    failed = outcome if outcome is not None and outcome.status == "error" else None
     kind = result_kind(outcome, raised=state.error is not None)
     klass = None
     if kind == "failure":
@@ -417,7 +418,9 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         role=state.role,
         method=state.method,
         code=code,
-        dependencies=[dict(d) for d in state.program_dependencies or []],
+        dependencies=(
+            [dict(d) for d in state.program_dependencies] if state.program_dependencies else []
+        ),
         contract_fingerprint=_fingerprint(state),
         prompt_version=prompt_version,
         runtime_version=runtime_version(),
@@ -425,12 +428,10 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         cacheability=cache,
         source=source,
         result=kind,
-        error_type=outcome.error_type if outcome is not None and outcome.is_error else None,
+        error_type=failed.error_type if failed is not None else None,
         failure_class=klass,
         failure_message=(
-            f"{outcome.error_type}: {outcome.error_message}"
-            if outcome is not None and outcome.is_error
-            else None
+            f"{failed.error_type}: {failed.error_message}" if failed is not None else None
         ),
         repaired_class=state.repaired_failure_class,
         trace_id=state.frame.trace_id,

@@ -170,7 +170,7 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
     if store is None or not code or code.isspace():
         return
     outcome = state.outcome
-    ok = outcome is not None and outcome.is_ok
+    ok = outcome is not None and outcome.status == "ok"
     key = (store.root, runtime.role, state.method)
     known = _RECORDED.get(key)
     failed = notes.failed if notes is not None else None
