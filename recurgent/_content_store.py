@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -110,6 +110,21 @@ class Serialized:
     mode: str
 
 
+#: The JSON type of a payload of exactly these types (subclasses take :func:`_kind`).
+_KINDS: dict[type, str] = {
+    bool: "boolean",
+    dict: "object",
+    list: "array",
+    tuple: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    type(None): "null",
+}
+#: ``json.dumps`` of a str with ``ensure_ascii=False``: the function the encoder itself calls.
+_encode_string = json.encoder.encode_basestring
+
+
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
@@ -133,6 +148,30 @@ def _encoded(text: str, kind: str, mode: str) -> Serialized:
     return Serialized(text, kind, len(raw), f"sha256:{hashlib.sha256(raw).hexdigest()}", mode)
 
 
+def _scalar_text(payload: Any) -> str | None:
+    """``json.dumps`` of a payload of exactly one of the scalar types (most answers), by the
+    same C functions its encoder calls, or ``None`` for any other payload. Raises as
+    ``json.dumps`` would (``ValueError`` for NaN, the infinities and an int too long for
+    ``str``)."""
+    kind = type(payload)
+    if kind is int:
+        return int.__repr__(payload)
+    if kind is str:
+        return _encode_string(payload)
+    if kind is bool:
+        return "true" if payload else "false"
+    if payload is None:
+        return "null"
+    if kind is float:
+        if payload != payload or payload in (_INFINITY, -_INFINITY):
+            raise ValueError("Out of range float values are not JSON compliant")
+        return float.__repr__(payload)
+    return None
+
+
+_INFINITY = float("inf")
+
+
 def serialize(payload: Any) -> Serialized:
     """The stored form of ``payload``; never raises.
 
@@ -145,10 +184,12 @@ def serialize(payload: Any) -> Serialized:
     kept Ruby's ``inspect`` text): a program can tell it from an answer and still read it.
     """
     try:
-        text = json.dumps(
-            payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_refuse
-        )
-        return _encoded(text, _kind(payload), "json_safe")
+        text = _scalar_text(payload)
+        if text is None:
+            text = json.dumps(
+                payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_refuse
+            )
+        return _encoded(text, _KINDS.get(type(payload)) or _kind(payload), "json_safe")
     except (TypeError, ValueError, RecursionError):
         pass
     rendering = json_safe(
@@ -194,6 +235,11 @@ class ContentWrite:
         }
 
 
+# One lock for every attempt's read counts: reads are rare, and an attempt (every call makes
+# one) then allocates no lock of its own.
+_READS_LOCK = threading.Lock()
+
+
 @dataclass(slots=True)
 class ContentReads:
     """The ``content(ref)`` reads of one attempt, for its call's log line."""
@@ -201,12 +247,11 @@ class ContentReads:
     hits: int = 0
     misses: int = 0
     refs: list[str] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, ref: str, *, hit: bool) -> None:
         """Count one read of ``ref`` (each ref is listed once, the first 100 of them)."""
         shown = ref[:_REF_CHARS]
-        with self._lock:
+        with _READS_LOCK:
             if hit:
                 self.hits += 1
             else:
@@ -237,7 +282,7 @@ class _Entry:
 
 
 def _payload(outcome: Outcome) -> Any:
-    if outcome.is_ok:
+    if outcome.status == "ok":
         return outcome.value
     # The envelope itself is never kept: its fields are what a follow-up can use.
     return {
@@ -251,7 +296,7 @@ def _payload(outcome: Outcome) -> Any:
 def _skip_reason(outcome: Outcome | None, depth: int, retention: ContentRetention) -> str | None:
     if not isinstance(outcome, Outcome):
         return "invalid_outcome"
-    if outcome.is_ok:
+    if outcome.status == "ok":
         if depth <= 0 or retention.nested_capture:
             return None
         return "nested_capture_disabled"
@@ -304,16 +349,21 @@ class ContentStore:
     ) -> ContentWrite:
         """Keep one finished call's answer when ``retention`` says so; never raises."""
         try:
-            reason = _skip_reason(outcome, depth, retention)
-            if reason is not None:
-                return self._skipped(reason)
-            assert outcome is not None
-            stored = serialize(_payload(outcome))
+            if type(outcome) is Outcome and outcome.status == "ok" and depth <= 0:
+                payload = outcome.value  # the usual case: a top-level call's ok answer
+            else:
+                reason = _skip_reason(outcome, depth, retention)
+                if reason is not None:
+                    return self._skipped(reason)
+                assert outcome is not None
+                payload = _payload(outcome)
+            stored = serialize(payload)
             if stored.size > retention.max_bytes:
                 return self._skipped("entry_exceeds_max_bytes")
             now_text = utc_timestamp()
             entry = _Entry(
-                ref=f"{CONTENT_REF_PREFIX}{secrets.token_hex(12)}",
+                # 12 random bytes, as ``secrets.token_hex(12)`` draws them (one urandom read).
+                ref=f"{CONTENT_REF_PREFIX}{os.urandom(12).hex()}",
                 text=stored.text,
                 kind=stored.kind,
                 size=stored.size,
@@ -326,12 +376,12 @@ class ContentStore:
                 depth=depth,
                 role=role,
                 method_name=method_name,
-                written=self._now(),
+                written=time.monotonic() if self._clock is None else self._clock(),
                 created_at=now_text,
                 last_accessed_at=now_text,
             )
             with self._lock:
-                evicted = self._expire(retention)
+                evicted = self._expire(retention) if retention.ttl_seconds else 0
                 self._entries[entry.ref] = entry
                 self._total += entry.size
                 evicted += self._bound(retention)
@@ -393,11 +443,15 @@ class ContentStore:
         return len(expired)
 
     def _bound(self, retention: ContentRetention) -> int:
+        entries = self._entries
         evicted = 0
-        while self._entries and (
-            len(self._entries) > retention.max_entries or self._total > retention.max_bytes
+        while entries and (
+            len(entries) > retention.max_entries or self._total > retention.max_bytes
         ):
-            self._drop(next(iter(self._entries)))
+            # _drop of the least recently used entry, in one call
+            _, entry = entries.popitem(last=False)
+            total = self._total - entry.size
+            self._total = total if total > 0 else 0
             evicted += 1
         return evicted
 

@@ -93,6 +93,16 @@ def history_records(
     record keys. With a ``cursor`` only the entries added since its last check are looked at.
     """
     raw = memory.get(HISTORY_KEY)
+    if cursor is not None:
+        known = cursor.records
+        if (
+            known is not None
+            and len(known) == cursor.checked
+            and raw is known
+            and (not known or known[-1] is cursor.last)
+        ):
+            # Nothing added since the last check (every call checks twice): nothing to read.
+            return raw
     if not isinstance(raw, list):
         raw = []
         memory[HISTORY_KEY] = raw
@@ -116,11 +126,11 @@ def outcome_summary(
         return {"status": "unknown", "ok": False, "error_type": "unknown", "retriable": False}
     summary: dict[str, Any] = {
         "status": outcome.status,
-        "ok": outcome.is_ok,
+        "ok": outcome.status == "ok",
         "error_type": outcome.error_type,
         "retriable": outcome.retriable,
     }
-    if outcome.is_ok and outcome.value is not None:
+    if summary["ok"] and outcome.value is not None:
         summary["value_class"] = type(outcome.value).__name__
         safe = json_safe(outcome.value, secrets=secrets)
         # An int's JSON text is its decimal text; json.dumps costs several times more.
@@ -128,7 +138,7 @@ def outcome_summary(
         summary["value_preview"] = (
             preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
         )
-        sources = _provenance_sources(outcome.value)
+        sources = None if type(outcome.value) in _ATOMS else _provenance_sources(outcome.value)
         if sources:
             summary["source_count"] = len(sources)
             summary["source_uris"] = [
@@ -140,7 +150,7 @@ def outcome_summary(
             mode = sources[0].get("retrieval_mode")
             if isinstance(mode, str) and mode.strip():
                 summary["retrieval_mode"] = mode
-    elif outcome.is_error:
+    elif outcome.status == "error":
         summary["error_message"] = (outcome.error_message or "")[:400]
     return summary
 
@@ -202,6 +212,8 @@ def append_record(
     )
     if len(records) > HISTORY_LIMIT:
         del records[: len(records) - HISTORY_LIMIT]
+    size = len(records)
     if cursor is not None:
-        cursor.mark(records)
-    return len(records)
+        # cursor.mark(records), written out (every call appends one record).
+        cursor.records, cursor.checked, cursor.last = records, size, records[-1]
+    return size

@@ -48,31 +48,27 @@ _LOG10_2 = math.log10(2)
 _LEADING_DIGITS = 20
 
 
-def utc_timestamp(moment: datetime.datetime | None = None) -> str:
-    """UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (now, without ``moment``)."""
-    if moment is None:
-        return _now_text()
-    if moment.tzinfo is not datetime.UTC:
-        moment = moment.astimezone(datetime.UTC)
-    # isoformat is one C call (strftime costs several times more).
-    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
-
-
 # The text of the last second stamped: every call stamps two or three times within one second,
 # so the date and time are formatted once a second and only the milliseconds each time.
 _second_text: tuple[int, str] = (-1, "")
 
 
-def _now_text() -> str:
+def utc_timestamp(moment: datetime.datetime | None = None) -> str:
+    """UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (now, without ``moment``)."""
     global _second_text  # a process-wide memo; one assignment, so threads see old or new
-    # Integer microseconds, rounded as datetime.now() rounds them: float seconds would turn
-    # .001 into .000 now and then.
-    second, micros = divmod((time.time_ns() + 500) // 1000, 1_000_000)
-    cached = _second_text
-    if cached[0] != second:
-        cached = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-        _second_text = cached
-    return f"{cached[1]}.{micros // 1000:03d}Z"
+    if moment is None:
+        # Integer microseconds, rounded as datetime.now() rounds them: float seconds would turn
+        # .001 into .000 now and then.
+        second, micros = divmod((time.time_ns() + 500) // 1000, 1_000_000)
+        cached = _second_text
+        if cached[0] != second:
+            cached = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+            _second_text = cached
+        return f"{cached[1]}.{micros // 1000:03d}Z"
+    if moment.tzinfo is not datetime.UTC:
+        moment = moment.astimezone(datetime.UTC)
+    # isoformat is one C call (strftime costs several times more).
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def shorten(text: str, limit: int) -> str:

@@ -514,3 +514,29 @@ def _checked(outcome: Outcome) -> Outcome:
         if cut is not message:
             update["error_message"] = cut
     return outcome.model_copy(update=update) if update else outcome
+
+
+_ORIGIN_FIELDS = frozenset({"call_id", "code"})
+_set_slot = object.__setattr__
+
+
+def with_origin(outcome: Outcome, *, call_id: str | None, code: str | None) -> Outcome:
+    """``outcome.model_copy(update={"call_id": call_id, "code": code})``, built directly.
+
+    Every dynamic call stamps its Outcome this way (ADR 0098), and pydantic's generic copy
+    costs a dozen Python calls. An Outcome has no private attributes and forbids extras, so a
+    copy is its field dict with the two fields replaced, and its set of explicitly set fields
+    with the two added: exactly what ``model_copy`` makes of it. A subclass takes
+    ``model_copy`` itself.
+    """
+    if type(outcome) is not Outcome:
+        return outcome.model_copy(update={"call_id": call_id, "code": code})
+    copied = Outcome.__new__(Outcome)
+    fields = outcome.__dict__.copy()
+    fields["call_id"] = call_id
+    fields["code"] = code
+    _set_slot(copied, "__dict__", fields)
+    _set_slot(copied, "__pydantic_extra__", None)
+    _set_slot(copied, "__pydantic_fields_set__", outcome.__pydantic_fields_set__ | _ORIGIN_FIELDS)
+    _set_slot(copied, "__pydantic_private__", None)
+    return copied

@@ -135,6 +135,78 @@ class TestSerialize:
         assert (stored.kind, json.loads(stored.text)["value_class"]) == ("fallback", "list")
 
 
+class _Label(str):
+    """A str subclass: not a plain str for the scalar shortcut."""
+
+
+class _Count(int):
+    """An int subclass with its own repr: JSON still writes its number."""
+
+    def __repr__(self) -> str:
+        return "Count!"
+
+
+class TestScalarShortcut:
+    """A payload of exactly int, str, bool, None or float is encoded without ``json.dumps``
+    (ADR 0122); every result is the one ``json.dumps`` gives, and what it refuses falls back."""
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            0,
+            -7,
+            10**300,
+            "",
+            "plain",
+            'quote " backslash \\ newline \n tab \t',
+            "\x00\x1f\x7f control",
+            "héllo ✓ 𝄞",
+            "lone \ud800 surrogate",
+            True,
+            False,
+            None,
+            0.1,
+            -0.0,
+            1e308,
+            5e-324,
+            _Label("sub"),
+            _Count(3),
+        ],
+    )
+    def test_the_text_is_json_dumps(self, value: Any) -> None:
+        """Text, kind, size, digest and mode equal those of the general path's json.dumps."""
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        raw = text.encode("utf-8", "surrogatepass")
+        kind = {bool: "boolean", str: "string", type(None): "null"}.get(type(value), "number")
+        if isinstance(value, str):
+            kind = "string"
+
+        stored = serialize(value)
+
+        assert (stored.text, stored.kind, stored.size, stored.digest, stored.mode) == (
+            text,
+            kind,
+            len(raw),
+            f"sha256:{hashlib.sha256(raw).hexdigest()}",
+            "json_safe",
+        )
+
+    @pytest.mark.parametrize(
+        "value",
+        [float("nan"), float("inf"), -float("inf"), 10**5000],
+        ids=["nan", "inf", "-inf", "huge-int"],
+    )
+    def test_what_json_refuses_is_a_rendering(self, value: Any) -> None:
+        """NaN, the infinities and an int too long for str() take the marked rendering."""
+        stored = serialize(value)
+
+        assert (stored.kind, stored.mode, json.loads(stored.text)["value_class"]) == (
+            "fallback",
+            "fallback_rendering",
+            type(value).__name__,
+        )
+
+
 class TestWrites:
     """What is kept, under which ref, and the reasons a write is skipped."""
 

@@ -358,3 +358,31 @@ class TestHistoryCost:
         checked = history_records(memory, cursor)
 
         assert [record["call_id"] for record in checked] == ["kept"]
+
+    def test_a_last_record_replaced_in_place_is_checked(self) -> None:
+        """A list of the same length whose last record was swapped for a malformed entry is
+        not taken as already checked (the shortcut for an unchanged list, ADR 0122)."""
+        memory: dict[str, object] = {}
+        cursor = HistoryCursor()
+        _append(memory, 2, cursor)
+        records = memory["conversation_history"]
+        assert isinstance(records, list)
+        records[-1] = 7
+
+        checked = history_records(memory, cursor)
+
+        assert [record["call_id"] for record in checked] == ["c0"]
+
+    def test_an_unchanged_list_is_returned_as_it_is(self) -> None:
+        """With nothing added since the last check, no record is read and the list (the same
+        object) comes back; a non-list value in its place is still replaced."""
+        memory: dict[str, object] = {}
+        cursor = HistoryCursor()
+        _append(memory, 2, cursor)
+        records = memory["conversation_history"]
+        assert isinstance(records, list)
+        records[0] = _Untouchable()
+
+        assert history_records(memory, cursor) is records
+        memory["conversation_history"] = "gone"
+        assert history_records(memory, cursor) == []

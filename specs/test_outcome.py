@@ -16,6 +16,7 @@ from recurgent.outcome import (
     OutcomeFlag,
     coerce_outcome,
     outcome_context,
+    with_origin,
 )
 from recurgent.testing import ScriptedProvider
 
@@ -558,3 +559,62 @@ class TestErrorFieldBounds:
             outcome.error_message
         )
         assert len(outcome.error_message) < 1_000
+
+
+class TestWithOrigin:
+    """``with_origin`` stamps a call's Outcome without pydantic's generic copy (ADR 0122): the
+    result is what ``model_copy(update={"call_id": ..., "code": ...})`` makes, in every respect
+    a caller can see."""
+
+    @pytest.mark.parametrize(
+        "outcome",
+        [
+            Outcome(status="ok", value={"a": [1, 2]}, tool_role="calc", method_name="add"),
+            Outcome(status="ok", value=3, code="old", call_id="c0"),
+            Outcome(
+                status="error",
+                error_type="division_by_zero",
+                error_message="no",
+                retriable=True,
+                metadata={"k": 1},
+            ),
+        ],
+    )
+    def test_the_copy_is_model_copy(self, outcome: Outcome) -> None:
+        """Fields, explicitly-set fields, dumps, equality and hash match; the original is left
+        as it was and the copy is frozen like any Outcome."""
+        expected = outcome.model_copy(update={"call_id": "c1", "code": "result = 3"})
+        before = outcome.model_dump()
+
+        copied = with_origin(outcome, call_id="c1", code="result = 3")
+
+        assert copied is not outcome
+        assert type(copied) is Outcome
+        assert copied.__dict__ == expected.__dict__
+        assert copied.model_fields_set == expected.model_fields_set
+        assert copied.model_dump() == expected.model_dump()
+        assert copied.model_dump_json() == expected.model_dump_json()
+        assert (copied == expected, hash(copied) == hash(expected)) == (True, True)
+        assert copied.__pydantic_extra__ is None and copied.__pydantic_private__ is None
+        assert outcome.model_dump() == before
+        with pytest.raises(ValidationError):
+            copied.call_id = "other"  # type: ignore[misc]
+
+    def test_the_value_is_shared_not_copied(self) -> None:
+        """As with model_copy (a shallow copy), the value object is the original's."""
+        value = {"rows": [1]}
+        outcome = Outcome(status="ok", value=value)
+
+        assert with_origin(outcome, call_id="c", code=None).value is value
+
+    def test_a_subclass_takes_model_copy(self) -> None:
+        """A subclass of Outcome keeps its class (pydantic's copy handles what it adds)."""
+
+        class Tagged(Outcome):
+            pass
+
+        outcome = Tagged(status="ok", value=1)
+
+        copied = with_origin(outcome, call_id="c2", code="x")
+
+        assert (type(copied), copied.call_id, copied.code, copied.value) == (Tagged, "c2", "x", 1)

@@ -67,7 +67,7 @@ from recurgent.errors import (
     ResourceLimitError,
     UsageError,
 )
-from recurgent.outcome import Outcome
+from recurgent.outcome import Outcome, with_origin
 from recurgent.program import Program
 from recurgent.providers import Provider, ProviderRequest
 
@@ -210,12 +210,10 @@ def call_state(
         finally:
             state.duration_ms = (time.monotonic() - started) * 1000
             if state.outcome is not None:
-                if state.outcome.is_error:
+                if state.outcome.status == "error":
                     state.failure_class = failure_class(state.outcome.error_type)
                 # Where the answer came from (ADR 0098): the call, and the program the log shows.
-                state.outcome = state.outcome.model_copy(
-                    update={"call_id": frame.call_id, "code": state.code}
-                )
+                state.outcome = with_origin(state.outcome, call_id=frame.call_id, code=state.code)
             _finish(runtime, state)
         return state
 
@@ -323,7 +321,10 @@ def _capped_by_enclosing(seconds: float | None) -> float | None:
 
 
 def _sandbox_limits(options: AgentOptions) -> SandboxLimits:
-    timeout = _capped_by_enclosing(options.execution_timeout_seconds)
+    timeout = options.execution_timeout_seconds
+    remaining = enclosing_remaining()  # what _capped_by_enclosing does, in one call less
+    if remaining is not None:
+        timeout = remaining if timeout is None else min(timeout, remaining)
     assert timeout is not None
     return _limits(timeout, options.forwarded_call_budget)
 

@@ -89,8 +89,11 @@ def _worker_for(runtime: AgentRuntime, generated: Generated) -> ProcessExecutor 
     slot = runtime.workers
     if slot is None:
         return None
-    dependencies = [{"name": d.name, "version": d.version} for d in generated.program.dependencies]
-    return slot.select(dependencies or None, role=runtime.role)
+    declared = generated.program.dependencies
+    if not declared:
+        return slot.select(None, role=runtime.role)
+    dependencies = [{"name": d.name, "version": d.version} for d in declared]
+    return slot.select(dependencies, role=runtime.role)
 
 
 def _run_in_worker(
@@ -147,7 +150,7 @@ def _attempt_outcome(
     if result.error is not None:
         raise result.error
     outcome = coerce_outcome(result.value, tool_role=role, method_name=method)
-    if outcome.is_ok:
+    if outcome.status == "ok":
         violation = provenance_violation(generated.tree, outcome.value)
         if violation is not None:
             raise violation

@@ -29,6 +29,8 @@ __all__ = ["commit", "note_shadowing", "shadowed_methods"]
 
 def shadowed_methods(writes: Writes, methods: set[str]) -> list[str]:
     """The top-level keys ``writes`` sets that name one of ``methods``, sorted."""
+    if methods.isdisjoint(writes.set):
+        return []  # the usual case, answered by one C call
     return sorted(key for key in writes.set if isinstance(key, str) and key in methods)
 
 
@@ -47,7 +49,10 @@ def commit(runtime: AgentRuntime, writes: Writes | None) -> list[str]:
     # The log's secret index walks what this commit changed again (ADR 0120).
     touched = writes.touched_keys()
     runtime.secrets.forget(runtime.memory if touched is None else touched)
-    return shadowed_methods(writes, runtime.methods) if writes.set else []
+    methods = runtime.methods
+    if not writes.set or methods.isdisjoint(writes.set):
+        return []  # the usual case
+    return shadowed_methods(writes, methods)
 
 
 def note_shadowing(state: CallState, keys: list[str], *, debug: bool) -> None:

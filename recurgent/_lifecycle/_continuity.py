@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._content_store import ContentReads, ContentRetention, ContentWrite
 from recurgent._history_access import detect_history_access
 from recurgent._lifecycle._state import CallState
+from recurgent._runtime_config import RuntimeSettings
 
 if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
@@ -21,9 +22,22 @@ if TYPE_CHECKING:
 __all__ = ["content_reader", "keep_answer", "note_history_access", "retention_of"]
 
 
+# The retention of the settings object last asked about: settings are frozen, so the same
+# object always gives the same retention, and agents share their process's settings object.
+_last_retention: tuple[RuntimeSettings | None, ContentRetention] = (None, ContentRetention())
+
+
 def retention_of(runtime: AgentRuntime) -> ContentRetention:
-    """The agent's retention now: its settings are read at each use, never copied once."""
-    return ContentRetention.from_settings(runtime.options.settings)
+    """The agent's retention now: its settings are read at each use, never copied once (an
+    agent given other settings gets their retention from its next use)."""
+    global _last_retention  # a memo; one assignment, so threads see the old pair or the new
+    settings = runtime.options.settings
+    cached = _last_retention
+    if cached[0] is settings:
+        return cached[1]
+    retention = ContentRetention.from_settings(settings)
+    _last_retention = (settings, retention)
+    return retention
 
 
 def keep_answer(runtime: AgentRuntime, state: CallState) -> ContentWrite:

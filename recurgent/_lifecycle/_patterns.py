@@ -187,7 +187,9 @@ def tool_observation(patterns: AgentPatterns, method: str) -> ToolObservation | 
 def finish_patterns(runtime: AgentRuntime, state: CallState) -> None:
     """Read the call's program, decide whether it is a re-ask, and record its event (never
     raises: pattern memory never breaks a call)."""
-    children = _child_calls(state.frame)
+    frame = state.frame
+    # Nothing counted anywhere and no parent to count for (most calls): no lock to take.
+    children = 0 if not _CHILD_CALLS and frame.parent_call_id is None else _child_calls(frame)
     code = state.code
     if not code or code.isspace():
         return

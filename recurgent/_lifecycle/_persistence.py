@@ -93,7 +93,11 @@ class Hooks(Protocol):
 
 
 def _fingerprint(state: CallState) -> str:
-    return contract_fingerprint(state.contract)
+    contract = state.contract
+    return _NO_CONTRACT if contract is None else contract_fingerprint(contract)
+
+
+_NO_CONTRACT = contract_fingerprint(None)
 
 
 def _prepare(code: str, dependencies: Sequence[Any], method: str) -> Generated:
@@ -173,7 +177,9 @@ def _hit(state: CallState, record: ArtifactRecord) -> None:
     state.artifact_hit = True
     state.generation_attempt = 0
     state.code = record.code
-    state.program_dependencies = [dict(d) for d in record.dependencies]
+    state.program_dependencies = (
+        [dict(d) for d in record.dependencies] if record.dependencies else []
+    )
     state.cacheable = cache.cacheable
     state.cacheability_reason = cache.reason
     state.input_sensitive = cache.input_sensitive
@@ -213,9 +219,15 @@ def _finish_attempt(result: AttemptResult) -> Outcome:
 
 
 def _answered(state: CallState, result: AttemptResult) -> Outcome:
+    outcome = result.outcome
+    if result.error is None and outcome is not None and outcome.status == "ok":
+        # The common case, in one step: what _finish_attempt does with an ok outcome.
+        state.attempt_stage = "executed"
+        result.commit()
+        return outcome
     if result.error is None:
         state.attempt_stage = "executed"
-        if result.outcome is not None and result.outcome.is_error:
+        if outcome is not None and outcome.is_error:
             state.rollback_applied = True
     return _finish_attempt(result)
 
@@ -385,6 +397,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         enforced=settings.promotion_enforcement_enabled,
     )
     outcome = state.outcome
+    failed = outcome if outcome is not None and outcome.status == "error" else None
     kind = result_kind(outcome, raised=state.error is not None)
     klass = None
     if kind == "failure":
@@ -405,7 +418,9 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         role=state.role,
         method=state.method,
         code=code,
-        dependencies=[dict(d) for d in state.program_dependencies or []],
+        dependencies=(
+            [dict(d) for d in state.program_dependencies] if state.program_dependencies else []
+        ),
         contract_fingerprint=_fingerprint(state),
         prompt_version=prompt_version,
         runtime_version=runtime_version(),
@@ -413,12 +428,10 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         cacheability=cache,
         source=source,
         result=kind,
-        error_type=outcome.error_type if outcome is not None and outcome.is_error else None,
+        error_type=failed.error_type if failed is not None else None,
         failure_class=klass,
         failure_message=(
-            f"{outcome.error_type}: {outcome.error_message}"
-            if outcome is not None and outcome.is_error
-            else None
+            f"{failed.error_type}: {failed.error_message}" if failed is not None else None
         ),
         repaired_class=state.repaired_failure_class,
         trace_id=state.frame.trace_id,

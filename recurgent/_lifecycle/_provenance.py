@@ -13,7 +13,12 @@ from recurgent._prompting import PROMPT_VERSION
 from recurgent._store import ArtifactRecord, Provenance, Reader
 from recurgent._store._provenance import LEGACY_KIND
 from recurgent.program import Program
-from recurgent.providers._identity import author_kind, is_test_double, script_fingerprint
+from recurgent.providers._identity import (
+    author_kind,
+    double_fingerprint,
+    is_test_double,
+    script_fingerprint,
+)
 
 __all__ = ["fresh", "log_fields", "reader", "runtime_version", "stored"]
 
@@ -65,7 +70,7 @@ def reader(provider: object | None, role: str, method: str) -> Reader:
     that is not a double."""
     if provider is None or not is_test_double(provider):
         return _NOT_A_DOUBLE
-    return Reader(test_double=True, fingerprint=script_fingerprint(provider, role, method))
+    return Reader(test_double=True, fingerprint=double_fingerprint(provider, role, method))
 
 
 def log_fields(provenance: Provenance | None) -> tuple[str | None, str | None]:

@@ -170,7 +170,7 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
     if store is None or not code or code.isspace():
         return
     outcome = state.outcome
-    ok = outcome is not None and outcome.is_ok
+    ok = outcome is not None and outcome.status == "ok"
     key = (store.root, runtime.role, state.method)
     known = _RECORDED.get(key)
     failed = notes.failed if notes is not None else None
@@ -183,6 +183,10 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
     marks = frozenset(f"role_profile@{digest}" for _, _, digest in problems)
     same_code = known is not None and known[0] == code
     if same_code and known is not None and (known[1] or not ok) and marks <= known[2]:
+        # The same text in another object (the store read the artifact again): remember this
+        # one, so the next answer of the same record takes the identity test above.
+        with _RECORDED_LOCK:
+            _RECORDED[key] = (code, known[1], known[2])
         return
     shape_of_answer = None
     if ok and outcome is not None:

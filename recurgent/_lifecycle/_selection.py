@@ -102,10 +102,13 @@ def result_kind(outcome: Outcome | None, *, raised: bool) -> ResultKind:
     the runtime's taxonomy: the runtime's own types and the taught tool vocabulary
     (``parse_failed``, ``low_utility``, ``network_error``, ...) keep their failure classes.
     """
-    if outcome is None or (raised and not outcome.is_ok):
+    if outcome is None:
         return "failure"
-    if outcome.is_ok:
+    ok = outcome.status == "ok"
+    if ok:
         return "ok"
+    if raised:
+        return "failure"
     error_type = outcome.error_type or ""
     if error_type and error_type not in TAXONOMY:
         return "domain_error"

@@ -31,7 +31,9 @@ class IdentityCache(Generic[T]):
 
     def __init__(self, limit: int = 512) -> None:
         self._limit = limit
-        self._entries: dict[Path, tuple[Identity, T]] = {}
+        # Each entry keeps its path's text too: the check of every get stats it without the
+        # two Python-level calls that turn a Path into text.
+        self._entries: dict[Path, tuple[Identity, T, str]] = {}
         self._lock = threading.Lock()
         os.register_at_fork(after_in_child=self._forget_in_child)
 
@@ -46,7 +48,7 @@ class IdentityCache(Generic[T]):
             entry = self._entries.get(path)
         if entry is None:
             return None
-        if identity_of(path) != entry[0]:
+        if identity_of(entry[2]) != entry[0]:
             with self._lock:
                 if self._entries.get(path) is entry:
                     del self._entries[path]
@@ -59,7 +61,7 @@ class IdentityCache(Generic[T]):
             self._entries.pop(path, None)
             if identity is None:
                 return
-            self._entries[path] = (identity, value)
+            self._entries[path] = (identity, value, os.fspath(path))
             while len(self._entries) > self._limit:
                 del self._entries[next(iter(self._entries))]
 

@@ -76,13 +76,14 @@ def _identity(status: os.stat_result) -> Identity:
     return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
 
 
-def identity_of(path: Path) -> Identity | None:
+def identity_of(path: Path | str) -> Identity | None:
     """The identity of the file now at ``path`` (``None`` when there is none or it cannot be
     stat'ed): one ``stat`` call, for a cache to decide whether its copy is still current."""
     try:
-        return _identity(os.stat(path))
+        status = os.stat(path)
     except OSError:
         return None
+    return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)  # as _identity
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,13 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["author_kind", "is_test_double", "script_digest", "script_fingerprint"]
+__all__ = [
+    "author_kind",
+    "double_fingerprint",
+    "is_test_double",
+    "script_digest",
+    "script_fingerprint",
+]
 
 _BUILT_IN = {
     "recurgent.providers.openai.OpenAIProvider": "openai",
@@ -50,6 +56,11 @@ def script_fingerprint(provider: object, role: str, method: str) -> str | None:
     double, no ``script_fingerprint`` method, or it failed or said nothing)."""
     if not is_test_double(provider):
         return None
+    return double_fingerprint(provider, role, method)
+
+
+def double_fingerprint(provider: object, role: str, method: str) -> str | None:
+    """:func:`script_fingerprint` of a provider already known to be a test double."""
     method_of = getattr(provider, "script_fingerprint", None)
     if not callable(method_of):
         return None

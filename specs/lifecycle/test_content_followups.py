@@ -288,6 +288,20 @@ class TestSettings:
         assert internals.runtime is not None and internals.runtime.content is store
         assert list(store) == [_summary(agent)["content_ref"]]
 
+    def test_agents_with_different_settings_keep_their_own_retention(self) -> None:
+        """Two agents built under different settings, called in turn: each write is bounded by
+        its own agent's max_entries (the retention memo is per settings object, ADR 0122)."""
+        configure_runtime(content_store_max_entries=1)
+        one = _assistant(a="return 1", b="return 2", c="return 3")
+        configure_runtime(content_store_max_entries=3)
+        three = _assistant(a="return 1", b="return 2", c="return 3")
+
+        for name in ("a", "b", "c"):
+            getattr(one, name)()
+            getattr(three, name)()
+
+        assert (len(one._agent.content), len(three._agent.content)) == (1, 3)
+
 
 class TestAcrossHandles:
     """Each agent keeps and reads its own answers; a ref is never another agent's."""
