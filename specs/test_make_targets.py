@@ -67,7 +67,9 @@ class TestStampsCoexist:
         venv.mkdir()
         (venv / ".installed-runtime").touch()
 
-        assert _installs(_dry_run("test", venv)) == ["--config-settings editable_mode=compat -e '.[dev]'"]
+        assert _installs(_dry_run("test", venv)) == [
+            "--config-settings editable_mode=compat -e '.[dev]'"
+        ]
 
     def test_both_stamps_fresh_install_nothing(self, tmp_path: Path) -> None:
         """With both stamps newer than pyproject.toml, neither target installs anything."""
