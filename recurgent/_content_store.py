@@ -170,6 +170,24 @@ def _scalar_text(payload: Any) -> str | None:
 
 
 _INFINITY = float("inf")
+_sha256 = hashlib.sha256
+
+
+def _scalar_json(payload: Any) -> str | None:
+    """:func:`_scalar_text` where it cannot raise (a short exact int, any exact str, bool or
+    ``None``), else ``None``: the caller then takes :func:`serialize` (floats included)."""
+    kind = type(payload)
+    if kind is int:
+        return int.__repr__(payload) if -_SHORT_INT < payload < _SHORT_INT else None
+    if kind is str:
+        return _encode_string(payload)
+    if kind is bool:
+        return "true" if payload else "false"
+    return "null" if payload is None else None
+
+
+# Far below the 4,300-digit limit on int-to-text conversion that json.dumps obeys.
+_SHORT_INT = 10**18
 
 
 def serialize(payload: Any) -> Serialized:
@@ -357,28 +375,38 @@ class ContentStore:
                     return self._skipped(reason)
                 assert outcome is not None
                 payload = _payload(outcome)
-            stored = serialize(payload)
-            if stored.size > retention.max_bytes:
+            text = _scalar_json(payload)
+            if text is not None:
+                # serialize() of a scalar, without its Serialized: the same text, kind, digest.
+                raw = text.encode("utf-8", "surrogatepass")
+                kind, size, mode = _KINDS[type(payload)], len(raw), "json_safe"
+                digest = f"sha256:{_sha256(raw).hexdigest()}"
+            else:
+                stored = serialize(payload)
+                text, kind, size, mode = stored.text, stored.kind, stored.size, stored.mode
+                digest = stored.digest
+            if size > retention.max_bytes:
                 return self._skipped("entry_exceeds_max_bytes")
             now_text = utc_timestamp()
+            # 12 random bytes, as ``secrets.token_hex(12)`` draws them (one urandom read).
+            ref = f"{CONTENT_REF_PREFIX}{os.urandom(12).hex()}"
             entry = _Entry(
-                # 12 random bytes, as ``secrets.token_hex(12)`` draws them (one urandom read).
-                ref=f"{CONTENT_REF_PREFIX}{os.urandom(12).hex()}",
-                text=stored.text,
-                kind=stored.kind,
-                size=stored.size,
-                digest=stored.digest,
-                mode=stored.mode,
-                value_class=type(outcome.value).__name__,
-                call_id=call_id,
-                trace_id=trace_id,
-                parent_call_id=parent_call_id,
-                depth=depth,
-                role=role,
-                method_name=method_name,
-                written=time.monotonic() if self._clock is None else self._clock(),
-                created_at=now_text,
-                last_accessed_at=now_text,
+                ref,
+                text,
+                kind,
+                size,
+                digest,
+                mode,
+                type(outcome.value).__name__,  # value_class
+                call_id,
+                trace_id,
+                parent_call_id,
+                depth,
+                role,
+                method_name,
+                time.monotonic() if self._clock is None else self._clock(),  # written
+                now_text,  # created_at
+                now_text,  # last_accessed_at
             )
             with self._lock:
                 evicted = self._expire(retention) if retention.ttl_seconds else 0

@@ -124,21 +124,29 @@ def outcome_summary(
     :func:`~recurgent._values.json_safe`)."""
     if outcome is None:
         return {"status": "unknown", "ok": False, "error_type": "unknown", "retriable": False}
+    status = outcome.status
+    ok = status == "ok"
     summary: dict[str, Any] = {
-        "status": outcome.status,
-        "ok": outcome.status == "ok",
+        "status": status,
+        "ok": ok,
         "error_type": outcome.error_type,
         "retriable": outcome.retriable,
     }
-    if summary["ok"] and outcome.value is not None:
-        summary["value_class"] = type(outcome.value).__name__
-        safe = json_safe(outcome.value, secrets=secrets)
-        # An int's JSON text is its decimal text; json.dumps costs several times more.
-        preview = str(safe) if type(safe) is int else json.dumps(safe, ensure_ascii=False)
+    value = outcome.value
+    if ok and value is not None:
+        kind = type(value)
+        summary["value_class"] = kind.__name__
+        if kind is int and -_SHORT_INT < value < _SHORT_INT:
+            # json_safe gives a short int back as it is, and its JSON text is its decimal
+            # text: one C call, where json.dumps costs several times more.
+            preview = int.__repr__(value)
+        else:
+            safe = json_safe(value, secrets=secrets)
+            preview = str(safe) if type(safe) is int else json.dumps(safe, ensure_ascii=False)
         summary["value_preview"] = (
             preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
         )
-        sources = None if type(outcome.value) in _ATOMS else _provenance_sources(outcome.value)
+        sources = None if kind in _ATOMS else _provenance_sources(value)
         if sources:
             summary["source_count"] = len(sources)
             summary["source_uris"] = [
@@ -156,6 +164,8 @@ def outcome_summary(
 
 
 _ATOMS = frozenset({int, float, str, bool, type(None), list, tuple})
+# Ints this short are always JSON numbers in json_safe (far below its size limit).
+_SHORT_INT = 10**18
 
 
 def _provenance_sources(value: Any) -> list[Mapping[str, Any]]:
@@ -202,7 +212,7 @@ def append_record(
             "speaker": "user" if depth == 0 else "tool",
             "method_name": method_name,
             "args": json_safe(list(args)),
-            "kwargs": json_safe(dict(kwargs)),
+            "kwargs": json_safe(dict(kwargs)) if kwargs else {},  # json_safe({}) is {}
             "outcome_summary": summary,
             "trace_id": trace_id,
             "parent_call_id": parent_call_id,

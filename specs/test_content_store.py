@@ -193,6 +193,55 @@ class TestScalarShortcut:
 
     @pytest.mark.parametrize(
         "value",
+        [
+            0,
+            -(10**18) + 1,
+            10**18 - 1,
+            10**18,
+            -(10**18),
+            10**300,
+            "",
+            'quote " backslash \\ newline \n',
+            "lone \ud800 surrogate",
+            "héllo ✓ 𝄞",
+            True,
+            False,
+            None,
+            0.1,
+            _Label("sub"),
+            _Count(3),
+            [1, "a"],
+            {"k": None},
+        ],
+    )
+    def test_a_write_keeps_what_serialize_gives(self, value: Any) -> None:
+        """``write`` takes its own route for a short int, str, bool or None (ADR 0122); the
+        entry it keeps has exactly the text, kind, size, digest and mode of ``serialize``, the
+        general path, and reads back as ``content(ref)`` would from it."""
+        store = ContentStore()
+        general = serialize(value)
+
+        kept = _write(store, value)
+        entry = store.describe(kept.ref)
+
+        assert entry is not None
+        assert (kept.kind, kept.size, kept.digest, kept.mode) == (
+            general.kind,
+            general.size,
+            general.digest,
+            general.mode,
+        )
+        assert (entry["kind"], entry["size"], entry["digest"], entry["mode"]) == (
+            general.kind,
+            general.size,
+            general.digest,
+            general.mode,
+        )
+        assert entry["value_class"] == type(value).__name__
+        assert store.read(kept.ref, ContentRetention()) == (True, json.loads(general.text))
+
+    @pytest.mark.parametrize(
+        "value",
         [float("nan"), float("inf"), -float("inf"), 10**5000],
         ids=["nan", "inf", "-inf", "huge-int"],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from recurgent._history import (
     history_records,
     outcome_summary,
 )
+from recurgent._values import json_safe
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider, read_log
 
@@ -257,6 +259,58 @@ class TestHistoryHelpers:
         summary = outcome_summary(Outcome.ok("x" * 1000))
 
         assert (len(summary["value_preview"]), summary["value_preview"][-3:]) == (503, "...")
+
+    def test_an_int_preview_is_what_the_general_path_gives(self) -> None:
+        """A short exact int takes its own route to the preview (ADR 0122): for ints at and
+        past its bounds, an int subclass and a bool, the preview is json_safe's value as
+        JSON text, as the general path makes it, and the summary has the same keys."""
+
+        class Count(int):
+            pass
+
+        values: list[object] = [0, -7, 10**18 - 1, 10**18, -(10**18) + 1, -(10**18)]
+        values += [10**400, 2**40000, Count(3), True, 1.5]
+        for value in values:
+            safe = json_safe(value)
+            general = str(safe) if type(safe) is int else json.dumps(safe, ensure_ascii=False)
+            expected = general if len(general) <= 500 else general[:500] + "..."
+
+            summary = outcome_summary(Outcome.ok(value))
+
+            assert (summary["value_preview"], summary["value_class"]) == (
+                expected,
+                type(value).__name__,
+            ), value
+            assert set(summary) == {
+                "status",
+                "ok",
+                "error_type",
+                "retriable",
+                "value_class",
+                "value_preview",
+            }
+
+    def test_empty_and_given_kwargs_are_recorded_alike(self) -> None:
+        """No keyword arguments record ``{}`` (what json_safe makes of an empty dict, which
+        the record now skips); given ones are their JSON-safe copy."""
+        memory: dict[str, object] = {}
+        for kwargs in ({}, {"n": 1, "s": "t"}):
+            append_record(
+                memory,
+                call_id="c",
+                method_name="m",
+                args=(),
+                kwargs=kwargs,
+                outcome=Outcome.ok(1),
+                trace_id="t",
+                parent_call_id=None,
+                depth=0,
+                duration_ms=1.0,
+            )
+        records = memory["conversation_history"]
+        assert isinstance(records, list)
+        assert [record["kwargs"] for record in records] == [{}, {"n": 1, "s": "t"}]
+        assert type(records[0]["kwargs"]) is dict
 
     def test_append_record_returns_the_new_length(self) -> None:
         """append_record answers the history length after appending."""

@@ -411,9 +411,16 @@ class Journal:
             writes.set[plain_key] = rebuild(value, f"context[{plain_key!r}]", resolve=resolve)
         if may_delete:
             writes.delete.extend(key for key in base if not dict.__contains__(view, key))
-        fresh = Fresh(lambda value, where: rebuild(value, where, resolve=resolve), resolve)
-        for entry in self._copied:
+        copied = self._copied
+        # Most attempts copy no container: no patch maker to build.
+        fresh = (
+            Fresh(lambda value, where: rebuild(value, where, resolve=resolve), resolve)
+            if copied
+            else None
+        )
+        for entry in copied:
             if entry.kind is not None:
+                assert fresh is not None
                 patch = entry.kind.diff(
                     entry.copy, entry.original, entry.contents, entry.path, fresh
                 )
@@ -423,7 +430,8 @@ class Journal:
                     writes.patches.append(_factory_patch(entry, resolve))
             if patch is not None:
                 writes.patches.append(patch)
-        writes.after.extend(self._after)
+        if self._after:
+            writes.after.extend(self._after)
         return writes
 
     def _patch(

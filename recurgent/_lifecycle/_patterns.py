@@ -155,6 +155,16 @@ def _child_calls(frame: CallFrame) -> int:
 def _keep_program(patterns: AgentPatterns, state: CallState, code: str) -> None:
     programs = patterns.programs
     method = state.method
+    kept = programs.get(method)
+    if (
+        kept is not None
+        and kept.code == code
+        and kept.lifecycle_state == state.lifecycle_state
+        and kept.lifecycle_decision == state.lifecycle_decision
+        and kept.policy_version == state.promotion_policy_version
+        and next(reversed(programs)) == method
+    ):
+        return  # a stored program answering again: the table would be the same after
     programs.pop(method, None)
     programs[method] = LastProgram(
         code, state.lifecycle_state, state.lifecycle_decision, state.promotion_policy_version

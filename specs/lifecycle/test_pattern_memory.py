@@ -434,3 +434,36 @@ class TestProgramsKept:
             "return 'new'",
             "durable",
         )
+
+    def test_the_same_program_again_leaves_the_table_as_the_general_path_would(self) -> None:
+        """A stored program answering again skips rebuilding its entry (ADR 0122) only when
+        that changes nothing: the table (order and entries) equals what replacing it gives,
+        whether the method was last, not last, or its lifecycle state changed."""
+        from types import SimpleNamespace
+
+        from recurgent._lifecycle._patterns import AgentPatterns, LastProgram, _keep_program
+
+        def state(method: str, lifecycle: str | None = None) -> SimpleNamespace:
+            return SimpleNamespace(
+                method=method,
+                lifecycle_state=lifecycle,
+                lifecycle_decision=None,
+                promotion_policy_version=None,
+            )
+
+        def general(programs: dict[str, LastProgram], method: str, code: str, life: str | None):
+            table = dict(programs)
+            table.pop(method, None)
+            table[method] = LastProgram(code, life, None, None)
+            return list(table.items())
+
+        patterns = AgentPatterns()
+        for method, code in (("a", "return 1"), ("b", "return 2")):
+            _keep_program(patterns, state(method), code)  # type: ignore[arg-type]
+        steps = [("b", "return 2", None), ("a", "return 1", None), ("a", "return 1", "durable")]
+        for method, code, life in steps:
+            expected = general(patterns.programs, method, code, life)
+
+            _keep_program(patterns, state(method, life), "".join(code))  # type: ignore[arg-type]
+
+            assert list(patterns.programs.items()) == expected
