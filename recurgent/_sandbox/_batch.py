@@ -42,6 +42,7 @@ from recurgent._sandbox._guards import GENERATED_FILENAME, OPEN_TYPES, SandboxTy
 from recurgent._sandbox._limits import (
     Clock,
     DeadlineExceeded,
+    MemoryMeter,
     OutputCollector,
     SandboxLimits,
     Ticker,
@@ -92,6 +93,10 @@ class BatchSandbox(ExecutionSandbox):
         }
         self._open_types = frozenset((set(OPEN_TYPES) - {ElementTree.Element}) | {ModuleFacade})
         self._template = bridge
+        # Every item's memory cap counts from the batch's start: one reading of the process's
+        # resident memory per batch, not per item (ADR 0111). Stricter, never looser: what
+        # earlier items left behind counts against a later item's cap too.
+        self._memory_baseline = MemoryMeter() if limits.max_memory_bytes is not None else None
 
     def run_item(
         self, program: CompiledProgram, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -175,6 +180,7 @@ class BatchSandbox(ExecutionSandbox):
             timeout_seconds=limits.timeout_seconds,
             clock=self._clock,
             max_memory_bytes=limits.max_memory_bytes,
+            memory_baseline=self._memory_baseline,
         )
         open_types = set(self._open_types)
 

@@ -195,6 +195,13 @@ class MemoryMeter:
         self._fd = _statm_descriptor()
         self._baseline = self._resident()
 
+    def sharing_baseline(self) -> MemoryMeter:
+        """A meter of its own (closing it closes only it) measuring from this one's baseline,
+        made without a reading: a batch's items measure from the batch's start (ADR 0111)."""
+        meter = MemoryMeter.__new__(MemoryMeter)
+        meter._page, meter._fd, meter._baseline = self._page, self._fd, self._baseline
+        return meter
+
     def _resident(self) -> int:
         if self._fd is None:
             return 0
@@ -232,6 +239,7 @@ class Ticker:
         timeout_seconds: float,
         clock: Clock,
         max_memory_bytes: int | None = None,
+        memory_baseline: MemoryMeter | None = None,
     ) -> None:
         self._namespace = namespace
         self._clock = clock
@@ -244,6 +252,7 @@ class Ticker:
         self._stop: BaseException | None = None
         self._max_memory = max_memory_bytes
         self._meter: MemoryMeter | None = None
+        self._memory_baseline = memory_baseline
         # The deadline on the real clock, which the watchdog reads to stop library code that
         # never ticks (None under an injected clock: then only ticks read the time).
         self._real_deadline: float | None = None
@@ -254,7 +263,8 @@ class Ticker:
     def start(self) -> None:
         """Take the memory baseline; call right before the attempt's code runs."""
         if self._max_memory is not None and self._stop is None:
-            self._meter = MemoryMeter()
+            baseline = self._memory_baseline
+            self._meter = MemoryMeter() if baseline is None else baseline.sharing_baseline()
         if self._clock is monotonic_clock:
             self._real_deadline = self._deadline
 

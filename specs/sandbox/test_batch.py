@@ -183,3 +183,42 @@ class TestLeftovers:
         assert ended.value == 2
         assert list(sandbox._namespace) == ["_ticker_"]
         assert next(sandbox._namespace["_ticker_"], False) is False
+
+
+class TestMemoryCapPerBatch:
+    """Each item's memory cap counts from the batch's start: one reading of the process's
+    resident memory per batch, not one per item (ADR 0111)."""
+
+    def test_one_baseline_reading_serves_every_item(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Five items, one MemoryMeter made (the batch's); each item's meter shares it."""
+        from recurgent._sandbox import _limits
+
+        made: list[object] = []
+        real_init = _limits.MemoryMeter.__init__
+
+        def counting_init(meter: _limits.MemoryMeter) -> None:
+            made.append(meter)
+            real_init(meter)
+
+        monkeypatch.setattr(_limits.MemoryMeter, "__init__", counting_init)
+
+        results = _items("result = args[0] * 2", [1, 2, 3, 4, 5])
+
+        assert ([r.value for r in results], len(made)) == ([2, 4, 6, 8, 10], 1)
+
+    def test_an_item_past_the_cap_stops_and_the_next_runs(self) -> None:
+        """An item growing memory past the cap is a resource-limit error; the next item, under
+        the same batch baseline, still answers."""
+        source = """
+        if args[0] == 'grow':
+            rows = []
+            for i in range(10**7):
+                rows.append('x' * 1000 + str(i))
+        result = args[0]
+        """
+
+        grown, after = _items(source, ["grow", "ok"], max_memory_bytes=64 * 1024 * 1024)
+
+        assert (type(grown.error), after.value) == (ResourceLimitError, "ok")
+        assert grown.error is not None
+        assert "grew the process by more than 64 MiB" in grown.error.message
