@@ -520,6 +520,40 @@ _ORIGIN_FIELDS = frozenset({"call_id", "code"})
 _set_slot = object.__setattr__
 
 
+_PLAIN_OK_FIELDS = frozenset({"status", "value", "tool_role", "method_name", "code"})
+
+
+def plain_ok(value: Any, *, tool_role: str, method_name: str, code: str | None) -> Outcome:
+    """``Outcome.model_construct(status="ok", value=value, tool_role=..., method_name=...,
+    code=...)``, built directly: a mapped item's scalar answer (ADR 0122).
+
+    ``value`` must need no validation (an exact str, number, bool or None the sandbox rebuilt);
+    the Outcome is the one ``model_construct`` makes of those five fields, defaults and
+    explicitly-set fields included, without pydantic resolving each default per item.
+    """
+    built = Outcome.__new__(Outcome)
+    _set_slot(
+        built,
+        "__dict__",
+        {
+            "status": "ok",
+            "value": value,
+            "error_type": None,
+            "error_message": None,
+            "retriable": False,
+            "tool_role": tool_role,
+            "method_name": method_name,
+            "metadata": {},
+            "code": code,
+            "call_id": None,
+        },
+    )
+    _set_slot(built, "__pydantic_extra__", None)
+    _set_slot(built, "__pydantic_fields_set__", set(_PLAIN_OK_FIELDS))
+    _set_slot(built, "__pydantic_private__", None)
+    return built
+
+
 def with_origin(outcome: Outcome, *, call_id: str | None, code: str | None) -> Outcome:
     """``outcome.model_copy(update={"call_id": call_id, "code": code})``, built directly.
 

@@ -16,6 +16,7 @@ from recurgent.outcome import (
     OutcomeFlag,
     coerce_outcome,
     outcome_context,
+    plain_ok,
     with_origin,
 )
 from recurgent.testing import ScriptedProvider
@@ -559,6 +560,31 @@ class TestErrorFieldBounds:
             outcome.error_message
         )
         assert len(outcome.error_message) < 1_000
+
+
+class TestPlainOk:
+    """``plain_ok`` builds a mapped item's scalar Outcome directly (ADR 0122): exactly what
+    ``model_construct`` makes of the same five fields."""
+
+    @pytest.mark.parametrize("value", [3, -2.5, "text", True, None, 10**30])
+    def test_it_is_model_construct(self, value: object) -> None:
+        """Fields, explicitly-set fields, dumps, equality and hash match model_construct's."""
+        expected = Outcome.model_construct(
+            status="ok", value=value, tool_role="t", method_name="m", code="result = 1"
+        )
+
+        built = plain_ok(value, tool_role="t", method_name="m", code="result = 1")
+
+        assert type(built) is Outcome
+        assert built.__dict__ == expected.__dict__
+        assert built.model_fields_set == expected.model_fields_set
+        assert built.model_dump() == expected.model_dump()
+        assert (built == expected, hash(built) == hash(expected)) == (True, True)
+        assert (built.ok, built.unwrap(), built.metadata is not expected.metadata) == (
+            True,
+            value,
+            True,
+        )
 
 
 class TestWithOrigin:
