@@ -29,6 +29,7 @@ from recurgent._sandbox._limits import (
     Clock,
     DeadlineExceeded,
     MemoryLimitExceeded,
+    MemoryMeter,
     OutputCollector,
     SandboxLimits,
     SizeLimitExceeded,
@@ -97,6 +98,23 @@ class ExecutionSandbox(AttemptNamespace):
         clock: Clock = monotonic_clock,
         commit_memory: bool = True,
     ) -> None:
+        self._commit_memory = commit_memory
+        self._limits = limits
+        self._network = network
+        self._clock = clock
+        self._start_attempt(bridge, {})
+        self._build_namespace()
+
+    def _start_attempt(
+        self,
+        bridge: HostBridge,
+        namespace: dict[str, Any],
+        memory_baseline: MemoryMeter | None = None,
+    ) -> None:
+        """Everything that belongs to one attempt, made anew: the journal over the bridge's
+        memory, the counts, the output, the globals and their deadline ticker (a batch sandbox
+        makes them per item on one set-up, ADR 0111)."""
+        limits = self._limits
         self._bridge = bridge
         # Agents in memory are shared (reached through handles); other host objects the
         # journal can neither copy nor share are withheld (ADR 0057).
@@ -108,22 +126,18 @@ class ExecutionSandbox(AttemptNamespace):
             tick=lambda: self._ticker.tick(),
         )
         self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
-        self._commit_memory = commit_memory
-        self._limits = limits
-        self._network = network
-        self._clock = clock
         self._violations = []
         self._forwarded = 0
         self._answers = {}
         self._output = OutputCollector(limits.max_output_bytes)
-        self._namespace = {}
+        self._namespace = namespace
         self._ticker = Ticker(
-            self._namespace,
+            namespace,
             timeout_seconds=limits.timeout_seconds,
-            clock=clock,
+            clock=self._clock,
             max_memory_bytes=limits.max_memory_bytes,
+            memory_baseline=memory_baseline,
         )
-        self._build_namespace()
 
     @property
     def visible_names(self) -> list[str]:

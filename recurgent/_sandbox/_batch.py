@@ -34,7 +34,6 @@ import xml.etree.ElementTree as ElementTree
 from types import FrameType
 from typing import Any
 
-from recurgent._journal import Journal
 from recurgent._sandbox import ExecutionResult, ExecutionSandbox
 from recurgent._sandbox._bridge import HostBridge
 from recurgent._sandbox._compile import CompiledProgram
@@ -43,9 +42,7 @@ from recurgent._sandbox._limits import (
     Clock,
     DeadlineExceeded,
     MemoryMeter,
-    OutputCollector,
     SandboxLimits,
-    Ticker,
     monotonic_clock,
 )
 from recurgent._sandbox._modules import ModuleFacade
@@ -161,27 +158,8 @@ class BatchSandbox(ExecutionSandbox):
         super()._after_the_attempt()
 
     def _begin(self, bridge: HostBridge) -> None:
-        limits = self._limits
-        self._bridge = bridge
-        self._journal = Journal(
-            bridge.memory,
-            is_agent=lambda value: bridge.handle_for_agent(value) is not None,
-            guard=self._after_the_attempt,
-            tick=lambda: self._ticker.tick(),
-        )
-        self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
-        self._violations = []
-        self._forwarded = 0
-        self._answers = {}
-        self._output = OutputCollector(limits.max_output_bytes)
-        namespace = self._namespace = dict(self._setup)
-        self._ticker = Ticker(
-            namespace,
-            timeout_seconds=limits.timeout_seconds,
-            clock=self._clock,
-            max_memory_bytes=limits.max_memory_bytes,
-            memory_baseline=self._memory_baseline,
-        )
+        self._start_attempt(bridge, dict(self._setup), self._memory_baseline)
+        namespace = self._namespace
         open_types = set(self._open_types)
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
