@@ -26,7 +26,11 @@ from typing import Any
 
 import regex
 
-from recurgent._sandbox._checked_methods import checked_expand, checked_sub
+from recurgent._sandbox._checked_methods import (
+    STANDARD_PATTERN_MATCHING,
+    checked_expand,
+    checked_sub,
+)
 from recurgent._sandbox._limits import DeadlineExceeded, SizeLimitExceeded, enclosing_remaining
 
 __all__ = [
@@ -290,21 +294,10 @@ class Pattern:
     """A compiled pattern as generated code sees it: every method runs under the deadline."""
 
     __slots__ = ("_compiled",)
+    # The engine's methods (the same names a host's standard pattern is served by on this
+    # engine, ADR 0090) and the pattern's plain attributes.
     _sandbox_public_ = frozenset(
-        {
-            "match",
-            "search",
-            "fullmatch",
-            "findall",
-            "finditer",
-            "split",
-            "sub",
-            "subn",
-            "pattern",
-            "flags",
-            "groups",
-            "groupindex",
-        }
+        {*STANDARD_PATTERN_MATCHING, "pattern", "flags", "groups", "groupindex"}
     )
 
     def __init__(self, compiled: Any) -> None:
