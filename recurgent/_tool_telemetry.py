@@ -21,11 +21,12 @@ Bounded, so an entry stays well inside what agents are shown (``ENTRY_CHARS_SHOW
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from recurgent._patterns._extract import TAG
 
 __all__ = [
     "KEYS_SHOWN",
@@ -44,7 +45,6 @@ TAGS_SHOWN = 16
 _METHOD_CHARS = 200
 _SIGNATURE_CHARS = 300
 _STATE_CHARS = 64
-_TAG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _MAPS = (
     "method_state_keys",
     "method_primary_keys",
@@ -84,7 +84,7 @@ def _keys(keys: Iterable[str]) -> list[str]:
 def _tags(tags: Iterable[Any]) -> list[str]:
     found: list[str] = []
     for tag in tags:
-        if isinstance(tag, str) and _TAG.match(tag) and tag not in found:
+        if isinstance(tag, str) and TAG.match(tag) and tag not in found:
             found.append(tag)
     return found[:TAGS_SHOWN]
 

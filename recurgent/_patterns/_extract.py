@@ -41,11 +41,17 @@ from recurgent._parsing import parse_python
 __all__ = [
     "MAX_NODES",
     "MAX_SOURCE_CHARS",
+    "TAG",
     "TAGS",
     "Capabilities",
     "extract_capabilities",
     "text_capabilities",
 ]
+
+#: A capability tag as read back from any file (patterns.json, the registry): a short
+#: snake_case word, so whatever a file holds, a tag that reaches a prompt cannot be a sentence
+#: (ADR 0071's rule for registry text).
+TAG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 #: Every tag the extractor gives, in the order a log line lists them.
 TAGS = (

@@ -22,13 +22,13 @@ nothing.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from recurgent._patterns._extract import TAG
 from recurgent._store._cache import IdentityCache
 from recurgent._store._files import SCHEMA_VERSION, Loaded, quarantine, read_json, update_json
 
@@ -53,9 +53,6 @@ TAGS_KEPT = 16
 _NAME_CHARS = 200
 _ID_CHARS = 128
 _STAMP_CHARS = 40
-#: A capability tag as read back: a short snake_case word, so whatever a file holds, a tag
-#: that reaches a prompt cannot be a sentence (ADR 0071's rule for registry text).
-TAG = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _RUNTIME_TAG = "python"
 
 
