@@ -176,11 +176,11 @@ TABLE: dict[str, ModuleRows] = {
     "email.utils": rows(
         pure="""
             COMMASPACE CRLF EMPTYSTRING TICK UEMPTYSTRING format_datetime formatdate
-            localtime mktime_tz parseaddr parsedate parsedate_to_datetime parsedate_tz quote
-            unquote
+            localtime mktime_tz parseaddr parsedate parsedate_to_datetime parsedate_tz unquote
             """,
-        # getaddresses converts its values to text; formataddr would look up any codec.
-        replaced="formataddr getaddresses",
+        # getaddresses converts its values to text; formataddr would look up any codec;
+        # quote and formataddr escape up to twice their text (sizes checked first, R5 K3).
+        replaced="formataddr getaddresses quote",
         # make_msgid asks the resolver for the host name; the rfc2231 helpers and Charset
         # are MIME internals; the rest are the modules and patterns it imports (ADR 0105).
         denied="""

@@ -23,10 +23,11 @@ from recurgent._sandbox._network import make_network_modules
 from recurgent._sandbox._sizes import size_hooks
 from recurgent.outcome import Outcome
 
-__all__ = ["VISIBLE_NAMES", "AttemptNamespace"]
+__all__ = ["GUARDED_OPEN", "VISIBLE_NAMES", "AttemptNamespace"]
 
 _NUMERIC_TYPES = frozenset({int, float})
-_GUARDED_OPEN = frozenset({ElementTree.Element, re.Pattern})
+#: Open types whose attributes are always read through the guard (a batch uses it too).
+GUARDED_OPEN = frozenset({ElementTree.Element, re.Pattern})
 
 #: The names generated code sees besides builtins and imports (pinned by specs/sandbox).
 VISIBLE_NAMES = (
@@ -88,7 +89,7 @@ class AttemptNamespace(ForwardedCalls):
         # getattr() for them (a facade's own __getattr__ applies its module's spec).
         # XML elements stay on the guarded path: adding a child is checked for cycles (F19);
         # so do standard-engine patterns, which match on the sandbox's engine (ADR 0090).
-        open_types = (set(OPEN_TYPES) - _GUARDED_OPEN) | {ModuleFacade}
+        open_types = (set(OPEN_TYPES) - GUARDED_OPEN) | {ModuleFacade}
 
         def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
             cls = make_program_class(name, bases, body, **kw)

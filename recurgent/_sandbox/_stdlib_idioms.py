@@ -146,17 +146,35 @@ def _getaddresses(fieldvalues: Any) -> Any:
     return email.utils.getaddresses(values)
 
 
+def _email_quoted_length(s: Any) -> int:
+    # Each backslash and double quote gains a backslash: up to twice the text (red team R5, K3).
+    if not isinstance(s, str):
+        return 0
+    return true_length(s) + str.count(s, "\\") + str.count(s, '"')
+
+
+def _email_quote(s: Any) -> str:
+    import email.utils
+
+    check_items(_email_quoted_length(s), "email.utils.quote()")
+    return email.utils.quote(s)
+
+
 def _formataddr(pair: Any, charset: Any = "utf-8") -> str:
     import email.utils
 
     if charset not in ("utf-8", "utf8", "UTF-8"):
         raise ValueError("email.utils.formataddr() encodes names with UTF-8 only in the sandbox")
-    return email.utils.formataddr(pair, "utf-8")
+    name, address = pair
+    # The name is quoted (escaped) and wrapped: "name" <address>.
+    size = _email_quoted_length(name) + (true_length(address) if isinstance(address, str) else 0)
+    check_items(size + 5, "email.utils.formataddr()")
+    return email.utils.formataddr((name, address), "utf-8")
 
 
 def email_utils_overrides() -> dict[str, Any]:
     """Checked ``email.utils`` functions."""
-    return {"getaddresses": _getaddresses, "formataddr": _formataddr}
+    return {"getaddresses": _getaddresses, "formataddr": _formataddr, "quote": _email_quote}
 
 
 # ----------------------------------------------------------------------------- json

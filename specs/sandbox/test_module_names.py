@@ -228,6 +228,7 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
         [("Ann", "ann@x.test"), ("", "bob@y.test")],
     ),
     ("email.utils", "formataddr"): ("formataddr(('Ann', 'ann@x.test'))", "Ann <ann@x.test>"),
+    ("email.utils", "quote"): ("quote('a\"b')", 'a\\"b'),
     ("json", "JSONEncoder"): (
         "JSONEncoder(sort_keys=True).encode({'b': 1, 'a': [2]})",
         '{"a": [2], "b": 1}',
