@@ -35,9 +35,8 @@ from typing import Any
 
 from recurgent._sandbox import ExecutionResult, ExecutionSandbox
 from recurgent._sandbox._bridge import HostBridge
-from recurgent._sandbox._class_bases import make_program_class
 from recurgent._sandbox._compile import CompiledProgram
-from recurgent._sandbox._guards import GENERATED_FILENAME, OPEN_TYPES
+from recurgent._sandbox._guards import GENERATED_FILENAME
 from recurgent._sandbox._limits import (
     Clock,
     DeadlineExceeded,
@@ -45,8 +44,7 @@ from recurgent._sandbox._limits import (
     SandboxLimits,
     monotonic_clock,
 )
-from recurgent._sandbox._modules import ModuleFacade
-from recurgent._sandbox._namespace import GUARDED_OPEN
+from recurgent._sandbox._namespace import open_types_and_class_hook
 
 __all__ = ["PER_ATTEMPT_NAMES", "BatchSandbox"]
 
@@ -89,9 +87,6 @@ class BatchSandbox(ExecutionSandbox):
         self._setup = {
             name: value for name, value in self._namespace.items() if name not in PER_ATTEMPT_NAMES
         }
-        # The same fast path as a single attempt's (_namespace): elements and standard-engine
-        # patterns stay on the guarded path (red team R5, K1).
-        self._open_types = frozenset((set(OPEN_TYPES) - GUARDED_OPEN) | {ModuleFacade})
         self._template = bridge
         # Every item's memory cap counts from the batch's start: one reading of the process's
         # resident memory per batch, not per item (ADR 0111). Stricter, never looser: what
@@ -163,15 +158,7 @@ class BatchSandbox(ExecutionSandbox):
     def _begin(self, bridge: HostBridge) -> None:
         self._start_attempt(bridge, dict(self._setup), self._memory_baseline)
         namespace = self._namespace
-        open_types = set(self._open_types)
-
-        def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
-            # typing's and collections' bases are made as in a single attempt (ADR 0104): never
-            # by typing's own hooks (red team R5, K2).
-            cls = make_program_class(name, bases, body, **kw)
-            open_types.add(cls)
-            return cls
-
+        open_types, make_class = open_types_and_class_hook()
         view = self._journal.view
         namespace.update(
             _tick_=self._ticker.tick,

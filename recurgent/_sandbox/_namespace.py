@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 from typing import Any
 
 from recurgent._sandbox._builtins import make_builtins
@@ -23,11 +24,33 @@ from recurgent._sandbox._network import make_network_modules
 from recurgent._sandbox._sizes import size_hooks
 from recurgent.outcome import Outcome
 
-__all__ = ["GUARDED_OPEN", "VISIBLE_NAMES", "AttemptNamespace"]
+__all__ = ["GUARDED_OPEN", "VISIBLE_NAMES", "AttemptNamespace", "open_types_and_class_hook"]
 
 _NUMERIC_TYPES = frozenset({int, float})
 #: Open types whose attributes are always read through the guard (a batch uses it too).
 GUARDED_OPEN = frozenset({ElementTree.Element, re.Pattern})
+
+
+def open_types_and_class_hook() -> tuple[set[type], Callable[..., type]]:
+    """One attempt's ``_OPEN_`` set and its ``__metaclass__`` hook (a batch's items use these
+    too, so the two can never drift apart: red team R5, K1 and K2).
+
+    The inline fast path reads attributes natively for the types in ``_OPEN_``. Classes the
+    code defines join them, and so do module facades: the guard would return the same
+    getattr() for them (a facade's own __getattr__ applies its module's spec). XML elements
+    stay on the guarded path: adding a child is checked for cycles (F19); so do
+    standard-engine patterns, which match on the sandbox's engine (ADR 0090). Classes are made
+    by ``make_program_class`` (ADR 0104), never by typing's own hooks.
+    """
+    open_types: set[type] = (set(OPEN_TYPES) - GUARDED_OPEN) | {ModuleFacade}
+
+    def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
+        cls = make_program_class(name, bases, body, **kw)
+        open_types.add(cls)
+        return cls
+
+    return open_types, make_class
+
 
 #: The names generated code sees besides builtins and imports (pinned by specs/sandbox).
 VISIBLE_NAMES = (
@@ -84,17 +107,7 @@ class AttemptNamespace(ForwardedCalls):
         ns["__builtins__"] = make_builtins(policy=policy, importer=importer, tick=self._cheap_tick)
         ns.update(size_hooks())
         cheap_tick = self._cheap_tick
-        # The inline fast path reads attributes natively for the types in _OPEN_. Classes the
-        # code defines join them, and so do module facades: the guard would return the same
-        # getattr() for them (a facade's own __getattr__ applies its module's spec).
-        # XML elements stay on the guarded path: adding a child is checked for cycles (F19);
-        # so do standard-engine patterns, which match on the sandbox's engine (ADR 0090).
-        open_types = (set(OPEN_TYPES) - GUARDED_OPEN) | {ModuleFacade}
-
-        def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
-            cls = make_program_class(name, bases, body, **kw)
-            open_types.add(cls)
-            return cls
+        open_types, make_class = open_types_and_class_hook()
 
         ns.update(
             _getattr_=policy.getattr,
