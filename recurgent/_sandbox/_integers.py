@@ -26,6 +26,7 @@ import math
 import operator
 from typing import Any
 
+from recurgent._journal._shared import FACTORY_STAND_INS
 from recurgent._sandbox._measure import check_bits, check_items
 
 __all__ = [
@@ -120,7 +121,7 @@ def new_int(cls: type, *args: Any, **kwargs: Any) -> Any:
 
 
 def checked_from_bytes(
-    cls: type, data: Any, byteorder: str = "big", *, signed: bool = False
+    cls: type, data: Any, byteorder: Any = "big", *, signed: bool = False
 ) -> Any:
     """``cls.from_bytes(data, byteorder, signed=signed)`` with the result's bits checked.
 
@@ -129,13 +130,13 @@ def checked_from_bytes(
     """
     value = int.from_bytes(data, byteorder, signed=signed)
     check_bits(int.bit_length(value), f"{cls.__name__}.from_bytes()")
-    if cls is int or cls is CheckedInt:
+    if cls is int:
         return value
     return cls(value)
 
 
 def checked_to_bytes(
-    value: int, length: Any = 1, byteorder: str = "big", *, signed: bool = False
+    value: int, length: Any = 1, byteorder: Any = "big", *, signed: bool = False
 ) -> bytes:
     """``int.to_bytes`` with the length checked against the item cap first."""
     check_items(operator.index(length), "int.to_bytes")
@@ -156,15 +157,11 @@ class SandboxInt(int):
         return _convert(int.__new__, cls, args, kwargs)
 
     @classmethod
-    def from_bytes(  # type: ignore[override]
-        cls, data: Any, byteorder: str = "big", *, signed: bool = False
-    ) -> Any:
+    def from_bytes(cls, data: Any, byteorder: str = "big", *, signed: bool = False) -> Any:
         """``int.from_bytes`` returning this class, refused past the bit cap."""
         return checked_from_bytes(cls, data, byteorder, signed=signed)
 
-    def to_bytes(  # type: ignore[override]
-        self, length: Any = 1, byteorder: str = "big", *, signed: bool = False
-    ) -> bytes:
+    def to_bytes(self, length: Any = 1, byteorder: str = "big", *, signed: bool = False) -> bytes:
         """``int.to_bytes``, refused past the item cap."""
         return checked_to_bytes(self, length, byteorder, signed=signed)
 
@@ -206,7 +203,11 @@ class CheckedInt(metaclass=_IntStandInType):
     """
 
     __match_args__ = ("real",)
-    from_bytes = classmethod(checked_from_bytes)
+
+    @staticmethod
+    def from_bytes(data: Any, byteorder: Any = "big", *, signed: bool = False) -> Any:
+        """``int.from_bytes``, refused past the bit cap."""
+        return checked_from_bytes(int, data, byteorder, signed=signed)
 
 
 CheckedInt.__module__ = "builtins"
@@ -216,3 +217,7 @@ CheckedInt.__name__ = CheckedInt.__qualname__ = "int"
 def plain_int_class(cls: Any) -> Any:
     """``int`` for the stand-in, ``cls`` for anything else (what the policy reads attributes of)."""
     return int if cls is CheckedInt else cls
+
+
+# defaultdict(int) in a program holds the stand-in; what leaves the attempt holds int.
+FACTORY_STAND_INS.append((CheckedInt, int))
