@@ -212,6 +212,8 @@ class CheckedInt(metaclass=_IntStandInType):
 
 CheckedInt.__module__ = "builtins"
 CheckedInt.__name__ = CheckedInt.__qualname__ = "int"
+CheckedInt.__doc__ = int.__doc__  # what a program reads as int.__doc__
+_IntStandInType.__name__ = _IntStandInType.__qualname__ = "type"  # named in refusals
 
 
 def plain_int_class(cls: Any) -> Any:

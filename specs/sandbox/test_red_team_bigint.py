@@ -69,6 +69,10 @@ TEXT_PAYLOADS = {
         "import json\nresult = json.JSONDecoder().parse_int('f' * 250_001, 16)",
         _TEXT_REFUSAL + " 1000001 bits",
     ),
+    "uuid.int_ (the builtin under another name)": (
+        "import uuid\nresult = uuid.int_('f' * 250_001, 16)",
+        _TEXT_REFUSAL + " 1000001 bits",
+    ),
     "a program's int subclass": (
         "class X(int):\n    pass\nresult = X('f' * 250_001, 16)",
         _TEXT_REFUSAL + " 1000001 bits",
