@@ -125,6 +125,20 @@ BYTES_PAYLOADS = {
         "make = int.from_bytes\nresult = make(b'\\x01' + bytes(125_000), 'big')",
         "int.from_bytes() would create a number of about 1000001 bits",
     ),
+    "from_bytes through getattr()": (
+        "getattr(int, 'from_bytes')(b'\\x01' + bytes(125_000))",
+        "int.from_bytes() would create a number of about 1000001 bits",
+    ),
+    "from_bytes through operator.methodcaller": (
+        "import operator\n"
+        "result = operator.methodcaller('from_bytes', b'\\x01' + bytes(125_000))(0)",
+        "int.from_bytes() would create a number of about 1000001 bits",
+    ),
+    "from_bytes through operator.attrgetter": (
+        "import operator\n"
+        "result = operator.attrgetter('from_bytes')(int)(b'\\x01' + bytes(125_000))",
+        "int.from_bytes() would create a number of about 1000001 bits",
+    ),
     "from_bytes of a program's int subclass": (
         "class X(int):\n    pass\nresult = X.from_bytes(b'\\x01' + bytes(125_000), 'big')",
         "X.from_bytes() would create a number of about 1000001 bits",
