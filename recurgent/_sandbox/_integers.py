@@ -86,8 +86,8 @@ def _check_digits(value: Any, base: int) -> None:
     check_bits(least_bits, "int() of text")
 
 
-def _convert(make: Any, receiver: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``make(receiver, *args, **kwargs)`` (``int.__new__``) with the digits and bits checked."""
+def _convert(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``int.__new__(cls, *args, **kwargs)`` with the digits and the result's bits checked."""
     if args and isinstance(args[0], _TEXT_TYPES):
         if len(args) > 1 or "base" in kwargs:
             # The base is read once: a program's __index__ could answer differently later.
@@ -98,7 +98,7 @@ def _convert(make: Any, receiver: Any, args: tuple[Any, ...], kwargs: dict[str, 
         if isinstance(args[0], memoryview):
             args = (memoryview.tobytes(args[0]), *args[1:])
         _check_digits(args[0], base)
-    result = make(receiver, *args, **kwargs)
+    result: int = int.__new__(cls, *args, **kwargs)
     check_bits(int.bit_length(result), "int()")
     return result
 
@@ -112,12 +112,12 @@ def checked_int(*args: Any, **kwargs: Any) -> Any:
             return int(value)  # a float is at most 1024 bits
         if kind is str and len(value) <= _SHORT_TEXT:
             return int(value)  # decimal text
-    return _convert(int.__new__, int, args, kwargs)
+    return _convert(int, args, kwargs)
 
 
 def new_int(cls: type, *args: Any, **kwargs: Any) -> Any:
     """``int.__new__(cls, *args)`` for an int subclass, checked like :func:`checked_int`."""
-    return _convert(int.__new__, cls, args, kwargs)
+    return _convert(cls, args, kwargs)
 
 
 def checked_from_bytes(
@@ -154,7 +154,7 @@ class SandboxInt(int):
     __slots__ = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        return _convert(int.__new__, cls, args, kwargs)
+        return _convert(cls, args, kwargs)
 
     @classmethod
     def from_bytes(cls, data: Any, byteorder: str = "big", *, signed: bool = False) -> Any:
