@@ -27,6 +27,7 @@ from recurgent._journal._shared import (
     guarded_within,
     is_plain_factory,
     needs_guard,
+    plain_factory,
     shareable,
 )
 from recurgent._journal._view import ACTIVE, MemoryView
@@ -519,7 +520,7 @@ def _factory_patch(entry: _Copied, resolve: Callable[[Any], Any | None]) -> Patc
                 "int, float, str, tuple, bool, bytes or None); a defaultdict in memory may not "
                 "hold a function or class defined in an attempt"
             )
-        held = factory
+        held = plain_factory(factory)
     return Patch(entry.original, entry.path, "attrs", set={"default_factory": held})
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from recurgent._async_stop import host_section
 
 __all__ = [
+    "FACTORY_STAND_INS",
     "HOST_CALLABLES",
     "PLAIN_FACTORIES",
     "HostCall",
@@ -36,6 +37,7 @@ __all__ = [
     "guarded_within",
     "is_plain_factory",
     "needs_guard",
+    "plain_factory",
     "shareable",
     "unwrap_class",
 ]
@@ -45,8 +47,22 @@ __all__ = [
 PLAIN_FACTORIES = (None, list, dict, set, int, float, str, tuple, bool, bytes)
 
 
+#: Stand-ins the sandbox serves for a plain factory, and the factory each stands for: its
+#: checked ``int`` (ADR 0123), filled in by the sandbox, which this package never imports.
+FACTORY_STAND_INS: list[tuple[Any, Any]] = []
+
+
+def plain_factory(factory: Any) -> Any:
+    """The plain factory a served stand-in stands for; ``factory`` itself otherwise."""
+    for stand_in, plain in FACTORY_STAND_INS:
+        if factory is stand_in:
+            return plain
+    return factory
+
+
 def is_plain_factory(factory: Any) -> bool:
-    """Whether ``factory`` is one of :data:`PLAIN_FACTORIES`."""
+    """Whether ``factory`` is one of :data:`PLAIN_FACTORIES` (or a stand-in for one)."""
+    factory = plain_factory(factory)
     return any(factory is plain for plain in PLAIN_FACTORIES)
 
 

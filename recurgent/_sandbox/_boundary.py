@@ -37,6 +37,7 @@ from recurgent._journal import MemoryView
 from recurgent._journal._shared import (
     HostClass,
     is_plain_factory,
+    plain_factory,
 )
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
@@ -262,7 +263,7 @@ class _Rebuilder:
             factory = value.default_factory
             if not is_plain_factory(factory):
                 raise _Refused(f"{where} holds a defaultdict whose default factory is a function")
-            built: Any = collections.defaultdict(factory)
+            built: Any = collections.defaultdict(plain_factory(factory))
         elif kind is MemoryView or kind is dict:
             built = {}
         else:

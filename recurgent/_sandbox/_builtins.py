@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recurgent._sandbox._guards import SEALED_TYPE_OF, AttributePolicy
+from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._reflection import seal
 from recurgent._sandbox._sizes import (
@@ -49,7 +50,6 @@ _NATIVE = (
     "frozenset",
     "hash",
     "hex",
-    "int",
     "isinstance",
     "issubclass",
     "len",
@@ -205,6 +205,7 @@ def _shared_table() -> dict[str, Any]:
     """
     table: dict[str, Any] = {name: getattr(builtins, name) for name in _NATIVE}
     table.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
+    table["int"] = CheckedInt  # construction from text and bytes checked (ADR 0123)
     stateless: dict[str, Any] = {
         name: _unavailable(name, reason) for name, reason in _UNAVAILABLE.items()
     }

@@ -267,11 +267,11 @@ TABLE: dict[str, ModuleRows] = {
     "math": rows(
         pure="""
             acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh degrees dist
-            e erf erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma gcd hypot inf isclose
-            isfinite isinf isnan isqrt ldexp lgamma log log10 log1p log2 modf nan nextafter
+            e erf erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma hypot inf isclose
+            isfinite isinf isnan ldexp lgamma log log10 log1p log2 modf nan nextafter
             pi pow radians remainder sin sinh sqrt tan tanh tau trunc ulp
             """,
-        replaced="comb factorial lcm perm prod",
+        replaced="comb factorial gcd isqrt lcm perm prod",
     ),
     "numbers": rows(
         pure="Complex Integral Number Rational Real",

@@ -27,6 +27,7 @@ from typing import Any
 
 from recurgent._sandbox._draws import ticking_draws
 from recurgent._sandbox._gate import MappingGatedCall
+from recurgent._sandbox._integers import checked_from_bytes
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._sizes import check_format_spec
@@ -474,6 +475,8 @@ def _stateless_methods() -> dict[str, tuple[tuple[type, ...], Binder]]:
         "join": (_TEXT, _bind_join),
         "translate": (_TEXT, _bind_translate),
         "to_bytes": ((int,), _bind_to_bytes),
+        # (0).from_bytes is int.from_bytes: a number past the bit cap from bytes (ADR 0123).
+        "from_bytes": ((int,), lambda obj: functools.partial(checked_from_bytes, type(obj))),
         **{
             name: ((re.Pattern,), _on_the_sandbox_engine(name))
             for name in STANDARD_PATTERN_MATCHING

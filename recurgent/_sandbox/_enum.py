@@ -14,6 +14,7 @@ import types
 import weakref
 from typing import Any, cast
 
+from recurgent._sandbox._integers import new_int
 from recurgent._sandbox._made import SandboxType
 
 __all__ = ["make_enum"]
@@ -130,7 +131,7 @@ def _make_member(cls: type, name: str, value: Any) -> Any:
     arguments = value if isinstance(value, tuple) else (value,)
     member: Any
     if issubclass(cls, int):
-        member = int.__new__(cls, *arguments)
+        member = new_int(cls, *arguments)  # checked like int() (ADR 0123)
     elif issubclass(cls, str):
         member = str.__new__(cls, *arguments)
     else:

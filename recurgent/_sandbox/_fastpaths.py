@@ -62,6 +62,7 @@ SPECIAL_ATTRIBUTES = frozenset(
         "mro",
         "fromkeys",
         "to_bytes",
+        "from_bytes",
         "shuffle",
         "sub",
         "subn",

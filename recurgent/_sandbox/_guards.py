@@ -41,6 +41,7 @@ from recurgent._sandbox._gate import (
     gate,
     is_library_callable,
 )
+from recurgent._sandbox._integers import checked_from_bytes, plain_int_class
 from recurgent._sandbox._made import (
     GENERATED_FILENAME,
     SandboxType,
@@ -54,6 +55,7 @@ from recurgent._sandbox._names import (
     READABLE_DUNDER_ATTRIBUTES,
     is_private_name,
 )
+from recurgent._sandbox._numbers import number_class
 from recurgent._sandbox._reflection import SealedCallable
 from recurgent._sandbox._rehost import CLASS_BOUND
 from recurgent._sandbox._sizes import SIZED_DUNDERS, sized_dunder
@@ -269,6 +271,11 @@ class AttributePolicy:
         )
 
     def _class_attribute(self, cls: type, name: str) -> Any:
+        cls = plain_int_class(cls)  # the int stand-in's attributes are int's (ADR 0123)
+        if name in _INT_GUARDED:
+            checked = _int_class_attribute(cls, name)
+            if checked is not None:
+                return checked
         if cls is Outcome:
             if name in ("ok", "error", "call"):
                 return _runtime_sealed(getattr(Outcome, name))
@@ -320,6 +327,8 @@ class AttributePolicy:
     @staticmethod
     def _instance_attribute(obj: Any, name: str) -> Any:
         value = _runtime_sealed(getattr(obj, name))
+        if value is int:
+            return number_class(int)  # a decoder's parse_int: the checked int (ADR 0123)
         if not trusted_class(type(obj)):
             # An opened host instance's methods and classes are host code (R3, H5).
             value = guarded_host_code(value)
@@ -377,6 +386,26 @@ class AttributePolicy:
 
 
 _ABSENT: Any = object()
+
+# Attributes of a class that build an int from bytes or hand out a class's bases (ADR 0123).
+_INT_GUARDED = frozenset({"from_bytes", "mro"})
+
+
+def _int_class_attribute(cls: type, name: str) -> Any:
+    """``cls.from_bytes`` of an int class, checked; ``cls.mro()`` naming the stand-ins; else
+    ``None`` (the attribute is read as any other)."""
+    if name == "from_bytes" and issubclass(cls, int) and not isinstance(cls, SandboxType):
+        return SealedCallable(functools.partial(checked_from_bytes, cls), name)
+    if name == "mro" and not any("mro" in vars(klass) for klass in type.mro(cls)[:-2]):
+        return SealedCallable(functools.partial(_served_mro, cls), name)
+    return None
+
+
+def _served_mro(cls: type) -> list[Any]:
+    # The real int (or Decimal) in a class's MRO would construct without the checks.
+    return [number_class(klass) for klass in type.mro(cls)]
+
+
 # ABCMeta's state on a program class deriving from UserDict & co. (ADR 0104): the runtime's.
 _ABC_STATE = "_abc_"
 

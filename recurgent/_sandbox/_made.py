@@ -10,6 +10,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from recurgent._sandbox._integers import CheckedInt, SandboxInt
+
 __all__ = [
     "GENERATED_FILENAME",
     "SandboxType",
@@ -21,7 +23,9 @@ __all__ = [
 GENERATED_FILENAME = "<generated>"
 
 # Library classes the served modules add (the re-hosted HTMLParser, ADR 0090) join these.
-_ALLOWED_BASES = {object, dict, list, set, str, int, float, tuple}
+_ALLOWED_BASES = {object, dict, list, set, str, int, float, tuple, SandboxInt}
+# int's constructor is C; a subclass gets the checked one in between (ADR 0123).
+_INT_BASES = (int, CheckedInt)
 
 
 def allow_subclassing(cls: type) -> None:
@@ -45,6 +49,7 @@ class SandboxType(type):
     def __new__(
         mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
     ) -> SandboxType:
+        bases = tuple(SandboxInt if base in _INT_BASES else base for base in bases)
         for base in bases:
             allowed = (
                 isinstance(base, SandboxType)

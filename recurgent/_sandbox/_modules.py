@@ -26,6 +26,7 @@ from recurgent._sandbox._draws import ticking_draws
 from recurgent._sandbox._enum import make_enum
 from recurgent._sandbox._gate import UNGATED_MODULES, gate, is_library_callable
 from recurgent._sandbox._idioms import make_attrgetter, make_methodcaller
+from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._native import make_abc
 from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers, seal
@@ -70,6 +71,8 @@ def _pure_values(name: str) -> dict[str, Any]:
         if value is _MISSING and f"{name}.{attribute}" in CATALOG:
             # A package whose allowed submodule is not imported yet.
             value = _import(f"{name}.{attribute}")
+        if value is int:
+            value = CheckedInt  # uuid.int_ is the builtin: served checked (ADR 0123)
         if value is not _MISSING:
             values[attribute] = value
     return values

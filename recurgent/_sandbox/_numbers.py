@@ -24,6 +24,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import check_bits, int_bits
 
@@ -263,6 +264,7 @@ _STAND_INS: dict[type, Any] = {
     decimal.Decimal: CheckedDecimal,
     fractions.Fraction: CheckedFraction,
     SandboxFraction: CheckedFraction,
+    int: CheckedInt,  # ADR 0123
 }
 
 

@@ -101,6 +101,23 @@ def _checked_lcm(*integers: Any) -> Any:
     return math.lcm(*integers)
 
 
+def _check_operands(what: str, integers: tuple[Any, ...]) -> None:
+    # Defence in depth (ADR 0123): no int past the cap can be built, but these run superlinear
+    # C code no deadline interrupts, so an operand past it is refused before they start.
+    for item in integers:
+        check_bits(int_bits(item), what)
+
+
+def _checked_isqrt(n: Any, /) -> Any:
+    _check_operands("math.isqrt() of an operand", (n,))
+    return math.isqrt(n)
+
+
+def _checked_gcd(*integers: Any) -> Any:
+    _check_operands("math.gcd() of an operand", integers)
+    return math.gcd(*integers)
+
+
 def math_overrides() -> dict[str, Any]:
     """Checked ``math`` functions."""
     return {
@@ -109,6 +126,8 @@ def math_overrides() -> dict[str, Any]:
         "perm": _checked_perm,
         "prod": _checked_prod,
         "lcm": _checked_lcm,
+        "isqrt": _checked_isqrt,
+        "gcd": _checked_gcd,
     }
 
 
@@ -401,6 +420,8 @@ SIZE_CAPS: dict[str, int] = {
     "int * int, int ** n, int << n (bits)": MAX_INT_BITS,
     "Fraction arithmetic (bits of a part)": MAX_INT_BITS,
     "math.prod/lcm (bits)": MAX_INT_BITS,
+    "int(text, base)/int.from_bytes (bits)": MAX_INT_BITS,
+    "math.isqrt/gcd operands (bits)": MAX_INT_BITS,
     "statistics functions: bits of values over 64 bits": MAX_INT_BITS,
     "random.getrandbits(k)/secrets.randbits(k)": MAX_INT_BITS,
     "round(x, ndigits) digits": MAX_ROUND_DIGITS,

@@ -27,6 +27,7 @@ from recurgent._journal._core import guard_by_running_attempt, guard_within_by_r
 from recurgent._journal._shared import HostClass, Withheld, needs_guard
 from recurgent._sandbox._gate import ZoneInfoGate, served_class
 from recurgent._sandbox._idioms import SandboxContext
+from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class
 from recurgent._sandbox._reflection import SealedCallable
@@ -228,7 +229,7 @@ def type_of(obj: Any) -> Any:
         return served
     if issubclass(cls, type):
         return SEALED_TYPE_OF
-    if cls is object or cls in OPEN_TYPES:
+    if cls is object or cls in OPEN_TYPES or cls is CheckedInt:
         return cls
     if isinstance(cls, enum.EnumMeta) and not isinstance(cls, SandboxType):
         # A host enum class formats a value it refuses with %r in one C call (ADR 0092):

@@ -27,6 +27,7 @@ import zoneinfo
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from recurgent._journal._shared import plain_factory
 from recurgent.outcome import Outcome
 
 __all__ = ["AGENT_KEY", "MAX_DEPTH", "OUTCOME_KEY", "Unencodable", "from_wire", "to_wire"]
@@ -204,7 +205,7 @@ class _Encoder:
         if kind is collections.Counter or kind is collections.OrderedDict:
             return {_tag(kind.__name__.lower()): self.pairs(item, path, depth)}
         if kind is collections.defaultdict:
-            name = _FACTORY_NAMES.get(id(item.default_factory))
+            name = _FACTORY_NAMES.get(id(plain_factory(item.default_factory)))
             if name is None:
                 raise Unencodable(f"{path} holds a defaultdict whose default factory is a function")
             return {_tag("defaultdict"): [name, *self.pairs(item, path, depth)]}

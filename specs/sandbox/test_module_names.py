@@ -138,6 +138,8 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ("math", "comb"): ("comb(5, 2)", 10),
     ("math", "factorial"): ("factorial(5)", 120),
     ("math", "lcm"): ("lcm(4, 6)", 12),
+    ("math", "gcd"): ("gcd(12, 18, 30)", 6),
+    ("math", "isqrt"): ("isqrt(99)", 9),
     ("math", "perm"): ("perm(5, 2)", 20),
     ("math", "prod"): ("prod([2, 3, 4])", 24),
     ("operator", "attrgetter"): ("attrgetter('real', 'imag')(3)", (3, 0)),

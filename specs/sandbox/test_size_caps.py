@@ -43,6 +43,8 @@ EXPECTED_CAPS = {
     "int * int, int ** n, int << n (bits)": BITS,
     "Fraction arithmetic (bits of a part)": BITS,
     "math.prod/lcm (bits)": BITS,
+    "int(text, base)/int.from_bytes (bits)": BITS,
+    "math.isqrt/gcd operands (bits)": BITS,
     "statistics functions: bits of values over 64 bits": BITS,
     "random.getrandbits(k)/secrets.randbits(k)": BITS,
     "round(x, ndigits) digits": 300_000,
@@ -153,6 +155,16 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
         "math.prod([1 << 999_998]).bit_length()",
         999_999,
         "math.prod([1 << 999_999])",
+    ),
+    "int(text, base)/int.from_bytes (bits)": (
+        "[int('f' * 250_000, 16).bit_length(), int.from_bytes(b'\\xff' * 125_000).bit_length()]",
+        [BITS, BITS],
+        "int.from_bytes(b'\\x01' + bytes(125_000))",
+    ),
+    "math.isqrt/gcd operands (bits)": (
+        "[math.gcd(1 << 999_999, 6), math.isqrt(1 << 100)]",
+        [2, 1 << 50],
+        "math.isqrt((1 << 999_999) + (1 << 999_999))",
     ),
     "statistics functions: bits of values over 64 bits": (
         "statistics.mean([1 << 499_999, 1 << 499_999]).bit_length()",
