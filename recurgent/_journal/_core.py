@@ -145,6 +145,12 @@ class Journal:
         self._keep.clear()
         self._after.clear()
 
+    def release(self) -> None:
+        """The attempt is over and only this journal still holds its view: cut the view's link
+        back, so both are freed by reference counting rather than left to the cycle collector
+        (a batch's items, ADR 0124). The view is unusable from then on."""
+        del self.view._journal
+
     def activate(self) -> contextvars.Token[tuple[tuple[int, MemoryView], ...]]:
         """Route host writes to this agent's memory, made in this context, into the view."""
         return ACTIVE.set((*ACTIVE.get(), (id(self._memory), self.view)))

@@ -83,6 +83,13 @@ PER_ATTEMPT_NAMES = frozenset(
 )
 
 
+# sys.getrefcount of an ended item's globals when only the sandbox holds them (its attribute,
+# _let_go's argument and getrefcount's own), and of its view when only the item holds it (the
+# journal, the globals' ``context`` and ``memory``, _let_go's argument and getrefcount's own).
+_GLOBALS_HELD_BY_THE_SANDBOX = 3
+_VIEW_HELD_BY_ITS_ITEM = 5
+
+
 class _CurrentItem:
     """What the process's watchdog visits for a running batch: the current item's ticker,
     read at each visit (an ended item's ticker is expired and its interrupter disarmed, so a
@@ -187,12 +194,12 @@ class BatchSandbox(ExecutionSandbox):
         ticker = self._ticker
         if self._cancelled is not None:
             ticker.expire(self._cancelled)
-        namespace = self._namespace
         result = ExecutionResult()
+        main: Any = None
         ticker.start()
         try:
-            exec(program.code, namespace)
-            main = namespace.pop(MAIN_FUNCTION)
+            exec(program.code, self._namespace)
+            main = self._namespace.pop(MAIN_FUNCTION)
             active = ACTIVE.set((*self._views, (id(self._template.memory), self._journal.view)))
             try:
                 decimal.setcontext(fresh_sandbox_context())
@@ -206,6 +213,7 @@ class BatchSandbox(ExecutionSandbox):
                 decimal.setcontext(self._host_decimal)
                 ACTIVE.reset(active)
             result.value = value if type(value) in SCALAR_TYPES else self._result_value(value)
+            value = None
             result.writes = self._memory_writes()
         except (KeyboardInterrupt, CallCancelled):
             raise
@@ -215,6 +223,7 @@ class BatchSandbox(ExecutionSandbox):
             # As after any attempt: what the item leaked stops at its first tick from now on.
             ticker.interrupter.leave()
             ticker.expire(self._ended)
+            main = None
         result.stdout = self._output.text()
         result.violations = list(self._violations)
         result.forwarded_calls = self._forwarded
@@ -228,9 +237,26 @@ class BatchSandbox(ExecutionSandbox):
         first tick, as after any attempt. Its globals are left whole (a generator closes
         quietly through them, ADR 0060); the sandbox only stops pointing at them.
         """
+        self._ticker.forget_globals()
+        self._let_go(self._namespace, self._journal.view)
         self._namespace = {"_ticker_": iter(())}
         result.memory = None
         return result
+
+    def _let_go(self, namespace: dict[str, Any], view: Any) -> None:
+        """Cut the item's last cycle (its view and journal) when nothing but the sandbox holds
+        its globals and nothing but they and the journal hold its view (ADR 0124).
+
+        Then no code of the item survives (a function, generator, class or traceback of it
+        would hold its globals), nothing can reach the view, and the item's globals, journal
+        and view are freed at once by reference counting instead of piling up for the cycle
+        collector. Anything more holding either (code the item left behind) keeps both whole.
+        """
+        if (
+            sys.getrefcount(namespace) == _GLOBALS_HELD_BY_THE_SANDBOX
+            and sys.getrefcount(view) == _VIEW_HELD_BY_ITS_ITEM
+        ):
+            self._journal.release()
 
     def _from_an_earlier_item(self) -> bool:
         """True when the nearest program frame calling the host is not the current item's: code

@@ -344,6 +344,17 @@ class Ticker:
         if self._meter is not None:
             self._meter.close()
 
+    def forget_globals(self) -> None:
+        """Once expired, let go of the attempt's globals (ADR 0124).
+
+        Their ``_ticker_`` is spent for good (no tick refills a stopped ticker), so nothing
+        needs writing there again; a tick of code the attempt leaked still raises the stop.
+        The globals hold this ticker (their ``_tick_``): without this link back, they and all
+        they hold are freed as soon as nothing else holds them, not left to the collector.
+        """
+        if self._stop is not None:
+            self._namespace = {}
+
     def _message(self) -> str:
         return f"generated code exceeded execution_timeout_seconds={self._timeout:g}"
 
