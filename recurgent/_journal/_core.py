@@ -398,6 +398,19 @@ class Journal:
             ), False
         return list(dict.keys(view)), True
 
+    def untouched(self) -> bool:
+        """True when :meth:`prepare` would find no writes, told without preparing them: no
+        value was copied (so none changed in place), nothing waits for the commit, and the view
+        holds memory's own keys and values in memory's order (a batch's items, ADR 0124)."""
+        view, base = self.view, self._base
+        return (
+            not self._copied
+            and not self._after
+            and dict.__len__(view) == len(base)
+            and all(map(operator.is_, dict.values(view), base.values()))
+            and all(map(operator.is_, dict.keys(view), base.keys()))
+        )
+
     def prepare(self, rebuild: Rebuild) -> Writes:
         """The attempt's writes, every new value rebuilt as plain data.
 

@@ -44,6 +44,7 @@ from types import FrameType
 from typing import Any
 
 from recurgent._cancellation import CallCancelled, on_cancel
+from recurgent._journal import Writes
 from recurgent._journal._view import ACTIVE
 from recurgent._sandbox import ExecutionResult, ExecutionSandbox
 from recurgent._sandbox._boundary import SCALAR_TYPES
@@ -214,7 +215,8 @@ class BatchSandbox(ExecutionSandbox):
                 ACTIVE.reset(active)
             result.value = value if type(value) in SCALAR_TYPES else self._result_value(value)
             value = None
-            result.writes = self._memory_writes()
+            # Most items only read: their (empty) writes need no preparing.
+            result.writes = Writes() if self._journal.untouched() else self._memory_writes()
         except (KeyboardInterrupt, CallCancelled):
             raise
         except BaseException as error:  # noqa: BLE001 - generated code may raise anything
