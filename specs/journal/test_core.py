@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 
-from recurgent._journal import Journal
+from recurgent._journal import Journal, MemoryView
 from recurgent._sandbox import rebuild
 
 
@@ -109,7 +110,7 @@ class TestUntouched:
         """A set, a delete, an in-place change; a value taken out and put back (the key's place
         moved) and a value read (copied) but left alone: never untouched, and prepare finds the
         writes of the first three (untouched errs on the side of preparing)."""
-        changes = [
+        changes: list[Callable[[MemoryView], object]] = [
             lambda view: view.__setitem__("n", 4),
             lambda view: view.__delitem__("name"),
             lambda view: view["rows"].append(3),

@@ -364,3 +364,33 @@ class TestAnEndedItemIsFreedAtOnce:
 
         assert keeper._journal.view["names"] == ["a"]
         assert not hasattr(plain._journal.view, "_journal")
+
+
+def test_forwarded_calls_and_agent_arguments_answer_as_in_fresh_sandboxes() -> None:
+    """Items that are agents reach the program as handles, and delegate() and remember() are
+    served inside the batch's arming as in a single attempt: the same values, the same calls."""
+    from specs.sandbox.support import FakeAgent
+
+    source = "result = [args[0].greet(1), delegate('helper').ask(args[0].role)]"
+    program = compile_program(source)
+    batch_host, fresh_host = Host(), Host()
+    batched = _batch(batch_host).run_items(
+        program, [((FakeAgent("ann"),), {}), ((FakeAgent("bob"),), {})]
+    )
+    fresh = [
+        ExecutionSandbox(
+            Host(args=(FakeAgent(name),), children=fresh_host.children).bridge(),
+            limits=SandboxLimits(timeout_seconds=5.0),
+            network="deny",
+        ).run(program)
+        for name in ("ann", "bob")
+    ]
+
+    assert [(r.value, r.error, r.forwarded_calls) for r in batched] == [
+        (r.value, r.error, r.forwarded_calls) for r in fresh
+    ]
+    assert [outcome.value for outcome in batched[0].value] == [
+        "ann.greet(1,)",
+        "helper.ask('ann',)",
+    ]
+    assert batch_host.child("helper").calls == fresh_host.child("helper").calls
