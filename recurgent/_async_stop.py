@@ -27,6 +27,7 @@ the sandbox both use it.
 
 from __future__ import annotations
 
+import _weakrefset
 import importlib
 import logging
 import queue
@@ -85,7 +86,10 @@ def _consume_pending() -> None:
 
 def _unsafe_files() -> frozenset[str]:
     files = {"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}
-    for module in (threading, logging, queue, weakref, importlib):
+    # _weakrefset: a WeakSet's removal callback runs wherever the collector frees its member,
+    # on the attempt's thread too; a stop raised in a callback is "ignored" onto the host's
+    # unraisable hook (and can leave the set's pending removals half done).
+    for module in (threading, logging, queue, weakref, _weakrefset, importlib):
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
             files.add(path)

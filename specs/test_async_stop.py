@@ -231,6 +231,34 @@ class TestTheInterrupter:
         assert interrupter.run(lambda: 5) == 5
         assert interrupter.deliver(_Stop) is False
 
+    def test_a_thread_inside_a_weak_sets_code_is_not_interrupted(self) -> None:
+        """A WeakSet's code (its removal callback runs wherever the collector frees a member)
+        counts as unsafe: a stop raised there would reach the host's unraisable hook. Here the
+        thread waits inside ``WeakSet.__contains__``, in its member's ``__hash__``."""
+        import weakref
+
+        release = threading.Event()
+        started = threading.Event()
+
+        class Member:
+            def __hash__(self) -> int:
+                started.set()
+                while not release.is_set():  # waits outside threading's own code
+                    time.sleep(0.001)
+                return 1
+
+        members: weakref.WeakSet[Member] = weakref.WeakSet()
+        probe = Member()
+        inside = Interrupter()
+        thread = threading.Thread(target=inside.run, args=(lambda: probe in members,))
+        thread.start()
+        started.wait(5.0)
+        try:
+            assert _in_unsafe_code(thread.ident or 0) is True
+        finally:
+            release.set()
+            thread.join()
+
     def test_threads_in_the_import_machinery_or_threading_are_not_interrupted(self) -> None:
         """Inside its attempt, a thread waiting in ``threading`` counts as unsafe; a plain loop
         does not, though every thread starts in ``threading`` (below the attempt)."""

@@ -146,6 +146,12 @@ class Journal:
         self._keep.clear()
         self._after.clear()
 
+    def release(self) -> None:
+        """The attempt is over and only this journal still holds its view: cut the view's link
+        back, so both are freed by reference counting rather than left to the cycle collector
+        (a batch's items, ADR 0124). The view is unusable from then on."""
+        del self.view._journal
+
     def activate(self) -> contextvars.Token[tuple[tuple[int, MemoryView], ...]]:
         """Route host writes to this agent's memory, made in this context, into the view."""
         return ACTIVE.set((*ACTIVE.get(), (id(self._memory), self.view)))
@@ -392,6 +398,19 @@ class Journal:
                 dict.keys(view), map(operator.is_not, dict.values(view), base.values())
             ), False
         return list(dict.keys(view)), True
+
+    def untouched(self) -> bool:
+        """True when :meth:`prepare` would find no writes, told without preparing them: no
+        value was copied (so none changed in place), nothing waits for the commit, and the view
+        holds memory's own keys and values in memory's order (a batch's items, ADR 0124)."""
+        view, base = self.view, self._base
+        return (
+            not self._copied
+            and not self._after
+            and dict.__len__(view) == len(base)
+            and all(map(operator.is_, dict.values(view), base.values()))
+            and all(map(operator.is_, dict.keys(view), base.keys()))
+        )
 
     def prepare(self, rebuild: Rebuild) -> Writes:
         """The attempt's writes, every new value rebuilt as plain data.

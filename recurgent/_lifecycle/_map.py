@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import secrets
 import threading
 import time
@@ -34,6 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from recurgent._cancellation import raise_if_cancelled
@@ -278,7 +280,7 @@ def run_map(runtime: AgentRuntime, request: MapRequest) -> list[Outcome]:
     finally:
         progress.close()
         _log_summary(runtime, run, tally, total)
-    assert all(outcome is not None for outcome in outcomes)
+    assert all(map(operator.is_not, outcomes, repeat(None)))
     return outcomes  # type: ignore[return-value]
 
 
@@ -333,6 +335,45 @@ def _settle(
         run.failed.pop(index, None)
     if progress is not None:
         progress.advance(1, tally.errors)
+    return intrinsic
+
+
+def _settle_batch(
+    run: _Run,
+    request: MapRequest,
+    outcomes: list[Outcome | None],
+    tally: Tally,
+    progress: Progress,
+    batch: list[int],
+    results: list[ExecutionResult],
+    checks: ItemChecks,
+    seen: list[bool],
+    *,
+    current: bool,
+) -> list[int]:
+    """Settle a finished batch's items, as :func:`_settle` would one by one; the indexes of
+    those the current program failed intrinsically.
+
+    An ok item that never failed before (most of them) is only stored and counted; the bar
+    advances once per batch by the items it had not yet counted.
+    """
+    calls, failed = request.calls, run.failed
+    intrinsic: list[int] = []
+    oks = fresh = 0
+    for index, result in zip(batch, results, strict=True):
+        args, kwargs = calls[index]
+        outcome = checks.outcome(result, args, kwargs)
+        if not seen[index]:
+            seen[index] = True
+            fresh += 1
+        if outcome.status == "ok" and index not in failed:
+            outcomes[index] = outcome
+            oks += 1
+        elif _settle(run, outcomes, tally, None, index, outcome, current=current) and current:
+            intrinsic.append(index)
+    tally.count_ok(oks, current=current)
+    if fresh:
+        progress.advance(fresh, tally.errors)
     return intrinsic
 
 
@@ -466,24 +507,18 @@ def _run_batches(
                 for future in done:
                     batch, used = running.pop(future)
                     results = future.result()
-                    for index, result in zip(batch, results, strict=True):
-                        args, kwargs = request.calls[index]
-                        outcome = used.outcome(result, tuple(args), kwargs)
-                        current = used is checks
-                        if (
-                            _settle(
-                                run,
-                                outcomes,
-                                tally,
-                                None if seen[index] else progress,
-                                index,
-                                outcome,
-                                current=current,
-                            )
-                            and current
-                        ):
-                            failed_now.append(index)
-                        seen[index] = True
+                    failed_now += _settle_batch(
+                        run,
+                        request,
+                        outcomes,
+                        tally,
+                        progress,
+                        batch,
+                        results,
+                        used,
+                        seen,
+                        current=used is checks,
+                    )
                 if not run.repair_attempted and tally.needs_repair():
                     hold = True
                 if hold and not running:

@@ -90,6 +90,19 @@ class ItemChecks:
         self, result: ExecutionResult, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> Outcome:
         """The item's Outcome (never raises for a failure of the program)."""
+        value = result.value
+        writes = result.writes
+        if (
+            type(value) in _SCALARS
+            and result.error is None
+            and not result.violations
+            and (writes is None or writes.empty)
+            and not self.external
+            and self.deliverable is None
+        ):
+            # Most items: a plain scalar answer, nothing written, nothing to check against
+            # (no provenance, no contract): the Outcome _checked would build, built at once.
+            return plain_ok(value, tool_role=self.role, method_name=self.method, code=self.code)
         try:
             outcome = self._checked(result, args, kwargs)
         except RecurgentError as error:
@@ -187,6 +200,13 @@ class Tally:
             del self.by_type[kind]
         if kind == "timeout":
             self.timeouts -= 1
+
+    def count_ok(self, items: int, *, current: bool = True) -> None:
+        """Count ``items`` finished items whose Outcomes are ok (what :meth:`count` does for
+        each of them)."""
+        self.ok += items
+        if current:
+            self.ran += items
 
     def needs_repair(self) -> bool:
         """The program failed intrinsically on many of the items it ran (ADR 0110)."""

@@ -54,7 +54,7 @@ class InProcessBatches:
             limits=job.limits,
             network=job.network,
         )
-        return [sandbox.run_item(compiled, tuple(args), dict(kwargs)) for args, kwargs in items]
+        return sandbox.run_items(compiled, items)
 
     def stop(self) -> None:
         """Nothing to release."""

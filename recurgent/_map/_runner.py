@@ -123,16 +123,11 @@ class BatchRunner:
             assert self._invalid is not None
             return [_encode(ExecutionResult(error=self._invalid)) for _ in items]
         sandbox = BatchSandbox(self._bridge, limits=self._limits, network=self._network)
-        return [
-            _encode(
-                sandbox.run_item(
-                    self._compiled,
-                    tuple(from_wire(args, _agent_refused)),
-                    dict(from_wire(kwargs, _agent_refused)),
-                )
-            )
+        calls = [
+            (tuple(from_wire(args, _agent_refused)), dict(from_wire(kwargs, _agent_refused)))
             for args, kwargs in items
         ]
+        return [_encode(result) for result in sandbox.run_items(self._compiled, calls)]
 
 
 def _encode(result: ExecutionResult) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from recurgent._cancellation import CallCancelled, on_cancel
 from recurgent._journal import Journal
-from recurgent._sandbox._boundary import Attribution, find_unplain, rebuild
+from recurgent._sandbox._boundary import SCALAR_TYPES, Attribution, find_unplain, rebuild
 from recurgent._sandbox._bridge import ExecutionResult, HostBridge
 from recurgent._sandbox._compile import CompiledProgram, compile_program
 from recurgent._sandbox._forwarding import RUNNING, generated_code_running, safe_text
@@ -48,6 +48,7 @@ from recurgent.errors import (
     ExecutionTimeoutError,
     GuardrailViolationError,
     NonSerializableResultError,
+    RecurgentError,
     ResourceLimitError,
 )
 from recurgent.outcome import outcome_context
@@ -110,10 +111,12 @@ class ExecutionSandbox(AttemptNamespace):
         bridge: HostBridge,
         namespace: dict[str, Any],
         memory_baseline: MemoryMeter | None = None,
+        passed: set[int] | None = None,
     ) -> None:
         """Everything that belongs to one attempt, made anew: the journal over the bridge's
         memory, the counts, the output, the globals and their deadline ticker (a batch sandbox
-        makes them per item on one set-up, ADR 0111)."""
+        makes them per item on one set-up, ADR 0111; it passes the ids of the item's arguments
+        as ``passed``, its bridge being the batch's)."""
         limits = self._limits
         self._bridge = bridge
         # Agents in memory are shared (reached through handles); other host objects the
@@ -125,7 +128,11 @@ class ExecutionSandbox(AttemptNamespace):
             # Copying a huge memory value checks the deadline as the program's loops do (H8).
             tick=lambda: self._ticker.tick(),
         )
-        self._passed = {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
+        self._passed = (
+            {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}
+            if passed is None
+            else passed
+        )
         self._violations = []
         self._forwarded = 0
         self._answers = {}
@@ -143,6 +150,49 @@ class ExecutionSandbox(AttemptNamespace):
     def visible_names(self) -> list[str]:
         """The names generated code can read besides builtins and imports, sorted."""
         return sorted(name for name in self._namespace if not name.startswith("_"))
+
+    def _result_value(self, value: Any) -> Any:
+        """The program's value rebuilt as plain data for the host (a scalar is its own)."""
+        if type(value) in SCALAR_TYPES:
+            return value
+        bridge = self._bridge
+        return rebuild(
+            value,
+            "the result",
+            handles=lambda ops: ops.agent(),
+            keep=self._is_agent,
+            attribution=Attribution(bridge.role, bridge.method_name, self._answers),
+        )
+
+    def _failure(self, error: BaseException, where: str) -> RecurgentError:
+        """The typed failure of an attempt that raised ``error`` (never Ctrl-C or a cancel);
+        a batch's items are translated here too (ADR 0111)."""
+        if isinstance(error, DeadlineExceeded):
+            # A stop delivered to the thread (ADR 0089) carries no text: the ticker's has it.
+            text = str(error) or str(self._ticker.stop or "")
+            return ExecutionTimeoutError(f"Execution timeout in {where}: {text}")
+        if isinstance(error, SizeLimitExceeded | MemoryLimitExceeded):
+            text = safe_text(error) or safe_text(self._ticker.stop or error)
+            return ResourceLimitError(
+                f"Resource limit in {where}: {text}",
+                root_class=type(error).__name__,
+                root_message=text,
+                line=_error_line(error),
+            )
+        if isinstance(error, BudgetExceededError | NonSerializableResultError):
+            return error
+        if isinstance(error, GuardrailViolationError):
+            if error.line is None:
+                error.line = _error_line(error)
+            return error
+        message = safe_text(error)
+        name = str.__str__(type(error).__name__)
+        return ExecutionError(
+            f"Execution error in {where}: {name}: {message}",
+            root_class=name,
+            root_message=message,
+            line=_error_line(error),
+        )
 
     def run(self, program: CompiledProgram) -> ExecutionResult:
         """Run a compiled program once and report what happened."""
@@ -175,45 +225,14 @@ class ExecutionSandbox(AttemptNamespace):
             finally:
                 Journal.deactivate(active)
                 RUNNING.reset(running)
-            result.value = rebuild(
-                value,
-                "the result",
-                handles=lambda ops: ops.agent(),
-                keep=self._is_agent,
-                attribution=Attribution(bridge.role, bridge.method_name, self._answers),
-            )
+            result.value = self._result_value(value)
             result.writes = self._memory_writes()
         except (KeyboardInterrupt, CallCancelled):
             # Ctrl-C, or the task awaiting the call was cancelled: the call ends, nothing
             # committed (ADR 0096).
             raise
-        except DeadlineExceeded as stop:
-            # A stop delivered to the thread (ADR 0089) carries no text: the ticker's has it.
-            text = str(stop) or str(self._ticker.stop or "")
-            result.error = ExecutionTimeoutError(f"Execution timeout in {where}: {text}")
-        except (SizeLimitExceeded, MemoryLimitExceeded) as breach:
-            text = safe_text(breach) or safe_text(self._ticker.stop or breach)
-            result.error = ResourceLimitError(
-                f"Resource limit in {where}: {text}",
-                root_class=type(breach).__name__,
-                root_message=text,
-                line=_error_line(breach),
-            )
-        except (BudgetExceededError, NonSerializableResultError) as error:
-            result.error = error
-        except GuardrailViolationError as violation:
-            result.error = violation
-            if violation.line is None:
-                violation.line = _error_line(violation)
         except BaseException as error:  # noqa: BLE001 - generated code may raise anything
-            message = safe_text(error)
-            name = str.__str__(type(error).__name__)
-            result.error = ExecutionError(
-                f"Execution error in {where}: {name}: {message}",
-                root_class=name,
-                root_message=message,
-                line=_error_line(error),
-            )
+            result.error = self._failure(error, where)
         finally:
             # Anything the attempt leaked (a generator, a method of an object it made) stops
             # at its first tick from now on; no stop is delivered to this thread any more.

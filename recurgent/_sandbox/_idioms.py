@@ -22,6 +22,7 @@ __all__ = [
     "MAX_DECIMAL_PRECISION",
     "SandboxContext",
     "decimal_overrides",
+    "fresh_sandbox_context",
     "make_attrgetter",
     "make_methodcaller",
     "sandbox_decimal_context",
@@ -101,6 +102,25 @@ def _capped(context: decimal.Context) -> SandboxContext:
     )
 
 
+_TRAPPED = (decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow)
+
+
+def fresh_sandbox_context() -> SandboxContext:
+    """The decimal context every attempt starts with (a batch's items too, ADR 0124).
+
+    The same start as the attempt's checked context (_numbers): Python's defaults with the
+    exponent range capped and overflow trapped. Built as ``SandboxContext(prec=28,
+    Emin=-MAX_EXPONENT, Emax=MAX_EXPONENT, traps=...)`` would build it, without re-checking
+    settings that are within the caps by construction (the other fields are the default
+    context's, as the constructor's are).
+    """
+    context = SandboxContext.__new__(SandboxContext)
+    decimal.Context.__init__(
+        context, 28, None, -MAX_EXPONENT, MAX_EXPONENT, None, None, None, list(_TRAPPED)
+    )
+    return context
+
+
 class sandbox_decimal_context:
     """Run a program under a fresh :class:`SandboxContext`; restore the host's context after.
 
@@ -112,14 +132,7 @@ class sandbox_decimal_context:
 
     def __enter__(self) -> SandboxContext:
         self._saved = decimal.getcontext()
-        # The same start as the attempt's checked context (_numbers): Python's defaults with
-        # the exponent range capped and overflow trapped.
-        context = SandboxContext(
-            prec=28,
-            Emin=-MAX_EXPONENT,
-            Emax=MAX_EXPONENT,
-            traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow],
-        )
+        context = fresh_sandbox_context()
         decimal.setcontext(context)
         return context
 

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from recurgent._async_stop import Interrupter
 
@@ -47,6 +47,7 @@ __all__ = [
     "Ticker",
     "TickingIterator",
     "Watchdog",
+    "Watched",
     "attempt_deadline",
     "enclosing_remaining",
     "monotonic_clock",
@@ -343,12 +344,29 @@ class Ticker:
         if self._meter is not None:
             self._meter.close()
 
+    def forget_globals(self) -> None:
+        """Once expired, let go of the attempt's globals (ADR 0124).
+
+        Their ``_ticker_`` is spent for good (no tick refills a stopped ticker), so nothing
+        needs writing there again; a tick of code the attempt leaked still raises the stop.
+        The globals hold this ticker (their ``_tick_``): without this link back, they and all
+        they hold are freed as soon as nothing else holds them, not left to the collector.
+        """
+        if self._stop is not None:
+            self._namespace = {}
+
     def _message(self) -> str:
         return f"generated code exceeded execution_timeout_seconds={self._timeout:g}"
 
     def _memory_message(self) -> str:
         limit = self._max_memory or 0
         return f"generated code grew the process by more than {limit // (1024 * 1024)} MiB"
+
+
+class Watched(Protocol):
+    """What the watchdog visits: a :class:`Ticker`, or a batch's current item (ADR 0124)."""
+
+    def watch(self) -> None: ...  # pragma: no cover - a protocol
 
 
 class _WatchdogService:
@@ -363,13 +381,13 @@ class _WatchdogService:
         self._period = period
         self._linger_polls = linger_polls
         self._condition = threading.Condition()
-        self._tickers: dict[int, Ticker] = {}
+        self._tickers: dict[int, Watched] = {}
         self._thread: threading.Thread | None = None
         self._pid = 0
         # True while the thread sleeps on the condition: only then does a new attempt wake it.
         self._waiting = False
 
-    def register(self, ticker: Ticker) -> bool:
+    def register(self, ticker: Watched) -> bool:
         """Watch ``ticker``; False when no thread can be started (the attempt runs unwatched)."""
         with self._condition:
             self._tickers[id(ticker)] = ticker
@@ -388,7 +406,7 @@ class _WatchdogService:
                 self._condition.notify()
         return True
 
-    def unregister(self, ticker: Ticker) -> None:
+    def unregister(self, ticker: Watched) -> None:
         """Stop watching ``ticker``."""
         with self._condition:
             self._tickers.pop(id(ticker), None)

@@ -29,6 +29,8 @@ __all__ = ["GUARDED_OPEN", "VISIBLE_NAMES", "AttemptNamespace", "open_types_and_
 _NUMERIC_TYPES = frozenset({int, float})
 #: Open types whose attributes are always read through the guard (a batch uses it too).
 GUARDED_OPEN = frozenset({ElementTree.Element, re.Pattern})
+# Every attempt's ``_OPEN_`` starts as a fresh copy of this set.
+_OPEN_AT_START = (OPEN_TYPES - GUARDED_OPEN) | {ModuleFacade}
 
 
 def open_types_and_class_hook() -> tuple[set[type], Callable[..., type]]:
@@ -42,7 +44,7 @@ def open_types_and_class_hook() -> tuple[set[type], Callable[..., type]]:
     standard-engine patterns, which match on the sandbox's engine (ADR 0090). Classes are made
     by ``make_program_class`` (ADR 0104), never by typing's own hooks.
     """
-    open_types: set[type] = (set(OPEN_TYPES) - GUARDED_OPEN) | {ModuleFacade}
+    open_types: set[type] = set(_OPEN_AT_START)
 
     def make_class(name: str, bases: tuple[type, ...], body: dict[str, Any], **kw: Any) -> type:
         cls = make_program_class(name, bases, body, **kw)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 
-from recurgent._journal import Journal
+from recurgent._journal import Journal, MemoryView
 from recurgent._sandbox import rebuild
 
 
@@ -88,3 +89,44 @@ class TestTopLevelChanges:
         del view["gone"]
         view["new"] = 5
         assert sorted(journal.prepare(rebuild).touched_keys() or []) == ["gone", "new", "rows"]
+
+
+class TestUntouched:
+    """Journal.untouched tells, without preparing them, that an attempt has no writes: it is
+    True exactly when prepare finds none (ADR 0124)."""
+
+    @staticmethod
+    def _journal() -> Journal:
+        return Journal({"rows": [1, 2], "n": 3, "name": "a"})
+
+    def test_an_attempt_that_only_read_atoms_is_untouched(self) -> None:
+        """Reading atoms copies nothing: untouched, and prepare agrees."""
+        journal = self._journal()
+        assert (journal.view["n"], journal.view.get("name")) == (3, "a")
+        assert journal.untouched() is True
+        assert journal.prepare(rebuild).empty is True
+
+    def test_every_kind_of_change_is_seen(self) -> None:
+        """A set, a delete, an in-place change; a value taken out and put back (the key's place
+        moved) and a value read (copied) but left alone: never untouched, and prepare finds the
+        writes of the first three (untouched errs on the side of preparing)."""
+        changes: list[Callable[[MemoryView], object]] = [
+            lambda view: view.__setitem__("n", 4),
+            lambda view: view.__delitem__("name"),
+            lambda view: view["rows"].append(3),
+            lambda view: view.__setitem__("rows", view.pop("rows")),
+            lambda view: view["rows"],
+        ]
+        found = []
+        for change in changes:
+            journal = self._journal()
+            change(journal.view)
+            found.append((journal.untouched(), journal.prepare(rebuild).empty))
+
+        assert found == [
+            (False, False),
+            (False, False),
+            (False, False),
+            (False, True),
+            (False, True),
+        ]

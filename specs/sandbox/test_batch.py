@@ -25,7 +25,7 @@ def _items(
     host = host or Host()
     program = compile_program(textwrap.dedent(source))
     sandbox = _batch(host, **limits)
-    return [sandbox.run_item(program, (item,), {}) for item in items]
+    return sandbox.run_items(program, [((item,), {}) for item in items])
 
 
 class TestOneAttemptPerItem:
@@ -127,7 +127,7 @@ def test_a_batch_answers_as_fresh_sandboxes_would(source: str) -> None:
     program = compile_program(source)
     items = [4, 7, 10]
     sandbox = _batch(Host())
-    batched = [sandbox.run_item(program, (item,), {}) for item in items]
+    batched = sandbox.run_items(program, [((item,), {}) for item in items])
     fresh = [
         ExecutionSandbox(
             Host(args=(item,)).bridge(), limits=SandboxLimits(timeout_seconds=5.0), network="deny"
@@ -222,3 +222,175 @@ class TestMemoryCapPerBatch:
         assert (type(grown.error), after.value) == (ResourceLimitError, "ok")
         assert grown.error is not None
         assert "grew the process by more than 64 MiB" in grown.error.message
+
+
+class TestArmedOncePerBatch:
+    """What every item shares is armed once around a batch; each item is still stopped,
+    cancelled and given a decimal context of its own (ADR 0124)."""
+
+    def test_the_watchdog_is_registered_once_for_a_batch(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Five items, one registration with the process's watchdog, and none left after."""
+        from recurgent._sandbox import _limits
+
+        registered: list[object] = []
+        real_register = _limits.WATCHDOG.register
+
+        def counting(watched: _limits.Watched) -> bool:
+            registered.append(watched)
+            return real_register(watched)
+
+        monkeypatch.setattr(_limits.WATCHDOG, "register", counting)
+
+        results = _items("result = args[0] + 1", [1, 2, 3, 4, 5])
+
+        assert ([r.value for r in results], len(registered)) == ([2, 3, 4, 5, 6], 1)
+        assert registered[0] not in _limits.WATCHDOG._tickers.values()
+
+    def test_library_code_of_one_item_stops_at_its_own_deadline(self) -> None:
+        """Pure-Python library code never ticks: the watchdog's visit reaches the current item
+        through the batch and stops it (ADR 0089); the items before and after answer."""
+        source = """
+        import urllib.parse
+        if args[0] == 'slow':
+            result = len(urllib.parse.parse_qsl('a=1&' * 2_000_000))
+        else:
+            result = args[0]
+        """
+
+        before, slow, after = _items(source, ["before", "slow", "after"], timeout_seconds=0.3)
+
+        assert (before.value, after.value) == ("before", "after")
+        assert slow.error is not None and slow.error.error_type == "timeout"
+        assert "execution_timeout_seconds=0.3" in str(slow.error)
+
+    def test_a_cancelled_call_stops_the_running_item_and_the_batch(self) -> None:
+        """Cancelling the awaited call while an item spins ends that item (CallCancelled leaves
+        the batch, as it leaves a single attempt); a batch run in a cancelled scope stops at
+        its first item."""
+        import threading
+
+        from recurgent._cancellation import CallCancelled, CancelScope, enter_scope
+
+        program = compile_program("while args[0]:\n    pass\nresult = 1")
+        scope = CancelScope()
+        sandbox = _batch(Host(), timeout_seconds=30.0)
+        timer = threading.Timer(0.2, scope.cancel)
+        timer.start()
+        try:
+            with enter_scope(scope), pytest.raises(CallCancelled):
+                sandbox.run_items(program, [((False,), {}), ((True,), {}), ((False,), {})])
+        finally:
+            timer.cancel()
+        with enter_scope(scope), pytest.raises(CallCancelled):
+            _batch(Host()).run_items(program, [((False,), {})])
+
+    def test_each_item_starts_on_a_fresh_decimal_context_and_the_hosts_comes_back(self) -> None:
+        """An item that lowers its precision changes neither the next item's nor the host's."""
+        import decimal
+
+        source = """
+        import decimal
+        if args[0] == 'narrow':
+            decimal.getcontext().prec = 5
+        result = str(decimal.Decimal(1) / decimal.Decimal(3))
+        """
+        host_context = decimal.getcontext()
+
+        narrow, plain = _items(source, ["narrow", "plain"])
+
+        assert (narrow.value, plain.value) == ("0.33333", "0." + "3" * 28)
+        assert decimal.getcontext() is host_context
+
+    def test_the_running_flag_and_the_views_are_the_hosts_again_after_a_batch(self) -> None:
+        """Inside an item generated code is running and its view is the active one; after the
+        batch neither is left behind."""
+        from recurgent._journal._view import ACTIVE
+        from recurgent._sandbox._forwarding import RUNNING
+
+        results = _items("result = 1", [1, 2])
+
+        assert ([r.value for r in results], RUNNING.get(), ACTIVE.get()) == ([1, 1], False, ())
+
+
+class TestAnEndedItemIsFreedAtOnce:
+    """An item no code of which survives is freed by reference counting: its globals, journal
+    and view do not wait for the cycle collector (ADR 0124)."""
+
+    @pytest.mark.parametrize(
+        "source",
+        [
+            "result = args[0] * 2",
+            "def twice(n):\n    return 2 * n\nresult = twice(args[0])",
+            "raise ValueError(args[0])",
+            "result = len(context['names']) + context['limit']",
+        ],
+    )
+    def test_items_leave_no_garbage_for_the_collector(self, source: str) -> None:
+        """With the collector off, a batch of fifty items leaves exactly the unreachable
+        objects a batch of one does (the batch's own set-up): none per item."""
+        import gc
+
+        program = compile_program(source)
+
+        def garbage_of(items: int) -> int:
+            gc.collect()
+            gc.disable()
+            try:
+                sandbox = _batch(Host(memory={"names": ["a"], "limit": 3}))
+                sandbox.run_items(program, [((n,), {}) for n in range(items)])
+                del sandbox
+                return gc.collect()
+            finally:
+                gc.enable()
+
+        garbage_of(1)  # first-use caches (the importer's, the regex engine's) filled
+
+        assert garbage_of(50) == garbage_of(1)
+
+    def test_an_item_whose_code_survives_keeps_its_globals_and_view_whole(self) -> None:
+        """A function the item kept in its globals still holds them: its view stays usable
+        (its journal is not cut), while a plain item's view is let go."""
+        host = Host(memory={"names": ["a"]})
+        keeper = _batch(host)
+        keeper.run_item(
+            compile_program("def keep():\n    global kept\n    kept = keep\nkeep()\nresult = 1"),
+            (1,),
+            {},
+        )
+        plain = _batch(host)
+        plain.run_item(compile_program("result = 1"), (1,), {})
+
+        assert keeper._journal.view["names"] == ["a"]
+        assert not hasattr(plain._journal.view, "_journal")
+
+
+def test_forwarded_calls_and_agent_arguments_answer_as_in_fresh_sandboxes() -> None:
+    """Items that are agents reach the program as handles, and delegate() and remember() are
+    served inside the batch's arming as in a single attempt: the same values, the same calls."""
+    from specs.sandbox.support import FakeAgent
+
+    source = "result = [args[0].greet(1), delegate('helper').ask(args[0].role)]"
+    program = compile_program(source)
+    batch_host, fresh_host = Host(), Host()
+    batched = _batch(batch_host).run_items(
+        program, [((FakeAgent("ann"),), {}), ((FakeAgent("bob"),), {})]
+    )
+    fresh = [
+        ExecutionSandbox(
+            Host(args=(FakeAgent(name),), children=fresh_host.children).bridge(),
+            limits=SandboxLimits(timeout_seconds=5.0),
+            network="deny",
+        ).run(program)
+        for name in ("ann", "bob")
+    ]
+
+    assert [(r.value, r.error, r.forwarded_calls) for r in batched] == [
+        (r.value, r.error, r.forwarded_calls) for r in fresh
+    ]
+    assert [outcome.value for outcome in batched[0].value] == [
+        "ann.greet(1,)",
+        "helper.ask('ann',)",
+    ]
+    assert batch_host.child("helper").calls == fresh_host.child("helper").calls
