@@ -180,7 +180,9 @@ class LogView:
         """A free-text field's copy (code, output, messages, prompts): cut at 64 KiB."""
         if text is None:
             return None
-        if type(text) is str and text in self.short:
+        if type(text) is not str:  # a subclass is copied as it is, never remembered
+            return json_safe(text, max_chars=LOG_TEXT_CHARS, secrets=self.secrets)  # type: ignore[no-any-return]
+        if text in self.short:
             return self.short[text][0]
         if len(text) <= _SHORT:
             return self._short(text)[0]
