@@ -407,6 +407,9 @@ class CallState:
                 continue
             if kind is str:
                 entry[name] = short[value][0] if value in short else view.field(value)
-            elif not (kind is int and -_SMALL_INT < value < _SMALL_INT):
+            elif not (
+                (kind is int and -_SMALL_INT < value < _SMALL_INT)
+                or (kind is float and value - value == 0.0)  # finite: inf - inf is nan
+            ):
                 entry[name] = view.field(value)
         return entry

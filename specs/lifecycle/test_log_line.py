@@ -60,15 +60,17 @@ LEAK = (
 @contextmanager
 def _reproducible(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Frozen time and counted random bytes (call ids, content refs) for one scenario."""
-    counter = itertools.count(1)
+    counters: dict[int, Iterator[int]] = {}
     owner = threading.get_ident()
     real = os.urandom
 
     def urandom(size: int) -> bytes:
-        # Only the scenario's own thread counts: a thread another spec left running (in the
-        # same pytest worker) must not shift the ids.
+        # Only the scenario's own thread counts (a thread another spec left running in the same
+        # pytest worker must not shift the ids), and each size counts apart: a draw made once
+        # per process (multiprocessing's 32-byte key, on its first import) must not either.
         if threading.get_ident() != owner:
             return real(size)
+        counter = counters.setdefault(size, itertools.count(1))
         return next(counter).to_bytes(size, "big")
 
     monkeypatch.setattr(os, "urandom", urandom)
