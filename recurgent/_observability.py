@@ -109,8 +109,12 @@ class _AppendWriter:
     info = msg
 
 
+# json.dumps with these options builds an encoder per call; one encoder serves every line.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=safe_repr)
+
+
 def _fit(fields: dict[str, Any]) -> str:
-    line = json.dumps(fields, ensure_ascii=False, default=safe_repr)
+    line = _ENCODER.encode(fields)
     if len(line) * 4 < MAX_LINE_BYTES or len(line.encode("utf-8", "replace")) < MAX_LINE_BYTES:
         return line
     for name in _BULKY_FIELDS:
@@ -174,14 +178,10 @@ class CallLogger:
         import structlog
 
         writer = _AppendWriter(path)
+        # Bound loggers built directly, not through wrap_logger's lazy proxy: with every setting
+        # given, the proxy built the same logger again on every line (ADR 0125).
         self._logger, self._prepared_logger = (
-            structlog.wrap_logger(
-                writer,
-                processors=[render],
-                wrapper_class=structlog.BoundLogger,
-                context_class=dict,
-                cache_logger_on_first_use=False,
-            )
+            structlog.BoundLogger(writer, processors=[render], context={})
             for render in (_render, _render_prepared)
         )
 

@@ -24,11 +24,15 @@ code, and the dictionaries are built only when read or logged.
 
 from __future__ import annotations
 
+import getpass
+import os
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from recurgent._profiles import current_actor
+from recurgent._redact import environment_fingerprint
 from recurgent._runtime_config import RuntimeSettings
 from recurgent._store import checksum, contract_fingerprint
 from recurgent._store._cacheability import DYNAMIC_DISPATCH_METHODS
@@ -44,6 +48,7 @@ __all__ = [
     "self_model",
     "solver_shape",
     "solver_shape_fields",
+    "solver_shape_log_fields",
 ]
 
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -70,9 +75,33 @@ SELF_MODEL_FIELDS = (
 )
 
 
+_uid = getattr(os, "getuid", None)
+# (what the user name was read from, the name): see _os_actor.
+_actor: tuple[Any, str] | None = None
+
+
+def _os_actor() -> str:
+    """``current_actor()``, read again only when what it reads may have changed: the
+    environment (the name is read from it), the process's uid (else its password entry), or
+    the functions themselves (specs stand in their own)."""
+    global _actor  # one process-wide slot, replaced in one assignment
+    key = (
+        environment_fingerprint(),
+        _uid() if _uid is not None else None,
+        getpass.getuser,
+        current_actor,
+    )
+    known = _actor
+    if known is not None and known[0] == key:
+        return known[1]
+    name = current_actor()
+    _actor = (key, name)
+    return name
+
+
 def authority(settings: RuntimeSettings, actor: str | None = None) -> dict[str, bool]:
     """What ``actor`` (default: this process's user) may do with proposals."""
-    who = (actor or current_actor()).strip().lower()
+    who = (actor or _os_actor()).strip().lower()
     enact = not settings.authority_enforcement_enabled or who in settings.authority_maintainers
     return {"observe": True, "propose": True, "enact": enact}
 
@@ -220,3 +249,52 @@ def solver_shape_fields(shape: Mapping[str, Any] | None) -> dict[str, Any]:
         "solver_shape_contract_intent": shape.get("contract_intent"),
         "solver_shape_promotion_intent": shape.get("promotion_intent"),
     }
+
+
+# (role, method, depth, counts, program source, hit) -> the solver_shape_* fields of a call
+# without a contract; see solver_shape_log_fields.
+_SHAPES: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+_SHAPES_KEPT = 1024
+_SHAPES_LOCK = threading.Lock()
+
+
+def solver_shape_log_fields(
+    *,
+    role: str,
+    method: str,
+    depth: int,
+    arg_count: int,
+    kwarg_count: int,
+    contract: Mapping[str, Any] | None,
+    program_source: str,
+    artifact_hit: bool,
+) -> Mapping[str, Any]:
+    """``solver_shape_fields(solver_shape(...))`` of one call.
+
+    Without a contract the shape depends on the other arguments alone, so it is built once per
+    combination (every logged call carries it) and shared: read it, never change it.
+    """
+    key = (role, method, depth, arg_count, kwarg_count, program_source, artifact_hit)
+    if not contract:
+        try:
+            return _SHAPES[key]
+        except KeyError:
+            pass
+    fields = solver_shape_fields(
+        solver_shape(
+            role=role,
+            method=method,
+            depth=depth,
+            arg_count=arg_count,
+            kwarg_count=kwarg_count,
+            contract=contract,
+            program_source=program_source,
+            artifact_hit=artifact_hit,
+        )
+    )
+    if not contract:
+        with _SHAPES_LOCK:
+            if len(_SHAPES) >= _SHAPES_KEPT:
+                _SHAPES.clear()
+            _SHAPES[key] = fields
+    return fields

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,12 @@ import pytest
 
 from recurgent import Agent, configure_runtime
 from recurgent._runtime_config import RuntimeSettings
-from recurgent._self_model import authority, solver_shape
+from recurgent._self_model import (
+    authority,
+    solver_shape,
+    solver_shape_fields,
+    solver_shape_log_fields,
+)
 from recurgent._store import checksum, contract_fingerprint
 from recurgent.errors import UsageError
 from recurgent.testing import ScriptedProvider, read_log
@@ -231,3 +237,55 @@ class TestSolverShape:
         }
         assert asked["capability_summary"] == "web_fetcher.ask.args0.kwargs0"
         assert repaired["reuse_basis"] == "repaired_artifact_execution"
+
+
+class TestRememberedParts:
+    """What each logged call reuses (ADR 0125) is read again whenever its inputs change."""
+
+    def test_the_os_user_is_read_again_when_the_environment_or_getuser_changes(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With enforcement on and 'alice' the maintainer: LOGNAME alice may enact, LOGNAME bob
+        may not, and a getuser standing in is asked at once."""
+        settings = RuntimeSettings(
+            authority_enforcement_enabled=True, authority_maintainers=("alice",)
+        )
+        monkeypatch.setenv("LOGNAME", "alice")
+        as_alice = authority(settings)["enact"]
+        monkeypatch.setenv("LOGNAME", "bob")
+        as_bob = authority(settings)["enact"]
+        monkeypatch.setattr(getpass, "getuser", lambda: "Alice")
+        stood_in = authority(settings)["enact"]
+
+        assert (as_alice, as_bob, stood_in) == (True, False, True)
+
+    def test_log_fields_of_a_shape_are_the_shape_fields_and_contracts_are_read_each_time(
+        self,
+    ) -> None:
+        """solver_shape_log_fields is solver_shape_fields(solver_shape(...)); without a contract
+        the same fields serve the next call; a contract changed in place shows its change."""
+        base: dict[str, Any] = {
+            "role": "calculator",
+            "method": "add",
+            "depth": 0,
+            "arg_count": 1,
+            "kwarg_count": 0,
+            "program_source": "persisted",
+            "artifact_hit": True,
+        }
+        contract: dict[str, Any] = {"purpose": "add"}
+        plain = solver_shape_log_fields(contract=None, **base)
+        contracted = solver_shape_log_fields(contract=contract, **base)
+        contract["purpose"] = "add twice"
+        changed = solver_shape_log_fields(contract=contract, **base)
+
+        assert plain == solver_shape_fields(solver_shape(contract=None, **base))
+        assert solver_shape_log_fields(contract=None, **base) is plain
+        assert contracted["solver_shape_contract_intent"] == {
+            "purpose": "add",
+            "failure_policy": {},
+        }
+        assert changed["solver_shape_contract_intent"] == {
+            "purpose": "add twice",
+            "failure_policy": {},
+        }

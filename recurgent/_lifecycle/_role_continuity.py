@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recurgent._profiles import (
+    COUNTED_FIGURES,
     constraint_applies,
     continuity_report as _report,
     expected_value,
     load_namespace,
     observe_program,
     pressure,
+    pressure_counts,
     record_namespace,
     return_shape,
     seen_values,
@@ -40,8 +42,7 @@ from recurgent._self_model import (
     SOLVER_SHAPE_FIELDS,
     CallSnapshot,
     self_model,
-    solver_shape,
-    solver_shape_fields,
+    solver_shape_log_fields,
 )
 from recurgent._store import checksum
 from recurgent.errors import GuardrailViolationError
@@ -72,11 +73,7 @@ ROLE_PROFILE_FIELDS = (
     "role_profile_shadow_mode",
     "role_profile_enforced",
 )
-NAMESPACE_FIELDS = (
-    "namespace_key_collision_count",
-    "namespace_multi_lifetime_key_count",
-    "namespace_continuity_violation_count",
-)
+NAMESPACE_FIELDS = COUNTED_FIGURES
 #: Every log field of this module, null (a call that was not logged through it).
 NO_AGENCY_FIELDS: Mapping[str, Any] = dict.fromkeys(
     (*ROLE_PROFILE_FIELDS, *NAMESPACE_FIELDS, *SOLVER_SHAPE_FIELDS, *SELF_MODEL_FIELDS)
@@ -257,7 +254,7 @@ def _log_fields(
     settings = runtime.options.settings
     fields: dict[str, Any] = dict(NO_AGENCY_FIELDS)
     if settings.solver_shape_capture_enabled:
-        shape = solver_shape(
+        shape = solver_shape_log_fields(
             role=runtime.role,
             method=state.method,
             depth=state.frame.depth,
@@ -267,7 +264,7 @@ def _log_fields(
             program_source=state.program_source,
             artifact_hit=state.artifact_hit,
         )
-        fields.update(solver_shape_fields(shape))
+        fields.update(shape)
     if snapshot is not None:
         binding = runtime.profiles
         model = self_model(
@@ -292,11 +289,13 @@ def _log_fields(
     store = runtime.store
     if store is not None:
         try:
-            figures = pressure(load_namespace(store.root, runtime.role), runtime.role)
+            # Derived once per record: a call that changed nothing reads the same record.
+            counts: tuple[int | None, ...] = pressure_counts(
+                load_namespace(store.root, runtime.role)
+            )
         except (OSError, ValueError, RecursionError):
-            figures = {}
-        for name in NAMESPACE_FIELDS:
-            fields[name] = figures.get(name)
+            counts = (None,) * len(NAMESPACE_FIELDS)
+        fields.update(zip(NAMESPACE_FIELDS, counts, strict=True))
     return fields
 
 

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from recurgent._call import CallFrame
 from recurgent._content_store import ContentReads, ContentWrite, content_log_fields
-from recurgent._history import HISTORY_KEY
+from recurgent._lifecycle._log_view import LogView
 from recurgent._lifecycle._patterns import PatternReport, pattern_log_fields
 from recurgent._lifecycle._role_continuity import NO_AGENCY_FIELDS
 from recurgent._parsing import format_traceback
-from recurgent._redact import environment_secrets, redact
 from recurgent._secret_index import SecretIndex
 from recurgent._store import StoredRun
-from recurgent._values import describe, json_safe, secret_values, utc_timestamp
+from recurgent._values import describe, utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
 
@@ -38,88 +36,9 @@ WORKER_LOG_FIELDS = (
     "worker_retired",
 )
 MAX_FAILURE_MESSAGE = 400
-# Log copies of values are bounded so one line stays well under 1 MB whatever the call carried
-# (ADR 0032): each string, each container and each value field has a cap.
-LOG_STRING_CHARS = 4_096
-LOG_ITEMS = 100
-LOG_FIELD_BUDGET = 100_000
-LOG_TEXT_CHARS = 65_536
-# Debug lines copy memory; only the newest history records go with it, so lines stay flat over
-# a long session instead of growing with every call.
-LOG_HISTORY_RECORDS = 10
-
-
-class _LogView:
-    """Bounded, redacted log copies of one call's values (ADR 0032).
-
-    Besides the usual redaction, every string stored under a secret-named key in the call's
-    arguments or the agent's memory is masked wherever it appears: in prompts, code, stdout and
-    messages too, where no key marks it.
-    """
-
-    def __init__(
-        self,
-        args: Any,
-        kwargs: Any,
-        memory: dict[str, Any],
-        *,
-        with_history: bool,
-        index: SecretIndex | None = None,
-    ) -> None:
-        # History records are written by the runtime with secret-named values already masked,
-        # and no prompt shows them, so only text a program printed or raised (or a debug line,
-        # which copies the newest records) can carry a value a program planted there: other
-        # lines search memory without them (ADR 0063, amending 0053). The rest of memory is
-        # searched through the agent's index, which walks only what changed (ADR 0120).
-        found = {*environment_secrets(), *secret_values(args, kwargs)}
-        if index is None:
-            found.update(
-                secret_values(_recent(memory) if with_history else _without_history(memory))
-            )
-        else:
-            found.update(index.secrets(memory, skip=HISTORY_KEY))
-            history = memory.get(HISTORY_KEY)
-            if with_history and isinstance(history, list):
-                found.update(secret_values(history[-LOG_HISTORY_RECORDS:]))
-        self.secrets = tuple(sorted(found, key=len, reverse=True))
-
-    def value(self, value: Any) -> Any:
-        return json_safe(
-            value,
-            max_chars=LOG_STRING_CHARS,
-            max_items=LOG_ITEMS,
-            budget=LOG_FIELD_BUDGET,
-            secrets=self.secrets,
-        )
-
-    def text(self, text: str | None) -> str | None:
-        if text is None:
-            return None
-        return json_safe(text, max_chars=LOG_TEXT_CHARS, secrets=self.secrets)  # type: ignore[no-any-return]
-
-    def memory(self, memory: dict[str, Any]) -> Any:
-        return self.value(_recent(memory))
-
-    def field(self, value: Any) -> Any:
-        """A short field (a name, a count, a flag, a reason) made safe like any other value."""
-        kind = type(value)
-        if value is None or kind is bool or (kind is int and -_SMALL_INT < value < _SMALL_INT):
-            return value
-        if kind is float and math.isfinite(value):
-            return value
-        if kind is str:
-            return self.text_field(value)
-        return self.value(value)
-
-    def text_field(self, text: str) -> str:
-        if len(text) <= LOG_STRING_CHARS and text.isascii():
-            return redact(text, self.secrets)
-        return json_safe(text, max_chars=LOG_STRING_CHARS, secrets=self.secrets)  # type: ignore[no-any-return]
-
-
 _SMALL_INT = 2**53
 # Fields log_entry fills through the view itself (bulky or free text); every other field goes
-# through _LogView.field, so the whole entry is JSON-safe, bounded and redacted once.
+# through LogView.field, so the whole entry is JSON-safe, bounded and redacted once.
 _VIEWED_FIELDS = frozenset(
     {
         "args",
@@ -142,23 +61,6 @@ _VIEWED_FIELDS = frozenset(
         "error_backtrace",
     }
 )
-
-
-def _without_history(memory: dict[str, Any]) -> Mapping[Any, Any]:
-    if HISTORY_KEY not in memory:
-        return memory
-    return {key: value for key, value in memory.items() if key != HISTORY_KEY}
-
-
-def _recent(memory: dict[str, Any]) -> dict[Any, Any]:
-    """A shallow view of ``memory`` whose history holds only the newest records."""
-    history = memory.get(HISTORY_KEY)
-    if not isinstance(history, list) or len(history) <= LOG_HISTORY_RECORDS:
-        return memory
-    view: dict[Any, Any] = dict(memory)
-    omitted = len(history) - LOG_HISTORY_RECORDS
-    view[HISTORY_KEY] = [f"<{omitted} earlier records omitted>", *history[-LOG_HISTORY_RECORDS:]]
-    return view
 
 
 def _clip(message: str) -> str:
@@ -376,7 +278,7 @@ class CallState:
         outcome = self.outcome
         program_text = bool(self.stdout) or bool(self.attempt_failures) or self.error is not None
         program_text = program_text or (outcome is not None and not outcome.is_ok)
-        view = _LogView(
+        view = LogView(
             self.args, self.kwargs, memory, with_history=debug or program_text, index=secrets
         )
         entry: dict[str, Any] = {
@@ -496,9 +398,18 @@ class CallState:
                 entry["error_backtrace"] = view.value(
                     format_traceback(self.error.__traceback__)[-10:]
                 )
+        short = view.short
         for name, value in entry.items():
-            # Most fields are null or a flag: skipped here without a call per field.
-            if value is None or type(value) is bool or name in _VIEWED_FIELDS:
+            # Most fields are null, a flag, a small number or a string this view (or an earlier
+            # one under the same secrets) copied already: each is settled here without a call.
+            kind = type(value)
+            if value is None or kind is bool or name in _VIEWED_FIELDS:
                 continue
-            entry[name] = view.field(value)
+            if kind is str:
+                entry[name] = short[value][0] if value in short else view.field(value)
+            elif not (
+                (kind is int and -_SMALL_INT < value < _SMALL_INT)
+                or (kind is float and value - value == 0.0)  # finite: inf - inf is nan
+            ):
+                entry[name] = view.field(value)
         return entry

@@ -27,10 +27,12 @@ from recurgent._profiles._model import (
     normalize_version,
 )
 from recurgent._profiles._namespace import (
+    COUNTED_FIGURES,
     forget_namespace,
     load_namespace,
     namespace_path,
     pressure,
+    pressure_counts,
     record_namespace,
     seen_values,
 )
@@ -44,6 +46,7 @@ from recurgent._profiles._registry import (
 )
 
 __all__ = [
+    "COUNTED_FIGURES",
     "KINDS",
     "MODES",
     "SCOPES",
@@ -64,6 +67,7 @@ __all__ = [
     "normalize_version",
     "observe_program",
     "pressure",
+    "pressure_counts",
     "record_namespace",
     "return_shape",
     "role_profiles_path",

@@ -24,6 +24,8 @@ answers again writes nothing here (ADR 0055's budget).
 from __future__ import annotations
 
 import datetime
+import functools
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +38,7 @@ from recurgent._store._paths import safe_segment
 from recurgent._values import utc_timestamp
 
 __all__ = [
+    "COUNTED_FIGURES",
     "EVENTS_KEPT",
     "METHODS_KEPT",
     "Violation",
@@ -43,6 +46,7 @@ __all__ = [
     "load_namespace",
     "namespace_path",
     "pressure",
+    "pressure_counts",
     "record_namespace",
     "seen_values",
 ]
@@ -61,8 +65,10 @@ _DOCS: IdentityCache[dict[str, Any]] = IdentityCache(limit=256)
 _EMPTY: dict[str, Any] = {}
 
 
+@functools.lru_cache(maxsize=256)
 def namespace_path(root: Path, role: str) -> Path:
-    """``<root>/namespaces/<seg(role)>.json``."""
+    """``<root>/namespaces/<seg(role)>.json`` (remembered: every logged call of a role with a
+    store looks its record up)."""
     return Path(root) / "namespaces" / f"{safe_segment(role)}.json"
 
 
@@ -268,6 +274,34 @@ def pressure(record: Mapping[str, Any], role: str) -> dict[str, Any]:
             dict(e) for e in record.get("continuity_violations", []) if isinstance(e, Mapping)
         ][-EVENTS_KEPT:],
     }
+
+
+#: The figures of :func:`pressure` each logged call carries, in log order.
+COUNTED_FIGURES = (
+    "namespace_key_collision_count",
+    "namespace_multi_lifetime_key_count",
+    "namespace_continuity_violation_count",
+)
+# id(record) -> (record, its counted figures); the record is held so its id is not reused.
+_COUNTS: dict[int, tuple[Mapping[str, Any], tuple[int, ...]]] = {}
+_COUNTS_KEPT = 64
+_COUNTS_LOCK = threading.Lock()
+
+
+def pressure_counts(record: Mapping[str, Any]) -> tuple[int, ...]:
+    """:data:`COUNTED_FIGURES` of a record :func:`load_namespace` returned, derived once per
+    record object (such a record is shared and never changed; a changed file is a new record).
+    """
+    known = _COUNTS.get(id(record))
+    if known is not None and known[0] is record:
+        return known[1]
+    figures = pressure(record, "")
+    counts = tuple(figures[name] for name in COUNTED_FIGURES)
+    with _COUNTS_LOCK:
+        if len(_COUNTS) >= _COUNTS_KEPT:
+            _COUNTS.clear()
+        _COUNTS[id(record)] = (record, counts)
+    return counts
 
 
 def seen_values(record: Mapping[str, Any]) -> dict[str, dict[str, str]]:

@@ -88,3 +88,27 @@ def test_quiet_call_leaves_history_unsearched_and_memory_searched(tmp_path: Path
 
     entry = read_log(log_path)[-1]
     assert entry["code"] == "result = '[REDACTED]'[:3]"
+
+
+def test_a_value_logged_before_it_became_a_secret_is_masked_after(tmp_path: Path) -> None:
+    """The log remembers the copies of strings per set of secrets (ADR 0125): a program text
+    written in the clear while its string was no secret is masked on the next line once memory
+    holds that string under a secret-named key, and in the clear again once it is gone."""
+    log_path = tmp_path / "calls.jsonl"
+    agent = Agent(
+        "service",
+        provider=ScriptedProvider({"tick": "result = 'abcd-efgh-ijkl'"}),
+        log=log_path,
+        toolstore_root=tmp_path / "store",
+    )
+    agent.tick()
+    agent.api_token = "abcd-efgh-ijkl"
+    agent.tick()
+    del agent.api_token
+    agent.tick()
+
+    assert [entry["code"] for entry in read_log(log_path)] == [
+        "result = 'abcd-efgh-ijkl'",
+        "result = '[REDACTED]'",
+        "result = 'abcd-efgh-ijkl'",
+    ]

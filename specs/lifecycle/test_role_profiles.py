@@ -335,7 +335,7 @@ class TestBookkeepingNeverBreaksACall:
         def broken(*args: Any, **kwargs: Any) -> None:
             raise RuntimeError("bad record")
 
-        monkeypatch.setattr(_continuity, "solver_shape", broken)
+        monkeypatch.setattr(_continuity, "solver_shape_log_fields", broken)
         agent, _ = _calc({"add": ADD}, log=log_path)
 
         assert agent.add(2).value == 2

@@ -6,12 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from recurgent._profiles import (
+    COUNTED_FIGURES,
+    _namespace,
     forget_namespace,
     load_namespace,
     namespace_path,
     observe_program,
     pressure,
+    pressure_counts,
     record_namespace,
     seen_values,
 )
@@ -73,6 +78,41 @@ class TestPressure:
             figures["state_key_consistency_ratio"],
             figures["dominant_key"],
         ) == (0, 0, 1.0, None)
+
+
+class TestPressureCounts:
+    """The three figures every logged call carries, derived once per record (ADR 0125)."""
+
+    def test_counts_are_the_pressure_figures_derived_once_per_record(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The counts of a record are pressure()'s three figures; asking again for the same
+        record derives nothing; a recorded change is a new record with its own counts."""
+        root = tmp_path / "store"
+        _record(root, "add", ADD)
+        derived: list[str] = []
+
+        def counted(record: Any, role: str) -> dict[str, Any]:
+            derived.append(role)
+            return pressure(record, role)
+
+        monkeypatch.setattr(_namespace, "pressure", counted)
+        first = load_namespace(root, "calculator")
+
+        assert [pressure_counts(first), pressure_counts(load_namespace(root, "calculator"))] == [
+            (0, 0, 0),
+            (0, 0, 0),
+        ]
+        assert len(derived) == 1
+
+        _record(root, "increment", INCREMENT)
+        changed = load_namespace(root, "calculator")
+
+        assert changed is not first
+        assert pressure_counts(changed) == tuple(
+            pressure(changed, "calculator")[name] for name in COUNTED_FIGURES
+        )
+        assert (pressure_counts(changed), len(derived)) == ((1, 0, 1), 2)
 
 
 class TestRecording:
