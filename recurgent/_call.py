@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextvars
-import os
 from dataclasses import dataclass
+
+from recurgent._ids import random_hex
 
 __all__ = ["CallFrame", "current_frame", "enter_frame"]
 
@@ -46,9 +47,8 @@ class enter_frame:  # lower case: read as a function, ``with enter_frame(trace_i
     def __init__(self, trace_id: str) -> None:
         stack = _stack.get()
         parent = stack[-1] if stack else None
-        # 8 random bytes, as ``secrets.token_hex(8)`` draws them, in two calls instead of six.
         self._frame = CallFrame(
-            trace_id, os.urandom(8).hex(), parent.call_id if parent else None, len(stack)
+            trace_id, random_hex(8), parent.call_id if parent else None, len(stack)
         )
         self._token = _stack.set((*stack, self._frame))
 

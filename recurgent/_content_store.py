@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -29,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from recurgent._ids import random_hex
 from recurgent._runtime_config import RuntimeSettings
 from recurgent._values import json_safe, utc_timestamp
 from recurgent.outcome import Outcome
@@ -388,8 +388,7 @@ class ContentStore:
             if size > retention.max_bytes:
                 return self._skipped("entry_exceeds_max_bytes")
             now_text = utc_timestamp()
-            # 12 random bytes, as ``secrets.token_hex(12)`` draws them (one urandom read).
-            ref = f"{CONTENT_REF_PREFIX}{os.urandom(12).hex()}"
+            ref = f"{CONTENT_REF_PREFIX}{random_hex(12)}"
             entry = _Entry(
                 ref,
                 text,

@@ -476,8 +476,9 @@ def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
             message is longer than :data:`MAX_ERROR_MESSAGE_CHARS`.
     """
     if type(value) in _PLAIN_VALUES:
-        # Neither an Outcome nor a mapping: skip the (abstract) mapping check.
-        return Outcome(status="ok", value=value, tool_role=tool_role, method_name=method_name)
+        # Neither an Outcome nor a mapping: skip the (abstract) mapping check, and pydantic's
+        # validation, which has nothing to check (``value`` is ``Any``, the rest is ours).
+        return _direct_ok(value, tool_role, method_name, None, _CALL_OK_FIELDS)
     if isinstance(value, Outcome):
         return _checked(value)
     if isinstance(value, Mapping):
@@ -521,6 +522,7 @@ _set_slot = object.__setattr__
 
 
 _PLAIN_OK_FIELDS = frozenset({"status", "value", "tool_role", "method_name", "code"})
+_CALL_OK_FIELDS = frozenset({"status", "value", "tool_role", "method_name"})
 
 
 def plain_ok(value: Any, *, tool_role: str, method_name: str, code: str | None) -> Outcome:
@@ -531,6 +533,14 @@ def plain_ok(value: Any, *, tool_role: str, method_name: str, code: str | None) 
     the Outcome is the one ``model_construct`` makes of those five fields, defaults and
     explicitly-set fields included, without pydantic resolving each default per item.
     """
+    return _direct_ok(value, tool_role, method_name, code, _PLAIN_OK_FIELDS)
+
+
+def _direct_ok(
+    value: Any, tool_role: str, method_name: str, code: str | None, fields_set: frozenset[str]
+) -> Outcome:
+    # What ``Outcome(status="ok", ...)`` stores for fields that need no validation: the field
+    # dict with every default, and the set of fields given (specs compare the two ways).
     built = Outcome.__new__(Outcome)
     _set_slot(
         built,
@@ -549,7 +559,7 @@ def plain_ok(value: Any, *, tool_role: str, method_name: str, code: str | None) 
         },
     )
     _set_slot(built, "__pydantic_extra__", None)
-    _set_slot(built, "__pydantic_fields_set__", set(_PLAIN_OK_FIELDS))
+    _set_slot(built, "__pydantic_fields_set__", set(fields_set))
     _set_slot(built, "__pydantic_private__", None)
     return built
 
