@@ -587,6 +587,28 @@ class TestPlainOk:
         )
 
 
+class TestCoercedPlainValue:
+    """A program's plain answer becomes its Outcome without pydantic's validation (ADR 0126):
+    exactly the Outcome ``Outcome(status="ok", value=..., tool_role=..., method_name=...)``
+    validates into, the same value object kept."""
+
+    @pytest.mark.parametrize(
+        "value", [3, -2.5, "text", True, None, 10**30, [1, {"a": 2}], (1, "b"), b"raw"]
+    )
+    def test_it_is_the_validated_outcome(self, value: object) -> None:
+        expected = Outcome(status="ok", value=value, tool_role="t", method_name="m")
+
+        built = coerce_outcome(value, tool_role="t", method_name="m")
+
+        assert type(built) is Outcome
+        assert built.__dict__ == expected.__dict__
+        assert built.model_fields_set == expected.model_fields_set
+        assert built.model_dump() == expected.model_dump()
+        assert built.value is value
+        assert built.metadata is not expected.metadata
+        assert (built == expected, hash(built) == hash(expected)) == (True, True)
+
+
 class TestWithOrigin:
     """``with_origin`` stamps a call's Outcome without pydantic's generic copy (ADR 0122): the
     result is what ``model_copy(update={"call_id": ..., "code": ...})`` makes, in every respect

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from recurgent import Agent
+from recurgent import Agent, _ids
 from recurgent._call import CallFrame
 from recurgent._content_store import ContentReads, ContentWrite
 from recurgent._lifecycle._patterns import PatternReport
@@ -74,6 +74,8 @@ def _reproducible(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return next(counter).to_bytes(size, "big")
 
     monkeypatch.setattr(os, "urandom", urandom)
+    # Call ids and content refs are cut from blocks (ADR 0126): counted one id at a time here.
+    monkeypatch.setattr(_ids._Pool, "take", lambda pool, size: urandom(size))
     monkeypatch.setenv("LOG_LINE_SPEC_API_KEY", "envsecret-4321")
     with freeze_time(FROZEN):
         yield
