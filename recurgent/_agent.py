@@ -296,7 +296,8 @@ class Agent(ChildAgents):
         progress: bool,
         timeout_seconds: float | None,
     ) -> list[Outcome]:
-        from recurgent._lifecycle._map import map_request, run_map
+        from recurgent._lifecycle._map import run_map
+        from recurgent._lifecycle._map_request import map_request
 
         internals = self._agent
         if generated_code_running():
