@@ -27,16 +27,23 @@ Payloads that held (pinned below where cheap):
 - ADR 0124: a mapped item cannot reach state another item sees: module, host-class and
   host-function attributes cannot be set; every way to get a memory value (``[]``, ``get``,
   ``values``, ``items``, ``dict(...)``, ``copy``, ``pop``, ``setdefault``, ``popitem``, ``|``,
-  ``dict.get(context, ..)``) hands the item a copy, and changing it is a refused write.
+  ``dict.get(context, ..)``) hands the item a copy, and changing it is a refused write; a hung
+  item times out alone and its stop does not reach the next item; a generator leaked in a cycle
+  keeps its item's globals (no release) and stops at its first tick when finalized.
 - ADR 0125: a secret the program stores mid-call (``context['api_key']``) is masked on the same
   call's line in the answer, nested containers, dict keys and printed output; a string logged in
-  the clear before it became a secret is masked once it is one.
+  the clear before it became a secret is masked once it is one. Lines compared with main before
+  ADR 0125 (``ea2b45c``) for a secret set by an earlier call, nested containers, dict keys, a
+  ``str`` subclass, a 100 000-character answer, an environment secret, a raised message, a
+  301-character memory secret: the same strings masked (an upper-cased secret is in the clear in
+  both: redaction is an exact match).
 - ADR 0126: ids are the OS's CSPRNG output (no state a program can read or predict from its own
   ids); a forked child drops its inherited block.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -177,3 +184,60 @@ class TestASecretStoredMidCall:
 
         assert secret not in line
         assert json.loads(line)["method"] == "probe"
+
+
+class TestAHungItemInABatch:
+    """Held: the batch arms once, yet each item has its own deadline and its own stop."""
+
+    def test_hung_items_time_out_alone_and_the_next_item_is_not_stopped(
+        self, tmp_path: Path
+    ) -> None:
+        """Even items loop forever; odd ones run a loop that swallows everything. A stop of a
+        hung item that leaked into the next would end that loop as a timeout."""
+        program = (
+            "n = 0\n"
+            "if args[0] % 2 == 0:\n"
+            "    while True:\n"
+            "        n += 1\n"
+            "try:\n"
+            "    m = 0\n"
+            "    while m < 20000:\n"
+            "        m += 1\n"
+            "except BaseException:\n"
+            "    pass\n"
+            "result = args[0]"
+        )
+        agent, _ = counting_agent(tmp_path, program, role="hang")
+
+        outcomes = agent.map("probe", [1, 2, 3, 4, 5, 7], batch_size=6, timeout_seconds=0.3)
+
+        assert values(outcomes) == [1, ("timeout",), 3, ("timeout",), 5, 7]
+
+    def test_a_leaked_generator_that_never_ends_does_not_reach_later_items(
+        self, tmp_path: Path
+    ) -> None:
+        """Item 1 leaves a started generator in a reference cycle whose ``finally`` loops
+        forever: its globals are held, so the item is not released, and when the collector
+        finalizes it the loop stops at its first tick; every later item and call answers."""
+        program = (
+            "def g():\n"
+            "    try:\n"
+            "        yield 1\n"
+            "    finally:\n"
+            "        n = 0\n"
+            "        while True:\n"
+            "            n += 1\n"
+            "if args[0] == 1:\n"
+            "    x = g()\n"
+            "    next(x)\n"
+            "    box = [x]\n"
+            "    box.append(box)\n"
+            "result = args[0]"
+        )
+        agent, _ = counting_agent(tmp_path, program, role="leak")
+
+        outcomes = agent.map("probe", [1, 2, 3], batch_size=3, timeout_seconds=0.3)
+        gc.collect()
+
+        assert values(outcomes) == [1, 2, 3]
+        assert agent.probe(9).value == 9
