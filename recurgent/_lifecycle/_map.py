@@ -56,7 +56,7 @@ from recurgent._map._progress import Progress, open_progress
 from recurgent._sandbox import ExecutionResult, HostBridge, SandboxLimits
 from recurgent._store import checksum
 from recurgent._values import utc_timestamp
-from recurgent.errors import UsageError
+from recurgent.errors import RecurgentError, UsageError
 from recurgent.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -97,7 +97,12 @@ def _program_of(state: CallState) -> _Program | None:
     code = state.code
     if not code or code.isspace():
         return None
-    generated = _persistence._prepare(code, state.program_dependencies or [], state.method)
+    try:
+        generated = _persistence._prepare(code, state.program_dependencies or [], state.method)
+    except RecurgentError:
+        # The first call's last program breaks the policy (its Outcome says so): nothing to
+        # share, and the map answers each item rather than raising the program's fault.
+        return None
     if generated.compiled is None:
         return None
     cacheable = state.cacheable is not False
