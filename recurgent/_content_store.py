@@ -174,8 +174,11 @@ try:
     # CPython's own SHA-256 for the digest of a kept answer: the same digest as OpenSSL's,
     # without OpenSSL's per-hash set-up (a tenth of a cold call's bookkeeping, measured).
     from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - a build without CPython's own hashes
-    _sha256 = hashlib.sha256
+except ImportError:  # pragma: no cover - Python 3.12 and later name the module _sha2
+    try:
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]
+    except ImportError:  # a build without CPython's own hashes
+        _sha256 = hashlib.sha256
 
 
 def _scalar_json(payload: Any) -> str | None:
