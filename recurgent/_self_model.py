@@ -24,10 +24,10 @@ code, and the dictionaries are built only when read or logged.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import re
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -251,13 +251,6 @@ def solver_shape_fields(shape: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-# (role, method, depth, counts, program source, hit) -> the solver_shape_* fields of a call
-# without a contract; see solver_shape_log_fields.
-_SHAPES: dict[tuple[Any, ...], Mapping[str, Any]] = {}
-_SHAPES_KEPT = 1024
-_SHAPES_LOCK = threading.Lock()
-
-
 def solver_shape_log_fields(
     *,
     role: str,
@@ -274,13 +267,21 @@ def solver_shape_log_fields(
     Without a contract the shape depends on the other arguments alone, so it is built once per
     combination (every logged call carries it) and shared: read it, never change it.
     """
-    key = (role, method, depth, arg_count, kwarg_count, program_source, artifact_hit)
-    if not contract:
-        try:
-            return _SHAPES[key]
-        except KeyError:
-            pass
-    fields = solver_shape_fields(
+    facts = (role, method, depth, arg_count, kwarg_count, program_source, artifact_hit)
+    return _shape_fields(*facts, contract) if contract else _shared_shape_fields(*facts)
+
+
+def _shape_fields(
+    role: str,
+    method: str,
+    depth: int,
+    arg_count: int,
+    kwarg_count: int,
+    program_source: str,
+    artifact_hit: bool,
+    contract: Mapping[str, Any] | None = None,
+) -> Mapping[str, Any]:
+    return solver_shape_fields(
         solver_shape(
             role=role,
             method=method,
@@ -292,9 +293,8 @@ def solver_shape_log_fields(
             artifact_hit=artifact_hit,
         )
     )
-    if not contract:
-        with _SHAPES_LOCK:
-            if len(_SHAPES) >= _SHAPES_KEPT:
-                _SHAPES.clear()
-            _SHAPES[key] = fields
-    return fields
+
+
+# A contract only counts by being there (solver_shape reads no field of an absent one), so the
+# fields of a call without one are the same for the same facts: built once, shared.
+_shared_shape_fields = functools.lru_cache(maxsize=1024)(_shape_fields)
