@@ -29,6 +29,7 @@ from recurgent._sandbox._regex import (
 from recurgent._sandbox._sizes import (
     MAX_INT_BITS,
     MAX_ITEMS,
+    MAX_INVERSE_MODULUS_BITS,
     MAX_MODPOW_WORK,
     MAX_ROUND_DIGITS,
     check_bits,
@@ -426,6 +427,7 @@ SIZE_CAPS: dict[str, int] = {
     "random.getrandbits(k)/secrets.randbits(k)": MAX_INT_BITS,
     "round(x, ndigits) digits": MAX_ROUND_DIGITS,
     "pow(base, exp, mod) exponent bits * modulus bits": MAX_MODPOW_WORK,
+    "pow(base, -exp, mod) modulus bits": MAX_INVERSE_MODULUS_BITS,
     "Decimal/Fraction exponent (construction and decimal context)": MAX_EXPONENT,
     "math.factorial/comb/perm(n)": _MAX_FACTORIAL,
     "hashlib.pbkdf2_hmac(iterations)": _MAX_PBKDF2_ITERATIONS,
