@@ -35,8 +35,8 @@ from recurgent._sandbox._text_size import check_text, check_texts, text_hook
 
 __all__ = [
     "MAX_INT_BITS",
-    "MAX_ITEMS",
     "MAX_INVERSE_MODULUS_BITS",
+    "MAX_ITEMS",
     "MAX_MODPOW_WORK",
     "MAX_ROUND_DIGITS",
     "SIZED_DUNDERS",

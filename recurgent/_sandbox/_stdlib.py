@@ -28,8 +28,8 @@ from recurgent._sandbox._regex import (
 )
 from recurgent._sandbox._sizes import (
     MAX_INT_BITS,
-    MAX_ITEMS,
     MAX_INVERSE_MODULUS_BITS,
+    MAX_ITEMS,
     MAX_MODPOW_WORK,
     MAX_ROUND_DIGITS,
     check_bits,

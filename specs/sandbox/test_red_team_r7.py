@@ -25,13 +25,32 @@ Payloads that held (pinned below where cheap):
   half-size int (~0.3 s), ``math.gcd``/``Fraction(n, m)`` of two random cap-size ints (~1.2 s)
   are bounded; ``to_bytes`` past the item cap and ``Decimal`` precision past 1 000 (modular
   ``pow`` of Decimals) are refused. ``bytes.fromhex`` is not served. ``Decimal(n)`` of an int
-  at the cap is the known bounded case (R6, about 1.4 s).
+  at the cap is the known bounded case (R6, about 1.4 s). ``int``, ``Fraction`` and
+  ``as_integer_ratio`` of a 99 999-digit ``Decimal`` (under the exponent cap): about 0.3 s.
+- Values returned to the host (in process and on a worker, as the answer and in memory): program
+  ``int`` subclasses and ``IntEnum`` members inside tuples, frozensets, sets, dict keys,
+  ``Counter``, ``OrderedDict``, ``deque`` (and its ``maxlen``), ``range``, ``Fraction`` parts,
+  an ``Outcome.ok(value=..)`` and ``Outcome.error(metadata=..)`` the program built: builtin
+  ``int``/``bool`` exactly. A program class, function, ``IntEnum`` class, the ``int`` stand-in,
+  a dataclass instance, an exception holding a function, a generator, a ``ChainMap``, a
+  ``defaultdict`` with a lambda factory: ``non_serializable_result``, never delivered.
+- Options: ``delegate(..)`` with a wider or NaN ``execution_timeout_seconds``,
+  ``provider_timeout_seconds=None`` under a finite parent, ``delegation_budget``,
+  ``max_generation_attempts``, ``isolation``, the repair budgets, ``toolstore_root``,
+  ``dependency_policy``, ``environment_cache_root``, and the same through ``**options``:
+  ``delegate_option_refused``. Narrowing values given as a program ``int`` subclass reach the
+  child's options as builtin ``int``/``float``. ``handle.map(..)`` is ``reserved_agent_method``;
+  a child delegated from a mapped item with the agent's own timeout still ends at the item's
+  deadline (0.3 s, not 3 s).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from specs.map.support import counting_agent
 from specs.sandbox.support import error_of, value_of
 
 _RANDOM_PAIR = (
@@ -69,3 +88,105 @@ class TestAModularInverseOfACapSizeModulus:
         program = "n = 2 ** 65_535 + 1\nresult = [pow(5, -1, n) * 5 % n, pow(5, -1, 7)]"
 
         assert value_of(program) == [1, 3]
+
+
+_ATTRIBUTE_WORK = [
+    "operator.attrgetter('from_bytes')(int)(B, 'big')",
+    "getattr(int, 'from_' + 'bytes')(B, 'big')",
+    "operator.methodcaller('from_bytes', B, 'big')(int)",
+    "functools.partial(int.from_bytes)(B, 'big')",
+    "list(map(functools.partial(int, base=16), [T]))",
+    "sorted([T], key=lambda s: int(s, 16))",
+    "collections.defaultdict(type(0)).default_factory(T, 16)",
+    "json.loads('[' + D + ']', parse_int=int)",
+]
+
+
+class TestLibraryAttributeWork:
+    """Held: a library reading ``from_bytes`` or calling ``int`` for the program is checked."""
+
+    @pytest.mark.parametrize("call", _ATTRIBUTE_WORK)
+    def test_past_the_cap_is_refused(self, call: str) -> None:
+        """``B`` is 200 000 bytes (1 600 000 bits), ``T`` 300 000 hex digits, ``D`` 400 000
+        decimal digits: each is refused by the bit cap's check, whichever library calls."""
+        program = (
+            "import collections, functools, json, operator\n"
+            "B = b'\\xff' * 200000\nT = 'f' * 300000\nD = '9' * 400000\n"
+            f"x = {call}\nresult = 1"
+        )
+
+        error_type, message = error_of(program)
+
+        assert error_type == "resource_limit"
+        assert "the sandbox limit is 1000000 bits" in message
+
+
+class TestTheHostGetsPlainData:
+    """Held: program-made ints reach the host as builtin ints; program code never does."""
+
+    def test_outcomes_the_program_builds_hold_builtin_ints(self, tmp_path: Path) -> None:
+        """Keys, frozenset members and tuple items of a program ``Outcome``'s value."""
+        program = (
+            "import enum\nclass X(int):\n    pass\nclass E(enum.IntEnum):\n    A = 1\n"
+            "result = Outcome.ok(value={X(7): (E.A, frozenset({X(2)}))})"
+        )
+        agent, _ = counting_agent(tmp_path, program)
+
+        value = agent.probe().value
+
+        assert value == {7: (1, frozenset({2}))}
+        [(key, (member, members))] = value.items()
+        assert [type(key), type(member), *map(type, members)] == [int, int, int]
+
+    @pytest.mark.parametrize(
+        ("shape", "where"),
+        [
+            ("X", "the class X"),
+            ("int", "the class int"),
+            ("{'e': E}", "result['e'] holds the class E"),
+            ("[f]", "a function"),
+        ],
+    )
+    def test_program_code_is_never_delivered(self, tmp_path: Path, shape: str, where: str) -> None:
+        program = (
+            "import enum\nclass X(int):\n    pass\nclass E(enum.IntEnum):\n    A = 1\n"
+            f"def f():\n    return 1\nresult = {shape}"
+        )
+        agent, _ = counting_agent(tmp_path, program)
+
+        outcome = agent.probe()
+
+        assert outcome.error_type == "non_serializable_result"
+        assert where in (outcome.error_message or "")
+
+
+class TestAProgramCannotWidenAChild:
+    """Held: options from generated code only narrow; ``map`` is not the program's."""
+
+    @pytest.mark.parametrize(
+        "options",
+        [
+            "execution_timeout_seconds=float('nan')",
+            "**{'execution_timeout_seconds': 600}",
+            "isolation='in_process'",
+            "max_generation_attempts=100",
+        ],
+    )
+    def test_widening_options_are_refused(self, tmp_path: Path, options: str) -> None:
+        agent, _ = counting_agent(tmp_path, f"c = delegate('helper', {options})\nresult = 1")
+
+        outcome = agent.probe()
+
+        assert outcome.error_type == "guardrail_retry_exhausted"
+        assert "delegate_option_refused" in (outcome.error_message or "")
+
+    def test_map_through_a_handle_is_reserved(self, tmp_path: Path) -> None:
+        program = (
+            "c = delegate('helper')\nr = c.map('work', [1, 2], timeout_seconds=600)\nresult = 1"
+        )
+        agent, _ = counting_agent(tmp_path, program)
+
+        outcome = agent.probe()
+
+        assert outcome.error_type == "guardrail_retry_exhausted"
+        assert "reserved_agent_method" in (outcome.error_message or "")
