@@ -5,6 +5,10 @@ widening a child, and single C calls with huge arguments (the generated program 
   C call for 20 to 40 s past a 5 s deadline: the work bound of three-argument ``pow`` counted the
   exponent's bits (1), not the inversion, which costs about (modulus bits)^2. A negative exponent
   now refuses a modulus over 65 536 bits (about 0.2 s for the inverse at the bound).
+- **M2 (fixed)**: ``math.gcd(*xs)`` of 40 cap-size operands sharing a 500 000-bit factor ran
+  about 0.35 s per operand in one C call: 14 s under a 2 s deadline (each operand within the
+  cap, so the operand check passed). The checked ``gcd`` now folds one C call per operand and
+  the stop lands between them (5 s wall under load, 1 s of it building the operands).
 
 Payloads that held (pinned below where cheap):
 
@@ -46,6 +50,7 @@ Payloads that held (pinned below where cheap):
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -59,6 +64,29 @@ _RANDOM_PAIR = (
     "n = random.getrandbits(999_990) | 1\n"
     "m = random.getrandbits(999_000) | 1\n"
 )
+
+
+class TestGcdOfManyOperands:
+    """M2 (fixed): ``math.gcd`` is one bounded C call per operand, never one for all."""
+
+    def test_each_c_call_takes_two_operands(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Before the fix the served ``gcd`` passed all operands to one C call, which no
+        deadline interrupts; the answers are the builtin's."""
+        arities: list[int] = []
+        builtin_gcd = math.gcd
+
+        def recording_gcd(*integers: int) -> int:
+            arities.append(len(integers))
+            return builtin_gcd(*integers)
+
+        monkeypatch.setattr(math, "gcd", recording_gcd)
+        program = (
+            "import math\n"
+            "result = [math.gcd(12, 18, -8), math.gcd(), math.gcd(-6), math.gcd(True, 4, 6)]"
+        )
+
+        assert value_of(program) == [2, 0, 6, 1]
+        assert arities and max(arities) == 2
 
 
 class TestAModularInverseOfACapSizeModulus:
