@@ -326,6 +326,10 @@ def operator_overrides() -> dict[str, Any]:
         "pow": hooks["_pow_"],
         "lshift": hooks["_lshift_"],
         "mod": hooks["_mod_"],
+        # Python frames around superlinear division, so a C loop over them stops at the
+        # deadline (red team R7, M3); ``%`` is already the hook above.
+        "floordiv": lambda a, b: a // b,
+        "ifloordiv": lambda a, b: inplace("//=", a, b),
         "imul": lambda a, b: inplace("*=", a, b),
         "ipow": lambda a, b: inplace("**=", a, b),
         "ilshift": lambda a, b: inplace("<<=", a, b),

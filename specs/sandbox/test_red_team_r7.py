@@ -9,6 +9,12 @@ widening a child, and single C calls with huge arguments (the generated program 
   about 0.35 s per operand in one C call: 14 s under a 2 s deadline (each operand within the
   cap, so the operand check passed). The checked ``gcd`` now folds one C call per operand and
   the stop lands between them (5 s wall under load, 1 s of it building the operands).
+- **M3 (fixed)**: ``list(map(operator.floordiv, xs, ys))`` of 40 pairs (999 000 by 499 000
+  bits, about 0.33 s each) ran 13.6 s in one C loop and *succeeded* under a 2 s deadline;
+  ``list(map(divmod, xs, ys))`` ran 14 s before its timeout: both callables were C builtins, so
+  the deadline's stop had no bytecode to land on. ``divmod``, ``operator.floordiv`` and
+  ``operator.ifloordiv`` are now Python frames around the C call (2.0 s, a timeout, for both).
+  ``operator.mod``, ``pow`` and ``itertools.starmap`` already were.
 
 Payloads that held (pinned below where cheap):
 
@@ -50,11 +56,15 @@ Payloads that held (pinned below where cheap):
 
 from __future__ import annotations
 
+import builtins
 import math
+import operator
 from pathlib import Path
 
 import pytest
 
+from recurgent._sandbox._builtins import _shared_table
+from recurgent._sandbox._stdlib import operator_overrides
 from specs.map.support import counting_agent
 from specs.sandbox.support import error_of, value_of
 
@@ -64,6 +74,33 @@ _RANDOM_PAIR = (
     "n = random.getrandbits(999_990) | 1\n"
     "m = random.getrandbits(999_000) | 1\n"
 )
+
+
+class TestDivisionInACLoop:
+    """M3 (fixed): a C loop over served division reaches the deadline's stop."""
+
+    def test_floordiv_is_a_python_frame_with_the_operators_answers(self) -> None:
+        """The served ``operator.floordiv``/``ifloordiv`` are not the C functions (a C loop over
+        those ran 13.6 s under a 2 s deadline and answered)."""
+        served = operator_overrides()
+
+        assert served["floordiv"] is not operator.floordiv
+        assert served["ifloordiv"] is not operator.ifloordiv
+        program = (
+            "import operator\n"
+            "result = [list(map(operator.floordiv, [7, -7], [2, 2])), operator.ifloordiv(9, 4)]"
+        )
+        assert value_of(program) == [[3, -4], 2]
+
+    def test_divmod_is_a_python_frame_with_the_builtins_answers(self) -> None:
+        """The served ``divmod`` is not the C builtin (whose calls from C never stop)."""
+        served = _shared_table()["divmod"]
+
+        assert served is not builtins.divmod
+        assert value_of("result = [list(map(divmod, [7, -7], [2, 2])), divmod(9, 4)]") == [
+            [(3, 1), (-4, 1)],
+            (2, 1),
+        ]
 
 
 class TestGcdOfManyOperands:
