@@ -35,6 +35,7 @@ from recurgent._sandbox._text_size import check_text, check_texts, text_hook
 
 __all__ = [
     "MAX_INT_BITS",
+    "MAX_INVERSE_MODULUS_BITS",
     "MAX_ITEMS",
     "MAX_MODPOW_WORK",
     "MAX_ROUND_DIGITS",
@@ -53,6 +54,9 @@ __all__ = [
 
 # Three-argument pow costs about (exponent bits) x (modulus bits)^1.6; this bound keeps it short.
 MAX_MODPOW_WORK = 2**26
+# A negative exponent first inverts base modulo mod: CPython's Euclid costs about (modulus bits)^2
+# whatever the exponent (a 1-bit exponent and a 999 990-bit modulus ran 20 to 40 s in C).
+MAX_INVERSE_MODULUS_BITS = 2**16
 
 # round(x, n) of an int, Fraction or Decimal builds 10 ** abs(n): about 3.3 bits per digit.
 MAX_ROUND_DIGITS = MAX_INT_BITS * 3 // 10
@@ -100,6 +104,11 @@ def checked_modular_pow(base: Any, exponent: Any, modulus: Any) -> Any:
     """Three-argument ``pow`` with its running time bounded."""
     if isinstance(exponent, int) and isinstance(modulus, int):
         exponent_bits, modulus_bits = int_bits(int(exponent)), int_bits(int(modulus))
+        if int(exponent) < 0 and modulus_bits > MAX_INVERSE_MODULUS_BITS:
+            raise SizeLimitExceeded(
+                f"pow() with a negative exponent and a {modulus_bits}-bit modulus exceeds the "
+                f"sandbox limit of {MAX_INVERSE_MODULUS_BITS} bits"
+            )
         if exponent_bits * max(modulus_bits, 64) > MAX_MODPOW_WORK:
             raise SizeLimitExceeded(
                 f"pow() with a {exponent_bits}-bit exponent and a {modulus_bits}-bit modulus "

@@ -28,6 +28,7 @@ from recurgent._sandbox._regex import (
 )
 from recurgent._sandbox._sizes import (
     MAX_INT_BITS,
+    MAX_INVERSE_MODULUS_BITS,
     MAX_ITEMS,
     MAX_MODPOW_WORK,
     MAX_ROUND_DIGITS,
@@ -115,7 +116,13 @@ def _checked_isqrt(n: Any, /) -> Any:
 
 def _checked_gcd(*integers: Any) -> Any:
     _check_operands("math.gcd() of an operand", integers)
-    return math.gcd(*integers)
+    # One C call per operand, not one for all: each step is superlinear in cap-size operands
+    # (about 0.35 s), so many operands ran for a minute uninterrupted (red team R7, M2); the
+    # deadline's stop lands between steps.
+    result = 0
+    for integer in integers:
+        result = math.gcd(result, integer)
+    return result
 
 
 def math_overrides() -> dict[str, Any]:
@@ -319,6 +326,10 @@ def operator_overrides() -> dict[str, Any]:
         "pow": hooks["_pow_"],
         "lshift": hooks["_lshift_"],
         "mod": hooks["_mod_"],
+        # Python frames around superlinear division, so a C loop over them stops at the
+        # deadline (red team R7, M3); ``%`` is already the hook above.
+        "floordiv": lambda a, b: a // b,
+        "ifloordiv": lambda a, b: inplace("//=", a, b),
         "imul": lambda a, b: inplace("*=", a, b),
         "ipow": lambda a, b: inplace("**=", a, b),
         "ilshift": lambda a, b: inplace("<<=", a, b),
@@ -426,6 +437,7 @@ SIZE_CAPS: dict[str, int] = {
     "random.getrandbits(k)/secrets.randbits(k)": MAX_INT_BITS,
     "round(x, ndigits) digits": MAX_ROUND_DIGITS,
     "pow(base, exp, mod) exponent bits * modulus bits": MAX_MODPOW_WORK,
+    "pow(base, -exp, mod) modulus bits": MAX_INVERSE_MODULUS_BITS,
     "Decimal/Fraction exponent (construction and decimal context)": MAX_EXPONENT,
     "math.factorial/comb/perm(n)": _MAX_FACTORIAL,
     "hashlib.pbkdf2_hmac(iterations)": _MAX_PBKDF2_ITERATIONS,

@@ -143,6 +143,8 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ("math", "perm"): ("perm(5, 2)", 20),
     ("math", "prod"): ("prod([2, 3, 4])", 24),
     ("operator", "attrgetter"): ("attrgetter('real', 'imag')(3)", (3, 0)),
+    ("operator", "floordiv"): ("floordiv(-7, 2)", -4),
+    ("operator", "ifloordiv"): ("ifloordiv(9, 4)", 2),
     ("operator", "ilshift"): ("ilshift(1, 3)", 8),
     ("operator", "imod"): ("imod(7, 3)", 1),
     ("operator", "imul"): ("imul(3, 4)", 12),

@@ -49,6 +49,7 @@ EXPECTED_CAPS = {
     "random.getrandbits(k)/secrets.randbits(k)": BITS,
     "round(x, ndigits) digits": 300_000,
     "pow(base, exp, mod) exponent bits * modulus bits": 2**26,
+    "pow(base, -exp, mod) modulus bits": 2**16,
     "Decimal/Fraction exponent (construction and decimal context)": 100_000,
     "math.factorial/comb/perm(n)": 20_000,
     "hashlib.pbkdf2_hmac(iterations)": 1_000_000,
@@ -181,6 +182,11 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
         "pow(3, 2 ** 65_535, 2 ** 1023 + 1) > 0",
         True,
         "pow(3, 2 ** 65_535, 2 ** 1024 + 1)",
+    ),
+    "pow(base, -exp, mod) modulus bits": (
+        "pow(5, -1, 2 ** 65_535 + 1) * 5 % (2 ** 65_535 + 1)",
+        1,
+        "pow(3, -1, 2 ** 65_536 + 1)",
     ),
     "Decimal/Fraction exponent (construction and decimal context)": (
         "[str(Decimal('1e100000')), Fraction('1e100000').numerator.bit_length()]",
