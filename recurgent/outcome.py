@@ -6,13 +6,14 @@ all work (ADR 0002, 0098). Generated code reads the flags through the sandbox's 
 which serves an :class:`OutcomeFlag` instead, so ``out.ok()`` keeps working in programs.
 ``unwrap()`` returns the value or raises the error as its :mod:`recurgent.errors` class; ``code``
 and ``call_id`` say which program and which call produced it (ADR 0098).
+
+The bounds of the error fields (:mod:`recurgent._outcome_bounds`) and the context naming the
+running call (:mod:`recurgent._outcome_attribution`) have modules of their own (ADR 0059); their
+public names are re-exported here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import re
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 
@@ -26,6 +27,20 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
+from recurgent._outcome_attribution import (
+    UNKNOWN_METHOD as _UNKNOWN_METHOD,
+    UNKNOWN_ROLE as _UNKNOWN_ROLE,
+    attribution as _attribution,
+    outcome_context,
+)
+from recurgent._outcome_bounds import (
+    ERROR_TYPE_RULE as _ERROR_TYPE_RULE,
+    MAX_ERROR_MESSAGE_CHARS,
+    MAX_ERROR_TYPE_CHARS,
+    checked_error_message as _checked_error_message,
+    checked_error_type as _checked_error_type,
+    cut_error_message as _cut_error_message,
+)
 from recurgent._values import describe, json_safe
 from recurgent.errors import InvalidOutcomeError, error_for
 
@@ -38,20 +53,6 @@ __all__ = [
     "outcome_context",
 ]
 
-#: Longest ``error_type``: a short identifier such as ``division_by_zero`` (ADR 0059).
-MAX_ERROR_TYPE_CHARS = 64
-#: Longest ``error_message`` that ``Outcome.error(...)`` and error mappings accept (ADR 0059).
-MAX_ERROR_MESSAGE_CHARS = 10_000
-# ASCII letters, digits and underscores, with '.' and '-' inside: the runtime's own types and
-# the taxonomy's domain types are snake_case; nothing here can break a log line or a prompt.
-_ERROR_TYPE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
-_ERROR_TYPE_RULE = (
-    "error_type must be a short identifier such as 'division_by_zero' (ASCII letters, digits, "
-    f"'_', '.' or '-'; at most {MAX_ERROR_TYPE_CHARS} characters)"
-)
-
-_UNKNOWN_ROLE = "unknown_tool"
-_UNKNOWN_METHOD = "unknown_method"
 _OUTCOME_FIELDS = frozenset(
     {
         "status",
@@ -76,60 +77,6 @@ _ERROR_SPEC_KEYS = (
     "tool_role",
     "method_name",
 )
-
-# Role and method of the call whose generated code is running, so Outcome constructors called
-# from that code are attributed without the code naming itself.
-_current_call: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "recurgent_outcome_context", default=None
-)
-
-
-@contextlib.contextmanager
-def outcome_context(role: str, method_name: str) -> Iterator[None]:
-    """Attribute Outcomes built inside the block to ``role.method_name``."""
-    token = _current_call.set((role, method_name))
-    try:
-        yield
-    finally:
-        _current_call.reset(token)
-
-
-def _preview(text: str) -> str:
-    """The head of a possibly huge string, for an error message."""
-    if len(text) <= 40:
-        return repr(text)
-    return f"{text[:40]!r}... ({len(text)} characters)"
-
-
-def _checked_error_type(error_type: str) -> str:
-    """``error_type`` itself when it is a short identifier; raise :class:`InvalidOutcomeError`."""
-    if len(error_type) > MAX_ERROR_TYPE_CHARS or not _ERROR_TYPE.match(error_type):
-        raise InvalidOutcomeError(f"{_ERROR_TYPE_RULE}; got {_preview(error_type)}")
-    return error_type
-
-
-def _checked_error_message(error_message: str) -> str:
-    if len(error_message) > MAX_ERROR_MESSAGE_CHARS:
-        raise InvalidOutcomeError(
-            f"error_message has {len(error_message)} characters; an Outcome carries at most "
-            f"{MAX_ERROR_MESSAGE_CHARS}: shorten it"
-        )
-    return error_message
-
-
-def _cut_error_message(error_message: str) -> str:
-    """A message past the cap, cut to it with a marker (runtime errors carry any exception text)."""
-    if len(error_message) <= MAX_ERROR_MESSAGE_CHARS:
-        return error_message
-    marker = f" [cut from {len(error_message)} characters]"
-    return error_message[: MAX_ERROR_MESSAGE_CHARS - len(marker)] + marker
-
-
-def _attribution(tool_role: str | None, method_name: str | None) -> tuple[str, str]:
-    current = _current_call.get()
-    role = tool_role or (current[0] if current else _UNKNOWN_ROLE)
-    method = method_name or (current[1] if current else _UNKNOWN_METHOD)
-    return role, method
 
 
 class OutcomeFlag:

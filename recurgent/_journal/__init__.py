@@ -30,8 +30,10 @@ patches addressed by their path from the memory root), for a worker that ships t
 :func:`apply_plain` commits such plain writes on the host side.
 
 Modules (ADR 0058): ``_view`` (the view generated code holds), ``_core`` (the journal: copy on
-touch, prepare), ``_kinds`` (host objects other than containers it copies), ``_shared`` (what
-it shares, guards or withholds instead, ADR 0068), ``_writes`` (patches and their commit).
+touch, prepare), ``_diff`` (what changed in one copied container), ``_kinds`` (host objects
+other than containers it copies), ``_shared`` (what it shares, guards or withholds instead,
+ADR 0068), ``_running`` (the running attempt's journal and its guard), ``_writes`` (patches and
+their commit).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 See the package docstring for the model (ADR 0027). A :class:`Journal` owns its
 :class:`~recurgent._journal._view.MemoryView`; reads through the view copy a mutable value the
 first time it is reached and remember copy -> original; :meth:`Journal.prepare` compares each
-copy with what it held when copied and returns :class:`~recurgent._journal._writes.Writes`.
+copy with what it held when copied (:mod:`recurgent._journal._diff`) and returns
+:class:`~recurgent._journal._writes.Writes`.
 Host objects other than containers follow the rules of :mod:`recurgent._journal._kinds`
 (copied) and :mod:`recurgent._journal._shared` (shared, guarded, or withheld; ADRs 0057,
 0068).
@@ -16,31 +17,22 @@ import contextvars
 import operator
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
+from recurgent._journal._diff import Copied, container_patch, factory_patch, ordered_items
 from recurgent._journal._kinds import HOST_KINDS, Fresh, HostKind
 from recurgent._journal._shared import (
     Withheld,
     guarded,
-    guarded_within,
-    is_plain_factory,
     needs_guard,
-    plain_factory,
     shareable,
 )
 from recurgent._journal._view import ACTIVE, MemoryView
-from recurgent._journal._writes import MISSING, Patch, Path, Rebuild, Writes
-from recurgent.errors import NonSerializableResultError
+from recurgent._journal._writes import MISSING, Path, Rebuild, Writes
 from recurgent.outcome import Outcome
 
-__all__ = [
-    "Journal",
-    "guard_by_running_attempt",
-    "guard_within_by_running_attempt",
-    "running_journal",
-]
+__all__ = ["Journal"]
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), complex, range})
 #: Items copied between two checks of the attempt's deadline.
@@ -50,36 +42,9 @@ _SEQUENCES = frozenset({list, collections.deque})
 _ORDERED = collections.OrderedDict
 
 
-@dataclass(slots=True)
-class _Copied:
-    """An object copied into the view: the copy, its original and the copy's first contents.
-
-    ``kind`` is the host rule that copied it (``None`` for a builtin container); ``factory``
-    the default factory a defaultdict's copy started with.
-    """
-
-    copy: Any
-    original: Any
-    contents: Any
-    path: Path
-    kind: HostKind | None = None
-    factory: Any = MISSING  # a defaultdict copy's default factory when copied
-
-
-def _items(mapping: Any) -> list[tuple[Any, Any]]:
-    """A dict's items in its order (an OrderedDict's own order, which ``move_to_end`` changes)."""
-    if type(mapping) is _ORDERED:
-        return list(mapping.items())
-    return list(dict.items(mapping))
-
-
 def _is_namedtuple(kind: type) -> bool:
     """A class ``collections.namedtuple`` made (or a host subclass of one)."""
     return issubclass(kind, tuple) and isinstance(getattr(kind, "_fields", None), tuple)
-
-
-def _where(path: Path) -> str:
-    return "context" + "".join(f"[{step!r}]" for step in path)
 
 
 class Journal:
@@ -130,7 +95,7 @@ class Journal:
         self.view: MemoryView = view
         self._copies: dict[int, Any] = {}  # id(original) -> copy (the copy memo)
         self._originals: dict[int, Any] = {}  # id(copy) -> original
-        self._copied: list[_Copied] = []
+        self._copied: list[Copied] = []
         self._keep: list[Any] = []  # originals of immutable copies, so their ids stay unique
         self._after: list[Callable[[], None]] = []  # after_commit actions
 
@@ -277,7 +242,7 @@ class Journal:
         # __setitem__, or move_to_end on the copy would not find the key.
         store = collections.OrderedDict.__setitem__ if kind is _ORDERED else dict.__setitem__
         self._copies[id(value)] = copy
-        pairs = _items(value)
+        pairs = ordered_items(value)
         self._spend(len(pairs) % _TICK_EVERY)
         for index, (key, item) in enumerate(pairs):
             if index % _TICK_EVERY == _TICK_EVERY - 1:
@@ -285,7 +250,7 @@ class Journal:
             # A key hashed by identity may be a host object (an Element): copied like a value.
             copied_key = key if type(key) in _ATOMS else self._copy(key, path)
             store(copy, copied_key, self._copy(item, (*path, key)))
-        self._record(copy, value, _items(copy), path)
+        self._record(copy, value, ordered_items(copy), path)
         self._copied[-1].factory = factory
         return copy
 
@@ -324,7 +289,7 @@ class Journal:
     ) -> Any:
         self._copies[id(original)] = copy
         self._originals[id(copy)] = original
-        self._copied.append(_Copied(copy, original, contents, path, host))
+        self._copied.append(Copied(copy, original, contents, path, host))
         return copy
 
     def _immutable(self, original: Any, built: Any, path: Path) -> Any:
@@ -445,130 +410,11 @@ class Journal:
                     entry.copy, entry.original, entry.contents, entry.path, fresh
                 )
             else:
-                patch = self._patch(entry, rebuild, resolve)
+                patch = container_patch(entry, rebuild, resolve, self._back)
                 if entry.factory is not MISSING and entry.copy.default_factory is not entry.factory:
-                    writes.patches.append(_factory_patch(entry, resolve))
+                    writes.patches.append(factory_patch(entry, resolve))
             if patch is not None:
                 writes.patches.append(patch)
         if self._after:
             writes.after.extend(self._after)
         return writes
-
-    def _patch(
-        self, entry: _Copied, rebuild: Rebuild, resolve: Callable[[Any], Any | None]
-    ) -> Patch | None:
-        copy, before = entry.copy, entry.contents
-        where = _where(entry.path)
-        if isinstance(copy, dict):
-            now = _items(copy)
-            if len(now) == len(before) and all(
-                a is c and b is d for (a, b), (c, d) in zip(now, before, strict=True)
-            ):
-                return None
-            old = dict(before)
-            changed: dict[Any, Any] = {}
-            host_keys: list[Any] = []
-            for key, value in now:
-                if old.get(key, MISSING) is not value:
-                    plain_key = rebuild(key, f"{where} key", resolve=resolve)
-                    changed[plain_key] = rebuild(value, f"{where}[{plain_key!r}]", resolve=resolve)
-                    host_keys.append(plain_key)
-                else:
-                    host_keys.append(self._back(key))
-            kept = {id(key) for key, _ in now}
-            removed = [self._back(key) for key, _ in before if id(key) not in kept]
-            order: list[Any] = []
-            if type(copy) is _ORDERED:
-                # The order a set/delete patch would leave: kept keys as they were, new at the end.
-                known = {id(key) for key, _ in before}
-                unmoved = [k for k, _ in before if id(k) in kept] + [
-                    k for k, _ in now if id(k) not in known
-                ]
-                if [id(k) for k in unmoved] != [id(k) for k, _ in now]:
-                    order = host_keys
-            return Patch(
-                entry.original, entry.path, "dict", set=changed, delete=removed, items=order
-            )
-        if isinstance(copy, bytearray):
-            if bytes(copy) == before:
-                return None
-            return Patch(entry.original, entry.path, "replace", items=list(bytes(copy)))
-        if isinstance(copy, set):
-            now_ids = {id(item): item for item in copy}
-            before_ids = {id(item): item for item in before}
-            if now_ids.keys() == before_ids.keys():
-                return None
-            added = [
-                rebuild(item, f"{where} member", resolve=resolve)
-                for key, item in now_ids.items()
-                if key not in before_ids
-            ]
-            gone = [self._back(item) for key, item in before_ids.items() if key not in now_ids]
-            return Patch(entry.original, entry.path, "set", delete=gone, items=added)
-        items = list(copy)
-        prefix = len(before)
-        unchanged_prefix = len(items) >= prefix and all(
-            a is b for a, b in zip(items, before, strict=False)
-        )
-        if unchanged_prefix and len(items) == prefix:
-            return None
-        if unchanged_prefix:
-            # Appends only: commit them with extend, so appends made meanwhile by others stay.
-            tail = [
-                rebuild(item, f"{where}[{prefix + i}]", resolve=resolve)
-                for i, item in enumerate(items[prefix:])
-            ]
-            return Patch(entry.original, entry.path, "extend", items=tail)
-        rebuilt = [rebuild(item, f"{where}[{i}]", resolve=resolve) for i, item in enumerate(items)]
-        return Patch(entry.original, entry.path, "replace", items=rebuilt)
-
-
-def _factory_patch(entry: _Copied, resolve: Callable[[Any], Any | None]) -> Patch:
-    """The default factory a program set on memory's defaultdict, for commit (ADR 0069).
-
-    A plain factory (``list``, ``int``, ``None``...) or host code memory held (resolved to the
-    host's own) commits; anything the attempt made would run program code in the host on
-    every missing key after the attempt, and is refused as its result would be.
-    """
-    factory = entry.copy.default_factory
-    held = resolve(factory)
-    if held is None:
-        if not is_plain_factory(factory):
-            raise NonSerializableResultError(
-                f"{_where(entry.path)}.default_factory is not a plain factory (list, dict, set, "
-                "int, float, str, tuple, bool, bytes or None); a defaultdict in memory may not "
-                "hold a function or class defined in an attempt"
-            )
-        held = plain_factory(factory)
-    return Patch(entry.original, entry.path, "attrs", set={"default_factory": held})
-
-
-def running_journal() -> Journal | None:
-    """The journal of the innermost attempt running in this context, or ``None`` outside any.
-
-    Values another agent's handle reads are copied by the sandbox boundary, not by this
-    journal; they still belong to this attempt, so host code among them takes its guard.
-    """
-    running = ACTIVE.get()
-    if not running:
-        return None
-    journal = running[-1][1]._journal
-    return journal if isinstance(journal, Journal) else None
-
-
-def guard_by_running_attempt(value: Any, idle: Callable[[Any], Any]) -> Any:
-    """Host code read for the running attempt, guarded by it: once the attempt has ended, a
-    call raises its stop (a leaked generator cannot run it late). Read while no attempt runs
-    here, ``idle(value)`` (an inert stand-in, a sealed class) is handed out instead."""
-    journal = running_journal()
-    if journal is None:
-        return idle(value)
-    guard = journal.guard
-    return value if guard is None else guarded(value, guard)
-
-
-def guard_within_by_running_attempt(value: Any) -> Any:
-    """:func:`guard_by_running_attempt` of ``value`` and of host code in the containers it
-    holds (red-team H6): guarded by the running attempt, withheld when none runs."""
-    journal = running_journal()
-    return guarded_within(value, None if journal is None else journal.guard)

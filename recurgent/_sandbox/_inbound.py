@@ -13,8 +13,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from recurgent._journal._core import guard_by_running_attempt
 from recurgent._journal._kinds import HOST_KINDS
+from recurgent._journal._running import guard_by_running_attempt
 from recurgent._journal._shared import Withheld, needs_guard, shareable
 from recurgent._sandbox._boundary import KEPT_TYPES, MAX_DEPTH, SCALAR_TYPES, dict_setter
 from recurgent._sandbox._handles import AgentHandle, HandleOps

@@ -23,7 +23,7 @@ import zoneinfo
 from typing import Any
 
 from recurgent._journal import MemoryView
-from recurgent._journal._core import guard_by_running_attempt, guard_within_by_running_attempt
+from recurgent._journal._running import guard_by_running_attempt, guard_within_by_running_attempt
 from recurgent._journal._shared import HostClass, Withheld, needs_guard
 from recurgent._sandbox._gate import ZoneInfoGate, served_class
 from recurgent._sandbox._idioms import SandboxContext
