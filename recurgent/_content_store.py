@@ -234,9 +234,13 @@ def serialize(payload: Any) -> Serialized:
     return _encoded(text, "fallback", "fallback_rendering")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ContentWrite:
-    """What one call's write did, for its history record and log line."""
+    """What one call's write did, for its history record and log line.
+
+    Read-only by convention, not frozen: every call makes one, and a frozen dataclass sets
+    each field through ``object.__setattr__`` (as :class:`~recurgent._store.CallRecord`, ADR
+    0072)."""
 
     stored: bool
     ref: str | None = None
@@ -372,8 +376,11 @@ class ContentStore:
         call_id: str | None = None,
         trace_id: str | None = None,
         parent_call_id: str | None = None,
+        at: str | None = None,
     ) -> ContentWrite:
-        """Keep one finished call's answer when ``retention`` says so; never raises."""
+        """Keep one finished call's answer when ``retention`` says so; never raises. ``at``:
+        the call's finishing time as :func:`~recurgent._values.utc_timestamp` text (now when
+        not given)."""
         try:
             if type(outcome) is Outcome and outcome.status == "ok" and depth <= 0:
                 payload = outcome.value  # the usual case: a top-level call's ok answer
@@ -395,7 +402,7 @@ class ContentStore:
                 digest = stored.digest
             if size > retention.max_bytes:
                 return self._skipped("entry_exceeds_max_bytes")
-            now_text = utc_timestamp()
+            now_text = at or utc_timestamp()
             ref = f"{CONTENT_REF_PREFIX}{random_hex(12)}"
             entry = _Entry(
                 ref,

@@ -192,12 +192,14 @@ def append_record(
     duration_ms: float,
     cursor: HistoryCursor | None = None,
     content: Mapping[str, Any] | None = None,
+    timestamp: str | None = None,
 ) -> int:
     """Append one record for a finished call; return the history length afterwards.
 
     ``content``: the ``content_ref``/``content_kind``/``content_bytes``/``content_digest`` of
     the answer the content store kept (ADR 0102), added to the outcome summary. Only the last
-    :data:`HISTORY_LIMIT` records are kept.
+    :data:`HISTORY_LIMIT` records are kept. ``timestamp``: the call's finishing time as
+    :func:`~recurgent._values.utc_timestamp` text (now when not given).
     """
     summary = outcome_summary(outcome)
     if content:
@@ -208,7 +210,7 @@ def append_record(
     records.append(
         {
             "call_id": call_id,
-            "timestamp": utc_timestamp(),
+            "timestamp": timestamp or utc_timestamp(),
             "speaker": "user" if depth == 0 else "tool",
             "method_name": method_name,
             "args": json_safe(list(args)),

@@ -57,7 +57,7 @@ from recurgent._sandbox._limits import (
 from recurgent._secret_index import SecretIndex
 from recurgent._self_model import SelfModelSlot
 from recurgent._store import Store, checksum
-from recurgent._values import json_safe
+from recurgent._values import json_safe, utc_timestamp
 from recurgent.errors import (
     ExecutionError,
     ExecutionTimeoutError,
@@ -230,6 +230,7 @@ def _stopped(stop: AttemptStopped, role: str, method: str) -> RecurgentError:
 
 def _finish(runtime: AgentRuntime, state: CallState) -> None:
     if not state.interrupted:
+        state.finished_at = utc_timestamp()
         _append_history(runtime, state)
         note_history_access(state)
         finish_continuity(runtime, state)  # role profile, namespace, self model (ADRs 0083-0085)
@@ -274,6 +275,7 @@ def _append_history(runtime: AgentRuntime, state: CallState) -> None:
                 duration_ms=state.duration_ms,
                 cursor=runtime.history,
                 content=kept.summary(),
+                timestamp=state.finished_at,
             )
         state.history_record_appended = True
     except (Exception, AttemptStopped):  # noqa: BLE001 - a malformed history never breaks a call

@@ -52,6 +52,7 @@ def keep_answer(runtime: AgentRuntime, state: CallState) -> ContentWrite:
         call_id=frame.call_id,
         trace_id=frame.trace_id,
         parent_call_id=frame.parent_call_id,
+        at=state.finished_at,
     )
 
 

@@ -31,11 +31,13 @@ from recurgent._store import (
     HOST,
     POLICY,
     PROGRAM,
+    AnsweredRun,
     ArtifactRecord,
     Cacheability,
     CallRecord,
     FailedAttempt,
     Promotion,
+    Provenance,
     Store,
     StoredRun,
     WriteResult,
@@ -121,24 +123,54 @@ def _prepared(code: str, dependencies: str, method: str) -> Generated:
     return Generated(program, compile_program(program.code), tree, None, 0)
 
 
-#: Stored programs prepared, by the identity of the cached record they came from (a record the
-#: store caches is never changed, and the entry keeps it alive, so the id stays its own).
-_PREPARED: dict[int, tuple[ArtifactRecord, str, Generated]] = {}
-_PREPARED_KEPT = 256
+@dataclass(slots=True)
+class _Ready:
+    """What a persisted run reads from its cached record, worked out once per record: a
+    record the store caches is never changed (ADR 0130)."""
+
+    record: ArtifactRecord
+    method: str
+    cacheability: Cacheability
+    lifecycle_state: str | None
+    provenance: Provenance
+    generated: Generated | None = None
+    #: The call record its answered runs report, and what it was built for (the call's role
+    #: spelling, contract and promotion switches): the same for every steady run.
+    program: tuple[tuple[Any, ...], CallRecord] | None = None
 
 
-def _prepare_record(record: ArtifactRecord, method: str) -> Generated:
-    """:func:`_prepare` for a record the store handed out, without encoding its dependencies
-    again on every run of it."""
-    entry = _PREPARED.get(id(record))
-    if entry is not None and entry[0] is record and entry[1] == method:
-        return entry[2]
-    generated = _prepare(record.code, record.dependencies, method)
-    if len(_PREPARED) >= _PREPARED_KEPT:
+#: Stored programs ready to run, by the identity of the cached record they came from (the entry
+#: keeps the record alive, so the id stays its own).
+_READY: dict[int, _Ready] = {}
+_READY_KEPT = 256
+
+
+def _ready(record: ArtifactRecord, method: str) -> _Ready:
+    entry = _READY.get(id(record))
+    if entry is not None and entry.record is record and entry.method == method:
+        return entry
+    entry = _Ready(
+        record,
+        method,
+        record_cacheability(record),
+        state_of(record, record.code_checksum),
+        _provenance.stored(record),
+    )
+    if len(_READY) >= _READY_KEPT:
         # Another thread may change the table between iter() and next(): then skip the drop.
         with contextlib.suppress(RuntimeError):
-            _PREPARED.pop(next(iter(_PREPARED), 0), None)
-    _PREPARED[id(record)] = (record, method, generated)
+            _READY.pop(next(iter(_READY), 0), None)
+    _READY[id(record)] = entry
+    return entry
+
+
+def _prepare_record(ready: _Ready) -> Generated:
+    """:func:`_prepare` for a record the store handed out, without encoding its dependencies
+    again on every run of it."""
+    generated = ready.generated
+    if generated is None:
+        record = ready.record
+        generated = ready.generated = _prepare(record.code, record.dependencies, ready.method)
     return generated
 
 
@@ -171,8 +203,8 @@ def _ends_call(error: RecurgentError | None) -> bool:
     )
 
 
-def _hit(state: CallState, record: ArtifactRecord) -> None:
-    cache = record_cacheability(record)
+def _hit(state: CallState, ready: _Ready) -> None:
+    record, cache = ready.record, ready.cacheability
     state.program_source = "persisted"
     state.artifact_hit = True
     state.generation_attempt = 0
@@ -187,8 +219,9 @@ def _hit(state: CallState, record: ArtifactRecord) -> None:
     state.artifact_contract_fingerprint = record.contract_fingerprint
     state.artifact_author = record.author
     state.artifact_selected_checksum = record.code_checksum
-    state.artifact_selected_lifecycle_state = state_of(record, record.code_checksum)
-    state.program_provenance = _provenance.stored(record)
+    state.artifact_selected_lifecycle_state = ready.lifecycle_state
+    state.program_provenance = ready.provenance
+    state.stored_program = ready
 
 
 def _give_up_program(state: CallState) -> None:
@@ -200,6 +233,7 @@ def _give_up_program(state: CallState) -> None:
     state.cacheable = state.cacheability_reason = state.input_sensitive = None
     state.artifact_author = None
     state.program_provenance = None
+    state.stored_program = None
 
 
 def _finish_attempt(result: AttemptResult) -> Outcome:
@@ -258,9 +292,10 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     if start.action != "persisted" or lookup.record is None:
         return None
     record = lookup.record
-    _hit(state, record)
+    ready = _ready(record, state.method)
+    _hit(state, ready)
     state.attempt_stage = "persisted"
-    result = _run(hooks, lambda: _prepare_record(record, state.method))
+    result = _run(hooks, lambda: _prepare_record(ready))
     outcome = result.outcome if result.error is None else _error_outcome(result.error, state)
     route = after_persisted(
         outcome,
@@ -283,7 +318,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
             result.error.subtype if isinstance(result.error, GuardrailViolationError) else None
         ),
         dependencies=tuple(record.dependencies),
-        cacheability=record_cacheability(record),
+        cacheability=ready.cacheability,
     )
     _give_up_program(state)
     if route.action == "regenerate":
@@ -378,6 +413,18 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
     no code (the provider failed before writing any), that stored run is what it records.
     Otherwise a call without code leaves the store as it was. Never raises.
     """
+    ready = state.stored_program
+    outcome = state.outcome
+    if (
+        ready is not None
+        and state.error is None
+        and outcome is not None
+        and outcome.status == "ok"
+        and runtime.store is not None
+        and state.program_source == "persisted"
+    ):
+        _record_answered(runtime, state, runtime.store, ready)
+        return
     code = state.code
     if not code or code.isspace():
         if state.failed_stored_run is not None:
@@ -449,6 +496,52 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         provenance=provenance,
     )
     _written(state, store.record_call(call), promotion)
+
+
+def _record_answered(runtime: AgentRuntime, state: CallState, store: Store, ready: _Ready) -> None:
+    """:func:`record` of a stored program that answered as it is (the steady state): what
+    every such run reports of its program is built once per record (ADR 0130)."""
+    record = ready.record
+    # The lookup verified this checksum against the code that ran.
+    state.artifact_checksum = record.code_checksum
+    settings = runtime.options.settings
+    promotion = promotion_mode(
+        shadow=settings.promotion_shadow_mode_enabled,
+        enforced=settings.promotion_enforcement_enabled,
+    )
+    fingerprint = _fingerprint(state)
+    key = (state.role, fingerprint, promotion)
+    built = ready.program
+    if built is None or built[0] != key:
+        provenance = ready.provenance
+        cache = ready.cacheability
+        program = CallRecord(
+            role=state.role,
+            method=state.method,
+            code=record.code,
+            dependencies=[dict(d) for d in record.dependencies] if record.dependencies else [],
+            contract_fingerprint=fingerprint,
+            prompt_version=provenance.prompt_version,
+            runtime_version=runtime_version(),
+            model=provenance.model,
+            cacheability=Cacheability(
+                cache.cacheable, cache.reason or "unknown", bool(cache.input_sensitive)
+            ),
+            source="persisted",
+            result="ok",
+            author=record.author,
+            promotion=promotion,
+            provenance=provenance,
+        )
+        built = ready.program = (key, program)
+    run = AnsweredRun(
+        state.frame.trace_id,
+        state.duration_ms,
+        state.contract_validation_passed if state.contract_validation_applied else None,
+        state.role_profile_compliant,
+        state.state_key_consistency_ratio,
+    )
+    _written(state, store.record_answered(built[1], run, state.finished_at), promotion)
 
 
 def _written(state: CallState, written: WriteResult, promotion: Promotion) -> None:

@@ -70,7 +70,18 @@ def reader(provider: object | None, role: str, method: str) -> Reader:
     that is not a double."""
     if provider is None or not is_test_double(provider):
         return _NOT_A_DOUBLE
-    return Reader(test_double=True, fingerprint=double_fingerprint(provider, role, method))
+    fingerprint = double_fingerprint(provider, role, method)
+    found = _DOUBLE_READERS.get(fingerprint)
+    if found is None:
+        # One Reader per fingerprint: the store's verdict memo then matches it by identity.
+        if len(_DOUBLE_READERS) >= _DOUBLE_READERS_KEPT:
+            _DOUBLE_READERS.clear()
+        found = _DOUBLE_READERS[fingerprint] = Reader(test_double=True, fingerprint=fingerprint)
+    return found
+
+
+_DOUBLE_READERS: dict[str | None, Reader] = {}
+_DOUBLE_READERS_KEPT = 256
 
 
 def log_fields(provenance: Provenance | None) -> tuple[str | None, str | None]:

@@ -32,7 +32,14 @@ from recurgent._store._artifacts import (
     record_cacheability,
     reuse_verdict,
 )
-from recurgent._store._batch import RunsDelta, UsesDelta, apply_runs, apply_uses, batchable
+from recurgent._store._batch import (
+    AnsweredRun,
+    RunsDelta,
+    UsesDelta,
+    apply_runs,
+    apply_uses,
+    batchable,
+)
 from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
@@ -61,6 +68,7 @@ __all__ = [
     "HOST",
     "POLICY",
     "PROGRAM",
+    "AnsweredRun",
     "ArtifactRecord",
     "Cacheability",
     "CallRecord",
@@ -181,6 +189,10 @@ class Store:
         # Each call asks for its artifact's path twice; keyed by two strings, a lookup here
         # skips the (Python-level) comparison of equal roots the shared path cache makes.
         self._paths: dict[tuple[str, str], Path] = {}
+        # The last verdict per artifact: a verdict is a function of the cached record (never
+        # changed once cached) and the lookup's inputs, so while both are the same, the steady
+        # state of a stored program skips the checks (ADR 0130).
+        self._verdicts: dict[Path, tuple[ArtifactRecord, str, tuple[Any, ...], Lookup]] = {}
 
     def _artifact_path(self, role: str, method: str) -> Path:
         path = self._paths.get((role, method))
@@ -230,8 +242,17 @@ class Store:
         path = self._artifact_path(role, method)
         cached = _ARTIFACTS.get(path)
         if cached is not None:
-            # The checksum is verified on every use, not only when the file was read: cheap
-            # (one sha256 of the code), and a record changed in memory can never run.
+            inputs = (contract_fingerprint, runtime_version, host_call, enforce, reader)
+            memo = self._verdicts.get(path)
+            if (
+                memo is not None
+                and memo[0] is cached
+                and memo[1] is cached.code  # the code verified then is still the code
+                and memo[2] == inputs
+            ):
+                return memo[3]
+            # The checksum is verified whenever the code to run is not the code verified
+            # last, not only when the file was read: code changed in memory can never run.
             verdict = reuse_verdict(
                 cached,
                 contract_fingerprint=contract_fingerprint,
@@ -241,10 +262,19 @@ class Store:
             )
             if verdict != "checksum_mismatch":
                 if enforce:
-                    return self._enforced(
-                        cached, verdict, path, contract_fingerprint, runtime_version, host_call
+                    found = self._enforced(
+                        cached,
+                        verdict,
+                        path,
+                        contract_fingerprint,
+                        runtime_version,
+                        host_call,
+                        reader,
                     )
-                return Lookup(cached, verdict or "hit", path)
+                else:
+                    found = Lookup(cached, verdict or "hit", path)
+                self._remember_verdict(path, cached, inputs, found)
+                return found
             _ARTIFACTS.drop(path)
         loaded = read_json(path, now=self._clock(), root=self.root)
         if loaded.state != "ok":
@@ -275,9 +305,17 @@ class Store:
         _ARTIFACTS.put(path, loaded.identity, record)
         if enforce:
             return self._enforced(
-                record, verdict, path, contract_fingerprint, runtime_version, host_call
+                record, verdict, path, contract_fingerprint, runtime_version, host_call, reader
             )
         return Lookup(record, verdict or "hit", path)
+
+    def _remember_verdict(
+        self, path: Path, record: ArtifactRecord, inputs: tuple[Any, ...], found: Lookup
+    ) -> None:
+        if len(self._verdicts) >= _PATHS_KEPT:
+            self._verdicts.clear()
+        # One assignment: a thread reading the table sees the old entry or the new one.
+        self._verdicts[path] = (record, record.code, inputs, found)
 
     @staticmethod
     def _enforced(
@@ -287,8 +325,10 @@ class Store:
         contract_fingerprint: str,
         runtime_version: str,
         host_call: bool,
+        reader: Reader | None,
     ) -> Lookup:
-        """The first of the lifecycle's choices that passes every reuse check (ADR 0081)."""
+        """The first of the lifecycle's choices that passes every reuse check (ADR 0081), the
+        provenance rules for ``reader`` included (ADR 0077)."""
         choices = enforced_choices(record)
         if choices is None:
             return Lookup(record, verdict or "hit", path)
@@ -304,6 +344,7 @@ class Store:
                     contract_fingerprint=contract_fingerprint,
                     runtime_version=runtime_version,
                     host_call=host_call,
+                    reader=reader,
                 )
             )
             if reason is None:
@@ -440,7 +481,21 @@ class Store:
             decided[0] if decided and updated.written else None,
         )
 
-    def _defer_run(self, path: Path, call: CallRecord, now: str) -> WriteResult:
+    def record_answered(
+        self, program: CallRecord, run: AnsweredRun, at: str | None = None
+    ) -> WriteResult:
+        """:meth:`record_call` for a persisted run that answered, told as the call record of
+        its program (shared by the runs of a steady stored program: its run facts are not
+        read) and this run's facts; deferred like every such run (ADR 0130). ``at``: the
+        call's finishing time as :func:`~recurgent._values.utc_timestamp` text, used when this
+        store reads the wall clock (a store given its own clock keeps to it)."""
+        path = self._artifact_path(program.role, program.method)
+        now = at if at is not None and self._clock is _utc_now else self._now()
+        return self._defer_run(path, program, now, run)
+
+    def _defer_run(
+        self, path: Path, call: CallRecord, now: str, run: AnsweredRun | None = None
+    ) -> WriteResult:
         digest = checksum(call.code)
         replaced: list[RunsDelta] = []
 
@@ -450,7 +505,10 @@ class Store:
                 # two of ours): they are written on their own, then this code's runs start.
                 replaced.append(delta)
                 delta = RunsDelta.start(call, now)
-            delta.add(call, now)
+            if run is None:
+                delta.add(call, now)
+            else:
+                delta.add_run(call, now, run)
             return delta
 
         due = _pending.RUNS.fold(path, self.root, lambda: RunsDelta.start(call, now), add)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from recurgent._store._artifacts import (
     SCORECARD_LIMIT,
@@ -29,7 +29,7 @@ from recurgent._store._registry import merge_uses
 from recurgent._store._versions import protected, remember_version, trim_lru
 from recurgent._tool_telemetry import ToolObservation, merge_observations
 
-__all__ = ["RunsDelta", "UsesDelta", "apply_runs", "apply_uses", "batchable"]
+__all__ = ["AnsweredRun", "RunsDelta", "UsesDelta", "apply_runs", "apply_uses", "batchable"]
 
 
 def batchable(call: CallRecord) -> bool:
@@ -39,6 +39,19 @@ def batchable(call: CallRecord) -> bool:
     (here and in other processes) always see every failure and every new program.
     """
     return call.source == "persisted" and call.result != "failure"
+
+
+class AnsweredRun(NamedTuple):
+    """What one persisted run that answered adds to its version's counters, beside the call
+    record of its program (see :class:`~recurgent._store._artifacts.CallRecord`)."""
+
+    trace_id: str | None
+    duration_ms: float | None
+    contract_passed: bool | None
+    profile_compliant: bool | None
+    state_key_ratio: float | None
+    result: str = "ok"
+    error_type: str | None = None
 
 
 @dataclass(slots=True)
@@ -81,31 +94,47 @@ class RunsDelta:
 
     def add(self, call: CallRecord, now: str) -> None:
         """Fold one more run of the same code."""
-        self.latest = call
+        self.add_run(
+            call,
+            now,
+            AnsweredRun(
+                call.trace_id,
+                call.duration_ms,
+                call.contract_passed,
+                call.role_profile_compliant,
+                call.state_key_consistency_ratio,
+                call.result,
+                call.error_type,
+            ),
+        )
+
+    def add_run(self, latest: CallRecord, now: str, run: AnsweredRun) -> None:
+        """Fold one more run of the same code: what ``latest`` says of its program, and what
+        ``run`` says of this run (a steady persisted call shares ``latest``, ADR 0130)."""
+        self.latest = latest
         self.last_at = now
         self.runs += 1
-        if call.result == "domain_error":
+        if run.result == "domain_error":
             self.domain_errors += 1
-        if call.contract_passed is True:
+        if run.contract_passed is True:
             self.contract_passed += 1
-        elif call.contract_passed is False:
+        elif run.contract_passed is False:
             self.contract_failed += 1
-        if call.role_profile_compliant is not None:
-            if call.role_profile_compliant:
+        if run.profile_compliant is not None:
+            if run.profile_compliant:
                 self.profile_passed += 1
             else:
                 self.profile_failed += 1
-        if call.state_key_consistency_ratio is not None:
-            self.state_key_ratio = call.state_key_consistency_ratio
-        if call.trace_id and call.trace_id not in self.sessions:
-            self.sessions.append(call.trace_id)
+        if run.state_key_ratio is not None:
+            self.state_key_ratio = run.state_key_ratio
+        if run.trace_id and run.trace_id not in self.sessions:
+            self.sessions.append(run.trace_id)
             del self.sessions[:-SESSIONS_KEPT]
         # Plain tuples: made into window entries only when written (once per batch).
-        status = "ok" if call.result == "ok" else "error"
-        self.window.append((status, call.error_type, now))
+        self.window.append(("ok" if run.result == "ok" else "error", run.error_type, now))
         del self.window[:-WINDOW_KEPT]
-        if call.duration_ms is not None:
-            self.duration_ms = call.duration_ms
+        if run.duration_ms is not None:
+            self.duration_ms = run.duration_ms
 
     def merge(self, later: RunsDelta) -> RunsDelta:
         """This delta followed by ``later`` (for a flush that failed and is put back)."""

@@ -147,6 +147,40 @@ class TestArtifactLookups:
             2,
         )
 
+    def test_a_steady_lookup_reuses_its_verdict_until_code_or_inputs_change(
+        self, tmp_path: Path, reads: list[Path]
+    ) -> None:
+        """The same cached record asked with the same inputs gets the same verdict without the
+        checks (ADR 0130); other inputs are checked, and code changed in memory after the
+        verdict is verified again and never runs."""
+        store = _store(tmp_path)
+        store.record_call(call())
+        _lookup(store)
+        steady = _lookup(store)
+        again = _lookup(store)
+        other_contract = store.lookup(
+            "calculator",
+            "answer",
+            contract_fingerprint="sha256:other",
+            runtime_version="0.1.0",
+            host_call=True,
+        )
+        assert steady.record is not None
+        steady.record.code = "return 666"
+
+        found = _lookup(store)
+
+        assert (again is steady, steady.reason, other_contract.reason) == (
+            True,
+            "hit",
+            "contract_mismatch",
+        )
+        assert (found.reason, found.record.code if found.record else None, len(reads)) == (
+            "hit",
+            "return 42",
+            2,
+        )
+
     def test_this_process_s_own_write_is_seen(self, tmp_path: Path) -> None:
         """A generation recorded after a cached read is what the next lookup returns."""
         store = _store(tmp_path)

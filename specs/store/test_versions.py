@@ -11,7 +11,7 @@ from recurgent._store._artifacts import ArtifactRecord, apply_call, checksum
 from recurgent._store._batch import RunsDelta, apply_runs
 from recurgent._store._promotion import apply_override, promotion_mode, state_of
 from recurgent._store._promotion_format import VERSIONS_KEPT
-from recurgent._store._provenance import Provenance
+from recurgent._store._provenance import Provenance, Reader
 from recurgent._store._versions import enforced_choices, version_view
 from specs.store.support import STABLE, call
 
@@ -215,6 +215,34 @@ class TestEnforcedLookup:
         found = self._lookup(store, enforce=True)
 
         assert (found.reason, found.record.code) == ("hit", "return 2")
+
+
+    def test_a_test_double_never_runs_a_kept_version_a_model_wrote(self, tmp_path: Path) -> None:
+        """The durable incumbent was written by a model, the newer version by the double now
+        asking: the provenance rules apply to every choice (ADR 0077), so the double's own
+        version runs, and a model's agent runs the incumbent."""
+        model = Provenance(provider_kind="openai", model="gpt-4.1-mini")
+        double = Provenance(provider_kind="test_double:ScriptedProvider", double_fingerprint="f")
+        record = _version(None, "return 1", STAMPS[0], provenance=model)
+        apply_override(
+            record, checksum("return 1"), "durable", actor="a", reason=None, now=STAMPS[1]
+        )
+        record = _version(record, "return 2", STAMPS[2], provenance=double)
+        store = self._store(tmp_path, record)
+
+        as_double = store.lookup(
+            "calculator",
+            "answer",
+            contract_fingerprint="none",
+            runtime_version="0.1.0",
+            host_call=True,
+            enforce=True,
+            reader=Reader(test_double=True, fingerprint="f"),
+        )
+        as_model = self._lookup(store, enforce=True)
+
+        assert (as_double.reason, as_double.record.code) == ("hit", "return 2")
+        assert (as_model.reason, as_model.record.code) == ("hit", "return 1")
 
 
 class TestRunsOfAKeptVersion:

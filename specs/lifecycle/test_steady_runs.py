@@ -1,0 +1,153 @@
+"""A stored program's steady state (ADR 0130): what a persisted run reads from its cached record
+is worked out once per record, and what it reports to the store is exactly what the general
+recording step would report."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recurgent import Agent
+from recurgent._lifecycle import _persistence, call_state
+from recurgent._lifecycle._state import CallState
+from recurgent._store import AnsweredRun, CallRecord, Store, WriteResult
+from recurgent.testing import ScriptedProvider
+from specs.store.support import ScriptedModel
+
+PROGRAM = "context['total'] = context.get('total', 0) + args[0]\nresult = context['total']"
+_RUN_FACTS = {
+    "trace_id": "trace_id",
+    "duration_ms": "duration_ms",
+    "contract_passed": "contract_passed",
+    "role_profile_compliant": "profile_compliant",
+    "state_key_consistency_ratio": "state_key_ratio",
+}
+
+
+def _agent(tmp_path: Path, *, double: bool = True, **options: Any) -> Agent:
+    # ScriptedModel stands for a real model (its programs carry the model's name).
+    kind = ScriptedProvider if double else ScriptedModel
+    provider = kind({("adder", "add"): PROGRAM})
+    return Agent(
+        "adder", provider=provider, log=False, toolstore_root=tmp_path / "s", model="m-1", **options
+    )
+
+
+def _spy_answered(monkeypatch: pytest.MonkeyPatch) -> list[tuple[CallRecord, AnsweredRun]]:
+    seen: list[tuple[CallRecord, AnsweredRun]] = []
+
+    def answered(
+        self: Store, program: CallRecord, run: AnsweredRun, at: str | None = None
+    ) -> WriteResult:
+        seen.append((program, run))
+        return WriteResult(False, "deferred")
+
+    monkeypatch.setattr(Store, "record_answered", answered)
+    return seen
+
+
+class TestTheSteadyRecord:
+    """A persisted run that answered reports the general step's call record."""
+
+    @pytest.mark.parametrize(
+        "options",
+        [{}, {"double": False}, {"purpose": "add", "deliverable": {"type": "integer"}}],
+        ids=["double", "model", "contracted"],
+    )
+    def test_it_equals_the_general_record_field_by_field(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+    ) -> None:
+        """The program record and run facts of the steady step, put together, are the call
+        record the general step builds for the same call state (every field compared)."""
+        agent = _agent(tmp_path, **options)
+        assert [agent.add(1).value, agent.add(2).value] == [1, 3]
+        steady = _spy_answered(monkeypatch)
+        state = call_state(agent._runtime(), "add", (4,), {}, host_call=True)
+        general: list[CallRecord] = []
+
+        def record_call(self: Store, call: CallRecord) -> WriteResult:
+            general.append(call)
+            return WriteResult(True)
+
+        monkeypatch.setattr(Store, "record_call", record_call)
+        state.stored_program = None  # the general step, for the same state
+        _persistence.record(agent._runtime(), state)
+
+        [(program, run)] = steady
+        [expected] = general
+        combined = dataclasses.replace(
+            program, **{field: getattr(run, name) for field, name in _RUN_FACTS.items()}
+        )
+        assert (state.program_source, state.outcome and state.outcome.value) == ("persisted", 7)
+        assert dataclasses.asdict(combined) == dataclasses.asdict(expected)
+        assert (run.result, run.error_type, run.trace_id) == ("ok", None, state.frame.trace_id)
+
+    def test_the_program_record_is_built_once_per_record_and_switches(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Runs of the same cached record share one program record; another promotion switch
+        builds another."""
+        agent = _agent(tmp_path)
+        agent.add(1)
+        agent.add(2)
+        steady = _spy_answered(monkeypatch)
+        agent.add(3)
+        agent.add(4)
+        state = call_state(agent._runtime(), "add", (5,), {}, host_call=True)
+        runtime = agent._runtime()
+        settings = dataclasses.replace(
+            runtime.options.settings, promotion_shadow_mode_enabled=False
+        )
+        options = dataclasses.replace(runtime.options, settings=settings)
+        _persistence.record(dataclasses.replace(runtime, options=options), state)
+
+        programs = [program for program, _ in steady]
+        assert (len(programs), programs[0] is programs[1], programs[1] is programs[2]) == (
+            4,
+            True,
+            True,
+        )
+        assert (programs[3] is programs[2], programs[3].promotion.shadow) == (False, False)
+
+
+class TestCallStateDefaults:
+    """A call state sets only what it is given; every other field reads its default."""
+
+    def test_unset_fields_read_their_defaults_and_lists_are_its_own(self) -> None:
+        """Two states never share a mutable default, and a field set by name is kept."""
+        from recurgent._call import CallFrame
+
+        frame = CallFrame("t", "c", None, 0)
+        first = CallState("r", "m", "run", (), {}, frame, None, "none", artifact_hit=True)
+        second = CallState("r", "m", "run", (), {}, frame, None, "none")
+        first.attempt_failures.append("x")  # type: ignore[arg-type]
+        first.history_query_patterns.append("y")
+
+        assert (first.artifact_hit, second.artifact_hit, second.code, second.attempt_id) == (
+            True,
+            False,
+            None,
+            1,
+        )
+        assert (second.attempt_failures, second.history_query_patterns) == ([], [])
+        assert first.content_reads is not second.content_reads
+
+    def test_an_unknown_field_is_a_type_error(self) -> None:
+        """A misspelt field is refused, as the generated initialiser refused it."""
+        from recurgent._call import CallFrame
+
+        with pytest.raises(TypeError, match="no field 'artifact_hits'"):
+            CallState(
+                "r",
+                "m",
+                "run",
+                (),
+                {},
+                CallFrame("t", "c", None, 0),
+                None,
+                "none",
+                artifact_hits=True,
+            )
