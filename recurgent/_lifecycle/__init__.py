@@ -357,29 +357,12 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
     with runtime.lock:
         history_records(runtime.memory, runtime.history)
 
-    def build() -> Prompts:
-        shown, time_left = _prompt_limits(options, limits)
-        return build_prompts(
-            role=runtime.role,
-            method_name=state.method,
-            args=state.args,
-            kwargs=state.kwargs,
-            depth=state.frame.depth,
-            memory=runtime.memory,
-            contract=options.contract,
-            network=options.network,
-            limits=shown,
-            time_left=time_left,
-            patterns=recent_patterns(runtime, state.method, state.frame.depth),
-            role_profile=prompt_profile(runtime, state.method),
-        )
-
     # --- persistence (ADR 0047): a stored program may answer with no provider request.
-    stored = _persistence.run_stored(runtime, state, _Hooks(runtime, state, limits, build))
+    stored = _persistence.run_stored(runtime, state, _Hooks(runtime, state, limits))
     if stored is not None:
         return stored
     # ---
-    prompts = build()
+    prompts = _build_prompts(runtime, state, limits)
     state.system_prompt = prompts.system
     counters = Counters()
     feedback: Feedback | None = None
@@ -428,22 +411,35 @@ def _run_attempts(runtime: AgentRuntime, state: CallState) -> Outcome:
         feedback = outcome_step(runtime, state, counters, outcome)
 
 
+def _build_prompts(runtime: AgentRuntime, state: CallState, limits: SandboxLimits) -> Prompts:
+    options = runtime.options
+    shown, time_left = _prompt_limits(options, limits)
+    return build_prompts(
+        role=runtime.role,
+        method_name=state.method,
+        args=state.args,
+        kwargs=state.kwargs,
+        depth=state.frame.depth,
+        memory=runtime.memory,
+        contract=options.contract,
+        network=options.network,
+        limits=shown,
+        time_left=time_left,
+        patterns=recent_patterns(runtime, state.method, state.frame.depth),
+        role_profile=prompt_profile(runtime, state.method),
+    )
+
+
 class _Hooks:
     """The persisted path's hooks for one call (one object, no closures: made on every call)."""
 
-    __slots__ = ("_limits", "_prompts", "_runtime", "_state")
+    __slots__ = ("_limits", "_runtime", "_state")
 
-    def __init__(
-        self,
-        runtime: AgentRuntime,
-        state: CallState,
-        limits: SandboxLimits,
-        prompts: Callable[[], Prompts],
-    ) -> None:
-        self._runtime, self._state, self._limits, self._prompts = runtime, state, limits, prompts
+    def __init__(self, runtime: AgentRuntime, state: CallState, limits: SandboxLimits) -> None:
+        self._runtime, self._state, self._limits = runtime, state, limits
 
     def prompts(self) -> Prompts:
-        return self._prompts()
+        return _build_prompts(self._runtime, self._state, self._limits)
 
     def generate(self, system: str, user: str, purpose: _persistence.Purpose) -> Generated:
         return _generate(self._runtime, self._state, system, user, purpose=purpose)

@@ -174,9 +174,9 @@ def _prepare_record(ready: _Ready) -> Generated:
     return generated
 
 
-def _run(hooks: Hooks, prepare: Callable[[], Generated]) -> AttemptResult:
+def _run_ready(hooks: Hooks, ready: _Ready) -> AttemptResult:
     try:
-        generated = prepare()
+        generated = _prepare_record(ready)
     except RecurgentError as error:
         return AttemptResult(None, error)
     return hooks.execute(generated)
@@ -295,7 +295,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     ready = _ready(record, state.method)
     _hit(state, ready)
     state.attempt_stage = "persisted"
-    result = _run(hooks, lambda: _prepare_record(ready))
+    result = _run_ready(hooks, ready)
     outcome = result.outcome if result.error is None else _error_outcome(result.error, state)
     route = after_persisted(
         outcome,
@@ -371,7 +371,7 @@ def _repair(
         return None
     state.program_source = "repaired"
     state.attempt_stage = "repaired"
-    result = _run(hooks, lambda: generated)
+    result = hooks.execute(generated)
     outcome = result.outcome if result.error is None else _error_outcome(result.error, state)
     route = after_repair(outcome, raised=result.error is not None)
     if route.action == "return" or _ends_call(result.error):
