@@ -24,6 +24,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from recurgent._sandbox._decimal_operands import DECIMAL_EXPONENT_CAP, SandboxDecimal
 from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import check_bits, int_bits
@@ -41,7 +42,7 @@ __all__ = [
 # integers on conversion; constructors refuse exponents beyond this, and the attempt's decimal
 # context refuses arithmetic results beyond it. int() of 10**MAX_EXPONENT takes about 0.5 s
 # in libmpdec and is 332 193 bits, inside max_int_bits.
-MAX_EXPONENT = 100_000
+MAX_EXPONENT = DECIMAL_EXPONENT_CAP
 _EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)")
 
 
@@ -230,10 +231,11 @@ class _CheckedNumberMeta(type):
 
 
 class CheckedDecimal(metaclass=_CheckedNumberMeta):
-    """``decimal.Decimal`` as generated code constructs it: huge exponents are refused."""
+    """``decimal.Decimal`` as generated code constructs it: huge exponents are refused, and the
+    result is a :class:`SandboxDecimal` (int operands checked, ADR 0129)."""
 
     _wrapped = decimal.Decimal
-    _builds = decimal.Decimal
+    _builds = SandboxDecimal
 
 
 class CheckedFraction(metaclass=_CheckedNumberMeta):
@@ -262,6 +264,7 @@ for _checked in (CheckedDecimal, CheckedFraction):
 
 _STAND_INS: dict[type, Any] = {
     decimal.Decimal: CheckedDecimal,
+    SandboxDecimal: CheckedDecimal,
     fractions.Fraction: CheckedFraction,
     SandboxFraction: CheckedFraction,
     int: CheckedInt,  # ADR 0123
