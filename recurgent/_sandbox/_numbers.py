@@ -4,7 +4,9 @@
 conversion, and ``Decimal(1).scaleb(999999)`` reaches the same value by arithmetic. Three
 pieces keep every Decimal and Fraction of an attempt small (ADR 0022):
 
-- the stand-ins generated code imports check the exponent before and after construction;
+- the stand-ins generated code imports check the exponent before and after construction, and
+  a Decimal is built as a :class:`~recurgent._sandbox._decimal_operands.SandboxDecimal`, whose
+  int operands are checked before libmpdec converts them (ADR 0129);
 - an attempt runs under its own decimal context whose exponent range is the construction cap,
   so every arithmetic result and method result is capped like construction (``decimal``
   raises ``Overflow``), and no process-wide context reaches the program;
