@@ -157,11 +157,16 @@ class SandboxDecimal(decimal.Decimal):
 
 def _binary(name: str) -> None:
     plain = getattr(_DECIMAL, name)
+    pair = name in ("__divmod__", "__rdivmod__")
 
     def operator(self: Any, other: Any) -> Any:
         if isinstance(other, int) and _bit_length(other) > MAX_DECIMAL_OPERAND_BITS:
             _refuse(_bit_length(other))
-        return sandboxed_decimals(plain(self, other))
+        result = plain(self, other)
+        if pair:
+            return sandboxed_decimals(result)
+        # Inlined: these run for every operator of ordinary Decimal code.
+        return _new_decimal(SandboxDecimal, result) if type(result) is _DECIMAL else result
 
     operator.__name__ = operator.__qualname__ = name
     setattr(SandboxDecimal, name, operator)
@@ -171,6 +176,8 @@ def _comparison(name: str) -> None:
     plain = getattr(_DECIMAL, name)
 
     def compare(self: Any, other: Any) -> Any:
+        if type(other) is SandboxDecimal:
+            return plain(self, other)
         checked = _comparable(other)
         if checked is NotImplemented:
             return NotImplemented

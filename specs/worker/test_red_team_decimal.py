@@ -29,13 +29,14 @@ _REFUSAL = "an int of 999001 bits as a Decimal operand exceeds the sandbox limit
         "getcontext().create_decimal(n)",
         "getcontext().add(1, n)",
         "context['price'] < n",
+        "args[0] * n",
     ],
 )
 def test_a_cap_size_operand_is_refused_in_a_worker(
     plain_executor: ProcessExecutor, expression: str
 ) -> None:
-    """Each payload ends as the in-process refusal, memory's Decimal included."""
-    host = Host(memory={"price": decimal.Decimal("9.99")})
+    """Each payload ends as the in-process refusal, memory's and an argument's Decimal included."""
+    host = Host(memory={"price": decimal.Decimal("9.99")}, args=(decimal.Decimal("2"),))
     result = run(
         plain_executor,
         f"""
