@@ -12,26 +12,43 @@ checked ones on the way in and leave as plain ones.
 
 Payloads, all with ``n = 1 << 999_000`` (refused unless said otherwise):
 
-- Construction: ``Decimal(n)``, ``type(Decimal(1))(n)``, ``Decimal.from_float(n)`` (it takes
-  ints), ``getcontext().create_decimal(n)``, ``create_decimal_from_float(n)``.
+- Construction: ``Decimal(n)``, ``Decimal(value=n)``, ``type(Decimal(1))(n)``,
+  ``fractions.Decimal(n)``, ``Decimal.from_float(n)`` (it takes ints),
+  ``getcontext().create_decimal(n)``, ``create_decimal_from_float(n)``, ``map(Decimal, [n])``.
 - Operators, both sides: ``+ - * / // % ** divmod pow(d, e, n)``, ``+=``, ``== != < <= > >=``,
   ``n == d``, ``Fraction(n, 3) < d`` and ``d == Fraction(n, 3)`` (comparisons convert a
-  Rational's parts), ``d in {k}``/``k in {d: 1}`` with ``k`` a cap-size int hashing like ``d``.
+  Rational's parts), ``d in {k}``/``k in {d: 1}`` with ``k`` a cap-size int hashing like ``d``,
+  ``NaN``/``Infinity`` receivers, a program ``int`` subclass whose ``bit_length`` lies.
 - Methods taking an operand: ``compare``, ``compare_signal``, ``compare_total(_mag)``,
   ``copy_sign``, ``fma``, ``logical_and/or/xor``, ``max(_mag)``, ``min(_mag)``, ``next_toward``,
-  ``quantize``, ``remainder_near``, ``rotate``, ``same_quantum``, ``scaleb``, ``shift``; every
-  context operation (``ctx.add(1, n)``, ``power``, ``divmod``, ``is_zero``, ``to_sci_string``...)
-  on ``getcontext()``, ``Context()``, ``localcontext()`` and ``.copy()``.
+  ``quantize``, ``remainder_near``, ``rotate``, ``same_quantum``, ``scaleb``, ``shift``, also with
+  keyword operands (``compare(other=n)``, ``fma(2, third=n)``, ``quantize(exp=n)``); every
+  context operation (``ctx.add(1, n)``, ``power`` and its ``modulo=``, ``divmod``, ``is_zero``,
+  ``to_sci_string``...) on ``getcontext()``, ``Context()``, ``localcontext()``, ``.copy()``,
+  ``type(getcontext())()`` and unbound ``decimal.Context.add(ctx, 1, n)``.
 - Results of every kind as the receiver: arithmetic, ``abs``/``-``/``round(d, 2)``, ``sqrt``,
   ``exp``, ``imag``/``real``/``conjugate()``, ``copy.copy``, ``statistics.mean``/``median``,
   ``json.loads(parse_float=Decimal)``, ``sum``, ``max``, ``functools.reduce(operator.add)``,
-  ``heapq.nsmallest``, ``bisect``, ``sorted``, ``operator.lt``/``methodcaller('compare', n)``.
+  ``heapq.nsmallest``, ``bisect``, ``sorted``, ``operator.lt``/``methodcaller('compare', n)``,
+  ``functools.partial(d.compare, n)``, ``map(operator.add, ..)``,
+  ``json.JSONDecoder(parse_float=Decimal)``.
 - Plain Decimals from the host: memory (top level, in a list, a tuple, a dict; through
-  ``get``, ``values()``, ``items()``, ``dict(context)``), arguments, keyword arguments, another
-  agent's memory through a handle.
+  ``get``, ``values()``, ``items()``, ``dict(context)``, ``setdefault``, ``copy()``, ``pop``),
+  arguments, keyword arguments, another agent's memory through a handle, a child's answer.
 
 Held before and pinned here: ``Decimal.__new__``/``Decimal(1).__add__`` (refused at compile
 time), ``class D(Decimal)`` (refused base), ``math.fsum([d, n])`` (float overflow, linear).
+Held, not pinned: ``getattr(d, '__add__')``/``'__self__'`` of a method (refused at run time),
+``getattr(d, '__class__')`` and ``operator.attrgetter('__class__')`` (the stand-in),
+``Decimal.mro()`` (the stand-in and ``object``), ``statistics.Decimal`` (denied),
+``Decimal.imag`` read on the class (a slotted descriptor whose class is all it leads to),
+``class C(decimal.Context)``, ``class F(Fraction)``, ``class R(numbers.Rational)`` (refused
+bases), ``numbers.Rational.register`` (refused), a ``__class__`` property (refused at compile
+time), ``math.isclose(d, n)`` (float overflow). Bounded, as before: a Decimal of 9 000 000
+fractional digits times itself is one 0.35 s C call (libmpdec multiplies the whole coefficients
+before rounding). Found in passing, not changed: ``round(d, 1 << 400_000)`` is refused with a
+``ValueError`` from the refusal's own message (it prints the huge ``ndigits``), not a
+``resource_limit``.
 Not closed: a plain Decimal the host passes *inside* a container argument (``args[0][0]``) is
 the caller's own object, handed over as it is, so its operators still convert natively (about
 1.4 s per call, bounded by the deadline's next tick; in a worker by the kill).
@@ -49,6 +66,7 @@ from recurgent._sandbox import _decimal_operands
 from recurgent._sandbox._decimal_operands import MAX_DECIMAL_OPERAND_BITS, SandboxDecimal
 from recurgent._sandbox._idioms import SandboxContext
 from recurgent._sandbox._numbers import MAX_EXPONENT
+from recurgent.outcome import Outcome
 from specs.sandbox.support import FakeAgent, Host, error_of, execute, value_of
 
 _PRELUDE = (
@@ -94,6 +112,8 @@ _OPERATORS = [
     "Fraction(n, 3) < Decimal(1)",
     "Decimal(1) in {1 + (2 ** 61 - 1) * (1 << 998_000)}",
     "(1 + (2 ** 61 - 1) * (1 << 998_000)) in {Decimal(1): 1}",
+    "Decimal('NaN') == n",
+    "Decimal('Infinity') > n",
 ]
 _REFUSAL_998 = "an int of 998061 bits as a Decimal operand"
 
@@ -119,6 +139,9 @@ _METHODS_WITH_OPERANDS = [
     "same_quantum(n)",
     "scaleb(n)",
     "shift(n)",
+    "compare(other=n)",
+    "fma(2, third=n)",
+    "quantize(exp=n)",
 ]
 
 _CONSTRUCTION_AND_CONTEXTS = [
@@ -138,6 +161,12 @@ _CONSTRUCTION_AND_CONTEXTS = [
     "getcontext().fma(1, 2, n)",
     "getcontext().copy().multiply(n, 1)",
     "decimal.Context(prec=5).subtract(1, n)",
+    "Decimal(value=n)",
+    "getcontext().power(2, 3, modulo=n)",
+    "type(getcontext())().add(1, n)",
+    "decimal.Context.add(getcontext(), 1, n)",
+    "list(map(Decimal, [n]))",
+    "list(map(getcontext().create_decimal, [n]))",
 ]
 
 
@@ -234,6 +263,8 @@ class TestIntOperandsAreRefusedFirst:
             "operator.methodcaller('compare', n)(Decimal(1))",
             "max(Decimal(1), n)",
             "n in [Decimal(1)]",
+            "functools.partial(Decimal(1).compare, n)()",
+            "list(map(operator.add, [Decimal(1)], [n]))",
         ],
     )
     def test_library_code_comparing_for_the_program(self, expression: str) -> None:
@@ -255,7 +286,11 @@ class TestPlainDecimalsFromTheHost:
             args=(decimal.Decimal(5),),
             kwargs={"k": decimal.Decimal(7)},
         )
-        host.children["peer"] = FakeAgent("peer", memory={"v": decimal.Decimal(8)})
+        host.children["peer"] = FakeAgent(
+            "peer",
+            memory={"v": decimal.Decimal(8)},
+            reply=lambda method, args, kwargs: Outcome.ok(decimal.Decimal(9)),
+        )
         return host
 
     @pytest.mark.parametrize(
@@ -272,6 +307,10 @@ class TestPlainDecimalsFromTheHost:
             "args[0]",
             "kwargs['k']",
             "delegate('peer').v",
+            "delegate('peer').run().value",
+            "context.setdefault('d', 0)",
+            "context.copy()['d']",
+            "context.pop('d')",
         ],
     )
     def test_a_host_decimal_checks_its_operands(self, read: str) -> None:
