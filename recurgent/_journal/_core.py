@@ -16,7 +16,7 @@ import collections
 import contextvars
 import operator
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress
 from typing import Any
 
@@ -62,6 +62,7 @@ class Journal:
     __slots__ = (
         "_after",
         "_base",
+        "_checked",
         "_copied",
         "_copies",
         "_guard",
@@ -81,8 +82,12 @@ class Journal:
         is_agent: Callable[[Any], bool] | None = None,
         guard: Callable[[], None] | None = None,
         tick: Callable[[], object] | None = None,
+        checked: Mapping[type, Callable[[Any], Any]] | None = None,
     ) -> None:
         self._memory = memory
+        # Immutable values of these exact types are read as the sandbox's checked kind
+        # (a plain Decimal as the Decimal whose int operands are checked, ADR 0129).
+        self._checked = checked or {}
         self._is_agent = is_agent
         self._guard = guard
         self._tick = tick
@@ -176,6 +181,9 @@ class Journal:
         done = self._copies.get(id(value))
         if done is not None:
             return done
+        checked = self._checked.get(kind)
+        if checked is not None:
+            return self._immutable(value, checked(value), path)
         if kind in _DICTS:
             return self._copy_dict(value, path)
         if kind in _SEQUENCES:

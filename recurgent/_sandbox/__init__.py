@@ -13,6 +13,7 @@ program and turns its failure into a typed error.
 
 from __future__ import annotations
 
+import decimal
 import traceback
 from typing import Any
 
@@ -21,6 +22,7 @@ from recurgent._journal import Journal
 from recurgent._sandbox._boundary import SCALAR_TYPES, Attribution, find_unplain, rebuild
 from recurgent._sandbox._bridge import ExecutionResult, HostBridge
 from recurgent._sandbox._compile import CompiledProgram, compile_program
+from recurgent._sandbox._decimal_operands import sandbox_decimal
 from recurgent._sandbox._forwarding import RUNNING, generated_code_running, safe_text
 from recurgent._sandbox._guards import GENERATED_FILENAME
 from recurgent._sandbox._handles import AgentHandle, HandleOps
@@ -127,6 +129,7 @@ class ExecutionSandbox(AttemptNamespace):
             guard=self._after_the_attempt,
             # Copying a huge memory value checks the deadline as the program's loops do (H8).
             tick=lambda: self._ticker.tick(),
+            checked={decimal.Decimal: sandbox_decimal},  # int operands checked (ADR 0129)
         )
         self._passed = (
             {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}

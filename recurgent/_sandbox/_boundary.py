@@ -39,6 +39,7 @@ from recurgent._journal._shared import (
     is_plain_factory,
     plain_factory,
 )
+from recurgent._sandbox._decimal_operands import SandboxDecimal
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
@@ -162,6 +163,9 @@ class _Rebuilder:
             raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
         if kind in KEPT_TYPES:
             return value
+        if kind is SandboxDecimal:
+            # The sandbox's checked Decimal leaves as the plain one (an exact copy, ADR 0129).
+            return decimal.Decimal(value)
         if issubclass(kind, fractions.Fraction) and not is_sandbox_made(value):
             # The sandbox's checked Fraction leaves as the plain one (same value and hash).
             return fractions.Fraction(value.numerator, value.denominator)

@@ -37,6 +37,7 @@ from recurgent._sandbox._stdlib import (
     statistics_overrides,
 )
 from recurgent._sandbox._stdlib_idioms import (
+    SandboxJSONDecoder,
     SandboxJSONEncoder,
     email_utils_overrides,
     shlex_overrides,
@@ -72,7 +73,11 @@ def _element_tree(element: Any = None) -> Any:
 
 _STAND_INS: dict[str, dict[str, Any]] = {
     "math": math_overrides(),
-    "json": {**json_overrides(), "JSONEncoder": SandboxJSONEncoder},
+    "json": {
+        **json_overrides(),
+        "JSONEncoder": SandboxJSONEncoder,
+        "JSONDecoder": SandboxJSONDecoder,  # its default parse_int is the checked int
+    },
     # Scanner and template compile with the standard engine and purge clears a process-wide
     # cache: _regex refuses them, and the catalog denies them outright.
     "re": {

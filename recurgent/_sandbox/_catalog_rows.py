@@ -259,9 +259,10 @@ TABLE: dict[str, ModuleRows] = {
             """,
     ),
     "json": rows(
-        pure="JSONDecodeError JSONDecoder detect_encoding load loads",
-        # JSONEncoder: the sandbox's, whose text is always built in counted pieces (ADR 0105).
-        replaced="JSONEncoder dump dumps",
+        pure="JSONDecodeError detect_encoding load loads",
+        # JSONEncoder: the sandbox's, whose text is always built in counted pieces (ADR 0105);
+        # JSONDecoder: the sandbox's, whose default parse_int is the checked int (ADR 0129).
+        replaced="JSONDecoder JSONEncoder dump dumps",
         denied="codecs decoder encoder scanner",
     ),
     "math": rows(

@@ -10,6 +10,7 @@ redacted errors, so no host frame or secret reaches generated code (ADR 0011, 00
 from __future__ import annotations
 
 import contextvars
+import decimal
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from recurgent._journal import Journal, Writes
 from recurgent._redact import redact
 from recurgent._sandbox._boundary import exception_text, rebuild
 from recurgent._sandbox._bridge import HostBridge
+from recurgent._sandbox._decimal_operands import sandbox_decimal
 from recurgent._sandbox._guards import NOT_HANDLED
 from recurgent._sandbox._handles import AgentHandle, HandleOps, HandleWriter
 from recurgent._sandbox._inbound import inbound
@@ -143,7 +145,10 @@ class ForwardedCalls:
         return GuardrailViolationError(message, subtype="singleton_method_mutation")
 
     def _to_sandbox(self, value: Any) -> Any:
-        """An argument of the call: agents (also inside an ok Outcome) become handles."""
+        """An argument of the call: agents (also inside an ok Outcome) become handles; a
+        Decimal becomes the sandbox's checked one (ADR 0129)."""
+        if type(value) is decimal.Decimal:
+            return sandbox_decimal(value)
         ops = self._bridge.handle_for_agent(value)
         if ops is not None:
             return AgentHandle(ops)

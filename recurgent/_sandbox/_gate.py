@@ -38,6 +38,7 @@ import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 
+from recurgent._sandbox._decimal_operands import SandboxDecimal
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._reflection import SealedCallable, SealedWithHelpers
 from recurgent._sandbox._text_size import check_texts
@@ -81,6 +82,7 @@ _AS_THEY_ARE = _SCALARS | frozenset(
         datetime.timedelta,
         datetime.timezone,
         decimal.Decimal,
+        SandboxDecimal,  # the checked Decimal (ADR 0129): immutable, no program code
         fractions.Fraction,
         types.FunctionType,
         types.BuiltinFunctionType,

@@ -14,6 +14,7 @@ import decimal
 from collections.abc import Callable
 from typing import Any
 
+from recurgent._sandbox._decimal_operands import checked_context_method
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._numbers import MAX_EXPONENT
 from recurgent._sandbox._reflection import SealedCallable
@@ -84,6 +85,13 @@ class SandboxContext(decimal.Context):
     def __reduce__(self) -> Any:
         raise TypeError("decimal contexts cannot be copied or pickled in the sandbox; use .copy()")
 
+
+# Every operation of the context converts int operands and builds plain Decimals: each is
+# checked and answers checked Decimals (ADR 0129).
+_CONTEXT_BOOKKEEPING = frozenset({"copy", "clear_flags", "clear_traps", "Etiny", "Etop"})
+for _name, _attribute in vars(decimal.Context).items():
+    if not _name.startswith("_") and callable(_attribute) and _name not in _CONTEXT_BOOKKEEPING:
+        setattr(SandboxContext, _name, checked_context_method(_name))
 
 SandboxContext.__module__ = "decimal"
 SandboxContext.__qualname__ = SandboxContext.__name__ = "Context"

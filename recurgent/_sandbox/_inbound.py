@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import decimal
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from recurgent._journal._kinds import HOST_KINDS
 from recurgent._journal._running import guard_by_running_attempt
 from recurgent._journal._shared import Withheld, needs_guard, shareable
 from recurgent._sandbox._boundary import KEPT_TYPES, MAX_DEPTH, SCALAR_TYPES, dict_setter
+from recurgent._sandbox._decimal_operands import sandbox_decimal
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent.outcome import Outcome
 
@@ -65,6 +67,8 @@ class _Inbound:
             if not self._copied % _TICK_EVERY:
                 self._tick()
         kind = type(value)
+        if kind is decimal.Decimal:
+            return sandbox_decimal(value)  # int operands checked (ADR 0129)
         if kind in SCALAR_TYPES or kind in KEPT_TYPES:
             return value
         done = self._memo.get(id(value))

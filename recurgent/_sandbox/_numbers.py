@@ -4,7 +4,9 @@
 conversion, and ``Decimal(1).scaleb(999999)`` reaches the same value by arithmetic. Three
 pieces keep every Decimal and Fraction of an attempt small (ADR 0022):
 
-- the stand-ins generated code imports check the exponent before and after construction;
+- the stand-ins generated code imports check the exponent before and after construction, and
+  a Decimal is built as a :class:`~recurgent._sandbox._decimal_operands.SandboxDecimal`, whose
+  int operands are checked before libmpdec converts them (ADR 0129);
 - an attempt runs under its own decimal context whose exponent range is the construction cap,
   so every arithmetic result and method result is capped like construction (``decimal``
   raises ``Overflow``), and no process-wide context reaches the program;
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from recurgent._sandbox._decimal_operands import DECIMAL_EXPONENT_CAP, SandboxDecimal
 from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import check_bits, int_bits
@@ -41,7 +44,7 @@ __all__ = [
 # integers on conversion; constructors refuse exponents beyond this, and the attempt's decimal
 # context refuses arithmetic results beyond it. int() of 10**MAX_EXPONENT takes about 0.5 s
 # in libmpdec and is 332 193 bits, inside max_int_bits.
-MAX_EXPONENT = 100_000
+MAX_EXPONENT = DECIMAL_EXPONENT_CAP
 _EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)")
 
 
@@ -230,10 +233,11 @@ class _CheckedNumberMeta(type):
 
 
 class CheckedDecimal(metaclass=_CheckedNumberMeta):
-    """``decimal.Decimal`` as generated code constructs it: huge exponents are refused."""
+    """``decimal.Decimal`` as generated code constructs it: huge exponents are refused, and the
+    result is a :class:`SandboxDecimal` (int operands checked, ADR 0129)."""
 
     _wrapped = decimal.Decimal
-    _builds = decimal.Decimal
+    _builds = SandboxDecimal
 
 
 class CheckedFraction(metaclass=_CheckedNumberMeta):
@@ -262,6 +266,7 @@ for _checked in (CheckedDecimal, CheckedFraction):
 
 _STAND_INS: dict[type, Any] = {
     decimal.Decimal: CheckedDecimal,
+    SandboxDecimal: CheckedDecimal,
     fractions.Fraction: CheckedFraction,
     SandboxFraction: CheckedFraction,
     int: CheckedInt,  # ADR 0123

@@ -20,6 +20,7 @@ import statistics
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from recurgent._sandbox._decimal_operands import MAX_DECIMAL_OPERAND_BITS
 from recurgent._sandbox._limits import SizeLimitExceeded, TickingIterator
 from recurgent._sandbox._numbers import MAX_EXPONENT, CheckedDecimal, CheckedFraction
 from recurgent._sandbox._regex import (
@@ -439,6 +440,7 @@ SIZE_CAPS: dict[str, int] = {
     "pow(base, exp, mod) exponent bits * modulus bits": MAX_MODPOW_WORK,
     "pow(base, -exp, mod) modulus bits": MAX_INVERSE_MODULUS_BITS,
     "Decimal/Fraction exponent (construction and decimal context)": MAX_EXPONENT,
+    "Decimal int operand (bits)": MAX_DECIMAL_OPERAND_BITS,
     "math.factorial/comb/perm(n)": _MAX_FACTORIAL,
     "hashlib.pbkdf2_hmac(iterations)": _MAX_PBKDF2_ITERATIONS,
     "hashlib.pbkdf2_hmac(dklen)": _MAX_DERIVED_KEY,

@@ -21,12 +21,14 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._made import allow_subclassing, is_sandbox_made
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._stdlib_text import _check_indent as check_indent
 from recurgent._sandbox._text_size import check_text
 
 __all__ = [
+    "SandboxJSONDecoder",
     "SandboxJSONEncoder",
     "counted_text",
     "email_utils_overrides",
@@ -199,4 +201,25 @@ class SandboxJSONEncoder(json.JSONEncoder):
 SandboxJSONEncoder.__module__ = "json"
 SandboxJSONEncoder.__qualname__ = SandboxJSONEncoder.__name__ = "JSONEncoder"
 allow_subclassing(SandboxJSONEncoder)
+
+
+class SandboxJSONDecoder(json.JSONDecoder):
+    """``json.JSONDecoder`` whose default ``parse_int`` is the checked ``int`` (ADR 0123).
+
+    The library's default is the builtin ``int``, stored on the instance, and a program's
+    subclass reads its own instance's attributes natively: ``self.parse_int('f' * N, 16)``
+    built ints past the bit cap (red team R5's open decoder finding; ADR 0129). The other
+    attributes the library stores (``parse_object``, ``parse_array``, ``parse_string``,
+    ``scan_once``, ``parse_constant``, ``parse_float``, ``memo``) are harmless: see
+    ``specs/sandbox/test_red_team_json_decoder.py``.
+    """
+
+    def __init__(self, *, parse_int: Any = None, **kwargs: Any) -> None:
+        default: Any = CheckedInt  # a class, called with the digits as int() is
+        super().__init__(parse_int=default if parse_int is None else parse_int, **kwargs)
+
+
+SandboxJSONDecoder.__module__ = "json"
+SandboxJSONDecoder.__qualname__ = SandboxJSONDecoder.__name__ = "JSONDecoder"
+allow_subclassing(SandboxJSONDecoder)
 allow_subclassing(json.JSONDecoder)

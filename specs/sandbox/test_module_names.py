@@ -237,6 +237,10 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
         "JSONEncoder(sort_keys=True).encode({'b': 1, 'a': [2]})",
         '{"a": [2], "b": 1}',
     ),
+    ("json", "JSONDecoder"): (
+        "JSONDecoder().decode('{\"a\": [1, 2.5, null]}')",
+        {"a": [1, 2.5, None]},
+    ),
     ("typing", "is_typeddict"): (
         "class M(TypedDict):\n    a: int\nresult = [is_typeddict(M), is_typeddict(dict)]",
         [True, False],

@@ -51,6 +51,7 @@ EXPECTED_CAPS = {
     "pow(base, exp, mod) exponent bits * modulus bits": 2**26,
     "pow(base, -exp, mod) modulus bits": 2**16,
     "Decimal/Fraction exponent (construction and decimal context)": 100_000,
+    "Decimal int operand (bits)": 332_197,
     "math.factorial/comb/perm(n)": 20_000,
     "hashlib.pbkdf2_hmac(iterations)": 1_000_000,
     "hashlib.pbkdf2_hmac(dklen)": 1024,
@@ -192,6 +193,12 @@ BOUNDARIES: dict[str, tuple[str | None, object, str]] = {
         "[str(Decimal('1e100000')), Fraction('1e100000').numerator.bit_length()]",
         ["1E+100000", 332_193],
         "Decimal('1e100001')",
+    ),
+    # 10 ** 100_001 has 332 197 bits: the largest int libmpdec converts (ADR 0129).
+    "Decimal int operand (bits)": (
+        "[Decimal(1) < 10 ** 100_001, str(Decimal(-1).compare(-(2 ** 332_196)))]",
+        [True, "1"],
+        "Decimal(1) < 2 ** 332_197",
     ),
     "math.factorial/comb/perm(n)": (
         "[math.factorial(20_000) > 0, math.comb(20_000, 2), math.perm(20_000, 1)]",

@@ -216,7 +216,6 @@ class TestEnforcedLookup:
 
         assert (found.reason, found.record.code) == ("hit", "return 2")
 
-
     def test_a_test_double_never_runs_a_kept_version_a_model_wrote(self, tmp_path: Path) -> None:
         """The durable incumbent was written by a model, the newer version by the double now
         asking: the provenance rules apply to every choice (ADR 0077), so the double's own
