@@ -96,7 +96,7 @@ class AttemptFailure:
         }
 
 
-@dataclass(init=False)
+@dataclass(slots=True)
 class CallState:
     """Mutable record of one dynamic call, owned by the lifecycle.
 
@@ -105,9 +105,6 @@ class CallState:
     the lane counters and ``attempt_failures`` (the last eight) cover the whole call.
     ``failure_class`` is the class of the final error outcome, or of the retriable error outcome
     the outcome-repair lane last handled when a later attempt succeeded.
-
-    A field keeps its class-level default until a step sets it: a call sets a handful of its
-    eighty fields, and building the state costs those, not eighty assignments (ADR 0130).
     """
 
     role: str
@@ -219,41 +216,6 @@ class CallState:
     interrupted: bool = False
     # Top-level keys the committed program wrote that name a method of the agent (ADR 0100).
     memory_key_shadows_method: list[str] | None = None
-
-    def __init__(
-        self,
-        role: str,
-        model: str,
-        method: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        frame: CallFrame,
-        contract: dict[str, Any] | None,
-        contract_source: str,
-        host_call: bool = False,
-        map_id: str | None = None,
-        **fields: Any,
-    ) -> None:
-        self.role = role
-        self.model = model
-        self.method = method
-        self.args = args
-        self.kwargs = kwargs
-        self.frame = frame
-        self.contract = contract
-        self.contract_source = contract_source
-        self.host_call = host_call
-        self.map_id = map_id
-        # Mutable defaults are the call's own.
-        self.attempt_failures = []
-        self.contract_validation_expected_keys = []
-        self.contract_validation_actual_keys = []
-        self.content_reads = ContentReads()
-        self.history_query_patterns = []
-        for name, value in fields.items():
-            if name not in _FIELD_NAMES:
-                raise TypeError(f"CallState has no field {name!r}")
-            setattr(self, name, value)
 
     def add_usage(self, usage: Mapping[str, int] | None) -> None:
         """Add one provider reply's token counts to the call's total (every attempt counts)."""
@@ -457,6 +419,3 @@ class CallState:
             ):
                 entry[name] = view.field(value)
         return entry
-
-
-_FIELD_NAMES = frozenset(CallState.__dataclass_fields__)

@@ -12,7 +12,6 @@ import pytest
 
 from recurgent import Agent
 from recurgent._lifecycle import _persistence, call_state
-from recurgent._lifecycle._state import CallState
 from recurgent._store import AnsweredRun, CallRecord, Store, WriteResult
 from recurgent.testing import ScriptedProvider
 from specs.store.support import ScriptedModel
@@ -111,43 +110,3 @@ class TestTheSteadyRecord:
             True,
         )
         assert (programs[3] is programs[2], programs[3].promotion.shadow) == (False, False)
-
-
-class TestCallStateDefaults:
-    """A call state sets only what it is given; every other field reads its default."""
-
-    def test_unset_fields_read_their_defaults_and_lists_are_its_own(self) -> None:
-        """Two states never share a mutable default, and a field set by name is kept."""
-        from recurgent._call import CallFrame
-
-        frame = CallFrame("t", "c", None, 0)
-        first = CallState("r", "m", "run", (), {}, frame, None, "none", artifact_hit=True)
-        second = CallState("r", "m", "run", (), {}, frame, None, "none")
-        first.attempt_failures.append("x")  # type: ignore[arg-type]
-        first.history_query_patterns.append("y")
-
-        assert (first.artifact_hit, second.artifact_hit, second.code, second.attempt_id) == (
-            True,
-            False,
-            None,
-            1,
-        )
-        assert (second.attempt_failures, second.history_query_patterns) == ([], [])
-        assert first.content_reads is not second.content_reads
-
-    def test_an_unknown_field_is_a_type_error(self) -> None:
-        """A misspelt field is refused, as the generated initialiser refused it."""
-        from recurgent._call import CallFrame
-
-        with pytest.raises(TypeError, match="no field 'artifact_hits'"):
-            CallState(
-                "r",
-                "m",
-                "run",
-                (),
-                {},
-                CallFrame("t", "c", None, 0),
-                None,
-                "none",
-                artifact_hits=True,
-            )
