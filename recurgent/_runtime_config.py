@@ -141,9 +141,25 @@ def _ttl(name: str, value: Any) -> float | None:
     return float(value)
 
 
+class MaintainerNames(tuple[str, ...]):
+    """The maintainers' names: a tuple (the settings are read-only) that also equals a list of
+    the same names, the original's value (an Array), as the issue's "defaults as in the
+    original" reads (ADR 0128)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other) is True
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 def _maintainers(name: str, value: Any) -> tuple[str, ...]:
     if value is None:
-        return ()
+        return MaintainerNames()
     items: Iterable[Any]
     if isinstance(value, str):
         items = value.split(",")
@@ -158,7 +174,7 @@ def _maintainers(name: str, value: Any) -> tuple[str, ...]:
         cleaned = item.strip().lower()
         if cleaned and cleaned not in names:
             names.append(cleaned)
-    return tuple(names)
+    return MaintainerNames(names)
 
 
 def _isolation(name: str, value: Any) -> Isolation:

@@ -87,6 +87,22 @@ class TestConfigure:
         configure_runtime(authority_maintainers=[])
         assert runtime_config()["authority_maintainers"] == ()
 
+    def test_maintainers_equal_the_originals_list_too(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The value is a read-only tuple that also equals the list the original holds (an
+        Array), from the default, the variable and code alike (ADR 0128)."""
+        assert runtime_config()["authority_maintainers"] == [getpass.getuser().lower()]
+        monkeypatch.setenv("RECURGENT_AUTHORITY_MAINTAINERS", "Alice,bob")
+        assert runtime_config()["authority_maintainers"] == ["alice", "bob"]
+        expected = ["alice", "bob"]
+        assert expected.__eq__(runtime_config()["authority_maintainers"]) is NotImplemented
+        assert expected == runtime_config()["authority_maintainers"]  # the reflected comparison
+        assert runtime_config()["authority_maintainers"] != ["bob", "alice"]
+        configure_runtime(authority_maintainers=None)
+        assert runtime_config()["authority_maintainers"] == []
+        assert isinstance(runtime_config()["authority_maintainers"], tuple)
+
     def test_none_clears_an_override(self) -> None:
         """None returns a setting to its variable or default."""
         configure_runtime(isolation="process")

@@ -256,7 +256,18 @@ def _cmd_show(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) ->
     tool = tools.get(args.role)
     if not entries and tool is None:
         target = f"{args.role}.{args.method}" if args.method else args.role
-        err.write(f"recurgent tools: nothing stored for {target} under {root}\n")
+        why = f"nothing stored for {target} under {root}"
+        err.write(f"recurgent tools: {why}\n")
+        if args.json:  # one JSON document with --json, as every refusal (ADR 0128)
+            _dump(
+                {
+                    "command": "show",
+                    "status": "error",
+                    "error_type": "not_found",
+                    "error_message": why,
+                },
+                out,
+            )
         return 1
     if args.json:
         shown = [{"path": str(e.path), "state": e.state, "artifact": e.data} for e in entries]
