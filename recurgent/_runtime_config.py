@@ -49,7 +49,7 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 @dataclass(frozen=True, slots=True)
 class RuntimeSettings:
-    """Every runtime switch with its value (see ``docs/configuration.md``).
+    """Every runtime switch with its value (the README's table lists them with their defaults).
 
     Attributes:
         solver_shape_capture_enabled: Log each call's solver shape (``solver_shape_*``).

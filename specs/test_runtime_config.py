@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -243,3 +244,12 @@ class TestAgentsCaptureSettings:
             thread.join()
         # Two threads interleave, so a read may see the other thread's pair; never a mix.
         assert errors == []
+
+
+def test_the_readme_lists_every_setting_once() -> None:
+    """A user reading the README finds every setting (and no retired one) in its table, the
+    one after the paragraph naming ``configure_runtime``."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    table = readme.split("Process-wide runtime settings", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:]]
+    assert sorted(rows) == sorted(SETTING_NAMES)
