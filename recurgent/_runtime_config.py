@@ -149,10 +149,12 @@ class MaintainerNames(tuple[str, ...]):
     __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
-        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other) is True
+        # NotImplemented for anything else, so the other operand still has its say.
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
 
     def __ne__(self, other: object) -> bool:
-        return not self == other
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     __hash__ = tuple.__hash__
 
