@@ -235,7 +235,12 @@ def _scorecards(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) 
                         "false_promotion_count": ledger.false_promotion_count if ledger else 0,
                         "false_hold_count": ledger.false_hold_count if ledger else 0,
                     },
-                    "manual_overrides": len(lifecycle.manual_overrides) if lifecycle else 0,
+                    # The records, as the artifact holds them (ADR 0128), not their count.
+                    "manual_overrides": (
+                        [o.model_dump(mode="json") for o in lifecycle.manual_overrides]
+                        if lifecycle
+                        else []
+                    ),
                 },
             },
             out,

@@ -420,3 +420,26 @@ class TestRefusalsWithJson:
         code, out, _ = _run(*argv, "--json")
         assert (code, json.loads(out)["error_type"]) == (1, "unknown_version")
         assert _run(*argv)[:2] == (1, "")
+
+
+def test_scorecards_json_lists_the_overrides_as_the_artifact_holds_them(root: Path) -> None:
+    """``lifecycle.manual_overrides`` in ``scorecards --json`` is the list of override records
+    (who, when, what, why), the artifact's own field, not a count (ADR 0128)."""
+    assert (
+        _json("scorecards", "calculator", "add", "--root", str(root))["lifecycle"][
+            "manual_overrides"
+        ]
+        == []
+    )
+    _json(
+        "set-lifecycle", "calculator", "add", DB, "durable", "--reason", "ok", "--root", str(root)
+    )
+
+    shown = _json("scorecards", "calculator", "add", "--root", str(root))["lifecycle"]
+    assert shown["manual_overrides"] == _artifact(root)["lifecycle"]["manual_overrides"]
+    [override] = shown["manual_overrides"]
+    assert (override["artifact_checksum"], override["state"], override["reason"]) == (
+        DB,
+        "durable",
+        "ok",
+    )
