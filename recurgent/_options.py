@@ -369,7 +369,8 @@ def parse_options(options: Mapping[str, Any]) -> AgentOptions:
     return AgentOptions(
         provider=provider,
         model=model.strip(),
-        log=_log_path(get("log", True)),
+        # A test double logs only where it is told to, as it persists (ADR 0127).
+        log=_log_path(get("log", not is_test_double(provider))),
         debug=_flag("debug", get("debug", False)),
         verbose=_flag("verbose", get("verbose", False)),
         max_generation_attempts=_int_option(  # type: ignore[arg-type]

@@ -49,7 +49,7 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 @dataclass(frozen=True, slots=True)
 class RuntimeSettings:
-    """Every runtime switch with its value (see ``docs/configuration.md``).
+    """Every runtime switch with its value (the README's table lists them with their defaults).
 
     Attributes:
         solver_shape_capture_enabled: Log each call's solver shape (``solver_shape_*``).
@@ -141,9 +141,27 @@ def _ttl(name: str, value: Any) -> float | None:
     return float(value)
 
 
+class MaintainerNames(tuple[str, ...]):
+    """The maintainers' names: a tuple (the settings are read-only) that also equals a list of
+    the same names, the original's value (an Array), as the issue's "defaults as in the
+    original" reads (ADR 0128)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        # NotImplemented for anything else, so the other operand still has its say.
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = tuple.__hash__
+
+
 def _maintainers(name: str, value: Any) -> tuple[str, ...]:
     if value is None:
-        return ()
+        return MaintainerNames()
     items: Iterable[Any]
     if isinstance(value, str):
         items = value.split(",")
@@ -158,7 +176,7 @@ def _maintainers(name: str, value: Any) -> tuple[str, ...]:
         cleaned = item.strip().lower()
         if cleaned and cleaned not in names:
             names.append(cleaned)
-    return tuple(names)
+    return MaintainerNames(names)
 
 
 def _isolation(name: str, value: Any) -> Isolation:

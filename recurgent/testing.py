@@ -4,10 +4,10 @@
 replies per method and records every request. Neither touches the network.
 
 Both declare themselves test doubles (``test_double = True``, ADR 0077): an agent built with one
-persists nothing unless it is given an explicit ``toolstore_root``; their programs are never run
-by an agent with a real provider; and on an explicit root a double reuses only programs written
-by a double with the same script (``script_fingerprint``), so changing a script is never
-answered by the old one.
+persists nothing unless it is given an explicit ``toolstore_root``, and writes no call log
+unless given ``log=`` (ADR 0127); their programs are never run by an agent with a real
+provider; and on an explicit root a double reuses only programs written by a double with the
+same script (``script_fingerprint``), so changing a script is never answered by the old one.
 """
 
 from __future__ import annotations

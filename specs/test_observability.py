@@ -14,6 +14,7 @@ import structlog
 from recurgent import Agent
 from recurgent._observability import CallLogger
 from recurgent.testing import ScriptedProvider, read_log
+from specs.store.support import ScriptedModel
 
 SECRET = "sk-test-abcdef123456"
 
@@ -57,8 +58,9 @@ class TestOneLinePerDynamicCall:
         assert list(tmp_path.rglob("*.jsonl")) == []
 
     def test_default_log_lands_under_xdg_state_home(self, tmp_path: Path) -> None:
-        """Without a log option the line goes to $XDG_STATE_HOME/recurgent/recurgent.jsonl."""
-        agent = Agent("calculator", provider=ScriptedProvider({"add": "result = 1"}))
+        """Without a log option the line goes to $XDG_STATE_HOME/recurgent/recurgent.jsonl
+        (for an agent whose provider is not a test double: ADR 0127)."""
+        agent = Agent("calculator", provider=ScriptedModel({"add": "result = 1"}))
 
         agent.add()
 

@@ -117,6 +117,15 @@ class TestLogPath:
         """log=True is the default path."""
         assert parse_options({"log": True}).log == default_log_path()
 
+    def test_a_test_double_logs_nowhere_by_default(self) -> None:
+        """With a test double as provider and no log option there is no log (ADR 0127), as
+        there is no store; log=True or a path turns it on."""
+        double = ScriptedProvider({})
+
+        assert parse_options({"provider": double}).log is None
+        assert parse_options({"provider": double, "log": True}).log == default_log_path()
+        assert parse_options({"provider": double, "log": "calls.jsonl"}).log == Path("calls.jsonl")
+
     def test_path_and_string_are_accepted(self, tmp_path: Path) -> None:
         """A Path or a str names the log file."""
         assert parse_options({"log": tmp_path / "a.jsonl"}).log == tmp_path / "a.jsonl"

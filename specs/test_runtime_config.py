@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -86,6 +87,22 @@ class TestConfigure:
         assert runtime_config()["authority_maintainers"] == ("carol",)
         configure_runtime(authority_maintainers=[])
         assert runtime_config()["authority_maintainers"] == ()
+
+    def test_maintainers_equal_the_originals_list_too(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The value is a read-only tuple that also equals the list the original holds (an
+        Array), from the default, the variable and code alike (ADR 0128)."""
+        assert runtime_config()["authority_maintainers"] == [getpass.getuser().lower()]
+        monkeypatch.setenv("RECURGENT_AUTHORITY_MAINTAINERS", "Alice,bob")
+        assert runtime_config()["authority_maintainers"] == ["alice", "bob"]
+        expected = ["alice", "bob"]
+        assert expected.__eq__(runtime_config()["authority_maintainers"]) is NotImplemented
+        assert expected == runtime_config()["authority_maintainers"]  # the reflected comparison
+        assert runtime_config()["authority_maintainers"] != ["bob", "alice"]
+        configure_runtime(authority_maintainers=None)
+        assert runtime_config()["authority_maintainers"] == []
+        assert isinstance(runtime_config()["authority_maintainers"], tuple)
 
     def test_none_clears_an_override(self) -> None:
         """None returns a setting to its variable or default."""
@@ -227,3 +244,12 @@ class TestAgentsCaptureSettings:
             thread.join()
         # Two threads interleave, so a read may see the other thread's pair; never a mix.
         assert errors == []
+
+
+def test_the_readme_lists_every_setting_once() -> None:
+    """A user reading the README finds every setting (and no retired one) in its table, the
+    one after the paragraph naming ``configure_runtime``."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    table = readme.split("Process-wide runtime settings", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:]]
+    assert sorted(rows) == sorted(SETTING_NAMES)

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from recurgent._cli_index import PROPOSALS_COMMANDS
+from recurgent._cli_shared import hoist_shared_options
 from recurgent._governance._apply import RETENTION_SETTINGS
 from recurgent._governance._desk import Governance
 from recurgent._governance._proposals import STATUSES, FileBook
@@ -241,6 +243,8 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     arguments = list(sys.argv[1:] if argv is None else argv)
+    # `--json show ID` is `show ID --json` (ADR 0128).
+    arguments = hoist_shared_options(arguments, [name for name, _ in PROPOSALS_COMMANDS])
     if not arguments or (arguments[0].startswith("-") and arguments[0] not in ("-h", "--help")):
         # `recurgent proposals [--json] [--status S] ...` lists, as the original's `proposals`.
         arguments.insert(0, "list")

@@ -38,7 +38,7 @@ from recurgent._lifecycle._lane_steps import (
     guardrail_step,
     outcome_step,
 )
-from recurgent._lifecycle._lanes import Feedback, failure_class, last_cause
+from recurgent._lifecycle._lanes import Feedback, failure_class, violation_cause
 from recurgent._lifecycle._patterns import AgentPatterns, finish_patterns, recent_patterns
 from recurgent._lifecycle._role_continuity import finish_continuity, prompt_profile
 from recurgent._lifecycle._state import CallState
@@ -289,8 +289,8 @@ def _outcome_from_error(error: RecurgentError, role: str, method: str, depth: in
     metadata = json_safe(error.metadata)
     message = error.message
     if isinstance(error, GuardrailRetryExhaustedError) and depth == 0:
-        cause = last_cause(
-            f"{metadata.get('last_violation_subtype')}: {metadata.get('last_violation_message')}"
+        cause = violation_cause(
+            metadata.get("last_violation_subtype"), metadata.get("last_violation_message")
         )
         metadata = {
             **metadata,

@@ -18,6 +18,7 @@ from recurgent._lifecycle._lanes import (
     guardrail_feedback,
     last_cause,
     outcome_feedback,
+    violation_cause,
 )
 from recurgent._lifecycle._state import CallState
 from recurgent.errors import (
@@ -77,7 +78,7 @@ def guardrail_step(
     remaining = runtime.options.guardrail_recovery_budget - counters.guardrail
     if remaining < 0:
         state.guardrail_retry_exhausted = True
-        cause = last_cause(f"{violation.subtype}: {violation.message}")
+        cause = violation_cause(violation.subtype, violation.message)
         raise GuardrailRetryExhaustedError(
             f"Recoverable guardrail retries exhausted for {runtime.role}.{state.method}. {cause}",
             metadata={

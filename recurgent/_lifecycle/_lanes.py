@@ -33,6 +33,7 @@ __all__ = [
     "last_cause",
     "offending_line",
     "outcome_feedback",
+    "violation_cause",
 ]
 
 FailureClass = Literal["extrinsic", "intrinsic", "adaptive"]
@@ -298,6 +299,13 @@ def last_cause(detail: str) -> str:
     if len(text) > _CAUSE_CHARS:
         return f"Last cause: {text[: _CAUSE_CHARS - 3]}..."
     return f"Last cause: {text}."
+
+
+def violation_cause(subtype: object, message: object) -> str:
+    """:func:`last_cause` of a guardrail violation, named by its subtype once: a message that
+    already starts with it (the role-profile guard's) is not prefixed again."""
+    text = str(message)
+    return last_cause(text if text.startswith(f"{subtype}:") else f"{subtype}: {text}")
 
 
 def generation_feedback(message: str, code: str | None, *, attempt: int, max_attempts: int) -> str:

@@ -25,7 +25,11 @@ def namespace_pressure(role: str, root: Path, *, as_json: bool, out: TextIO, err
     path = namespace_path(root, role)
     record = load_namespace(root, role, quarantine_corrupt=False)
     if not record:
-        err.write(f"recurgent tools: no state-key telemetry for {role} under {root}\n")
+        why = f"no state-key telemetry for {role} under {root}"
+        err.write(f"recurgent tools: {why}\n")
+        if as_json:  # one JSON document with --json, as every refusal (ADR 0128)
+            error = {"status": "error", "error_type": "not_found", "error_message": why}
+            out.write(json.dumps({"command": "namespace-pressure", **error}, indent=2) + "\n")
         return 1
     figures = {**pressure(record, role), "path": str(path)}
     if as_json:

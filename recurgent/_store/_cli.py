@@ -29,6 +29,8 @@ from typing import Any, TextIO, cast
 
 from pydantic import ValidationError
 
+from recurgent._cli_index import TOOLS_COMMANDS
+from recurgent._cli_shared import hoist_shared_options
 from recurgent._profiles._cli import namespace_pressure
 from recurgent._profiles._namespace import forget_namespace
 from recurgent._store import _cli_lifecycle, _pending
@@ -256,7 +258,18 @@ def _cmd_show(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) ->
     tool = tools.get(args.role)
     if not entries and tool is None:
         target = f"{args.role}.{args.method}" if args.method else args.role
-        err.write(f"recurgent tools: nothing stored for {target} under {root}\n")
+        why = f"nothing stored for {target} under {root}"
+        err.write(f"recurgent tools: {why}\n")
+        if args.json:  # one JSON document with --json, as every refusal (ADR 0128)
+            _dump(
+                {
+                    "command": "show",
+                    "status": "error",
+                    "error_type": "not_found",
+                    "error_message": why,
+                },
+                out,
+            )
         return 1
     if args.json:
         shown = [{"path": str(e.path), "state": e.state, "artifact": e.data} for e in entries]
@@ -452,7 +465,9 @@ def main(
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            args = parser.parse_args(list(argv) if argv is not None else None)
+            arguments = list(sys.argv[1:] if argv is None else argv)
+            names = [name for name, _ in TOOLS_COMMANDS]  # `--root R list` is `list --root R`
+            args = parser.parse_args(hoist_shared_options(arguments, names))
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 2
     out = cast(TextIO, _Escaping(out, json_text=args.json))

@@ -107,16 +107,34 @@ def _parse(loaded: Loaded) -> tuple[ArtifactRecord | None, str]:
         return None, "invalid_record"
 
 
-def _read(args: argparse.Namespace, root: Path, err: TextIO) -> tuple[ArtifactRecord, Path] | None:
+def _refuse(args: argparse.Namespace, out: TextIO, err: TextIO, error_type: str, why: str) -> int:
+    """Say why on stderr and, with ``--json``, as one JSON document on stdout too (the shape of
+    ``recurgent proposals``' errors, ADR 0128); exit status 1."""
+    err.write(f"recurgent tools: {why}\n")
+    if args.json:
+        message = why.removeprefix(f"{error_type}: ")
+        error = {"error_type": error_type, "error_message": message}
+        _dump({"command": args.command, "status": "error", **error}, out)
+    return 1
+
+
+def _missing(args: argparse.Namespace, root: Path) -> str:
+    return f"nothing stored for {args.role}.{args.method} under {root}"
+
+
+def _read(
+    args: argparse.Namespace, root: Path, out: TextIO, err: TextIO
+) -> tuple[ArtifactRecord, Path] | None:
     path = artifact_path(root, args.role, args.method)
     loaded = read_json(path, quarantine_corrupt=False, root=root)
     record, state = _parse(loaded)
     if record is not None:
         return record, path
     if state == "missing":
-        err.write(f"recurgent tools: nothing stored for {args.role}.{args.method} under {root}\n")
+        _refuse(args, out, err, "not_found", _missing(args, root))
     else:
-        err.write(f"recurgent tools: {args.role}.{args.method} cannot be read ({state}): {path}\n")
+        why = f"{args.role}.{args.method} cannot be read ({state}): {path}"
+        _refuse(args, out, err, "unreadable_artifact", why)
     return None
 
 
@@ -177,7 +195,7 @@ def _settings() -> Mapping[str, Any]:
 
 
 def _scorecards(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
-    found = _read(args, root, err)
+    found = _read(args, root, out, err)
     if found is None:
         return 1
     record, path = found
@@ -217,7 +235,12 @@ def _scorecards(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) 
                         "false_promotion_count": ledger.false_promotion_count if ledger else 0,
                         "false_hold_count": ledger.false_hold_count if ledger else 0,
                     },
-                    "manual_overrides": len(lifecycle.manual_overrides) if lifecycle else 0,
+                    # The records, as the artifact holds them (ADR 0128), not their count.
+                    "manual_overrides": (
+                        [o.model_dump(mode="json") for o in lifecycle.manual_overrides]
+                        if lifecycle
+                        else []
+                    ),
                 },
             },
             out,
@@ -279,7 +302,7 @@ def _describe(entry: Mapping[str, Any]) -> str:
 
 
 def _decisions(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
-    found = _read(args, root, err)
+    found = _read(args, root, out, err)
     if found is None:
         return 1
     record, path = found
@@ -338,19 +361,20 @@ def _actor(args: argparse.Namespace) -> str:
         return "unknown"
 
 
-def _refusal(actor: str) -> str | None:
-    """Why ``actor`` may not override, from the runtime settings (None: allowed)."""
+def _refusal(actor: str) -> tuple[str, str] | None:
+    """The error type and why ``actor`` may not override, from the runtime settings (None:
+    allowed)."""
     try:
         settings = runtime_config()
     except UsageError as error:
-        return error.message
+        return "usage_error", error.message
     if not settings["authority_enforcement_enabled"]:
         return None
     maintainers = settings["authority_maintainers"]
     if actor.lower() in maintainers:
         return None
     listed = ", ".join(maintainers) or "nobody"
-    return (
+    return "authority_denied", (
         f"authority_denied: {actor} is not a maintainer (maintainers: {listed}; set "
         "RECURGENT_AUTHORITY_MAINTAINERS)"
     )
@@ -360,33 +384,35 @@ def _set_lifecycle(args: argparse.Namespace, root: Path, out: TextIO, err: TextI
     actor = _actor(args)
     refused = _refusal(actor)
     if refused is not None:
-        err.write(f"recurgent tools: {refused}\n")
-        return 1
+        return _refuse(args, out, err, *refused)
     path = artifact_path(root, args.role, args.method)
     if identity_of(path) is None:
         # Checked before locking: a lock would make the role's directory for nothing.
-        err.write(f"recurgent tools: nothing stored for {args.role}.{args.method} under {root}\n")
-        return 1
+        return _refuse(args, out, err, "not_found", _missing(args, root))
     state: LifecycleState = args.state
     now = utc_timestamp()
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     report: dict[str, Any] = {}
 
     def change(loaded: Loaded) -> dict[str, Any] | None:
         record, reading = _parse(loaded)
         if record is None:
             problems.append(
-                f"nothing stored for {args.role}.{args.method} under {root}"
+                ("not_found", _missing(args, root))
                 if reading == "missing"
-                else f"{args.role}.{args.method} cannot be changed ({reading}): {path}"
+                else (
+                    "unreadable_artifact",
+                    f"{args.role}.{args.method} cannot be changed ({reading}): {path}",
+                )
             )
             return None
         if (record.role, record.method_name) != (args.role, args.method):
-            problems.append(f"{path} holds {record.role}.{record.method_name} (key_mismatch)")
+            why = f"{path} holds {record.role}.{record.method_name} (key_mismatch)"
+            problems.append(("unreadable_artifact", why))
             return None
         digest, why = resolve_checksum(record, args.checksum)
         if digest is None:
-            problems.append(why)
+            problems.append(("unknown_version", why))
             return None
         previous = state_of(record, digest)
         apply_override(record, digest, state, actor=actor, reason=args.reason, now=now)
@@ -412,8 +438,7 @@ def _set_lifecycle(args: argparse.Namespace, root: Path, out: TextIO, err: TextI
     else:
         update_json(path, change, root=root, durable=True)
     if problems:
-        err.write(f"recurgent tools: {problems[0]}\n")
-        return 1
+        return _refuse(args, out, err, *problems[0])
     if args.json:
         _dump(report, out)
         return 0

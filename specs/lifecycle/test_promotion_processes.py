@@ -161,7 +161,7 @@ class TestOverrideAcrossProcesses:
         )
         states = {row["checksum"]: row["lifecycle_state"] for row in stored["versions"]}
         assert states == {checksum(DOUBLE): "degraded", checksum(TRIPLE): "probation"}
-        assert stored["lifecycle"]["manual_overrides"] == 1
         artifact = json.loads(artifact_path(root, "calculator", "run").read_text("utf-8"))
         [override] = artifact["lifecycle"]["manual_overrides"]
+        assert stored["lifecycle"]["manual_overrides"] == [override]  # the CLI shows the records
         assert (override["actor"], override["reason"]) == ("alice", "wrong for negatives")

@@ -74,6 +74,21 @@ class TestDoublesStayOutOfTheUsersStore:
         assert (scripted.calls, function.calls) == (2, 2)
         assert {e["artifact_lookup"] for e in read_log(log_path)} == {"persistence_off"}
 
+    def test_nothing_at_all_under_xdg_state_home(self, state: Path) -> None:
+        """Issue 20's measure, literally: a double's agent built with no options but its
+        provider writes nothing under a temporary ``XDG_STATE_HOME``, neither programs nor the
+        call log (ADR 0127); ``log=True`` asks for the default log."""
+        provider = ScriptedProvider({"add": REAL})
+        agent = Agent.for_("calculator", provider=provider)
+        assert [agent.add(1).value, agent.add(2).value] == [2, 3]
+        Agent.for_("doubler", provider=FunctionProvider(lambda request: REAL)).twice(1)
+
+        assert sorted(state.rglob("*")) == []
+
+        Agent.for_("calculator", provider=provider, log=True).add(3)
+        [entry] = read_log(state / "recurgent" / "recurgent.jsonl")
+        assert (entry["method"], entry["artifact_lookup"]) == ("add", "persistence_off")
+
     def test_the_root_variable_is_the_users_store_too(
         self, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -136,6 +136,22 @@ class TestEnforcement:
         assert agent.runtime_context["value"] == 2
         assert "memory" not in agent.runtime_context
 
+    def test_the_exhausted_message_names_the_violation_once(self) -> None:
+        """The violation's message already starts with its subtype: the exhausted Outcome's
+        last cause says ``role_profile_continuity_violation:`` once, then the reason and the
+        correction."""
+        configure_runtime(role_profile_enforcement_enabled=True)
+        agent, _ = _calc({"add": ADD, "increment": [INC_MEMORY, INC_MEMORY]})
+        agent.add(2)
+
+        message = agent.increment().error_message
+
+        assert message.count("role_profile_continuity_violation") == 1
+        assert message == (
+            f"{USER_FACING_EXHAUSTION} Last cause: role_profile_continuity_violation: state key "
+            f"diverged across sibling methods: increment used 'memory'. correction: {CORRECTION}."
+        )
+
     def test_the_originals_setter_scenario(self) -> None:
         """memory = 1 by setter, then add(2) on 'value' is refused and add on 'memory' gives 3."""
         configure_runtime(role_profile_enforcement_enabled=True)

@@ -128,3 +128,19 @@ class TestNamespacePressure:
 
         assert _run("forget", "calculator", "--root", str(root))[0] == 0
         assert not namespace_path(root, "calculator").exists()
+
+
+def test_an_unknown_role_with_json_prints_the_error_as_json(tmp_path: Path) -> None:
+    """``namespace-pressure`` of a role with no telemetry: exit 1 and, with ``--json``, one
+    JSON error document on stdout (ADR 0128)."""
+    root = tmp_path / "store"
+    code, out, err = _run("namespace-pressure", "nobody", "--root", str(root), "--json")
+
+    why = f"no state-key telemetry for nobody under {root}"
+    assert (code, err) == (1, f"recurgent tools: {why}\n")
+    assert json.loads(out) == {
+        "command": "namespace-pressure",
+        "status": "error",
+        "error_type": "not_found",
+        "error_message": why,
+    }

@@ -211,6 +211,19 @@ class TestShow:
             f"recurgent tools: nothing stored for nobody under {root}\n",
         )
 
+    def test_unknown_role_with_json(self, root: Path) -> None:
+        """With --json the refusal is also one JSON document on stdout (ADR 0128)."""
+        code, out, _ = _run("show", "nobody", "--root", str(root), "--json")
+        assert (code, json.loads(out)) == (
+            1,
+            {
+                "command": "show",
+                "status": "error",
+                "error_type": "not_found",
+                "error_message": f"nothing stored for nobody under {root}",
+            },
+        )
+
 
 class TestPrune:
     """prune --older-than DAYS: dry run unless --yes."""

@@ -380,3 +380,66 @@ class TestSetLifecycle:
         )
         code, out, _ = _run("decisions", "calculator", "add", "--limit", "1", "--root", str(root))
         assert code == 0 and "\x1b" not in out and "\\x1b]0;pwned\\x07" in out
+
+
+class TestRefusalsWithJson:
+    """With ``--json`` a refused command prints one JSON document too (ADR 0128): the shape of
+    ``recurgent proposals``' errors, so a script reads ``error_type`` the same way."""
+
+    def test_a_non_maintainer_gets_authority_denied_as_json(self, root: Path) -> None:
+        """Exit 1, the stderr line as before, and ``authority_denied`` on stdout."""
+        before = artifact_path(root, "calculator", "add").read_bytes()
+        argv = ("set-lifecycle", "calculator", "add", DA, "degraded", "--actor", "mallory")
+        code, out, err = _run(*argv, "--root", str(root), "--json")
+
+        maintainers = getpass.getuser().lower()
+        message = (
+            f"mallory is not a maintainer (maintainers: {maintainers}; set "
+            "RECURGENT_AUTHORITY_MAINTAINERS)"
+        )
+        assert (code, err) == (1, f"recurgent tools: authority_denied: {message}\n")
+        assert json.loads(out) == {
+            "command": "set-lifecycle",
+            "status": "error",
+            "error_type": "authority_denied",
+            "error_message": message,
+        }
+        assert artifact_path(root, "calculator", "add").read_bytes() == before
+
+    def test_nothing_stored_and_an_unknown_version_as_json(self, root: Path) -> None:
+        """``not_found`` for scorecards/decisions of a method never stored; ``unknown_version``
+        for a checksum the artifact does not know; without ``--json`` stdout stays empty."""
+        for command in ("scorecards", "decisions"):
+            code, out, _ = _run(command, "calculator", "sub", "--root", str(root), "--json")
+            assert code == 1
+            assert (json.loads(out)["command"], json.loads(out)["error_type"]) == (
+                command,
+                "not_found",
+            )
+        argv = ("set-lifecycle", "calculator", "add", "0123abcd", "durable", "--root", str(root))
+        code, out, _ = _run(*argv, "--json")
+        assert (code, json.loads(out)["error_type"]) == (1, "unknown_version")
+        assert _run(*argv)[:2] == (1, "")
+
+
+def test_scorecards_json_lists_the_overrides_as_the_artifact_holds_them(root: Path) -> None:
+    """``lifecycle.manual_overrides`` in ``scorecards --json`` is the list of override records
+    (who, when, what, why), the artifact's own field, not a count (ADR 0128)."""
+    assert (
+        _json("scorecards", "calculator", "add", "--root", str(root))["lifecycle"][
+            "manual_overrides"
+        ]
+        == []
+    )
+    _json(
+        "set-lifecycle", "calculator", "add", DB, "durable", "--reason", "ok", "--root", str(root)
+    )
+
+    shown = _json("scorecards", "calculator", "add", "--root", str(root))["lifecycle"]
+    assert shown["manual_overrides"] == _artifact(root)["lifecycle"]["manual_overrides"]
+    [override] = shown["manual_overrides"]
+    assert (override["artifact_checksum"], override["state"], override["reason"]) == (
+        DB,
+        "durable",
+        "ok",
+    )

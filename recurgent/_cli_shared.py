@@ -1,0 +1,40 @@
+"""The options every subcommand of ``recurgent tools`` and ``recurgent proposals`` takes,
+accepted before the subcommand too (ADR 0128).
+
+Issue 20 gives each command ``--json`` and ``--root``; argparse reads them only after the
+subcommand's name, so ``recurgent tools --root R list`` was a usage error although
+``recurgent tools list --root R`` worked. Both groups now move those two options, when they
+come first, to just after the subcommand's name before parsing. Standard library only: the
+console script's start-up budget holds (ADR 0114).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+__all__ = ["hoist_shared_options"]
+
+_FLAGS = frozenset({"--json"})
+_VALUED = "--root"
+
+
+def hoist_shared_options(arguments: Sequence[str], commands: Collection[str]) -> list[str]:
+    """``arguments`` with a leading run of ``--json``, ``--root PATH`` and ``--root=PATH``
+    moved after the subcommand that follows it (when one of ``commands`` does; else left in
+    front). Everything else is returned as given, in order."""
+    moved: list[str] = []
+    index = 0
+    while index < len(arguments):
+        token = arguments[index]
+        if token in _FLAGS or token.startswith(f"{_VALUED}="):
+            moved.append(token)
+            index += 1
+        elif token == _VALUED and index + 1 < len(arguments):
+            moved.extend(arguments[index : index + 2])
+            index += 2
+        else:
+            break
+    rest = list(arguments[index:])
+    if moved and rest and rest[0] in commands:
+        return [rest[0], *moved, *rest[1:]]
+    return [*moved, *rest]
