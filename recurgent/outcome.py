@@ -400,8 +400,19 @@ _COMPARED_FIELDS = tuple(name for name in Outcome.model_fields if name not in ("
 _PLAIN_VALUES = frozenset({int, float, str, bool, type(None), list, tuple, bytes})
 
 
-def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
+def coerce_outcome(
+    value: Any,
+    *,
+    tool_role: str,
+    method_name: str,
+    call_id: str | None = None,
+    code: str | None = None,
+) -> Outcome:
     """Turn whatever generated code produced into the Outcome of the call that ran.
+
+    ``call_id``/``code``: the call's origin (ADR 0098). A plain answer's Outcome, made here, is
+    built already stamped with them, as :func:`with_origin` would stamp it (which then keeps
+    it as it is); every other Outcome is stamped by :func:`with_origin` alone.
 
     Rules (ADR 0002; attribution and bounds ADR 0059):
 
@@ -425,7 +436,9 @@ def coerce_outcome(value: Any, *, tool_role: str, method_name: str) -> Outcome:
     if type(value) in _PLAIN_VALUES:
         # Neither an Outcome nor a mapping: skip the (abstract) mapping check, and pydantic's
         # validation, which has nothing to check (``value`` is ``Any``, the rest is ours).
-        return _direct_ok(value, tool_role, method_name, None, _CALL_OK_FIELDS)
+        if call_id is None:
+            return _direct_ok(value, tool_role, method_name, None, _CALL_OK_FIELDS)
+        return _direct_ok(value, tool_role, method_name, code, _STAMPED_OK_FIELDS, call_id)
     if isinstance(value, Outcome):
         return _checked(value)
     if isinstance(value, Mapping):
@@ -470,6 +483,7 @@ _set_slot = object.__setattr__
 
 _PLAIN_OK_FIELDS = frozenset({"status", "value", "tool_role", "method_name", "code"})
 _CALL_OK_FIELDS = frozenset({"status", "value", "tool_role", "method_name"})
+_STAMPED_OK_FIELDS = _CALL_OK_FIELDS | _ORIGIN_FIELDS
 
 
 def plain_ok(value: Any, *, tool_role: str, method_name: str, code: str | None) -> Outcome:
@@ -484,7 +498,12 @@ def plain_ok(value: Any, *, tool_role: str, method_name: str, code: str | None) 
 
 
 def _direct_ok(
-    value: Any, tool_role: str, method_name: str, code: str | None, fields_set: frozenset[str]
+    value: Any,
+    tool_role: str,
+    method_name: str,
+    code: str | None,
+    fields_set: frozenset[str],
+    call_id: str | None = None,
 ) -> Outcome:
     # What ``Outcome(status="ok", ...)`` stores for fields that need no validation: the field
     # dict with every default, and the set of fields given (specs compare the two ways).
@@ -502,7 +521,7 @@ def _direct_ok(
             "method_name": method_name,
             "metadata": {},
             "code": code,
-            "call_id": None,
+            "call_id": call_id,
         },
     )
     _set_slot(built, "__pydantic_extra__", None)
@@ -522,6 +541,14 @@ def with_origin(outcome: Outcome, *, call_id: str | None, code: str | None) -> O
     """
     if type(outcome) is not Outcome:
         return outcome.model_copy(update={"call_id": call_id, "code": code})
+    current = outcome.__dict__
+    if (
+        current["call_id"] == call_id
+        and current["code"] == code
+        and outcome.__pydantic_fields_set__ >= _ORIGIN_FIELDS
+    ):
+        # Stamped as it was made (coerce_outcome): the copy would equal it in every respect.
+        return outcome
     copied = Outcome.__new__(Outcome)
     fields = outcome.__dict__.copy()
     fields["call_id"] = call_id

@@ -609,6 +609,33 @@ class TestCoercedPlainValue:
         assert (built == expected, hash(built) == hash(expected)) == (True, True)
 
 
+class TestStampedWhenMade:
+    """A plain answer's Outcome made with its call's origin (ADR 0130) is the Outcome
+    ``with_origin`` would make of the unstamped one, in every respect a caller can see, and
+    ``with_origin`` keeps it as it is."""
+
+    @pytest.mark.parametrize("value", [3, "text", None, [1, {"a": 2}], b"raw"])
+    def test_it_is_the_stamped_copy_and_is_kept(self, value: object) -> None:
+        expected = with_origin(
+            coerce_outcome(value, tool_role="t", method_name="m"), call_id="c1", code="x = 1"
+        )
+
+        built = coerce_outcome(value, tool_role="t", method_name="m", call_id="c1", code="x = 1")
+
+        assert built.__dict__ == expected.__dict__
+        assert built.model_fields_set == expected.model_fields_set
+        assert built.model_dump(exclude_unset=True) == expected.model_dump(exclude_unset=True)
+        assert with_origin(built, call_id="c1", code="x = 1") is built
+
+    def test_another_origin_is_stamped_on_a_copy(self) -> None:
+        """Another call id or code than the Outcome carries: a new, restamped Outcome."""
+        built = coerce_outcome(3, tool_role="t", method_name="m", call_id="c1", code="x = 1")
+
+        restamped = with_origin(built, call_id="c2", code="x = 1")
+
+        assert (restamped is built, restamped.call_id, built.call_id) == (False, "c2", "c1")
+
+
 class TestWithOrigin:
     """``with_origin`` stamps a call's Outcome without pydantic's generic copy (ADR 0122): the
     result is what ``model_copy(update={"call_id": ..., "code": ...})`` makes, in every respect

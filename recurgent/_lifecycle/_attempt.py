@@ -149,7 +149,13 @@ def _attempt_outcome(
             raise broken
     if result.error is not None:
         raise result.error
-    outcome = coerce_outcome(result.value, tool_role=role, method_name=method)
+    outcome = coerce_outcome(
+        result.value,
+        tool_role=role,
+        method_name=method,
+        call_id=state.frame.call_id,
+        code=generated.program.code,
+    )
     if outcome.status == "ok":
         violation = provenance_violation(generated.tree, outcome.value)
         if violation is not None:
