@@ -44,8 +44,8 @@ class IdentityCache(Generic[T]):
 
     def get(self, path: Path) -> T | None:
         """The value cached for ``path`` when the file there is still the one it came from."""
-        with self._lock:
-            entry = self._entries.get(path)
+        # One dict read is atomic: the lock guards only the changes below and in put/drop.
+        entry = self._entries.get(path)
         if entry is None:
             return None
         if identity_of(entry[2]) != entry[0]:
