@@ -244,7 +244,15 @@ class Store:
         path = self._artifact_path(role, method)
         cached = _ARTIFACTS.get(path)
         if cached is not None:
-            inputs = (contract_fingerprint, runtime_version, host_call, enforce, reader)
+            inputs = (
+                role,
+                method,
+                contract_fingerprint,
+                runtime_version,
+                host_call,
+                enforce,
+                reader,
+            )
             memo = self._verdicts.get(path)
             if (
                 memo is not None
@@ -256,6 +264,10 @@ class Store:
                 and memo[4].code is memo[5]
             ):
                 return memo[3]
+            if (cached.role, cached.method_name) != (role, method):
+                # Another (role, method) whose path collides with this one's cached the file
+                # (red team R8): refused as when the file is read.
+                return Lookup(None, "key_mismatch", path)
             # The checksum is verified whenever the code to run is not the code verified
             # last, not only when the file was read: code changed in memory can never run.
             verdict = reuse_verdict(

@@ -45,6 +45,16 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
     kept version), time frozen. Also compared outside the suite: the artifact files and
     normalised log lines written by main at eff0477 and at this branch's base for the same
     scripted sequence (plus ``Agent.map`` and ``isolation="process"``) are identical.
+13. BROKEN, fixed (in the cached path since ADR 0054, not new with the memo): two role names
+    whose path segments collide (``Calc.$@/`` and ``Calc/^?+``: the same cleaned text and the
+    same 8 hex digits of hash, found by a birthday search in under a second; a name colliding
+    with a given role takes about 2**32 hashes offline, and hostile text may carry one). While
+    one role's record was cached, a lookup for the other was served from the cache with no key
+    check: the host's program ran for the other role with no request, and its runs, folded
+    into the same file, renamed the record's role, so the first role's agent met
+    ``key_mismatch`` on every later call and asked its provider every time. A cached record
+    now answers only its own (role, method), as a read file does; the memo's inputs carry both
+    (two more items compared per steady lookup).
 """
 
 from __future__ import annotations
@@ -504,3 +514,32 @@ class TestTheSteadyStepCountsAsTheGeneralStep:
             ["session-a", "session-b", "session-c", "session-e"],
         )
         assert steady == general_found
+
+
+#: Two role names with the same path segment (cleaned text ``calc``, hash prefix ``abd5aac7``).
+VICTIM, COLLIDER = "Calc.$@/", "Calc/^?+"
+
+
+class TestACollidingKey:
+    """Payload 13 (broken before this round): a cached record for another (role, method)."""
+
+    def test_a_cached_record_answers_only_its_own_key(self, tmp_path: Path) -> None:
+        """The victim's program is cached; the colliding role asks its own provider every
+        time (its program is never stored over the victim's), and the victim's program keeps
+        its key and answers with no further request."""
+        root = tmp_path / "store"
+        assert artifact_path(root, VICTIM, "run") == artifact_path(root, COLLIDER, "run")
+        mine = ScriptedModel({(VICTIM, "run"): "return args[0] * 2"})
+        theirs = ScriptedModel({(COLLIDER, "run"): "return args[0] + 1000"})
+        victim = Agent(VICTIM, provider=mine, toolstore_root=root, log=False)
+        collider = Agent(COLLIDER, provider=theirs, toolstore_root=root, log=False)
+
+        before = [victim.run(n).value for n in (1, 2, 3)]
+        collided = [collider.run(n).value for n in (1, 2)]
+        Store(root).flush()
+        after = [victim.run(n).value for n in (4, 5, 6)]
+        Store(root).flush()
+        stored = json.loads(artifact_path(root, VICTIM, "run").read_text("utf-8"))
+
+        assert (before, collided, after) == ([2, 4, 6], [1001, 1002], [8, 10, 12])
+        assert (mine.calls, theirs.calls, stored["role"]) == (1, 2, VICTIM)
