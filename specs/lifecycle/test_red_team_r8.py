@@ -21,6 +21,7 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    program, a double with another script, ``None``): each gets its own verdict, memo warm.
 3. Held: two agents in one process sharing a root, a double and a model, interleaved: neither
    ever runs the other's program; the double never replaces the model's (``model_written``).
+   Two doubles with different scripts, interleaved: each runs only its own script's program.
 4. Held: ``host_call`` alternating True/False on one store: a program-written record never
    answers the host's call however warm the memo.
 5. Held: the contract fingerprint alternating, and enforcement on/off interleaved on one
@@ -230,6 +231,21 @@ class TestReadersAndInputsShareNoVerdict:
             "return args[0] * 2",
             "custom:specs.store.support.ScriptedModel",
         )
+
+    def test_two_doubles_with_different_scripts_interleaved(self, tmp_path: Path) -> None:
+        """Each double runs only a program its own script wrote: the other's stored program is
+        ``script_changed`` and regenerated, however warm either agent's memo."""
+        root = tmp_path / "store"
+        first = ScriptedProvider({("calculator", "run"): TRIPLE})
+        second = ScriptedProvider({("calculator", "run"): "return args[0] * 5"})
+        one = Agent("calculator", provider=first, toolstore_root=root, log=False)
+        two = Agent("calculator", provider=second, toolstore_root=root, log=False)
+
+        values = [one.run(1).value, one.run(2).value, one.run(3).value]
+        values += [two.run(1).value, two.run(2).value, one.run(4).value, two.run(3).value]
+
+        assert values == [3, 6, 9, 5, 10, 12, 15]
+        assert (first.calls, second.calls) == (2, 2)
 
     def test_host_call_contract_and_enforcement_alternating(self, tmp_path: Path) -> None:
         """A program-written record: host calls refused, program calls hit; a newer probation
