@@ -192,7 +192,9 @@ class Store:
         # The last verdict per artifact: a verdict is a function of the cached record (never
         # changed once cached) and the lookup's inputs, so while both are the same, the steady
         # state of a stored program skips the checks (ADR 0130).
-        self._verdicts: dict[Path, tuple[ArtifactRecord, str, tuple[Any, ...], Lookup]] = {}
+        self._verdicts: dict[
+            Path, tuple[ArtifactRecord, str, tuple[Any, ...], Lookup, ArtifactRecord, str]
+        ] = {}
 
     def _artifact_path(self, role: str, method: str) -> Path:
         path = self._paths.get((role, method))
@@ -242,15 +244,30 @@ class Store:
         path = self._artifact_path(role, method)
         cached = _ARTIFACTS.get(path)
         if cached is not None:
-            inputs = (contract_fingerprint, runtime_version, host_call, enforce, reader)
+            inputs = (
+                role,
+                method,
+                contract_fingerprint,
+                runtime_version,
+                host_call,
+                enforce,
+                reader,
+            )
             memo = self._verdicts.get(path)
             if (
                 memo is not None
                 and memo[0] is cached
                 and memo[1] is cached.code  # the code verified then is still the code
                 and memo[2] == inputs
+                # Under enforcement the record returned may be a kept version, not ``cached``:
+                # its code too must be the code verified then (red team R8).
+                and memo[4].code is memo[5]
             ):
                 return memo[3]
+            if (cached.role, cached.method_name) != (role, method):
+                # Another (role, method) whose path collides with this one's cached the file
+                # (red team R8): refused as when the file is read.
+                return Lookup(None, "key_mismatch", path)
             # The checksum is verified whenever the code to run is not the code verified
             # last, not only when the file was read: code changed in memory can never run.
             verdict = reuse_verdict(
@@ -315,7 +332,9 @@ class Store:
         if len(self._verdicts) >= _PATHS_KEPT:
             self._verdicts.clear()
         # One assignment: a thread reading the table sees the old entry or the new one.
-        self._verdicts[path] = (record, record.code, inputs, found)
+        chosen = found.record
+        if chosen is not None:  # always, for a record found in the cache
+            self._verdicts[path] = (record, record.code, inputs, found, chosen, chosen.code)
 
     @staticmethod
     def _enforced(
