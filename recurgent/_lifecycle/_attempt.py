@@ -19,7 +19,13 @@ from recurgent._lifecycle._map_items import refuse_map_writes
 from recurgent._lifecycle._role_continuity import check_continuity
 from recurgent._lifecycle._state import CallState
 from recurgent._registry import TOOLS_KEY, integrity_violation
-from recurgent._sandbox import ExecutionResult, ExecutionSandbox, HostBridge, SandboxLimits
+from recurgent._sandbox import (
+    ExecutionResult,
+    ExecutionSandbox,
+    HandleOps,
+    HostBridge,
+    SandboxLimits,
+)
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome, coerce_outcome
 
@@ -47,16 +53,16 @@ def execute_attempt(
         # that state: no regenerated program can fix it, so retrying would only spend calls.
         broken.metadata["guardrail_class"] = "terminal_guardrail"
         raise broken
-    invocation = (method, state.args, state.kwargs)
+    forwarding = _Forwarding(runtime, (method, state.args, state.kwargs), role)
     bridge = HostBridge(
         role=role,
         method_name=method,
         memory=runtime.memory,
         args=state.args,
         kwargs=state.kwargs,
-        delegate=lambda name, **opts: runtime.delegate(name, opts, invocation),
-        tool=lambda name, **opts: runtime.tool(name, opts, invocation),
-        remember=lambda entries: vet_remember(entries, role),
+        delegate=forwarding.delegate,
+        tool=forwarding.tool,
+        remember=forwarding.remember,
         handle_for_agent=runtime.handle_for_agent,
         content=content_reader(runtime, state),
     )
@@ -79,6 +85,31 @@ def execute_attempt(
         state.worker = None
     outcome = _attempt_outcome(runtime, state, generated, result)
     return outcome, result.writes
+
+
+class _Forwarding:
+    """The forwarded operations one attempt lends its program, as one object whose bound
+    methods the bridge holds: fewer objects per attempt than a closure each (they live as long
+    as the sandbox's own cycle, so the collector, not reference counting, frees them)."""
+
+    __slots__ = ("_invocation", "_role", "_runtime")
+
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        invocation: tuple[str, tuple[Any, ...], Mapping[str, Any]],
+        role: str,
+    ) -> None:
+        self._runtime, self._invocation, self._role = runtime, invocation, role
+
+    def delegate(self, name: str, **options: Any) -> HandleOps:
+        return self._runtime.delegate(name, options, self._invocation)
+
+    def tool(self, name: str, **options: Any) -> HandleOps:
+        return self._runtime.tool(name, options, self._invocation)
+
+    def remember(self, entries: Mapping[str, Any]) -> None:
+        vet_remember(entries, self._role)
 
 
 def _worker_for(runtime: AgentRuntime, generated: Generated) -> ProcessExecutor | None:
