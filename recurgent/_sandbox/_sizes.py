@@ -120,11 +120,13 @@ def checked_modular_pow(base: Any, exponent: Any, modulus: Any) -> Any:
 def checked_round(number: Any, ndigits: Any = None) -> Any:
     """The sandbox's ``round()``: an int rounded to ``-n`` digits computes ``10 ** n`` first."""
     if ndigits is not None and isinstance(ndigits, int) and not isinstance(number, float):
-        places = abs(int.__index__(ndigits))
+        wanted = int.__index__(ndigits)
+        places = abs(wanted)
         if places > MAX_ROUND_DIGITS:
+            # A number too long to print (CPython's digit limit) is named by its size.
+            shown = wanted if places.bit_length() <= 64 else f"an int of {places.bit_length()} bits"
             raise SizeLimitExceeded(
-                f"round() to {int.__index__(ndigits)} digits exceeds the sandbox limit of "
-                f"{MAX_ROUND_DIGITS} digits"
+                f"round() to {shown} digits exceeds the sandbox limit of {MAX_ROUND_DIGITS} digits"
             )
     return round(number) if ndigits is None else round(number, ndigits)
 

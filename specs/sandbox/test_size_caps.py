@@ -316,3 +316,19 @@ def test_the_issue_examples_are_refused_before_they_run(source: str) -> None:
     result = execute(PRELUDE + f"result = {source}")
     assert result.error is not None
     assert result.error.error_type == "resource_limit", str(result.error)
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["round(1, 1 << 400_000)", "round(1, -(1 << 400_000))", "round(Decimal('1.5'), 1 << 400_000)"],
+)
+def test_a_huge_ndigits_is_a_resource_limit_whose_message_fits(source: str) -> None:
+    """``round`` to more digits than Python can print is refused as ``resource_limit``, its
+    message naming the size in bits (printing the number itself hit CPython's digit limit
+    and the refusal became an ``execution`` error)."""
+    result = execute(PRELUDE + "from decimal import Decimal\n" + f"result = {source}")
+    assert result.error is not None
+    assert (result.error.error_type, "400001 bits" in str(result.error)) == (
+        "resource_limit",
+        True,
+    )
