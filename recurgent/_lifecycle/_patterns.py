@@ -229,6 +229,15 @@ def _record(runtime: AgentRuntime, state: CallState, code: str, children: int) -
             patterns=found.tags,
             had_child_calls=had_children,
         )
+        failed = state.failed_stored_run
+        if (
+            correction is not None
+            and failed is not None
+            and correction.correction_of_checksum == checksum(failed.code)
+        ):
+            # The runtime replaced a stored program that failed in this very call: that
+            # failure is counted for its version already, and nobody asked again (ADR 0108).
+            correction = None
     outcome = state.outcome
     event = PatternEvent(
         timestamp=utc_timestamp(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC)),

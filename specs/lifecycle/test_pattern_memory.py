@@ -312,6 +312,28 @@ class TestReask:
         ]
         assert (first["artifact_checksum"], "corrected") in runs
 
+    def test_a_stored_program_replaced_after_failing_is_not_a_correction(
+        self, tmp_path: Path, log_path: Path, clock: Clock
+    ) -> None:
+        """The second call's stored program fails and the runtime repairs it: the failure is
+        counted for the stored version once, and no user correction is recorded for it (the
+        user did not ask again; ADR 0108, amended)."""
+        root = tmp_path / "store"
+        provider = ScriptedProvider(
+            {"div": ["result = 100 // args[0]", "result = 100 // args[0] if args[0] else -1"]}
+        )
+        agent = Agent("calc", provider=provider, toolstore_root=root, log=log_path)
+        first_answer = agent.div(5).value
+        clock.now_ms += 1_000
+        second_answer = agent.div(0).value
+
+        first, second = read_log(log_path)
+        (path,) = (root / "artifacts").rglob("div-*.json")
+        card = json.loads(path.read_text())["scorecards"][first["artifact_checksum"]]
+        assert (first_answer, second_answer, second["program_source"]) == (20, -1, "repaired")
+        assert (second["user_correction_detected"], card["user_correction_count"]) == (False, 0)
+        assert (card["successes"], card["failures"]) == (1, 1)
+
     def test_shifted_capabilities_are_not_a_correction(
         self, tmp_path: Path, log_path: Path, clock: Clock
     ) -> None:
