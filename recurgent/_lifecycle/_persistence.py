@@ -139,14 +139,16 @@ class _Ready:
     program: tuple[tuple[Any, ...], CallRecord] | None = None
 
 
-#: Stored programs ready to run, by the identity of the cached record they came from (the entry
-#: keeps the record alive, so the id stays its own).
-_READY: dict[int, _Ready] = {}
+#: Stored programs ready to run, one per agent's store and method: a record the store reads
+#: again (after any write to its file, about once a second for a busy method) replaces its
+#: predecessor here, so a long session keeps one record per method, not one per write.
+_READY: dict[tuple[int, str], _Ready] = {}
 _READY_KEPT = 256
 
 
-def _ready(record: ArtifactRecord, method: str) -> _Ready:
-    entry = _READY.get(id(record))
+def _ready(record: ArtifactRecord, store: Store, method: str) -> _Ready:
+    key = (id(store), method)
+    entry = _READY.get(key)
     if entry is not None and entry.record is record and entry.method == method:
         return entry
     entry = _Ready(
@@ -156,11 +158,11 @@ def _ready(record: ArtifactRecord, method: str) -> _Ready:
         state_of(record, record.code_checksum),
         _provenance.stored(record),
     )
-    if len(_READY) >= _READY_KEPT:
+    if key not in _READY and len(_READY) >= _READY_KEPT:
         # Another thread may change the table between iter() and next(): then skip the drop.
         with contextlib.suppress(RuntimeError):
-            _READY.pop(next(iter(_READY), 0), None)
-    _READY[id(record)] = entry
+            _READY.pop(next(iter(_READY), (0, "")), None)
+    _READY[key] = entry
     return entry
 
 
@@ -292,7 +294,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     if start.action != "persisted" or lookup.record is None:
         return None
     record = lookup.record
-    ready = _ready(record, state.method)
+    ready = _ready(record, store, state.method)
     _hit(state, ready)
     state.attempt_stage = "persisted"
     result = _run_ready(hooks, ready)

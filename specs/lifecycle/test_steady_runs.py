@@ -110,3 +110,25 @@ class TestTheSteadyRecord:
             True,
         )
         assert (programs[3] is programs[2], programs[3].promotion.shadow) == (False, False)
+
+
+class TestOneReadyRecordPerMethod:
+    """What a stored program's runs read once per record is kept per agent's store and
+    method: a record read again after a write replaces its predecessor (ADR 0130)."""
+
+    def test_a_long_session_keeps_one_record_per_method(self, tmp_path: Path) -> None:
+        """Five writes of the artifact, five records read: one entry left, the latest."""
+        agent = _agent(tmp_path)
+        agent.add(1)
+        store = agent._runtime().store
+        assert store is not None
+        seen: list[object] = []
+        for number in range(2, 7):
+            agent.add(number)
+            entry = _persistence._READY[(id(store), "add")]
+            seen.append(entry.record)
+            store.flush()  # the batched runs are written: the next lookup reads a new record
+
+        entries = [key for key in _persistence._READY if key[0] == id(store)]
+        assert (len({id(record) for record in seen}), entries) == (5, [(id(store), "add")])
+        assert agent.add(7).value == 28
