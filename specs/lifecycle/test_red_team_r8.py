@@ -35,7 +35,9 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    version, the log names the version and state that ran) and a tampered file renamed in by
    another process, each after a warm memo: seen at the next call.
 9. Held: an id reused by a new record: a ``_Ready`` entry left at that id for another record
-   is never served to the new one.
+   is never served to the new one. (Since then ``_Ready`` entries are keyed by the agent's
+   store and method, ADR 0130; the spec pins the same rule for an entry holding another
+   record.)
 10. Held: two threads looking up while a third alternates the file between a host-written and
     a program-written program: no lookup ever answers the host with the program-written code.
 11. Held: a forked child inherits the parent's warm memo; a change the child makes is seen by
@@ -137,9 +139,11 @@ def _durable_double_repaired(root: Path) -> None:
 
 def _evict_ready() -> None:
     """256 other stored programs ran in this process: every older ``_Ready`` entry is gone."""
+    elsewhere = Store(Path("/nonexistent-store"))
     for number in range(_persistence._READY_KEPT):
-        other = ArtifactRecord(role="other", method_name="run", code=f"return {number}")
-        _persistence._ready(other, "run")
+        method = f"run{number}"
+        other = ArtifactRecord(role="other", method_name=method, code=f"return {number}")
+        _persistence._ready(other, elsewhere, method)
 
 
 class TestAKeptVersionChangedInMemory:
@@ -380,14 +384,16 @@ class TestChangesOnDiskThroughAWarmMemo:
 class TestIdentityRacesAndForks:
     """Payloads 9-11."""
 
-    def test_a_ready_entry_at_a_reused_id_is_never_served(self) -> None:
-        """An entry left at a new record's id for another record (as after that record was
-        freed) is rebuilt for the new record."""
+    def test_a_ready_entry_for_another_record_is_never_served(self) -> None:
+        """The entry of a store and method holds another record (the record read before, or
+        one of a store freed since whose id a new store got): it is rebuilt for the record
+        the lookup handed out."""
+        store = Store(Path("/nonexistent-store"))
         old = ArtifactRecord(role="calculator", method_name="run", code="return 1")
         new = ArtifactRecord(role="calculator", method_name="run", code="return 2")
-        _persistence._READY[id(new)] = _persistence._ready(old, "run")
+        _persistence._ready(old, store, "run")
 
-        ready = _persistence._ready(new, "run")
+        ready = _persistence._ready(new, store, "run")
 
         assert (ready.record is new, _persistence._prepare_record(ready).program.code) == (
             True,
