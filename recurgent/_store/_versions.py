@@ -157,9 +157,10 @@ def _choices(record: ArtifactRecord) -> tuple[ArtifactRecord, ...] | None:
     return tuple(version_view(record, digest) for digest in order)
 
 
-#: Choices per cached record (a record the store caches is never changed; the entry keeps it
-#: alive, so its id stays its own).
-_CHOICES: dict[int, tuple[ArtifactRecord, tuple[ArtifactRecord, ...] | None]] = {}
+#: Choices per (role, method), for the record they were made from: a record the store reads
+#: again (after any write to its file) replaces its predecessor, so a busy method keeps one
+#: record alive here, not one per write (ADR 0130).
+_CHOICES: dict[tuple[str, str], tuple[ArtifactRecord, tuple[ArtifactRecord, ...] | None]] = {}
 _CHOICES_KEPT = 256
 
 
@@ -172,13 +173,14 @@ def enforced_choices(record: ArtifactRecord) -> tuple[ArtifactRecord, ...] | Non
     ``None`` when the record has no lifecycle data (it runs as with enforcement off); an empty
     tuple when every version it holds is degraded.
     """
-    cached = _CHOICES.get(id(record))
+    key = (record.role, record.method_name)
+    cached = _CHOICES.get(key)
     if cached is not None and cached[0] is record:
         return cached[1]
     choices = _choices(record)
-    if len(_CHOICES) >= _CHOICES_KEPT:
+    if key not in _CHOICES and len(_CHOICES) >= _CHOICES_KEPT:
         # Another thread may change the table between iter() and next(): then skip the drop.
         with contextlib.suppress(RuntimeError):
-            _CHOICES.pop(next(iter(_CHOICES), 0), None)
-    _CHOICES[id(record)] = (record, choices)
+            _CHOICES.pop(next(iter(_CHOICES), ("", "")), None)
+    _CHOICES[key] = (record, choices)
     return choices

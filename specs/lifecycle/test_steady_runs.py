@@ -5,14 +5,15 @@ recording step would report."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from recurgent import Agent
+from recurgent import Agent, configure_runtime
 from recurgent._lifecycle import _persistence, call_state
-from recurgent._store import AnsweredRun, CallRecord, Store, WriteResult
+from recurgent._store import AnsweredRun, ArtifactRecord, CallRecord, Store, WriteResult
 from recurgent.testing import ScriptedProvider
 from specs.store.support import ScriptedModel
 
@@ -132,3 +133,25 @@ class TestOneReadyRecordPerMethod:
         entries = [key for key in _persistence._READY if key[0] == id(store)]
         assert (len({id(record) for record in seen}), entries) == (5, [(id(store), "add")])
         assert agent.add(7).value == 28
+
+    @pytest.mark.parametrize("enforced", [False, True], ids=["shadow", "enforced"])
+    def test_a_busy_method_keeps_one_record_alive(self, tmp_path: Path, enforced: bool) -> None:
+        """Ten batched writes of one artifact leave one of its records alive in the process,
+        with promotion enforcement on or off (the tables before kept one per write, up to
+        256)."""
+        configure_runtime(promotion_enforcement_enabled=enforced)
+        role = f"retainer-{enforced}"  # its own role: other specs' records stay cached too
+        provider = ScriptedProvider({(role, "add"): PROGRAM})
+        agent = Agent(role, provider=provider, log=False, toolstore_root=tmp_path / "s")
+        store = agent._runtime().store
+        assert store is not None
+        for number in range(10):
+            agent.add(number)
+            agent.add(number)
+            store.flush()
+        gc.collect()
+
+        alive = [
+            obj for obj in gc.get_objects() if type(obj) is ArtifactRecord and obj.role == role
+        ]
+        assert len(alive) == 1
