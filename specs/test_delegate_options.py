@@ -130,6 +130,22 @@ class TestHostOnlyOptionsAreRefused:
         )
         assert [r.method_name for r in provider.requests] == ["make"]
 
+    @pytest.mark.parametrize("option", ["self", "name"])
+    def test_an_option_named_like_a_parameter_is_an_option(self, option: str) -> None:
+        """An option a program names ``self`` or ``name`` reaches the option checks like any
+        other one and the child answers; it never collides with the host's own signature (a
+        ``name`` option was a ``TypeError`` in the host before). ``tool`` alike with ``self``:
+        the answer is the unknown tool's, as without the option (``name`` is the program's own
+        ``tool(name, ...)`` parameter)."""
+        _, outcome, provider = _run(f"return delegate('helper', {option}='x').work()")
+        _, through_tool, _ = _run("return tool('helper', self='x').work()")
+
+        assert (outcome.status, outcome.value) == ("ok", "done")
+        assert [r.method_name for r in provider.requests] == ["make", "work"]
+        assert (through_tool.error_message or "").endswith(
+            "UsageError: Unknown tool 'helper' in planner.tool; known tools: none"
+        )
+
     def test_tool_from_code_is_refused_the_same_way(self) -> None:
         """tool('helper', debug=True) from code is refused like delegate."""
         provider = ScriptedProvider({("planner", "make"): "return tool('helper', debug=True)"})

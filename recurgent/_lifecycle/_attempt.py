@@ -102,13 +102,15 @@ class _Forwarding:
     ) -> None:
         self._runtime, self._invocation, self._role = runtime, invocation, role
 
-    def delegate(self, name: str, **options: Any) -> HandleOps:
+    # Positional-only: an option a program names "self" or "name" reaches the option checks
+    # like any other, never this signature.
+    def delegate(self, name: str, /, **options: Any) -> HandleOps:
         return self._runtime.delegate(name, options, self._invocation)
 
-    def tool(self, name: str, **options: Any) -> HandleOps:
+    def tool(self, name: str, /, **options: Any) -> HandleOps:
         return self._runtime.tool(name, options, self._invocation)
 
-    def remember(self, entries: Mapping[str, Any]) -> None:
+    def remember(self, entries: Mapping[str, Any], /) -> None:
         vet_remember(entries, self._role)
 
 
