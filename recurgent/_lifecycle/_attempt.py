@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
     from recurgent._worker._executor import ProcessExecutor
 
-__all__ = ["execute_attempt", "vet_remember"]
+__all__ = ["Forwarding", "execute_attempt", "vet_remember"]
 
 
 def execute_attempt(
@@ -53,7 +53,7 @@ def execute_attempt(
         # that state: no regenerated program can fix it, so retrying would only spend calls.
         broken.metadata["guardrail_class"] = "terminal_guardrail"
         raise broken
-    forwarding = _Forwarding(runtime, (method, state.args, state.kwargs), role)
+    forwarding = Forwarding(runtime, (method, state.args, state.kwargs), role)
     bridge = HostBridge(
         role=role,
         method_name=method,
@@ -87,10 +87,11 @@ def execute_attempt(
     return outcome, result.writes
 
 
-class _Forwarding:
-    """The forwarded operations one attempt lends its program, as one object whose bound
-    methods the bridge holds: fewer objects per attempt than a closure each (they live as long
-    as the sandbox's own cycle, so the collector, not reference counting, frees them)."""
+class Forwarding:
+    """The forwarded operations one attempt (or a map's batch) lends its program, as one
+    object whose bound methods the bridge holds: fewer objects per attempt than a closure each
+    (they live as long as the sandbox's own cycle, so the collector, not reference counting,
+    frees them)."""
 
     __slots__ = ("_invocation", "_role", "_runtime")
 

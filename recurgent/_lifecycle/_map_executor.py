@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from recurgent._content_store import ContentReads
 from recurgent._execution import BatchExecutor, ItemCall
-from recurgent._lifecycle._attempt import vet_remember
+from recurgent._lifecycle._attempt import Forwarding
 from recurgent._lifecycle._continuity import retention_of
 from recurgent._lifecycle._map_program import Program
 from recurgent._lifecycle._map_request import MapRequest
@@ -49,17 +49,17 @@ def limits_for(runtime: AgentRuntime, request: MapRequest) -> SandboxLimits:
 
 def bridge_for(runtime: AgentRuntime, method: str) -> HostBridge:
     """The host calls every item's attempt may make (delegate, tool, remember, content)."""
-    invocation: tuple[str, tuple[Any, ...], dict[str, Any]] = (method, (), {})
     role = runtime.role
+    forwarding = Forwarding(runtime, (method, (), {}), role)
     return HostBridge(
         role=role,
         method_name=method,
         memory={},
         args=(),
         kwargs={},
-        delegate=lambda name, **opts: runtime.delegate(name, opts, invocation),
-        tool=lambda name, **opts: runtime.tool(name, opts, invocation),
-        remember=lambda entries: vet_remember(entries, role),
+        delegate=forwarding.delegate,
+        tool=forwarding.tool,
+        remember=forwarding.remember,
         handle_for_agent=runtime.handle_for_agent,
         content=runtime.content.reader(lambda: retention_of(runtime), ContentReads()),
     )
