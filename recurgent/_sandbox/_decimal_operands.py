@@ -187,8 +187,9 @@ def _comparison(name: str) -> None:
     setattr(SandboxDecimal, name, compare)
 
 
-def _method(name: str) -> None:
-    plain = getattr(_DECIMAL, name)
+def _checked_method(owner: type, name: str) -> Callable[..., Any]:
+    """``owner.<name>`` with its int operands checked and its results checked Decimals."""
+    plain = getattr(owner, name)
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         check_operands(args)
@@ -197,7 +198,11 @@ def _method(name: str) -> None:
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = plain.__doc__
-    setattr(SandboxDecimal, name, method)
+    return method
+
+
+def _method(name: str) -> None:
+    setattr(SandboxDecimal, name, _checked_method(_DECIMAL, name))
 
 
 _BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "divmod")
@@ -260,13 +265,4 @@ SandboxDecimal.__name__ = SandboxDecimal.__qualname__ = "Decimal"
 
 def checked_context_method(name: str) -> Callable[..., Any]:
     """``decimal.Context.<name>`` with its int operands checked and its results checked Decimals."""
-    plain = getattr(decimal.Context, name)
-
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        check_operands(args)
-        check_operands(tuple(kwargs.values()))
-        return sandboxed_decimals(plain(self, *args, **kwargs))
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = plain.__doc__
-    return method
+    return _checked_method(decimal.Context, name)
