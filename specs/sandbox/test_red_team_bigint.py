@@ -11,9 +11,6 @@ every ordinary use of ``int``.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-
 import pytest
 
 from specs.sandbox.support import Host, error_of, value_of
@@ -170,15 +167,6 @@ def test_an_int_past_the_cap_from_bytes_is_refused(payload: str, message: str) -
 
     assert error_type == "resource_limit"
     assert f"{message}; {_LIMIT}" in error
-
-
-@pytest.fixture
-def unlimited_digits() -> Iterator[None]:
-    """A host that lifted CPython's digit limit for its own work (the process-wide setting)."""
-    before = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(0)
-    yield
-    sys.set_int_max_str_digits(before)
 
 
 @pytest.mark.usefixtures("unlimited_digits")

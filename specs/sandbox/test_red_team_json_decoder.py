@@ -24,9 +24,6 @@ library's own objects on that instance. Assessed attribute by attribute (ADR 012
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-
 import pytest
 
 from specs.sandbox.support import error_of, value_of
@@ -38,15 +35,6 @@ _DECODER = (
     "        return getattr(self, name)\n"
     "d = D()\n"
 )
-
-
-@pytest.fixture
-def unlimited_digits() -> Iterator[None]:
-    """A host that lifted CPython's digit limit for its own work (the process-wide setting)."""
-    before = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(0)
-    yield
-    sys.set_int_max_str_digits(before)
 
 
 class TestParseInt:

@@ -134,7 +134,9 @@ class TestEnforcedLookup:
         write_json(artifact_path(root, "calculator", "answer"), record.to_json(), root=root)
         return Store(root)
 
-    def _lookup(self, store: Store, *, enforce: bool, contract: str = "none") -> Any:
+    def _lookup(
+        self, store: Store, *, enforce: bool, contract: str = "none", reader: Reader | None = None
+    ) -> Any:
         return store.lookup(
             "calculator",
             "answer",
@@ -142,6 +144,7 @@ class TestEnforcedLookup:
             runtime_version="0.1.0",
             host_call=True,
             enforce=enforce,
+            reader=reader,
         )
 
     def test_the_incumbent_durable_version_runs_over_a_newer_probation_one(
@@ -229,14 +232,8 @@ class TestEnforcedLookup:
         record = _version(record, "return 2", STAMPS[2], provenance=double)
         store = self._store(tmp_path, record)
 
-        as_double = store.lookup(
-            "calculator",
-            "answer",
-            contract_fingerprint="none",
-            runtime_version="0.1.0",
-            host_call=True,
-            enforce=True,
-            reader=Reader(test_double=True, fingerprint="f"),
+        as_double = self._lookup(
+            store, enforce=True, reader=Reader(test_double=True, fingerprint="f")
         )
         as_model = self._lookup(store, enforce=True)
 
