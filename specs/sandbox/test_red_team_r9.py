@@ -14,7 +14,13 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    ``operator.methodcaller('as_integer_ratio')`` already stopped at 2.1 s; ``str``, ``float``,
    ``hash``, ``to_integral``, ``as_tuple``, ``adjusted``, ``to_eng_string`` and the context's
    ``to_integral_value``/``to_sci_string`` of the same Decimals are cheap (40 in 0.1 s).
-2. Held (``Forwarding``): ``delegate``/``tool``/``remember`` seen by the program are the
+2. BROKEN, fixed (parity, not reach): under ``isolation="process"``,
+   ``delegate('helper', name='x')`` failed with ``RuntimeError: delegate failed:
+   _Forwarder.opener.<locals>.open_handle() got multiple values for argument 'name'`` where the
+   in-process sandbox (since ``Forwarding``'s positional-only ``name``) answers: the worker's
+   own opener still took ``name`` by keyword. It is positional-only too; ``self='x'`` already
+   worked there.
+3. Held (``Forwarding``): ``delegate``/``tool``/``remember`` seen by the program are the
    sandbox's sealed closures: ``repr`` is ``<function delegate>``; ``__self__``,
    ``__closure__``, ``__globals__``, ``__reduce_ex__`` through ``operator.attrgetter``/
    ``methodcaller``: private-name refusal; ``getattr(delegate, '__self__', 'none')`` and
@@ -26,7 +32,7 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    value is ``delegate`` or another function, and a role that is a function:
    ``non_serializable_result`` before the host runs. No message names ``Forwarding``,
    ``_runtime``, ``AgentRuntime``, ``HostBridge`` or a bound method.
-3. Held (option names): ``self``, ``name``, ``options``, ``_runtime``, ``_invocation``,
+4. Held (option names): ``self``, ``name``, ``options``, ``_runtime``, ``_invocation``,
    ``invocation`` (also through ``**{..}``) are unknown options, ignored as before, and the
    child answers; ``role`` (``delegate``) and ``name`` (``tool``) collide with the sandbox
    closure's own parameter: a ``TypeError`` in the program, the host never called.
@@ -34,14 +40,14 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    is a ``TypeError`` in the program. ``role_profile``, ``delegation_budget``, ``network='open'``,
    ``execution_timeout_seconds=1e9``: ``delegate_option_refused``; ``max_output_chars=10**9``
    is an unknown option (ignored; the child's limits are the parent's).
-4. Held (stamped Outcome): ``Outcome.ok(5, call_id='forged', code=..)``,
+5. Held (stamped Outcome): ``Outcome.ok(5, call_id='forged', code=..)``,
    ``Outcome(status='ok', ..., call_id='forged', tool_role='other')``,
    ``Outcome.error(.., call_id='forged')``, ``{'status': 'ok', 'value': 5, 'call_id': ..}``
    (plain data, the whole mapping is the value), ``{'status': 'error', .., 'call_id': ..}``, a
    child's Outcome passed on, and a plain ``5``: the caller's ``outcome.call_id`` and the
    history record's ``call_id`` are the call's own and ``outcome.code`` is the program that
    ran, never the forged text.
-5. Held (Decimal, single C calls): ints of 999 000 bits through ``Decimal(n)``, the Decimal
+6. Held (Decimal, single C calls): ints of 999 000 bits through ``Decimal(n)``, the Decimal
    class reached by ``type(d).mro()[0]``, ``Context()``/``getcontext().copy()``
    ``create_decimal`` (also ``num=``), ``create_decimal_from_float``, ``from_float``,
    ``power(2, 3, n)``, ``to_sci_string``, ``is_zero``, ``number_class``, ``compare_total``,
@@ -61,7 +67,7 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    ``Fraction(Decimal('1e99999'))``, ``Fraction.from_decimal``: the 4 300-digit text limit.
    ``{Decimal(1): 1}.get(n)``, ``{d} == {n}``, ``collections.Counter``: hashes differ, no
    conversion. ``math.fsum``, ``math.isclose``, ``statistics.fmean``: float conversion.
-6. Held (values to the host): a ``Decimal`` answer and Decimals inside a list and a dict reach
+7. Held (values to the host): a ``Decimal`` answer and Decimals inside a list and a dict reach
    the host as plain ``decimal.Decimal``; ``getcontext()`` as the answer:
    ``non_serializable_result``.
 """
@@ -125,7 +131,7 @@ _HUGE = (
 
 
 class TestHugeIntsReachingDecimal:
-    """Payload 5 (held): an int past 332 197 bits meets the check whoever converts it."""
+    """Payload 6 (held): an int past 332 197 bits meets the check whoever converts it."""
 
     @pytest.mark.parametrize(
         "call",
@@ -163,7 +169,7 @@ class TestHugeIntsReachingDecimal:
         )
 
     def test_the_host_gets_plain_decimals_and_never_a_context(self) -> None:
-        """Payload 6: checked Decimals leave as ``decimal.Decimal``; a context is refused."""
+        """Payload 7: checked Decimals leave as ``decimal.Decimal``; a context is refused."""
         answer = value_of(
             "import decimal\nresult = [decimal.Decimal('1.5'), {'a': decimal.Decimal(2)}]"
         )
@@ -184,7 +190,7 @@ def _planner(program: str) -> Agent:
 
 
 class TestForwardedOperations:
-    """Payloads 2 and 3 (held): the program reaches no host object through the forwarders."""
+    """Payloads 3 and 4 (held): the program reaches no host object through the forwarders."""
 
     @pytest.mark.parametrize(
         ("program", "value"),
@@ -226,7 +232,7 @@ class TestForwardedOperations:
 
 
 class TestForgedOrigin:
-    """Payload 4 (held): the caller sees the call's own id and program, never forged ones."""
+    """Payload 5 (held): the caller sees the call's own id and program, never forged ones."""
 
     @pytest.mark.parametrize(
         "program",
@@ -247,3 +253,29 @@ class TestForgedOrigin:
         assert outcome.call_id == record["call_id"]
         assert outcome.call_id != "forged"
         assert outcome.code == program
+
+
+@pytest.mark.slow
+class TestOptionNamesOnAWorker:
+    """Payload 2 (fixed): an option named ``name`` is an option on a worker too."""
+
+    @pytest.mark.parametrize("option", ["name", "self"])
+    def test_the_child_answers(self, option: str) -> None:
+        """Before the fix ``name`` was a ``TypeError`` in the worker's own opener."""
+        provider = ScriptedProvider(
+            {
+                ("planner", "make"): f"result = delegate('helper', {option}='x').work()",
+                ("helper", "work"): "result = 'done'",
+            }
+        )
+        planner = Agent(
+            "planner",
+            provider=provider,
+            guardrail_recovery_budget=0,
+            log=False,
+            isolation="process",
+        )
+
+        outcome = planner.make()
+
+        assert (outcome.status, outcome.value) == ("ok", "done")
