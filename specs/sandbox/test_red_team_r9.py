@@ -39,7 +39,15 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    ``remember(self=1, entries=2, name=3)`` writes three keys; ``remember({..})`` positionally
    is a ``TypeError`` in the program. ``role_profile``, ``delegation_budget``, ``network='open'``,
    ``execution_timeout_seconds=1e9``: ``delegate_option_refused``; ``max_output_chars=10**9``
-   is an unknown option (ignored; the child's limits are the parent's).
+   is an unknown option (ignored; the child's limits are the parent's). Option values that are
+   Outcomes (``purpose``, ``intent_signature``: ``UsageError``; ``forwarded_call_budget``,
+   a ``network`` entry: ``delegate_option_refused``) and ``execution_timeout_seconds=True``:
+   refused, the message echoing only the program's value. ``delegation_contract`` carrying
+   ``role_profile``: dropped from the child's contract. ``delegate('planner')``,
+   ``delegate(' planner ')``, ``tool('planner')`` from ``planner``: ``self_materialization``.
+   SandboxDecimals as delegate options, handle call arguments, a handle's setter and
+   ``remember``, ``remember()``, memory writes and an Outcome's value and metadata reach the
+   host as plain ``decimal.Decimal``.
 5. Held (stamped Outcome): ``Outcome.ok(5, call_id='forged', code=..)``,
    ``Outcome(status='ok', ..., call_id='forged', tool_role='other')``,
    ``Outcome.error(.., call_id='forged')``, ``{'status': 'ok', 'value': 5, 'call_id': ..}``
