@@ -267,12 +267,12 @@ TABLE: dict[str, ModuleRows] = {
     ),
     "math": rows(
         pure="""
-            acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh degrees dist
-            e erf erfc exp exp2 expm1 fabs floor fmod frexp fsum gamma hypot inf isclose
+            acos acosh asin asinh atan atan2 atanh cbrt copysign cos cosh degrees dist
+            e erf erfc exp exp2 expm1 fabs fmod frexp fsum gamma hypot inf isclose
             isfinite isinf isnan ldexp lgamma log log10 log1p log2 modf nan nextafter
-            pi pow radians remainder sin sinh sqrt tan tanh tau trunc ulp
+            pi pow radians remainder sin sinh sqrt tan tanh tau ulp
             """,
-        replaced="comb factorial gcd isqrt lcm perm prod",
+        replaced="ceil comb factorial floor gcd isqrt lcm perm prod trunc",
     ),
     "numbers": rows(
         pure="Complex Integral Number Rational Real",

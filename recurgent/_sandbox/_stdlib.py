@@ -126,9 +126,28 @@ def _checked_gcd(*integers: Any) -> Any:
     return result
 
 
+def _floor(x: Any, /) -> Any:
+    return math.floor(x)
+
+
+def _ceil(x: Any, /) -> Any:
+    return math.ceil(x)
+
+
+def _trunc(x: Any, /) -> Any:
+    return math.trunc(x)
+
+
 def math_overrides() -> dict[str, Any]:
     """Checked ``math`` functions."""
     return {
+        # Python frames around the C call: a Decimal at the exponent cap becomes an int of
+        # 332 000 bits in one C call (about 0.3 s), and a C loop calling the builtin directly
+        # (``list(map(math.floor, xs))``) never reached a point where the deadline's stop
+        # lands (red team R9).
+        "floor": _floor,
+        "ceil": _ceil,
+        "trunc": _trunc,
         "factorial": _checked_factorial,
         "comb": _checked_comb,
         "perm": _checked_perm,
