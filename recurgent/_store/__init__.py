@@ -43,6 +43,7 @@ from recurgent._store._batch import (
 from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
+from recurgent._store._ownership import refusal
 from recurgent._store._paths import artifact_path, default_root, registry_path
 from recurgent._store._promotion import (
     POLICY,
@@ -53,14 +54,14 @@ from recurgent._store._promotion import (
     promotion_mode,
     state_of,
 )
-from recurgent._store._provenance import Provenance, Reader, write_refusal
+from recurgent._store._provenance import Provenance, Reader
 from recurgent._store._registry import (
     load_tools,
     merge_known_tools,
     merge_registration,
     update_tools,
 )
-from recurgent._store._versions import enforced_choices, runs_kept_version
+from recurgent._store._versions import enforced_choices
 from recurgent._tool_telemetry import ToolObservation, reflects
 from recurgent._values import utc_timestamp
 
@@ -402,20 +403,8 @@ class Store:
                 record = _parse(loaded)
                 if record is None:
                     quarantine(path, expected=loaded.raw, now=self._clock())
-                elif (record.role, record.method_name) != (call.role, call.method):
-                    refused.append("key_mismatch")
-                    return None
-                elif (
-                    record.author == HOST
-                    and call.author != HOST
-                    and not runs_kept_version(record, digest, call.source)
-                ):
-                    refused.append("host_written")
-                    return None
-                elif refusal := write_refusal(
-                    record.provenance, bool(record.code.strip()), call.provenance
-                ):
-                    refused.append(refusal)
+                elif reason := refusal(record, call, digest):
+                    refused.append(reason)
                     return None
             if record is not None and waiting is not None:
                 apply_runs(record, waiting)

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 from recurgent._store._artifacts import parse_record
 from recurgent._store._batch import RunsDelta, UsesDelta, apply_runs, apply_uses
 from recurgent._store._files import Loaded, identity_of, update_json
+from recurgent._store._ownership import refusal
 from recurgent._store._registry import update_tools
 
 __all__ = [
@@ -171,7 +172,11 @@ def write_runs(path: Path, root: Path, delta: RunsDelta) -> None:
 
     def change(loaded: Loaded) -> dict[str, Any] | None:
         record = parse_record(loaded.data)
-        return None if record is None else apply_runs(record, delta).to_json()
+        if record is None or refusal(record, delta.latest, delta.digest) is not None:
+            # Another process put another role's, the host's or a model's program there
+            # since the runs: they never count for it (ADR 0131).
+            return None
+        return apply_runs(record, delta).to_json()
 
     update_json(path, change, root=root, durable=False)
 

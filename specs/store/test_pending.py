@@ -15,9 +15,15 @@ from typing import Any
 import pytest
 
 from recurgent._store import Store, _pending, checksum, flush
+from recurgent._store._artifacts import apply_call
 from recurgent._store._paths import artifact_path, registry_path
 from recurgent._store._pending import FLUSH_AFTER_SECONDS, PendingTable
+from recurgent._store._provenance import Provenance
 from specs.store.support import call, frozen
+
+NOW = "2026-12-01T12:00:00.123Z"
+DOUBLE = Provenance(provider_kind="test_double:ScriptedProvider", double_fingerprint="sha256:a")
+MODEL = Provenance(provider_kind="openai", model="gpt-4.1-mini-2025-04-14", prompt_version="p1")
 
 
 def _store(root: Path) -> Store:
@@ -137,6 +143,53 @@ class TestPersistedRunsWait:
         store.flush()
 
         assert _counts(store.root) == (401, 401)
+
+
+class TestFlushChecksTheFileItWrites:
+    """Runs waiting for a file are written a second later: if another process put a program
+    there meanwhile that the runs could not have been written into at once (another key's, the
+    host's, a model's when a double ran), the flush leaves it as it is (ADR 0131)."""
+
+    @pytest.mark.parametrize(
+        ("ours", "theirs"),
+        [
+            # A colliding path: another role's record of the same code.
+            ({}, {"role": "abacus"}),
+            # The host's program replaced one a program had written.
+            ({"author": "program"}, {"code": "return 7", "author": "host"}),
+            # A model wrote the same code the double's runs ran.
+            ({"provenance": DOUBLE}, {"provenance": MODEL}),
+        ],
+        ids=["key_mismatch", "host_written", "model_written"],
+    )
+    def test_runs_never_fold_into_a_program_they_could_not_write(
+        self, tmp_path: Path, ours: dict[str, Any], theirs: dict[str, Any]
+    ) -> None:
+        """The waiting runs are dropped and the other program's file is left byte for byte."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(**ours))
+        store.record_call(call(source="persisted", **ours))
+        path = artifact_path(store.root, "calculator", "answer")
+        path.write_text(json.dumps(apply_call(None, call(**theirs), now=NOW).to_json()))
+        written = path.read_bytes()
+
+        store.flush()
+
+        assert (path.read_bytes() == written, _pending.RUNS.pending()) == (True, [])
+
+    def test_runs_still_count_in_a_program_they_could_have_written(self, tmp_path: Path) -> None:
+        """The control: the same role's new code from another process keeps the waiting runs
+        in its totals (the runs counted an older version)."""
+        store = _store(tmp_path / "store")
+        store.record_call(call())
+        store.record_call(call(source="persisted"))
+        path = artifact_path(store.root, "calculator", "answer")
+        path.write_text(json.dumps(apply_call(None, call(code="return 7"), now=NOW).to_json()))
+
+        store.flush()
+
+        data = _artifact(store.root)
+        assert (data["code"], data["success_count"]) == ("return 7", 2)
 
 
 class TestToolUsesWait:

@@ -1,0 +1,33 @@
+"""Who may fold a call into a stored record: the rules every write of an artifact applies.
+
+A write carries a call (or a batch of persisted runs, told as the call record of their
+program) into the record now in the file. It is refused when the file holds another role's or
+method's record (paths are short digests and may collide, red team R8), the host's code and
+the call is not the host's (ADR 0074), or a model's code and the call's program came from a
+test double (ADR 0077). A write made at once and a batch written a second later apply the same
+rules (ADR 0131): the file may have changed between a run and its flush.
+"""
+
+from __future__ import annotations
+
+from recurgent._store._artifacts import HOST, ArtifactRecord, CallRecord
+from recurgent._store._provenance import write_refusal
+from recurgent._store._versions import runs_kept_version
+
+__all__ = ["refusal"]
+
+
+def refusal(record: ArtifactRecord, call: CallRecord, digest: str) -> str | None:
+    """Why ``call`` (whose code has checksum ``digest``) may not be folded into ``record``:
+    ``key_mismatch``, ``host_written`` or ``model_written``; ``None`` when it may."""
+    if (record.role, record.method_name) != (call.role, call.method):
+        return "key_mismatch"
+    if (
+        record.author == HOST
+        and call.author != HOST
+        # A program may run the host's code (a kept version it ran counts for that version),
+        # never replace it.
+        and not runs_kept_version(record, digest, call.source)
+    ):
+        return "host_written"
+    return write_refusal(record.provenance, bool(record.code.strip()), call.provenance)
