@@ -146,6 +146,7 @@ def _list(desk: Governance, args: argparse.Namespace, root: Path, out: TextIO, e
             {
                 "root": str(root),
                 "proposal_count": len(records),
+                "status_filter": args.status,
                 "unreadable_entries": unreadable,
                 "proposals": records,
             },

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._call import CallFrame
+from recurgent._lifecycle._lanes import TAXONOMY
 from recurgent._patterns._extract import Capabilities, extract_capabilities
 from recurgent._patterns._memory import (
     Correction,
@@ -218,10 +219,12 @@ def _record(runtime: AgentRuntime, state: CallState, code: str, children: int) -
     now_ms = wall_clock_ms()
     had_children = children > 0
     correction: Correction | None = None
+    corrected_an_error = False
     if frame.depth == 0:
         latest = book.recent(runtime.role, state.method, 1)
+        previous = latest[-1] if latest else None
         correction = detect_reask(
-            latest[-1] if latest else None,
+            previous,
             method=state.method,
             depth=frame.depth,
             trace_id=frame.trace_id,
@@ -238,6 +241,10 @@ def _record(runtime: AgentRuntime, state: CallState, code: str, children: int) -
             # The runtime replaced a stored program that failed in this very call: that
             # failure is counted for its version already, and nobody asked again (ADR 0108).
             correction = None
+        # A failure was counted for its version when it was recorded: asking again after it
+        # says nothing new, and judging it a failure twice moved another call's success to
+        # the failures (ADR 0108, amended). A domain error is an answer and stays correctable.
+        corrected_an_error = previous is not None and _counted_as_failure(previous)
     outcome = state.outcome
     event = PatternEvent(
         timestamp=utc_timestamp(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC)),
@@ -256,9 +263,17 @@ def _record(runtime: AgentRuntime, state: CallState, code: str, children: int) -
         code_checksum=state.artifact_checksum or checksum(code),
     )
     recorded = book.append(runtime.role, event)
-    if correction is not None:
+    if correction is not None and not corrected_an_error:
         _count_against(runtime, state, correction)
     return PatternReport(found, correction, recorded)
+
+
+def _counted_as_failure(event: PatternEvent) -> bool:
+    """Whether the scorecard counted ``event``'s call as a failure: an error outcome whose
+    type is the runtime's (a program's own error type is a domain error, an answer)."""
+    if event.outcome_status != "error":
+        return False
+    return not event.error_type or event.error_type in TAXONOMY
 
 
 def _count_against(runtime: AgentRuntime, state: CallState, correction: Correction) -> None:

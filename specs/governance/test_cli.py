@@ -62,6 +62,7 @@ class TestList:
         assert _json("list", "--root", str(root)) == {
             "root": str(root),
             "proposal_count": 0,
+            "status_filter": None,
             "unreadable_entries": 0,
             "proposals": [],
         }
@@ -92,6 +93,17 @@ class TestList:
 
         assert [p["id"] for p in approved["proposals"]] == [first["id"]]
         assert [p["id"] for p in last["proposals"]] == [second["id"]]
+
+    def test_json_names_the_status_filter_as_the_original(self, root: Path) -> None:
+        """The list document carries the original's `status_filter` (`recurgent-tools
+        proposals`' key): the --status asked for, `null` without one (ADR 0086, amended)."""
+        _propose(root)
+
+        filtered = _json("list", "--status", "approved", "--root", str(root))
+        unfiltered = _json("list", "--root", str(root))
+
+        assert (filtered["status_filter"], filtered["proposal_count"]) == ("approved", 0)
+        assert (unfiltered["status_filter"], unfiltered["proposal_count"]) == (None, 1)
 
     def test_without_a_command_the_proposals_are_listed(self, root: Path) -> None:
         """`recurgent proposals --root R --json` (no command) is `list`, as the original's."""

@@ -334,6 +334,48 @@ class TestReask:
         assert (second["user_correction_detected"], card["user_correction_count"]) == (False, 0)
         assert (card["successes"], card["failures"]) == (1, 1)
 
+    @pytest.mark.parametrize(
+        ("failing", "error_type", "counted"),
+        [
+            ("raise ValueError('no answer')", "execution", 1),
+            (
+                "return {'status': 'error', 'error_type': 'no_such_city', 'error_message': 'x'}",
+                "no_such_city",
+                2,
+            ),
+        ],
+    )
+    def test_asking_again_after_a_failure_is_not_counted_again(
+        self,
+        tmp_path: Path,
+        log_path: Path,
+        clock: Clock,
+        failing: str,
+        error_type: str,
+        counted: int,
+    ) -> None:
+        """Three calls of one program: an answer, an error, the error asked for again. Both
+        re-asks are logged. A failure (a raised error) was counted for the version when it
+        happened, so asking again after it counts nothing more (counting it moved the first
+        call's success to the failures): one correction on the scorecard. A domain error the
+        program returned is an answer, so asking again after it is a second correction
+        (ADR 0108, amended)."""
+        root = tmp_path / "store"
+        code = f"if args[0] == 'boom':\n    {failing}\nreturn 'fine'"
+        agent = self._agent(root, log_path, *[code] * 10)
+        answered = agent.ask("hi").value
+        clock.now_ms += 1_000
+        first_error = agent.ask("boom").error_type
+        clock.now_ms += 1_000
+        second_error = agent.ask("boom").error_type
+
+        lines = read_log(log_path)
+        (path,) = (root / "artifacts").rglob("ask-*.json")
+        (card,) = json.loads(path.read_text())["scorecards"].values()
+        assert (answered, first_error, second_error) == ("fine", error_type, error_type)
+        assert [line["user_correction_detected"] for line in lines] == [False, True, True]
+        assert card["user_correction_count"] == counted
+
     def test_shifted_capabilities_are_not_a_correction(
         self, tmp_path: Path, log_path: Path, clock: Clock
     ) -> None:
