@@ -26,7 +26,7 @@ from recurgent._call import enter_frame
 from recurgent._cancellation import CallCancelled, raise_if_cancelled
 from recurgent._content_store import ContentStore
 from recurgent._history import HistoryCursor, append_record, history_records
-from recurgent._lifecycle import _persistence, _provenance
+from recurgent._lifecycle import _persistence, _provenance, _recording
 from recurgent._lifecycle._attempt import execute_attempt
 from recurgent._lifecycle._commit import commit, note_shadowing
 from recurgent._lifecycle._continuity import keep_answer, note_history_access
@@ -236,7 +236,7 @@ def _finish(runtime: AgentRuntime, state: CallState) -> None:
         finish_continuity(runtime, state)  # role profile, namespace, self model (ADRs 0083-0085)
         # --- persistence (ADR 0047): every program that ran is folded into its stored artifact.
         try:
-            _persistence.record(runtime, state)
+            _recording.record(runtime, state)
         except Exception as error:  # noqa: BLE001 - a store problem never breaks the call
             state.artifact_write = f"error: {type(error).__name__}"
         # ---

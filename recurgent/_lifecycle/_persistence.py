@@ -1,5 +1,5 @@
-"""Persistence of one call: run the stored program instead of asking the provider, repair it once
-when it fails, and record every program that ran (ADR 0047).
+"""Persistence of one call: run the stored program instead of asking the provider, and repair it
+once when it fails (ADR 0047). Recording the program that ran is :mod:`._recording`'s.
 
 The decisions are the pure functions of :mod:`recurgent._lifecycle._selection`; the files are the
 store's. This module sequences them and fills the call state. It never runs a program itself:
@@ -22,29 +22,19 @@ from recurgent._lifecycle import _provenance
 from recurgent._lifecycle._generation import Generated
 from recurgent._lifecycle._lanes import failure_class
 from recurgent._lifecycle._provenance import runtime_version
-from recurgent._lifecycle._selection import after_persisted, after_repair, plan_call, result_kind
+from recurgent._lifecycle._selection import after_persisted, after_repair, plan_call
 from recurgent._lifecycle._state import CallState
-from recurgent._prompting import PROMPT_VERSION, Prompts, render
+from recurgent._prompting import Prompts, render
 from recurgent._redact import redact
 from recurgent._sandbox import compile_program
 from recurgent._store import (
-    HOST,
-    POLICY,
-    PROGRAM,
-    AnsweredRun,
     ArtifactRecord,
     Cacheability,
     CallRecord,
-    FailedAttempt,
-    Promotion,
     Provenance,
     Store,
     StoredRun,
-    WriteResult,
-    checksum,
-    classify,
     contract_fingerprint,
-    promotion_mode,
     record_cacheability,
     state_of,
 )
@@ -55,7 +45,15 @@ from recurgent.program import parse_code, parse_program
 if TYPE_CHECKING:
     from recurgent._lifecycle import AgentRuntime
 
-__all__ = ["AttemptResult", "Hooks", "record", "run_stored", "runtime_version"]
+__all__ = [
+    "AttemptResult",
+    "Hooks",
+    "ProgramSource",
+    "Ready",
+    "call_fingerprint",
+    "run_stored",
+    "runtime_version",
+]
 
 _CODE_CHARS = 12000
 _MESSAGE_CHARS = 1000
@@ -94,7 +92,8 @@ class Hooks(Protocol):
         """Run one prepared program as an attempt."""
 
 
-def _fingerprint(state: CallState) -> str:
+def call_fingerprint(state: CallState) -> str:
+    """The contract fingerprint of the call's contract (the one of no contract when none)."""
     contract = state.contract
     return _NO_CONTRACT if contract is None else contract_fingerprint(contract)
 
@@ -124,7 +123,7 @@ def _prepared(code: str, dependencies: str, method: str) -> Generated:
 
 
 @dataclass(slots=True)
-class _Ready:
+class Ready:
     """What a persisted run reads from its cached record, worked out once per record: a
     record the store caches is never changed (ADR 0130)."""
 
@@ -142,16 +141,16 @@ class _Ready:
 #: Stored programs ready to run, one per agent's store and method: a record the store reads
 #: again (after any write to its file, about once a second for a busy method) replaces its
 #: predecessor here, so a long session keeps one record per method, not one per write.
-_READY: dict[tuple[int, str], _Ready] = {}
+_READY: dict[tuple[int, str], Ready] = {}
 _READY_KEPT = 256
 
 
-def _ready(record: ArtifactRecord, store: Store, method: str) -> _Ready:
+def _ready(record: ArtifactRecord, store: Store, method: str) -> Ready:
     key = (id(store), method)
     entry = _READY.get(key)
     if entry is not None and entry.record is record and entry.method == method:
         return entry
-    entry = _Ready(
+    entry = Ready(
         record,
         method,
         record_cacheability(record),
@@ -166,7 +165,7 @@ def _ready(record: ArtifactRecord, store: Store, method: str) -> _Ready:
     return entry
 
 
-def _prepare_record(ready: _Ready) -> Generated:
+def _prepare_record(ready: Ready) -> Generated:
     """:func:`_prepare` for a record the store handed out, without encoding its dependencies
     again on every run of it."""
     generated = ready.generated
@@ -176,7 +175,7 @@ def _prepare_record(ready: _Ready) -> Generated:
     return generated
 
 
-def _run_ready(hooks: Hooks, ready: _Ready) -> AttemptResult:
+def _run_ready(hooks: Hooks, ready: Ready) -> AttemptResult:
     try:
         generated = _prepare_record(ready)
     except RecurgentError as error:
@@ -205,7 +204,7 @@ def _ends_call(error: RecurgentError | None) -> bool:
     )
 
 
-def _hit(state: CallState, ready: _Ready) -> None:
+def _hit(state: CallState, ready: Ready) -> None:
     record, cache = ready.record, ready.cacheability
     state.program_source = "persisted"
     state.artifact_hit = True
@@ -283,7 +282,7 @@ def run_stored(runtime: AgentRuntime, state: CallState, hooks: Hooks) -> Outcome
     lookup = store.lookup(
         state.role,
         state.method,
-        contract_fingerprint=_fingerprint(state),
+        contract_fingerprint=call_fingerprint(state),
         runtime_version=runtime_version(),
         host_call=state.host_call,
         enforce=runtime.options.settings.promotion_enforcement_enabled,
@@ -385,214 +384,3 @@ def _repair(
     _remember_failure(state, "repair", result, outcome)
     _give_up_program(state)
     return None
-
-
-# --------------------------------------------------------------------- recording
-
-
-def _cacheability(state: CallState, code: str) -> Cacheability:
-    if state.program_source == "persisted" and state.cacheable is not None:
-        return Cacheability(
-            state.cacheable, state.cacheability_reason or "unknown", bool(state.input_sensitive)
-        )
-    return classify(
-        state.method, code, state.args, state.kwargs, contracted=state.contract is not None
-    )
-
-
-def _failed_attempt(state: CallState) -> FailedAttempt | None:
-    if not state.attempt_failures:
-        return None
-    latest = state.attempt_failures[-1]
-    return FailedAttempt(latest.stage, latest.error_class, latest.error_message, latest.attempt_id)
-
-
-def record(runtime: AgentRuntime, state: CallState) -> None:
-    """Classify the program that ran last and fold the call into its stored artifact.
-
-    Runs for every call that produced code, whatever its outcome. A stored program that failed
-    earlier in the call is counted for its own version (ADR 0080); when the call then produced
-    no code (the provider failed before writing any), that stored run is what it records.
-    Otherwise a call without code leaves the store as it was. Never raises.
-    """
-    ready = state.stored_program
-    outcome = state.outcome
-    if (
-        ready is not None
-        and state.error is None
-        and outcome is not None
-        and outcome.status == "ok"
-        and runtime.store is not None
-        and state.program_source == "persisted"
-    ):
-        _record_answered(runtime, state, runtime.store, ready)
-        return
-    code = state.code
-    if not code or code.isspace():
-        if state.failed_stored_run is not None:
-            _record_stored_failure(runtime, state, state.failed_stored_run)
-        return
-    state.artifact_checksum = checksum(code)
-    cache = _cacheability(state, code)
-    state.cacheable = cache.cacheable
-    state.cacheability_reason = cache.reason
-    state.input_sensitive = cache.input_sensitive
-    store: Store | None = runtime.store
-    if store is None:
-        return
-    settings = runtime.options.settings
-    promotion = promotion_mode(
-        shadow=settings.promotion_shadow_mode_enabled,
-        enforced=settings.promotion_enforcement_enabled,
-    )
-    outcome = state.outcome
-    failed = outcome if outcome is not None and outcome.status == "error" else None
-    kind = result_kind(outcome, raised=state.error is not None)
-    klass = None
-    if kind == "failure":
-        klass = state.failure_class or failure_class(outcome.error_type if outcome else None)
-    source: ProgramSource = "generated"
-    # A persisted run recorded under the author of the code it ran; new code under the call's.
-    author: str | None = HOST if state.host_call else PROGRAM
-    # Who wrote the code (ADR 0077): the provider just now, or what the record said.
-    provenance = state.program_provenance
-    prompt_version: str | None = PROMPT_VERSION
-    if state.program_source == "persisted":
-        source = "persisted"
-        author = state.artifact_author
-        prompt_version = provenance.prompt_version if provenance else None
-    elif state.program_source == "repaired":
-        source = "repaired"
-    call = CallRecord(
-        role=state.role,
-        method=state.method,
-        code=code,
-        dependencies=(
-            [dict(d) for d in state.program_dependencies] if state.program_dependencies else []
-        ),
-        contract_fingerprint=_fingerprint(state),
-        prompt_version=prompt_version,
-        runtime_version=runtime_version(),
-        model=provenance.model if provenance else None,
-        cacheability=cache,
-        source=source,
-        result=kind,
-        error_type=failed.error_type if failed is not None else None,
-        failure_class=klass,
-        failure_message=(
-            f"{failed.error_type}: {failed.error_message}" if failed is not None else None
-        ),
-        repaired_class=state.repaired_failure_class,
-        trace_id=state.frame.trace_id,
-        duration_ms=state.duration_ms,
-        contract_passed=(
-            state.contract_validation_passed if state.contract_validation_applied else None
-        ),
-        failed_attempt=_failed_attempt(state) if source != "persisted" else None,
-        author=author,
-        violation=state.guardrail_violation_subtype if kind == "failure" else None,
-        role_profile_compliant=state.role_profile_compliant,
-        state_key_consistency_ratio=state.state_key_consistency_ratio,
-        promotion=promotion,
-        stored_failure=state.failed_stored_run,
-        provenance=provenance,
-    )
-    _written(state, store.record_call(call), promotion)
-
-
-def _record_answered(runtime: AgentRuntime, state: CallState, store: Store, ready: _Ready) -> None:
-    """:func:`record` of a stored program that answered as it is (the steady state): what
-    every such run reports of its program is built once per record (ADR 0130)."""
-    record = ready.record
-    # The lookup verified this checksum against the code that ran.
-    state.artifact_checksum = record.code_checksum
-    settings = runtime.options.settings
-    promotion = promotion_mode(
-        shadow=settings.promotion_shadow_mode_enabled,
-        enforced=settings.promotion_enforcement_enabled,
-    )
-    fingerprint = _fingerprint(state)
-    key = (state.role, fingerprint, promotion)
-    built = ready.program
-    if built is None or built[0] != key:
-        provenance = ready.provenance
-        cache = ready.cacheability
-        program = CallRecord(
-            role=state.role,
-            method=state.method,
-            code=record.code,
-            dependencies=[dict(d) for d in record.dependencies] if record.dependencies else [],
-            contract_fingerprint=fingerprint,
-            prompt_version=provenance.prompt_version,
-            runtime_version=runtime_version(),
-            model=provenance.model,
-            cacheability=Cacheability(
-                cache.cacheable, cache.reason or "unknown", bool(cache.input_sensitive)
-            ),
-            source="persisted",
-            result="ok",
-            author=record.author,
-            promotion=promotion,
-            provenance=provenance,
-        )
-        built = ready.program = (key, program)
-    run = AnsweredRun(
-        state.frame.trace_id,
-        state.duration_ms,
-        state.contract_validation_passed if state.contract_validation_applied else None,
-        state.role_profile_compliant,
-        state.state_key_consistency_ratio,
-    )
-    _written(state, store.record_answered(built[1], run, state.finished_at), promotion)
-
-
-def _written(state: CallState, written: WriteResult, promotion: Promotion) -> None:
-    """What the write did, on the call state (and so in the log)."""
-    state.artifact_write = "written" if written.written else (written.reason or "skipped")
-    state.promotion_policy_version = POLICY.version
-    state.promotion_shadow_mode = promotion.shadow
-    state.promotion_enforced = promotion.enforced
-    decision = written.decision
-    if decision is not None:
-        state.lifecycle_state = decision.state
-        state.lifecycle_decision = decision.decision
-        state.promotion_decision_rationale = decision.rationale
-    elif written.reason == "deferred" and promotion.shadow:
-        # Its counts wait in the batch, evaluated when written: the state it ran in is current.
-        state.lifecycle_state = state.artifact_selected_lifecycle_state
-
-
-def _record_stored_failure(runtime: AgentRuntime, state: CallState, run: StoredRun) -> None:
-    """The call ended without code of its own: the stored program that failed is its program."""
-    store: Store | None = runtime.store
-    if store is None:
-        return
-    settings = runtime.options.settings
-    promotion = promotion_mode(
-        shadow=settings.promotion_shadow_mode_enabled,
-        enforced=settings.promotion_enforcement_enabled,
-    )
-    message = state.attempt_failures[-1].error_message if state.attempt_failures else None
-    call = CallRecord(
-        role=state.role,
-        method=state.method,
-        code=run.code,
-        dependencies=[dict(d) for d in run.dependencies],
-        contract_fingerprint=_fingerprint(state),
-        prompt_version=PROMPT_VERSION,
-        runtime_version=runtime_version(),
-        model=state.model,
-        cacheability=run.cacheability or Cacheability(True, "unknown", False),
-        source="persisted",
-        result="failure",
-        error_type=run.error_type,
-        failure_class=run.failure_class,
-        failure_message=message,
-        trace_id=state.frame.trace_id,
-        duration_ms=state.duration_ms,
-        author=run.author,
-        violation=run.violation,
-        role_profile_compliant=state.role_profile_compliant,
-        promotion=promotion,
-    )
-    _written(state, store.record_call(call), promotion)

@@ -1,7 +1,7 @@
 """Red team R8: a stored program's steady state (ADR 0130) attacked through its memos.
 
 The memos attacked: the store's verdict per artifact path (``Store._verdicts``), the per-record
-``_Ready`` of the persistence step (``_persistence._READY``), one ``Reader`` per test-double
+``Ready`` of the persistence step (``_persistence._READY``), one ``Reader`` per test-double
 fingerprint, and the answered run folded into the batch without a per-call record. The threat
 model: store files are untrusted; a test double's program never runs for a model's agent, nor
 a model's for a double's (ADR 0077); only host-written programs answer the host (ADR 0074); a
@@ -13,7 +13,7 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
 1. BROKEN, fixed: under promotion enforcement the record a lookup returns may be a kept
    version (a view of the cached record, not the record itself). The verdict memo checked only
    the cached record's code, so a kept version whose code was changed in memory after its
-   verdict was served again as ``hit``; once the ``_Ready`` entry of that view was evicted (256
+   verdict was served again as ``hit``; once the ``Ready`` entry of that view was evicted (256
    other stored programs ran), the changed code ran. The memo now also holds the returned
    record's code and serves the verdict only while it is the same object (one attribute read
    and one ``is`` per steady lookup). Store level and end to end below.
@@ -34,8 +34,8 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
 8. Held: ``tools forget``, ``set-lifecycle degraded`` (enforcement rolls forward to the other
    version, the log names the version and state that ran) and a tampered file renamed in by
    another process, each after a warm memo: seen at the next call.
-9. Held: an id reused by a new record: a ``_Ready`` entry left at that id for another record
-   is never served to the new one. (Since then ``_Ready`` entries are keyed by the agent's
+9. Held: an id reused by a new record: a ``Ready`` entry left at that id for another record
+   is never served to the new one. (Since then ``Ready`` entries are keyed by the agent's
    store and method, ADR 0130; the spec pins the same rule for an entry holding another
    record.)
 10. Held: two threads looking up while a third alternates the file between a host-written and
@@ -74,7 +74,7 @@ from typing import Any
 import pytest
 
 from recurgent import Agent, configure_runtime
-from recurgent._lifecycle import _persistence
+from recurgent._lifecycle import _persistence, _recording
 from recurgent._store import Store, checksum
 from recurgent._store._artifacts import ArtifactRecord, apply_call
 from recurgent._store._cli import main as tools
@@ -138,7 +138,7 @@ def _durable_double_repaired(root: Path) -> None:
 
 
 def _evict_ready() -> None:
-    """256 other stored programs ran in this process: every older ``_Ready`` entry is gone."""
+    """256 other stored programs ran in this process: every older ``Ready`` entry is gone."""
     elsewhere = Store(Path("/nonexistent-store"))
     for number in range(_persistence._READY_KEPT):
         method = f"run{number}"
@@ -518,13 +518,13 @@ class TestTheSteadyStepCountsAsTheGeneralStep:
         monkeypatch.setattr(time, "time_ns", lambda: FROZEN_NS)
         monkeypatch.setattr("recurgent._store._pending.FLUSH_AFTER_SECONDS", 1e9)
         steady = _mixed_sequence(tmp_path / "steady")
-        general_record = _persistence.record
+        general_record = _recording.record
 
         def general(runtime: Any, state: Any) -> None:
             state.stored_program = None
             general_record(runtime, state)
 
-        monkeypatch.setattr(_persistence, "record", general)
+        monkeypatch.setattr(_recording, "record", general)
         general_found = _mixed_sequence(tmp_path / "general")
 
         calc = steady["calculator"]["scorecards"]

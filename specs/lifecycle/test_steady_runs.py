@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from recurgent import Agent, configure_runtime
-from recurgent._lifecycle import _persistence, call_state
+from recurgent._lifecycle import _persistence, _recording, call_state
 from recurgent._store import AnsweredRun, ArtifactRecord, CallRecord, Store, WriteResult
 from recurgent.testing import ScriptedProvider
 from specs.store.support import ScriptedModel
@@ -74,7 +74,7 @@ class TestTheSteadyRecord:
 
         monkeypatch.setattr(Store, "record_call", record_call)
         state.stored_program = None  # the general step, for the same state
-        _persistence.record(agent._runtime(), state)
+        _recording.record(agent._runtime(), state)
 
         [(program, run)] = steady
         [expected] = general
@@ -102,7 +102,7 @@ class TestTheSteadyRecord:
             runtime.options.settings, promotion_shadow_mode_enabled=False
         )
         options = dataclasses.replace(runtime.options, settings=settings)
-        _persistence.record(dataclasses.replace(runtime, options=options), state)
+        _recording.record(dataclasses.replace(runtime, options=options), state)
 
         programs = [program for program, _ in steady]
         assert (len(programs), programs[0] is programs[1], programs[1] is programs[2]) == (
