@@ -406,7 +406,12 @@ class Store:
                 elif reason := refusal(record, call, digest):
                     refused.append(reason)
                     return None
-            if record is not None and waiting is not None:
+            if (
+                record is not None
+                and waiting is not None
+                and refusal(record, waiting.latest, waiting.digest) is None
+            ):
+                # The waiting runs pass the rules a flush of them would (ADR 0131).
                 apply_runs(record, waiting)
             # The record was parsed from the file a moment ago and nothing else holds it.
             new = apply_call(record, call, now=now, in_place=True)
@@ -428,6 +433,9 @@ class Store:
                 _pending.RUNS.put_back(path, self.root, waiting)
             return WriteResult(False, f"error: {type(error).__name__}: {error}")
         if refused:
+            if waiting is not None:
+                # The call was refused, not the runs: they wait for a write of their own.
+                _pending.RUNS.put_back(path, self.root, waiting)
             return WriteResult(False, refused[0])
         return WriteResult(
             updated.written,
@@ -508,9 +516,10 @@ class Store:
         replaced: list[RunsDelta] = []
 
         def add(delta: RunsDelta) -> RunsDelta:
-            if delta.digest != digest:
-                # Runs of other code wait here (another process replaced the program between
-                # two of ours): they are written on their own, then this code's runs start.
+            if not delta.holds(call, digest):
+                # Runs of other code, or of this code by another writer, wait here (another
+                # process replaced the program between two of ours): they are written on
+                # their own, then this program's runs start (ADR 0131).
                 replaced.append(delta)
                 delta = RunsDelta.start(call, now)
             if run is None:

@@ -26,7 +26,12 @@ from recurgent._store._promotion import (
     evaluate as evaluate_version,
 )
 from recurgent._store._promotion_format import VERSIONS_KEPT, Lifecycle, VersionCode
-from recurgent._store._provenance import Provenance, Reader, provenance_verdict
+from recurgent._store._provenance import (
+    Provenance,
+    Reader,
+    is_double_written,
+    provenance_verdict,
+)
 from recurgent._store._versions import protected, remember_version, runs_kept_version, trim_lru
 
 __all__ = [
@@ -48,6 +53,7 @@ __all__ = [
     "apply_call",
     "checksum",
     "contract_fingerprint",
+    "earned_by_another",
     "is_degraded",
     "parse_record",
     "record_cacheability",
@@ -524,6 +530,38 @@ def _update_counters(record: ArtifactRecord, call: CallRecord) -> None:
 _CLASSES = ("intrinsic", "adaptive", "extrinsic")
 
 
+def earned_by_another(
+    record: ArtifactRecord, digest: str, author: str | None, provenance: Provenance | None
+) -> bool:
+    """Whether the evidence ``record`` holds for version ``digest`` (its scorecard, lifecycle
+    state) was earned by runs of another writer's program than one by ``author`` and
+    ``provenance`` (ADR 0131): a test double's and anyone else's, or the host's and a
+    program's. Evidence whose writer is not known (neither the current code nor a kept
+    version) is kept, and so is an unknown author's.
+    """
+    if digest == record.code_checksum and record.code.strip():
+        theirs, stored = record.author, record.provenance
+    elif (version := record.versions.get(digest)) is not None:
+        theirs = version.author if version.author is not None else record.author
+        stored = version.provenance
+    else:
+        return False
+    if is_double_written(stored) != is_double_written(provenance):
+        return True
+    return {theirs, author} == {HOST, PROGRAM}
+
+
+def _forget_evidence(record: ArtifactRecord, digest: str) -> None:
+    # The code's evidence starts afresh under its new writer; the history keeps the old one.
+    record.scorecards.pop(digest, None)
+    record.versions.pop(digest, None)
+    lifecycle = record.lifecycle
+    if lifecycle is not None:
+        lifecycle.versions.pop(digest, None)
+        if lifecycle.incumbent_durable_checksum == digest:
+            lifecycle.incumbent_durable_checksum = None
+
+
 def _trigger(call: CallRecord, previous: str | None) -> str:
     if call.source == "repaired":
         klass = call.repaired_class if call.repaired_class in _CLASSES else "unknown"
@@ -576,6 +614,8 @@ def apply_call(
         if digest != previous or call.source != "persisted":
             # A persisted run carries the author and provenance of the code it ran; anything
             # else the caller's.
+            if earned_by_another(new, digest, call.author, call.provenance):
+                _forget_evidence(new, digest)
             new.author = call.author
             new.provenance = call.provenance
         new.runtime = RUNTIME_TAG

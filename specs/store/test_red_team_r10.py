@@ -1,0 +1,256 @@
+"""Red team R10: the write rules of stored programs (ADR 0131).
+
+Runs of one program may be counted only for that program: never for another role's, the
+host's, or a model's when a test double ran them, whichever way they reach the file (a flush,
+a write carrying waiting runs, a delta put back after a failed flush). Each payload is what
+another process sharing the root (or a hostile program choosing a role name through
+``delegate``) can arrange; each spec fails without the fix it names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from recurgent._store import Store, _pending, checksum
+from recurgent._store._artifacts import apply_call
+from recurgent._store._batch import RunsDelta
+from recurgent._store._paths import artifact_path
+from recurgent._store._provenance import Provenance
+from specs.store.support import call, frozen
+
+NOW = "2026-12-01T12:00:00.123Z"
+DOUBLE = Provenance(provider_kind="test_double:ScriptedProvider", double_fingerprint="sha256:a")
+MODEL = Provenance(provider_kind="openai", model="gpt-4.1-mini-2025-04-14", prompt_version="p1")
+#: Two role names whose path segments collide (red team R8's birthday search).
+VICTIM, COLLIDER = "Calc.$@/", "Calc/^?+"
+CODE = "return 42"
+
+
+def _store(root: Path) -> Store:
+    return Store(root, clock=frozen)
+
+
+def _path(root: Path, role: str = "calculator") -> Path:
+    return artifact_path(root, role, "answer")
+
+
+def _data(root: Path, role: str = "calculator") -> dict[str, Any]:
+    return dict(json.loads(_path(root, role).read_text()))
+
+
+def _plant(root: Path, role: str = "calculator", **fields: Any) -> None:
+    """Another process writes a fresh record (one generation) at the path of ``role``."""
+    path = _path(root, role)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(apply_call(None, call(role=role, **fields), now=NOW).to_json()))
+
+
+def _totals(data: dict[str, Any]) -> tuple[int, int, list[str]]:
+    card = data["scorecards"][checksum(CODE)]
+    return data["success_count"], card["calls"], card["sessions"]
+
+
+class TestOneBatchHoldsOneWritersRuns:
+    """A batch is checked as its latest run: runs of the same code by another writer folded
+    into it would be written under that writer's name."""
+
+    def test_a_doubles_runs_never_ride_a_models_run_of_the_same_code(self, tmp_path: Path) -> None:
+        """A double's run waits; a model writes the same code; a model's run of it follows:
+        the flush counts the model's run only (one generation, one run, its two sessions)."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=DOUBLE))
+        store.record_call(call(source="persisted", provenance=DOUBLE, trace_id="double-1"))
+        _plant(store.root, provenance=MODEL)
+        store.record_call(call(source="persisted", provenance=MODEL, trace_id="model-1"))
+
+        store.flush()
+
+        assert _totals(_data(store.root)) == (2, 2, ["trace-1", "model-1"])
+
+    def test_a_colliding_roles_runs_never_ride_its_own(self, tmp_path: Path) -> None:
+        """The victim's runs wait; the path now holds the colliding role's record of the same
+        code; the colliding role's run follows: only its own run counts for it."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(role=VICTIM))
+        store.record_call(call(role=VICTIM, source="persisted", trace_id="victim-1"))
+        _plant(store.root, role=COLLIDER)
+        store.record_call(call(role=COLLIDER, source="persisted", trace_id="collider-1"))
+
+        store.flush()
+
+        data = _data(store.root, COLLIDER)
+        assert (data["role"], _totals(data)) == (COLLIDER, (2, 2, ["trace-1", "collider-1"]))
+
+    def test_a_programs_runs_never_ride_the_hosts(self, tmp_path: Path) -> None:
+        """A program's runs wait; the host's agent wrote the same code since and ran it: the
+        host's version is credited with the host's run only."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(author="program"))
+        store.record_call(call(source="persisted", author="program", trace_id="program-1"))
+        _plant(store.root, author="host")
+        store.record_call(call(source="persisted", author="host", trace_id="host-1"))
+
+        store.flush()
+
+        assert _totals(_data(store.root)) == (2, 2, ["trace-1", "host-1"])
+
+    def test_a_batch_put_back_never_merges_another_writers_runs(self, tmp_path: Path) -> None:
+        """A double's batch whose write failed goes back into the table, where a model's run of
+        the same code waits: the flush counts the model's run only."""
+        store = _store(tmp_path / "store")
+        _plant(store.root, provenance=MODEL)
+        store.record_call(call(source="persisted", provenance=MODEL, trace_id="model-1"))
+        doubles = call(source="persisted", provenance=DOUBLE, trace_id="double-1")
+        failed = RunsDelta.start(doubles, NOW)
+        failed.add(doubles, NOW)
+
+        _pending.RUNS.put_back(_path(store.root), store.root, failed)
+        store.flush()
+
+        assert _totals(_data(store.root)) == (2, 2, ["trace-1", "model-1"])
+
+
+class TestAWriteCarriesOnlyRunsItMay:
+    """A write made at once carries the runs waiting for its file: they pass the same rules
+    as a flush of them would, and a refused write loses none of them."""
+
+    def test_a_models_failure_never_carries_a_doubles_runs(self, tmp_path: Path) -> None:
+        """A double's run waits; a model wrote the same code; the model's run of it fails: the
+        write counts the failure, never the double's answer."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=DOUBLE))
+        store.record_call(call(source="persisted", provenance=DOUBLE, trace_id="double-1"))
+        _plant(store.root, provenance=MODEL)
+
+        written = store.record_call(
+            call(source="persisted", provenance=MODEL, result="failure", trace_id="model-1")
+        )
+
+        data = _data(store.root)
+        assert written.written is True
+        assert (data["success_count"], data["failure_count"], _totals(data)) == (
+            1,
+            1,
+            (1, 2, ["trace-1", "model-1"]),
+        )
+
+    def test_a_refused_write_keeps_the_runs_waiting(self, tmp_path: Path) -> None:
+        """A model's runs wait; a double in the same process writes a program at that path and
+        is refused (model_written): the model's runs are still written by the flush."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=MODEL))
+        store.record_call(call(source="persisted", provenance=MODEL, trace_id="model-1"))
+
+        refused = store.record_call(call(code="return 7", provenance=DOUBLE))
+        store.flush()
+
+        data = _data(store.root)
+        assert (refused.reason, data["code"], _totals(data)) == (
+            "model_written",
+            CODE,
+            (2, 2, ["trace-1", "model-1"]),
+        )
+
+    def test_a_colliding_roles_refused_write_keeps_the_victims_runs(self, tmp_path: Path) -> None:
+        """The victim's runs wait; the colliding role's new program is refused (key_mismatch):
+        the victim's runs are still written."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(role=VICTIM))
+        store.record_call(call(role=VICTIM, source="persisted", trace_id="victim-1"))
+
+        refused = store.record_call(call(role=COLLIDER, code="return 7"))
+        store.flush()
+
+        data = _data(store.root, VICTIM)
+        assert (refused.reason, data["role"], _totals(data)) == (
+            "key_mismatch",
+            VICTIM,
+            (2, 2, ["trace-1", "victim-1"]),
+        )
+
+
+class TestAVersionsEvidenceIsItsWritersOwn:
+    """A version's scorecard and lifecycle state are evidence about the program one writer
+    wrote: a model that writes the code a test double's script had starts with none."""
+
+    def test_a_model_writing_a_doubles_code_inherits_no_evidence(self, tmp_path: Path) -> None:
+        """A double's program earns durable (10 calls, 2 sessions); a model writes the same
+        code: its version has the model's one call and is on probation, as a new program is; no
+        version is the incumbent."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=DOUBLE, trace_id="double-0"))
+        for n in range(9):
+            store.record_call(
+                call(source="persisted", provenance=DOUBLE, trace_id=f"double-{n % 2}")
+            )
+        store.flush()
+        earned = _data(store.root)["lifecycle"]["versions"][checksum(CODE)]["lifecycle_state"]
+
+        store.record_call(call(provenance=MODEL, trace_id="model-0"))
+
+        data = _data(store.root)
+        lifecycle = data["lifecycle"]
+        assert (earned, data["provenance"]["provider_kind"]) == ("durable", "openai")
+        assert (
+            _totals(data)[1:],
+            lifecycle["versions"][checksum(CODE)]["lifecycle_state"],
+            lifecycle["incumbent_durable_checksum"],
+        ) == ((1, ["model-0"]), "probation", None)
+
+    def test_the_hosts_code_written_by_a_program_first_inherits_nothing(
+        self, tmp_path: Path
+    ) -> None:
+        """A program's agent earns durable for its code; the host's agent then writes the same
+        code: the host's version starts with the host's one call."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(author="program", trace_id="program-0"))
+        for n in range(9):
+            store.record_call(
+                call(source="persisted", author="program", trace_id=f"program-{n % 2}")
+            )
+        store.flush()
+
+        store.record_call(call(author="host", trace_id="host-0"))
+
+        data = _data(store.root)
+        assert (data["author"], _totals(data), data["lifecycle"]["incumbent_durable_checksum"]) == (
+            "host",
+            (11, 1, ["host-0"]),
+            None,
+        )
+
+    def test_a_regeneration_by_the_same_writer_keeps_its_evidence(self, tmp_path: Path) -> None:
+        """The control: the same model writing the same code again keeps the version's
+        scorecard and its durable state (nothing of its own is lost)."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=MODEL, trace_id="model-0"))
+        for n in range(9):
+            store.record_call(call(source="persisted", provenance=MODEL, trace_id=f"model-{n % 2}"))
+        store.flush()
+
+        store.record_call(call(provenance=MODEL, trace_id="model-2"))
+
+        data = _data(store.root)
+        assert (_totals(data)[1], data["lifecycle"]["incumbent_durable_checksum"]) == (
+            11,
+            checksum(CODE),
+        )
+
+    def test_waiting_runs_never_become_another_writers_evidence(self, tmp_path: Path) -> None:
+        """A model's runs wait; the file now holds a double's program of the same code (the
+        model's was forgotten meanwhile): the runs count in the totals only, and the double's
+        version keeps its own one call."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=MODEL))
+        store.record_call(call(source="persisted", provenance=MODEL, trace_id="model-1"))
+        _plant(store.root, provenance=DOUBLE)
+
+        store.flush()
+
+        data = _data(store.root)
+        assert (data["provenance"]["provider_kind"], _totals(data)) == (
+            "test_double:ScriptedProvider",
+            (2, 1, ["trace-1"]),
+        )
