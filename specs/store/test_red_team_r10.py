@@ -10,8 +10,13 @@ another process sharing the root (or a hostile program choosing a role name thro
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from recurgent._store import Store, _pending, checksum
 from recurgent._store._artifacts import apply_call
@@ -254,3 +259,41 @@ class TestAVersionsEvidenceIsItsWritersOwn:
             "test_double:ScriptedProvider",
             (2, 1, ["trace-1"]),
         )
+
+
+_MODEL_WRITES = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from recurgent._store import Store
+from specs.store.test_red_team_r10 import MODEL
+from specs.store.support import call
+print(Store(Path({root!r})).record_call(call(provenance=MODEL, trace_id="child-0")).written)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_a_models_version_earns_only_its_own_runs(tmp_path: Path) -> None:
+    """Two real processes on one root: this one's double wrote the program and has a run
+    waiting; the other process's model writes the same code; a model's agent here then runs
+    it. The model's version holds the other process's generation and this model's run, never
+    the double's calls; the double's waiting run is not written into it."""
+    store = _store(tmp_path / "store")
+    store.record_call(call(provenance=DOUBLE, trace_id="double-0"))
+    store.record_call(call(source="persisted", provenance=DOUBLE, trace_id="double-1"))
+    repo = str(Path(__file__).resolve().parents[2])
+    script = textwrap.dedent(_MODEL_WRITES).format(repo=repo, root=str(store.root))
+
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    store.record_call(call(source="persisted", provenance=MODEL, trace_id="model-1"))
+    store.flush()
+
+    data = _data(store.root)
+    assert (child.returncode, child.stdout, child.stderr) == (0, "True\n", "")
+    assert (
+        data["provenance"]["provider_kind"],
+        _totals(data),
+        data["lifecycle"]["versions"][checksum(CODE)]["lifecycle_state"],
+    ) == ("openai", (3, 2, ["child-0", "model-1"]), "probation")
