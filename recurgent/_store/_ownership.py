@@ -22,12 +22,12 @@ def refusal(record: ArtifactRecord, call: CallRecord, digest: str) -> str | None
     ``key_mismatch``, ``host_written`` or ``model_written``; ``None`` when it may."""
     if (record.role, record.method_name) != (call.role, call.method):
         return "key_mismatch"
-    if (
-        record.author == HOST
-        and call.author != HOST
-        # A program may run the host's code (a kept version it ran counts for that version),
-        # never replace it.
-        and not runs_kept_version(record, digest, call.source)
-    ):
+    # A program may run a kept version (enforcement chose it): its runs count for that
+    # version, under the rules of who wrote it, never replacing the current code.
+    kept = runs_kept_version(record, digest, call.source)
+    if record.author == HOST and call.author != HOST and not kept:
+        # A program may run the host's code, never replace it.
         return "host_written"
+    if kept:
+        return write_refusal(record.versions[digest].provenance, True, call.provenance)
     return write_refusal(record.provenance, bool(record.code.strip()), call.provenance)

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from recurgent._store import Store, _pending, checksum
-from recurgent._store._artifacts import apply_call
+from recurgent._store._artifacts import ArtifactRecord, apply_call
 from recurgent._store._batch import RunsDelta
 from recurgent._store._paths import artifact_path
-from recurgent._store._provenance import Provenance
+from recurgent._store._promotion import promotion_mode
+from recurgent._store._provenance import Provenance, Reader
 from specs.store.support import call, frozen
 
 NOW = "2026-12-01T12:00:00.123Z"
@@ -297,3 +298,49 @@ def test_two_processes_a_models_version_earns_only_its_own_runs(tmp_path: Path) 
         _totals(data),
         data["lifecycle"]["versions"][checksum(CODE)]["lifecycle_state"],
     ) == ("openai", (3, 2, ["child-0", "model-1"]), "probation")
+
+
+class TestKeptVersionsUnderEnforcement:
+    """Enforcement may run a kept earlier version (ADR 0081): its runs count for it, under the
+    rules of who wrote that version, not of who wrote the current code."""
+
+    def test_a_doubles_kept_version_counts_its_own_failure(self, tmp_path: Path) -> None:
+        """A double wrote v1; a model replaced it with v2. Under enforcement the double's agent
+        runs v1 (the model's v2 is not its to run); v1's failure is written and counted for
+        v1, and the model's v2 stays current."""
+        enforced = promotion_mode(shadow=True, enforced=True)
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=DOUBLE, promotion=enforced))
+        path = _path(store.root)
+        data = _data(store.root)
+        replaced = apply_call(
+            ArtifactRecord.model_validate(data),
+            call(code="return 7", provenance=MODEL, promotion=enforced),
+            now=NOW,
+        )
+        path.write_text(json.dumps(replaced.to_json()))
+        found = store.lookup(
+            "calculator",
+            "answer",
+            contract_fingerprint="none",
+            runtime_version="0.1.0",
+            host_call=True,
+            enforce=True,
+            reader=Reader(test_double=True, fingerprint="sha256:a"),
+        )
+
+        written = store.record_call(
+            call(
+                source="persisted",
+                provenance=DOUBLE,
+                result="failure",
+                promotion=enforced,
+                trace_id="double-1",
+            )
+        )
+
+        after = _data(store.root)
+        card = after["scorecards"][checksum(CODE)]
+        assert (found.reason, found.record and found.record.code) == ("hit", CODE)
+        assert (written.written, written.reason) == (True, None)
+        assert (after["code"], card["calls"], card["failures"]) == ("return 7", 2, 1)
