@@ -132,7 +132,8 @@ class Lookup:
 class WriteResult:
     """What a write did: ``written``, or ``reason`` why not (``unsupported: ...``,
     ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``model_written``
-    (ADR 0077), ``not_registered``, ``error: ...``); ``decision``: the promotion evaluation the
+    (ADR 0077), ``missing`` (a persisted run of a program forgotten since, ADR 0131),
+    ``not_registered``, ``error: ...``); ``decision``: the promotion evaluation the
     write made of the call's version (ADR 0080), when it made one."""
 
     written: bool
@@ -406,6 +407,11 @@ class Store:
                 elif reason := refusal(record, call, digest):
                     refused.append(reason)
                     return None
+            if record is None and call.source == "persisted":
+                # The program that ran was forgotten (or set aside) since: its run never
+                # brings it back, as a batch of its answers would not (ADR 0131).
+                refused.append("missing")
+                return None
             if (
                 record is not None
                 and waiting is not None

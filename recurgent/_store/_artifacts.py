@@ -610,6 +610,15 @@ def apply_call(
     previous = new.code_checksum if new.code.strip() else None
     digest = checksum(call.code)
     kept = runs_kept_version(new, digest, call.source)
+    if call.source == "persisted" and digest != previous and not kept:
+        # A run of code the record no longer holds (another process replaced it since, or
+        # dropped its version): it counts in the totals, and in that code's scorecard if one
+        # is left, but a stale run never brings old code back (as a batch of runs, ADR 0131).
+        if digest in new.scorecards:
+            _update_scorecard(new, call, digest, now)
+        _update_counters(new, call)
+        new.last_used_at = max(new.last_used_at or "", now)
+        return new
     if not kept:
         if digest != previous or call.source != "persisted":
             # A persisted run carries the author and provenance of the code it ran; anything

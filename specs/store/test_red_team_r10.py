@@ -344,3 +344,39 @@ class TestKeptVersionsUnderEnforcement:
         assert (found.reason, found.record and found.record.code) == ("hit", CODE)
         assert (written.written, written.reason) == (True, None)
         assert (after["code"], card["calls"], card["failures"]) == ("return 7", 2, 1)
+
+
+class TestAStaleRunNeverWritesCode:
+    """A persisted run reports code the record held when it ran: a write of it a moment later
+    never makes that code current again, nor recreates a forgotten file."""
+
+    def test_a_stale_failure_leaves_the_newer_program_current(self, tmp_path: Path) -> None:
+        """Another process put the same role's new program there (the old version not kept);
+        the old program's failure is counted in the totals, and the new program stays current
+        with its history unchanged."""
+        store = _store(tmp_path / "store")
+        _plant(store.root, code="return 7")
+
+        written = store.record_call(
+            call(source="persisted", result="failure", failure_class="intrinsic")
+        )
+
+        data = _data(store.root)
+        assert (written.written, data["code"], len(data["history"])) == (True, "return 7", 1)
+        assert (data["success_count"], data["failure_count"], list(data["scorecards"])) == (
+            1,
+            1,
+            [checksum("return 7")],
+        )
+
+    def test_a_failure_of_a_forgotten_program_does_not_recreate_it(self, tmp_path: Path) -> None:
+        """The artifact was forgotten while its program ran; its failure is not written: no
+        file comes back (as a batch of its answers would not)."""
+        store = _store(tmp_path / "store")
+        store.record_call(call())
+        path = _path(store.root)
+        path.unlink()
+
+        written = store.record_call(call(source="persisted", result="failure"))
+
+        assert (written.written, written.reason, path.exists()) == (False, "missing", False)
