@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 
+from recurgent import Agent
 from recurgent._store import Store, _pending, checksum
 from recurgent._store._artifacts import ArtifactRecord, apply_call
 from recurgent._store._batch import RunsDelta
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import promotion_mode
 from recurgent._store._provenance import Provenance, Reader
-from specs.store.support import call, frozen
+from specs.store.support import ScriptedModel, call, frozen
 
 NOW = "2026-12-01T12:00:00.123Z"
 DOUBLE = Provenance(provider_kind="test_double:ScriptedProvider", double_fingerprint="sha256:a")
@@ -380,3 +381,88 @@ class TestAStaleRunNeverWritesCode:
         written = store.record_call(call(source="persisted", result="failure"))
 
         assert (written.written, written.reason, path.exists()) == (False, "missing", False)
+
+
+class TestHeld:
+    """Payloads that found the rules holding, pinned."""
+
+    def test_a_legacy_record_keeps_its_runs_and_its_evidence(self, tmp_path: Path) -> None:
+        """A record written before authors and provenance were recorded: a model's waiting
+        runs are written into it, and the host writing the same code keeps the version's
+        evidence (an unknown author is not another writer)."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(author="program"))
+        path = _path(store.root)
+        data = _data(store.root)
+        for field in ("author", "provenance"):
+            data.pop(field, None)
+            data["versions"][checksum(CODE)].pop(field, None)
+        path.write_text(json.dumps(data))
+        store.record_call(call(source="persisted", author=None, trace_id="legacy-1"))
+        store.flush()
+        counted = _totals(_data(store.root))
+
+        store.record_call(call(author="host", provenance=MODEL, trace_id="host-0"))
+
+        assert (counted, _totals(_data(store.root))) == (
+            (2, 2, ["trace-1", "legacy-1"]),
+            (3, 3, ["trace-1", "legacy-1", "host-0"]),
+        )
+
+    def test_role_spellings_are_separate_records(self, tmp_path: Path) -> None:
+        """Case, Unicode normal forms and trailing space give other paths (the hash is of the
+        raw bytes): runs of one spelling never reach another's record."""
+        store = _store(tmp_path / "store")
+        spellings = ["café", "cafe\u0301", "Café", "café "]
+        for role in spellings:
+            store.record_call(call(role=role, code=f"return {len(role.encode())}"))
+            store.record_call(
+                call(role=role, source="persisted", code=f"return {len(role.encode())}")
+            )
+        store.flush()
+
+        paths = {_path(store.root, role) for role in spellings}
+        found = [
+            (_data(store.root, role)["role"], _data(store.root, role)["success_count"])
+            for role in spellings
+        ]
+        assert (len(paths), found) == (4, [(role, 2) for role in spellings])
+
+    def test_a_look_alike_provider_kind_is_a_models(self, tmp_path: Path) -> None:
+        """A record whose provider kind only resembles a test double's (case, a leading space)
+        counts as a model's: a double's program never replaces it."""
+        store = _store(tmp_path / "store")
+        for kind in ("Test_Double:ScriptedProvider", " test_double:ScriptedProvider"):
+            _plant(store.root, provenance=Provenance(provider_kind=kind))
+            written = _path(store.root).read_bytes()
+
+            refused = store.record_call(call(code="return 7", provenance=DOUBLE))
+
+            assert (refused.reason, _path(store.root).read_bytes() == written) == (
+                "model_written",
+                True,
+            )
+
+    def test_children_a_program_makes_share_the_hosts_session(self, tmp_path: Path) -> None:
+        """A program making four helper agents (each with other options) in one host call
+        gives the helper's version four calls in one session: generated code never mints a
+        session (``trace_id`` is inherited and host-only)."""
+        program = (
+            "out = []\n"
+            "for i in range(4):\n"
+            "    out.append(delegate('helper', execution_timeout_seconds=5 + i).work())\n"
+            "return out"
+        )
+        provider = ScriptedModel({("planner", "go"): program, ("helper", "work"): "return 1"})
+        planner = Agent("planner", provider=provider, log=False, toolstore_root=tmp_path)
+
+        answered = planner.go()
+        Store(tmp_path).flush()
+
+        data = json.loads(artifact_path(tmp_path, "helper", "work").read_text())
+        card = data["scorecards"][checksum("return 1")]
+        assert (answered.ok, card["calls"], card["sessions"]) == (
+            True,
+            4,
+            [planner._agent.options.trace_id],
+        )
