@@ -542,8 +542,7 @@ def earned_by_another(
     if digest == record.code_checksum and record.code.strip():
         theirs, stored = record.author, record.provenance
     elif (version := record.versions.get(digest)) is not None:
-        theirs = version.author if version.author is not None else record.author
-        stored = version.provenance
+        theirs, stored = version.author, version.provenance
     else:
         return False
     if is_double_written(stored) != is_double_written(provenance):

@@ -466,3 +466,47 @@ class TestHeld:
             4,
             [planner._agent.options.trace_id],
         )
+
+
+class TestAKeptVersionStatesItsOwnAuthor:
+    """A kept version is run as written by whoever wrote it: an unknown author never borrows
+    the current code's."""
+
+    def test_the_hosts_agent_never_runs_a_legacy_version_as_its_own(self, tmp_path: Path) -> None:
+        """A legacy program of unknown author is refused to the host's agent
+        (``author_unknown``); the host's own program replaces it, then degrades under
+        enforcement. The legacy version left is not run for the host as if the host's."""
+        off = promotion_mode(shadow=False, enforced=False)
+        enforced = promotion_mode(shadow=True, enforced=True)
+        store = _store(tmp_path / "store")
+        path = _path(store.root)
+        path.parent.mkdir(parents=True)
+        data = apply_call(
+            None, call(code="return 1", author=None, promotion=off), now=NOW
+        ).to_json()
+        data.pop("author")
+        for version in data["versions"].values():
+            version.pop("author")
+        path.write_text(json.dumps(data))
+
+        def lookup() -> tuple[str, str | None]:
+            found = store.lookup(
+                "calculator",
+                "answer",
+                contract_fingerprint="none",
+                runtime_version="0.1.0",
+                host_call=True,
+                enforce=True,
+            )
+            return found.reason, found.record.code if found.record else None
+
+        before = lookup()
+        store.record_call(call(author="host", promotion=enforced))
+        store.record_call(
+            call(source="persisted", result="failure", author="host", promotion=enforced)
+        )
+
+        assert (before, lookup()) == (
+            ("author_unknown", "return 1"),
+            ("author_unknown", "return 1"),
+        )
