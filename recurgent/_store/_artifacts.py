@@ -609,11 +609,15 @@ def apply_call(
     previous = new.code_checksum if new.code.strip() else None
     digest = checksum(call.code)
     kept = runs_kept_version(new, digest, call.source)
-    if call.source == "persisted" and digest != previous and not kept:
+    if call.source == "persisted" and (
+        (digest != previous and not kept)
+        or earned_by_another(new, digest, call.author, call.provenance)
+    ):
         # A run of code the record no longer holds (another process replaced it since, or
-        # dropped its version): it counts in the totals, and in that code's scorecard if one
-        # is left, but a stale run never brings old code back (as a batch of runs, ADR 0131).
-        if digest in new.scorecards:
+        # dropped its version), or holds as another writer's program: it counts in the
+        # totals, and in that code's scorecard if one is left and is its writer's, but a
+        # stale run never brings old code back (as a batch of runs, ADR 0131).
+        if digest in new.scorecards and digest != previous:
             _update_scorecard(new, call, digest, now)
         _update_counters(new, call)
         new.last_used_at = max(new.last_used_at or "", now)

@@ -382,6 +382,25 @@ class TestAStaleRunNeverWritesCode:
 
         assert (written.written, written.reason, path.exists()) == (False, "missing", False)
 
+    def test_a_stale_failure_is_never_another_writers_evidence(self, tmp_path: Path) -> None:
+        """The host's program ran; the file now holds a program's record of the same code
+        (the host's was forgotten meanwhile): the host's failure counts in the totals, never
+        on the program's version."""
+        store = _store(tmp_path / "store")
+        _plant(store.root, author="program")
+
+        written = store.record_call(
+            call(source="persisted", result="failure", author="host", trace_id="host-1")
+        )
+
+        data = _data(store.root)
+        assert (written.written, data["author"], data["failure_count"], _totals(data)) == (
+            True,
+            "program",
+            1,
+            (1, 1, ["trace-1"]),
+        )
+
 
 class TestHeld:
     """Payloads that found the rules holding, pinned."""
