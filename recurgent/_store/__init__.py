@@ -440,8 +440,12 @@ class Store:
             return WriteResult(False, f"error: {type(error).__name__}: {error}")
         if refused:
             if waiting is not None:
-                # The call was refused, not the runs: they wait for a write of their own.
-                _pending.RUNS.put_back(path, self.root, waiting)
+                # The call was refused, not the runs: they are written on their own, under
+                # the rules of a flush (ADR 0131), and wait again if that write fails.
+                try:
+                    _pending.write_runs(path, self.root, waiting)
+                except (OSError, ValueError):
+                    _pending.RUNS.put_back(path, self.root, waiting)
             return WriteResult(False, refused[0])
         return WriteResult(
             updated.written,

@@ -143,21 +143,23 @@ class TestAWriteCarriesOnlyRunsItMay:
             (1, 2, ["trace-1", "model-1"]),
         )
 
-    def test_a_refused_write_keeps_the_runs_waiting(self, tmp_path: Path) -> None:
+    def test_a_refused_write_still_writes_the_waiting_runs(self, tmp_path: Path) -> None:
         """A model's runs wait; a double in the same process writes a program at that path and
-        is refused (model_written): the model's runs are still written by the flush."""
+        is refused (model_written): the model's runs are written at once, on their own, and
+        nothing is left waiting."""
         store = _store(tmp_path / "store")
         store.record_call(call(provenance=MODEL))
         store.record_call(call(source="persisted", provenance=MODEL, trace_id="model-1"))
 
         refused = store.record_call(call(code="return 7", provenance=DOUBLE))
-        store.flush()
 
         data = _data(store.root)
-        assert (refused.reason, data["code"], _totals(data)) == (
+        waiting = _path(store.root) in _pending.RUNS.pending()
+        assert (refused.reason, data["code"], _totals(data), waiting) == (
             "model_written",
             CODE,
             (2, 2, ["trace-1", "model-1"]),
+            False,
         )
 
     def test_a_colliding_roles_refused_write_keeps_the_victims_runs(self, tmp_path: Path) -> None:
