@@ -53,6 +53,7 @@ __all__ = [
     "apply_call",
     "checksum",
     "contract_fingerprint",
+    "describes",
     "earned_by_another",
     "is_degraded",
     "parse_record",
@@ -550,6 +551,18 @@ def earned_by_another(
     return {theirs, author} == {HOST, PROGRAM}
 
 
+def describes(record: ArtifactRecord, run: CallRecord) -> bool:
+    """Whether ``record`` still describes its program as a persisted ``run`` of its code ran it
+    (a program is reused only under the record's contract and runtime version, by the
+    provenance read): otherwise another process wrote the same code since, and the run's older
+    description must not be written over the newer one (ADR 0131)."""
+    return (
+        record.contract_fingerprint == run.contract_fingerprint
+        and record.runtime_version in (None, run.runtime_version)
+        and record.provenance == run.provenance
+    )
+
+
 def _forget_evidence(record: ArtifactRecord, digest: str) -> None:
     # The code's evidence starts afresh under its new writer; the history keeps the old one.
     record.scorecards.pop(digest, None)
@@ -633,7 +646,10 @@ def apply_call(
         new.runtime = RUNTIME_TAG
         new.code = call.code
         new.code_checksum = digest
-        adopt_call(new, call)
+        if call.source != "persisted" or describes(new, call):
+            adopt_call(new, call)
+        else:
+            new.last_program_source = call.source
         new.created_at = new.created_at or now
     _update_scorecard(new, call, digest, now)
     _update_counters(new, call)

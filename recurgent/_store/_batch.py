@@ -23,6 +23,7 @@ from recurgent._store._artifacts import (
     WindowEntry,
     adopt_call,
     checksum,
+    describes,
     earned_by_another,
 )
 from recurgent._store._promotion import ensure_lifecycle, evaluate as evaluate_version
@@ -235,7 +236,12 @@ def apply_runs(record: ArtifactRecord, delta: RunsDelta) -> ArtifactRecord:
     same_code = not theirs and record.code_checksum == delta.digest and record.code.strip() != ""
     kept = same_code or (not theirs and delta.digest in record.versions)
     if same_code:
-        adopt_call(record, delta.latest)
+        if describes(record, delta.latest):
+            adopt_call(record, delta.latest)
+        else:
+            # Another process wrote the same code since, for another contract, runtime or
+            # model: the runs count, and its newer description stays (ADR 0131).
+            record.last_program_source = delta.latest.source
         record.created_at = record.created_at or delta.first_at
         if delta.duration_ms is not None:
             record.last_duration_ms = round(delta.duration_ms, 1)

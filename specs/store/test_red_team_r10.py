@@ -531,3 +531,50 @@ class TestAKeptVersionStatesItsOwnAuthor:
             ("author_unknown", "return 1"),
             ("author_unknown", "return 1"),
         )
+
+
+class TestABatchNeverRollsMetadataBack:
+    """Waiting runs describe the program as it was when they ran: a flush never writes that
+    description over a newer one of the same code."""
+
+    def test_a_newer_contract_and_model_of_the_same_code_stay(self, tmp_path: Path) -> None:
+        """Runs wait; another process's agent (another contract, a newer model of the same
+        provider) writes the same code: the flush counts the runs and leaves the newer
+        contract, model and prompt version as they are."""
+        newer = Provenance(provider_kind="openai", model="gpt-5", prompt_version="p2")
+        store = _store(tmp_path / "store")
+        store.record_call(call(provenance=MODEL))
+        store.record_call(call(source="persisted", provenance=MODEL, trace_id="model-1"))
+        _plant(
+            store.root,
+            provenance=newer,
+            contract_fingerprint="sha256:x2",
+            model="gpt-5",
+            prompt_version="p2",
+        )
+
+        store.flush()
+
+        data = _data(store.root)
+        assert (
+            data["contract_fingerprint"],
+            data["model"],
+            data["prompt_version"],
+            data["success_count"],
+        ) == ("sha256:x2", "gpt-5", "p2", 2)
+
+    def test_a_failure_written_at_once_rolls_nothing_back(self, tmp_path: Path) -> None:
+        """The same through a persisted failure written at once: the failure counts, the newer
+        contract and model stay."""
+        newer = Provenance(provider_kind="openai", model="gpt-5", prompt_version="p2")
+        store = _store(tmp_path / "store")
+        _plant(store.root, provenance=newer, contract_fingerprint="sha256:x2", model="gpt-5")
+
+        store.record_call(call(source="persisted", provenance=MODEL, result="failure"))
+
+        data = _data(store.root)
+        assert (data["contract_fingerprint"], data["model"], data["failure_count"]) == (
+            "sha256:x2",
+            "gpt-5",
+            1,
+        )
