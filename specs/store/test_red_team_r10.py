@@ -578,3 +578,48 @@ class TestABatchNeverRollsMetadataBack:
             "gpt-5",
             1,
         )
+
+
+_RUNS = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from recurgent._store import Store
+from specs.store.test_red_team_r10 import MODEL
+from specs.store.support import call
+store = Store(Path({root!r}))
+for n in range(40):
+    store.record_call(call(source="persisted", provenance=MODEL, trace_id={trace!r}))
+    if n % 10 == 9:
+        store.flush()
+"""
+
+
+@pytest.mark.slow
+def test_three_processes_running_one_program_lose_no_run(tmp_path: Path) -> None:
+    """Held: three real processes run the same program 40 times each, flushing as they go: the
+    one-writer-per-batch rule splits nothing, every run and session is counted once."""
+    store = _store(tmp_path / "store")
+    store.record_call(call(provenance=MODEL))
+    repo = str(Path(__file__).resolve().parents[2])
+    children = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                textwrap.dedent(_RUNS).format(repo=repo, root=str(store.root), trace=f"p{n}"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(3)
+    ]
+    ended = [(*child.communicate(timeout=120), child.returncode) for child in children]
+
+    data = _data(store.root)
+    assert ended == [("", "", 0)] * 3
+    assert (_totals(data)[:2], sorted(_totals(data)[2])) == (
+        (121, 121),
+        ["p0", "p1", "p2", "trace-1"],
+    )
