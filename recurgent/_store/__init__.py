@@ -43,7 +43,7 @@ from recurgent._store._batch import (
 from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
-from recurgent._store._ownership import refusal
+from recurgent._store._ownership import refusal, same_key
 from recurgent._store._paths import artifact_path, default_root, registry_path
 from recurgent._store._promotion import (
     POLICY,
@@ -266,7 +266,7 @@ class Store:
                 and memo[4].code is memo[5]
             ):
                 return memo[3]
-            if (cached.role, cached.method_name) != (role, method):
+            if not same_key(cached, role, method):
                 # Another (role, method) whose path collides with this one's cached the file
                 # (red team R8): refused as when the file is read.
                 return Lookup(None, "key_mismatch", path)
@@ -306,7 +306,7 @@ class Store:
         if record is None:
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
             return Lookup(None, "invalid_record", path, moved)
-        if (record.role, record.method_name) != (role, method):
+        if not same_key(record, role, method):
             # Another (role, method) whose path segments collide with these (8 hex digits of
             # hash: a name can be searched for offline), or a file copied here: never run it
             # for this call, never overwrite it (ADR 0070).
@@ -471,7 +471,7 @@ class Store:
 
         def change(loaded: Loaded) -> dict[str, Any] | None:
             record = parse_record(loaded.data)
-            if record is None or (record.role, record.method_name) != (role, method):
+            if record is None or not same_key(record, role, method):
                 refused.append("no_record")
                 return None
             card = record.scorecards.get(digest)

@@ -623,3 +623,45 @@ def test_three_processes_running_one_program_lose_no_run(tmp_path: Path) -> None
         (121, 121),
         ["p0", "p1", "p2", "trace-1"],
     )
+
+
+class TestANameAsTheFileGivesItBack:
+    """A store file holds a lone surrogate of a name as U+FFFD; the key check compares the name
+    as the file gives it back."""
+
+    def test_a_role_with_a_lone_surrogate_keeps_its_runs_and_its_program(
+        self, tmp_path: Path
+    ) -> None:
+        """``calc\\ud800`` (a name from undecodable bytes, or a program's ``delegate``): its
+        waiting run is written, its program is reused, and a new program replaces it (each was
+        ``key_mismatch``: the run dropped, a request on every call, every write refused)."""
+        role = "calc\ud800"
+        store = _store(tmp_path / "store")
+        store.record_call(call(role=role))
+        store.record_call(call(role=role, source="persisted"))
+        store.flush()
+        found = store.lookup(
+            role, "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
+        )
+
+        replaced = store.record_call(call(role=role, code="return 7"))
+
+        data = _data(store.root, role)
+        assert (found.reason, replaced.written) == ("hit", True)
+        assert (data["role"], data["code"], data["success_count"]) == ("calc\ufffd", "return 7", 3)
+
+    def test_another_name_stored_alike_is_still_another_key(self, tmp_path: Path) -> None:
+        """The comparison as stored equates only names that differ in lone surrogates: the
+        record of ``calc\\ud800`` copied to the path of ``calc`` is ``key_mismatch`` there."""
+        store = _store(tmp_path / "store")
+        _plant(store.root, role="calc\ud800")
+        path = _path(store.root, "calc\ud800")
+        other = _path(store.root, "calc")
+        other.parent.mkdir(parents=True)
+        other.write_bytes(path.read_bytes())
+
+        found = store.lookup(
+            "calc", "answer", contract_fingerprint="none", runtime_version="0.1.0", host_call=True
+        )
+
+        assert found.reason == "key_mismatch"
