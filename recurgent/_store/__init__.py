@@ -166,6 +166,13 @@ _ARTIFACTS: IdentityCache[ArtifactRecord] = IdentityCache()
 _REGISTRIES: IdentityCache[dict[str, dict[str, Any]]] = IdentityCache()
 
 
+def _newest_evaluation(record: ArtifactRecord | None) -> object:
+    lifecycle = record.lifecycle if record is not None else None
+    if lifecycle is None or not lifecycle.shadow_ledger.evaluations:
+        return None
+    return lifecycle.shadow_ledger.evaluations[-1]
+
+
 def flush() -> int:
     """Write every counter change of this process still waiting (all roots); how many files
     were written. Never raises (a failed write is warned about once and kept for later)."""
@@ -419,9 +426,12 @@ class Store:
             ):
                 # The waiting runs pass the rules a flush of them would (ADR 0131).
                 apply_runs(record, waiting)
+            before = _newest_evaluation(record)
             # The record was parsed from the file a moment ago and nothing else holds it.
             new = apply_call(record, call, now=now, in_place=True)
-            decision = latest_decision(new, digest) if call.promotion.shadow else None
+            # Only an evaluation this call made is its decision (a stale run makes none).
+            evaluated = call.promotion.shadow and _newest_evaluation(new) is not before
+            decision = latest_decision(new, digest) if evaluated else None
             if decision is not None:
                 decided.append(decision)
             return new.to_json()

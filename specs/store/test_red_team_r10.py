@@ -402,6 +402,8 @@ class TestAStaleRunNeverWritesCode:
             1,
             (1, 1, ["trace-1"]),
         )
+        # No evaluation was made for it: the program's own last decision is not reported.
+        assert written.decision is None
 
 
 class TestHeld:
