@@ -43,7 +43,7 @@ from recurgent._store._batch import (
 from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
-from recurgent._store._ownership import refusal
+from recurgent._store._ownership import refusal, same_key
 from recurgent._store._paths import artifact_path, default_root, registry_path
 from recurgent._store._promotion import (
     POLICY,
@@ -132,7 +132,8 @@ class Lookup:
 class WriteResult:
     """What a write did: ``written``, or ``reason`` why not (``unsupported: ...``,
     ``foreign_runtime``, ``key_mismatch``, ``host_written`` (ADR 0074), ``model_written``
-    (ADR 0077), ``not_registered``, ``error: ...``); ``decision``: the promotion evaluation the
+    (ADR 0077), ``missing`` (a persisted run of a program forgotten since, ADR 0131),
+    ``not_registered``, ``error: ...``); ``decision``: the promotion evaluation the
     write made of the call's version (ADR 0080), when it made one."""
 
     written: bool
@@ -163,6 +164,13 @@ def _clone(value: Any) -> Any:
 #: Parsed artifacts and registry tools of this process, valid while their file is unchanged.
 _ARTIFACTS: IdentityCache[ArtifactRecord] = IdentityCache()
 _REGISTRIES: IdentityCache[dict[str, dict[str, Any]]] = IdentityCache()
+
+
+def _newest_evaluation(record: ArtifactRecord | None) -> object:
+    lifecycle = record.lifecycle if record is not None else None
+    if lifecycle is None or not lifecycle.shadow_ledger.evaluations:
+        return None
+    return lifecycle.shadow_ledger.evaluations[-1]
 
 
 def flush() -> int:
@@ -265,7 +273,7 @@ class Store:
                 and memo[4].code is memo[5]
             ):
                 return memo[3]
-            if (cached.role, cached.method_name) != (role, method):
+            if not same_key(cached, role, method):
                 # Another (role, method) whose path collides with this one's cached the file
                 # (red team R8): refused as when the file is read.
                 return Lookup(None, "key_mismatch", path)
@@ -305,7 +313,7 @@ class Store:
         if record is None:
             moved = quarantine(path, expected=loaded.raw, now=self._clock())
             return Lookup(None, "invalid_record", path, moved)
-        if (record.role, record.method_name) != (role, method):
+        if not same_key(record, role, method):
             # Another (role, method) whose path segments collide with these (8 hex digits of
             # hash: a name can be searched for offline), or a file copied here: never run it
             # for this call, never overwrite it (ADR 0070).
@@ -406,11 +414,24 @@ class Store:
                 elif reason := refusal(record, call, digest):
                     refused.append(reason)
                     return None
-            if record is not None and waiting is not None:
+            if record is None and call.source == "persisted":
+                # The program that ran was forgotten (or set aside) since: its run never
+                # brings it back, as a batch of its answers would not (ADR 0131).
+                refused.append("missing")
+                return None
+            if (
+                record is not None
+                and waiting is not None
+                and refusal(record, waiting.latest, waiting.digest) is None
+            ):
+                # The waiting runs pass the rules a flush of them would (ADR 0131).
                 apply_runs(record, waiting)
+            before = _newest_evaluation(record)
             # The record was parsed from the file a moment ago and nothing else holds it.
             new = apply_call(record, call, now=now, in_place=True)
-            decision = latest_decision(new, digest) if call.promotion.shadow else None
+            # Only an evaluation this call made is its decision (a stale run makes none).
+            evaluated = call.promotion.shadow and _newest_evaluation(new) is not before
+            decision = latest_decision(new, digest) if evaluated else None
             if decision is not None:
                 decided.append(decision)
             return new.to_json()
@@ -428,6 +449,13 @@ class Store:
                 _pending.RUNS.put_back(path, self.root, waiting)
             return WriteResult(False, f"error: {type(error).__name__}: {error}")
         if refused:
+            if waiting is not None:
+                # The call was refused, not the runs: they are written on their own, under
+                # the rules of a flush (ADR 0131), and wait again if that write fails.
+                try:
+                    _pending.write_runs(path, self.root, waiting)
+                except (OSError, ValueError):
+                    _pending.RUNS.put_back(path, self.root, waiting)
             return WriteResult(False, refused[0])
         return WriteResult(
             updated.written,
@@ -453,7 +481,7 @@ class Store:
 
         def change(loaded: Loaded) -> dict[str, Any] | None:
             record = parse_record(loaded.data)
-            if record is None or (record.role, record.method_name) != (role, method):
+            if record is None or not same_key(record, role, method):
                 refused.append("no_record")
                 return None
             card = record.scorecards.get(digest)
@@ -508,9 +536,10 @@ class Store:
         replaced: list[RunsDelta] = []
 
         def add(delta: RunsDelta) -> RunsDelta:
-            if delta.digest != digest:
-                # Runs of other code wait here (another process replaced the program between
-                # two of ours): they are written on their own, then this code's runs start.
+            if not delta.holds(call, digest):
+                # Runs of other code, or of this code by another writer, wait here (another
+                # process replaced the program between two of ours): they are written on
+                # their own, then this program's runs start (ADR 0131).
                 replaced.append(delta)
                 delta = RunsDelta.start(call, now)
             if run is None:

@@ -26,7 +26,12 @@ from recurgent._store._promotion import (
     evaluate as evaluate_version,
 )
 from recurgent._store._promotion_format import VERSIONS_KEPT, Lifecycle, VersionCode
-from recurgent._store._provenance import Provenance, Reader, provenance_verdict
+from recurgent._store._provenance import (
+    Provenance,
+    Reader,
+    is_double_written,
+    provenance_verdict,
+)
 from recurgent._store._versions import protected, remember_version, runs_kept_version, trim_lru
 
 __all__ = [
@@ -48,6 +53,8 @@ __all__ = [
     "apply_call",
     "checksum",
     "contract_fingerprint",
+    "describes",
+    "earned_by_another",
     "is_degraded",
     "parse_record",
     "record_cacheability",
@@ -524,6 +531,49 @@ def _update_counters(record: ArtifactRecord, call: CallRecord) -> None:
 _CLASSES = ("intrinsic", "adaptive", "extrinsic")
 
 
+def earned_by_another(
+    record: ArtifactRecord, digest: str, author: str | None, provenance: Provenance | None
+) -> bool:
+    """Whether the evidence ``record`` holds for version ``digest`` (its scorecard, lifecycle
+    state) was earned by runs of another writer's program than one by ``author`` and
+    ``provenance`` (ADR 0131): a test double's and anyone else's, or the host's and a
+    program's. Evidence whose writer is not known (neither the current code nor a kept
+    version) is kept, and so is an unknown author's.
+    """
+    if digest == record.code_checksum and record.code.strip():
+        theirs, stored = record.author, record.provenance
+    elif (version := record.versions.get(digest)) is not None:
+        theirs, stored = version.author, version.provenance
+    else:
+        return False
+    if is_double_written(stored) != is_double_written(provenance):
+        return True
+    return {theirs, author} == {HOST, PROGRAM}
+
+
+def describes(record: ArtifactRecord, run: CallRecord) -> bool:
+    """Whether ``record`` still describes its program as a persisted ``run`` of its code ran it
+    (a program is reused only under the record's contract and runtime version, by the
+    provenance read): otherwise another process wrote the same code since, and the run's older
+    description must not be written over the newer one (ADR 0131)."""
+    return (
+        record.contract_fingerprint == run.contract_fingerprint
+        and record.runtime_version in (None, run.runtime_version)
+        and record.provenance == run.provenance
+    )
+
+
+def _forget_evidence(record: ArtifactRecord, digest: str) -> None:
+    # The code's evidence starts afresh under its new writer; the history keeps the old one.
+    record.scorecards.pop(digest, None)
+    record.versions.pop(digest, None)
+    lifecycle = record.lifecycle
+    if lifecycle is not None:
+        lifecycle.versions.pop(digest, None)
+        if lifecycle.incumbent_durable_checksum == digest:
+            lifecycle.incumbent_durable_checksum = None
+
+
 def _trigger(call: CallRecord, previous: str | None) -> str:
     if call.source == "repaired":
         klass = call.repaired_class if call.repaired_class in _CLASSES else "unknown"
@@ -572,16 +622,34 @@ def apply_call(
     previous = new.code_checksum if new.code.strip() else None
     digest = checksum(call.code)
     kept = runs_kept_version(new, digest, call.source)
+    if call.source == "persisted" and (
+        (digest != previous and not kept)
+        or earned_by_another(new, digest, call.author, call.provenance)
+    ):
+        # A run of code the record no longer holds (another process replaced it since, or
+        # dropped its version), or holds as another writer's program: it counts in the
+        # totals, and in that code's scorecard if one is left and is its writer's, but a
+        # stale run never brings old code back (as a batch of runs, ADR 0131).
+        if digest in new.scorecards and digest != previous:
+            _update_scorecard(new, call, digest, now)
+        _update_counters(new, call)
+        new.last_used_at = max(new.last_used_at or "", now)
+        return new
     if not kept:
         if digest != previous or call.source != "persisted":
             # A persisted run carries the author and provenance of the code it ran; anything
             # else the caller's.
+            if earned_by_another(new, digest, call.author, call.provenance):
+                _forget_evidence(new, digest)
             new.author = call.author
             new.provenance = call.provenance
         new.runtime = RUNTIME_TAG
         new.code = call.code
         new.code_checksum = digest
-        adopt_call(new, call)
+        if call.source != "persisted" or describes(new, call):
+            adopt_call(new, call)
+        else:
+            new.last_program_source = call.source
         new.created_at = new.created_at or now
     _update_scorecard(new, call, digest, now)
     _update_counters(new, call)

@@ -23,6 +23,8 @@ from recurgent._store._artifacts import (
     WindowEntry,
     adopt_call,
     checksum,
+    describes,
+    earned_by_another,
 )
 from recurgent._store._promotion import ensure_lifecycle, evaluate as evaluate_version
 from recurgent._store._registry import merge_uses
@@ -92,6 +94,25 @@ class RunsDelta:
         """An empty delta for runs of ``call``'s code; :meth:`add` the call next."""
         return cls(digest=checksum(call.code), latest=call, first_at=now, last_at=now)
 
+    def holds(self, call: CallRecord, digest: str) -> bool:
+        """Whether a run of ``call`` (its code's checksum ``digest``) may join these runs: the
+        same code, run for the same (role, method), written by the same author and provider.
+
+        A batch is checked and written as its latest run (ADR 0131): a run of the same code by
+        another writer (a colliding role, the host, a model after a test double) folded in
+        would carry the earlier runs into a record they could not be written into.
+        """
+        latest = self.latest
+        return digest == self.digest and (
+            latest is call
+            or (
+                latest.role == call.role
+                and latest.method == call.method
+                and latest.author == call.author
+                and latest.provenance == call.provenance
+            )
+        )
+
     def add(self, call: CallRecord, now: str) -> None:
         """Fold one more run of the same code."""
         self.add_run(
@@ -138,8 +159,9 @@ class RunsDelta:
 
     def merge(self, later: RunsDelta) -> RunsDelta:
         """This delta followed by ``later`` (for a flush that failed and is put back)."""
-        if later.digest != self.digest:
-            return later  # the code changed meanwhile: the older runs counted another version
+        if not self.holds(later.latest, later.digest):
+            # The code or its writer changed meanwhile: the older runs counted another program.
+            return later
         self.latest, self.last_at = later.latest, later.last_at
         self.runs += later.runs
         self.domain_errors += later.domain_errors
@@ -208,14 +230,23 @@ def apply_runs(record: ArtifactRecord, delta: RunsDelta) -> ArtifactRecord:
     promotion = delta.latest.promotion
     if promotion.shadow:
         ensure_lifecycle(record, delta.first_at)
-    same_code = record.code_checksum == delta.digest and record.code.strip() != ""
-    kept = same_code or delta.digest in record.versions
+    # The file's program of this code may be another writer's (put there since the runs):
+    # then the runs count in the totals only, never as that program's evidence (ADR 0131).
+    theirs = earned_by_another(record, delta.digest, delta.latest.author, delta.latest.provenance)
+    same_code = not theirs and record.code_checksum == delta.digest and record.code.strip() != ""
+    kept = same_code or (not theirs and delta.digest in record.versions)
     if same_code:
-        adopt_call(record, delta.latest)
+        if describes(record, delta.latest):
+            adopt_call(record, delta.latest)
+        else:
+            # Another process wrote the same code since, for another contract, runtime or
+            # model: the runs count, and its newer description stays (ADR 0131).
+            record.last_program_source = delta.latest.source
         record.created_at = record.created_at or delta.first_at
         if delta.duration_ms is not None:
             record.last_duration_ms = round(delta.duration_ms, 1)
-    _fold_card(record, delta, create=kept)
+    if not theirs:
+        _fold_card(record, delta, create=kept)
     if kept:
         remember_version(record, delta.digest, delta.last_at)
         if promotion.shadow:

@@ -45,6 +45,7 @@ __all__ = [
     "locked",
     "quarantine",
     "read_json",
+    "stored_text",
     "supported_schema",
     "untrusted_levels",
     "update_json",
@@ -139,16 +140,19 @@ def supported_schema(data: dict[str, Any]) -> bool:
     return not isinstance(version, bool) and isinstance(version, int) and version == SCHEMA_VERSION
 
 
-def _repair_text(text: str) -> str:
-    # Lone surrogates (from undecodable input) cannot be UTF-8 encoded; they become U+FFFD,
-    # as the Ruby store turns invalid bytes into U+FFFD before writing.
+def stored_text(text: str) -> str:
+    """``text`` as a store file holds it (and gives it back when read).
+
+    Lone surrogates (from undecodable input) cannot be UTF-8 encoded; they become U+FFFD, as
+    the Ruby store turns invalid bytes into U+FFFD before writing.
+    """
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def encode_json(payload: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON (no spaces, keys in insertion order, non-ASCII kept as is)."""
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return _repair_text(text).encode("utf-8")
+    return stored_text(text).encode("utf-8")
 
 
 def ensure_private_dir(directory: Path, root: Path) -> None:

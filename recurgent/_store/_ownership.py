@@ -11,23 +11,31 @@ rules (ADR 0131): the file may have changed between a run and its flush.
 from __future__ import annotations
 
 from recurgent._store._artifacts import HOST, ArtifactRecord, CallRecord
+from recurgent._store._files import stored_text
 from recurgent._store._provenance import write_refusal
 from recurgent._store._versions import runs_kept_version
 
-__all__ = ["refusal"]
+__all__ = ["refusal", "same_key"]
+
+
+def same_key(record: ArtifactRecord, role: str, method: str) -> bool:
+    """Whether ``record`` is the one of ``role.method``, as its file gives the names back (a
+    name with a lone surrogate is stored with U+FFFD in its place: red team R10)."""
+    stored = (record.role, record.method_name)
+    return stored == (role, method) or stored == (stored_text(role), stored_text(method))
 
 
 def refusal(record: ArtifactRecord, call: CallRecord, digest: str) -> str | None:
     """Why ``call`` (whose code has checksum ``digest``) may not be folded into ``record``:
     ``key_mismatch``, ``host_written`` or ``model_written``; ``None`` when it may."""
-    if (record.role, record.method_name) != (call.role, call.method):
+    if not same_key(record, call.role, call.method):
         return "key_mismatch"
-    if (
-        record.author == HOST
-        and call.author != HOST
-        # A program may run the host's code (a kept version it ran counts for that version),
-        # never replace it.
-        and not runs_kept_version(record, digest, call.source)
-    ):
+    # A program may run a kept version (enforcement chose it): its runs count for that
+    # version, under the rules of who wrote it, never replacing the current code.
+    kept = runs_kept_version(record, digest, call.source)
+    if record.author == HOST and call.author != HOST and not kept:
+        # A program may run the host's code, never replace it.
         return "host_written"
+    if kept:
+        return write_refusal(record.versions[digest].provenance, True, call.provenance)
     return write_refusal(record.provenance, bool(record.code.strip()), call.provenance)

@@ -46,8 +46,9 @@ _DESCRIBED = (
     "provenance",
 )
 #: Fields a version always states for itself: an unknown author of an earlier version must not
-#: borrow the current code's (a test double's program read as a model's, ADR 0077).
-_OWN = frozenset({"provenance"})
+#: borrow the current code's (a test double's program read as a model's, ADR 0077; a legacy
+#: program of unknown author read as the host's, red team R10).
+_OWN = frozenset({"provenance", "author"})
 _PREFERENCE = ("durable", "probation", "candidate")
 
 

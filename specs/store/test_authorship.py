@@ -107,14 +107,20 @@ class TestApplyCall:
 
         assert (record.author, record.success_count) == ("host", 2)
 
-    def test_a_persisted_run_of_replaced_code_brings_its_author_back_with_it(self) -> None:
-        """Code another process replaced meanwhile: the older code written back is recorded
-        under the author it ran as, never under the newer code's."""
+    def test_a_persisted_run_of_replaced_code_never_brings_it_back(self) -> None:
+        """Code another process replaced meanwhile (its version not kept): the run counts in
+        the totals, and the newer code stays with its own author (ADR 0131; a stale run once
+        wrote the older code back under the author it ran as)."""
         persisted = call(HOST_CODE, source="persisted", author="program")
 
         record = apply_call(_record("host", code="return 0"), persisted, now=NOW)
 
-        assert (record.code, record.author) == (HOST_CODE, "program")
+        assert (record.code, record.author, record.success_count, len(record.history)) == (
+            "return 0",
+            "host",
+            2,
+            1,
+        )
 
     def test_the_author_is_written_to_the_file(self, tmp_path: Path) -> None:
         """``author`` is a top-level field of the artifact file and of each history entry."""

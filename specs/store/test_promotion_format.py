@@ -163,7 +163,9 @@ class TestBounds:
 
     def test_a_hand_written_version_in_the_original_shape_is_read(self, tmp_path: Path) -> None:
         """A version with only code, dependencies and timestamps (the original's shape) is
-        accepted, and runs under enforcement as described by the record."""
+        accepted and runs under enforcement for a program's call; its author is unknown, never
+        the current code's, so the host's call skips it for the host's own code (ADR 0074; red
+        team R10: it once borrowed the record's ``host``)."""
         old = "return 1"
 
         def hand_written(data: dict[str, Any]) -> None:
@@ -181,5 +183,14 @@ class TestBounds:
 
         store, _ = _stored(tmp_path, hand_written)
         found = _lookup(store)
-        assert (found.reason, found.record.code if found.record else None) == ("hit", old)
-        assert found.record is not None and found.record.author == "host"
+        programs = store.lookup(
+            "calculator",
+            "answer",
+            contract_fingerprint="none",
+            runtime_version="0.1.0",
+            host_call=False,
+            enforce=True,
+        )
+        assert (found.reason, found.record.code if found.record else None) == ("hit", "return 42")
+        assert (programs.reason, programs.record.code if programs.record else None) == ("hit", old)
+        assert programs.record is not None and programs.record.author is None
