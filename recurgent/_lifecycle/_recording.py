@@ -58,6 +58,15 @@ def _failed_attempt(state: CallState) -> FailedAttempt | None:
     return FailedAttempt(latest.stage, latest.error_class, latest.error_message, latest.attempt_id)
 
 
+def _promotion(runtime: AgentRuntime) -> Promotion:
+    """The promotion switches the agent captured when it was built (ADR 0076)."""
+    settings = runtime.options.settings
+    return promotion_mode(
+        shadow=settings.promotion_shadow_mode_enabled,
+        enforced=settings.promotion_enforcement_enabled,
+    )
+
+
 def record(runtime: AgentRuntime, state: CallState) -> None:
     """Classify the program that ran last and fold the call into its stored artifact.
 
@@ -91,11 +100,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
     store: Store | None = runtime.store
     if store is None:
         return
-    settings = runtime.options.settings
-    promotion = promotion_mode(
-        shadow=settings.promotion_shadow_mode_enabled,
-        enforced=settings.promotion_enforcement_enabled,
-    )
+    promotion = _promotion(runtime)
     outcome = state.outcome
     failed = outcome if outcome is not None and outcome.status == "error" else None
     kind = result_kind(outcome, raised=state.error is not None)
@@ -157,11 +162,7 @@ def _record_answered(runtime: AgentRuntime, state: CallState, store: Store, read
     record = ready.record
     # The lookup verified this checksum against the code that ran.
     state.artifact_checksum = record.code_checksum
-    settings = runtime.options.settings
-    promotion = promotion_mode(
-        shadow=settings.promotion_shadow_mode_enabled,
-        enforced=settings.promotion_enforcement_enabled,
-    )
+    promotion = _promotion(runtime)
     fingerprint = call_fingerprint(state)
     key = (state.role, fingerprint, promotion)
     built = ready.program
@@ -218,11 +219,7 @@ def _record_stored_failure(runtime: AgentRuntime, state: CallState, run: StoredR
     store: Store | None = runtime.store
     if store is None:
         return
-    settings = runtime.options.settings
-    promotion = promotion_mode(
-        shadow=settings.promotion_shadow_mode_enabled,
-        enforced=settings.promotion_enforcement_enabled,
-    )
+    promotion = _promotion(runtime)
     message = state.attempt_failures[-1].error_message if state.attempt_failures else None
     call = CallRecord(
         role=state.role,
