@@ -25,7 +25,6 @@ from recurgent._store._artifacts import (
     CallRecord,
     FailedAttempt,
     StoredRun,
-    apply_call,
     checksum,
     contract_fingerprint,
     parse_record,
@@ -43,6 +42,7 @@ from recurgent._store._batch import (
 from recurgent._store._cache import IdentityCache
 from recurgent._store._cacheability import Cacheability, classify
 from recurgent._store._files import Loaded, quarantine, read_json, update_json
+from recurgent._store._folding import apply_call
 from recurgent._store._ownership import refusal, same_key
 from recurgent._store._paths import artifact_path, default_root, registry_path
 from recurgent._store._promotion import (

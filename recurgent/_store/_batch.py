@@ -21,11 +21,9 @@ from recurgent._store._artifacts import (
     CallRecord,
     Scorecard,
     WindowEntry,
-    adopt_call,
     checksum,
-    describes,
-    earned_by_another,
 )
+from recurgent._store._folding import adopt_call, describes, earned_by_another
 from recurgent._store._promotion import ensure_lifecycle, evaluate as evaluate_version
 from recurgent._store._registry import merge_uses
 from recurgent._store._versions import protected, remember_version, trim_lru
@@ -218,7 +216,7 @@ def apply_runs(record: ArtifactRecord, delta: RunsDelta) -> ArtifactRecord:
     """Fold ``delta`` into ``record`` (in place; the caller owns it) and return it.
 
     When the record still holds the code that ran, the result equals folding each run with
-    :func:`~recurgent._store._artifacts.apply_call`, except for the promotion ledger: the
+    :func:`~recurgent._store._folding.apply_call`, except for the promotion ledger: the
     batch is evaluated once, on its totals, in one ledger entry that says how many calls it
     covers (ADR 0080). When the runs ran a kept earlier version (enforcement chose it, ADR
     0081), or another process replaced the code meanwhile, the runs still count (totals, and

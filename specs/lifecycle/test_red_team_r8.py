@@ -76,9 +76,10 @@ import pytest
 from recurgent import Agent, configure_runtime
 from recurgent._lifecycle import _persistence, _recording
 from recurgent._store import Store, checksum
-from recurgent._store._artifacts import ArtifactRecord, apply_call
+from recurgent._store._artifacts import ArtifactRecord
 from recurgent._store._cli import main as tools
 from recurgent._store._files import write_json
+from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import apply_override
 from recurgent._store._provenance import Provenance, Reader

@@ -10,7 +10,6 @@ import pytest
 from recurgent._store._artifacts import (
     ArtifactRecord,
     FailedAttempt,
-    apply_call,
     checksum,
     contract_fingerprint,
     is_degraded,
@@ -18,6 +17,7 @@ from recurgent._store._artifacts import (
     reuse_verdict,
 )
 from recurgent._store._cacheability import Cacheability
+from recurgent._store._folding import apply_call
 from specs.store.support import call
 
 NOW = "2026-12-01T12:00:00.000Z"

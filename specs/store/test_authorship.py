@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from recurgent._store import Store
-from recurgent._store._artifacts import ArtifactRecord, apply_call, reuse_verdict
+from recurgent._store._artifacts import ArtifactRecord, reuse_verdict
+from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from specs.store.support import call, frozen
 

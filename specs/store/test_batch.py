@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from recurgent._store._artifacts import ArtifactRecord, apply_call, checksum
+from recurgent._store._artifacts import ArtifactRecord, checksum
 from recurgent._store._batch import RunsDelta, UsesDelta, apply_runs, apply_uses, batchable
+from recurgent._store._folding import apply_call
 from recurgent._store._registry import merge_usage
 from specs.store.support import call
 

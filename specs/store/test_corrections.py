@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from recurgent._store import Store, promotion_mode
-from recurgent._store._artifacts import Scorecard, apply_call, checksum
+from recurgent._store._artifacts import Scorecard, checksum
+from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import metrics
 from specs.store.support import call, frozen

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from recurgent._store import Store, _pending, checksum, flush
-from recurgent._store._artifacts import apply_call
+from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path, registry_path
 from recurgent._store._pending import FLUSH_AFTER_SECONDS, PendingTable
 from recurgent._store._provenance import Provenance

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from recurgent._store._artifacts import ArtifactRecord, Scorecard, apply_call, checksum
+from recurgent._store._artifacts import ArtifactRecord, Scorecard, checksum
 from recurgent._store._batch import RunsDelta, apply_runs
+from recurgent._store._folding import apply_call
 from recurgent._store._promotion import (
     POLICY,
     apply_override,

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from recurgent._store import Store
-from recurgent._store._artifacts import ArtifactRecord, apply_call, parse_record, reuse_verdict
+from recurgent._store._artifacts import ArtifactRecord, parse_record, reuse_verdict
+from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from recurgent._store._provenance import (
     Provenance,

@@ -20,8 +20,9 @@ import pytest
 
 from recurgent import Agent
 from recurgent._store import Lookup, Store, _pending, checksum
-from recurgent._store._artifacts import ArtifactRecord, apply_call
+from recurgent._store._artifacts import ArtifactRecord
 from recurgent._store._batch import RunsDelta
+from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import promotion_mode
 from recurgent._store._provenance import Provenance, Reader

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from recurgent._store import Store, StoredRun
-from recurgent._store._artifacts import ArtifactRecord, apply_call, checksum
+from recurgent._store._artifacts import ArtifactRecord, checksum
 from recurgent._store._batch import RunsDelta, apply_runs
+from recurgent._store._folding import apply_call
 from recurgent._store._promotion import apply_override, promotion_mode, state_of
 from recurgent._store._promotion_format import VERSIONS_KEPT
 from recurgent._store._provenance import Provenance, Reader
