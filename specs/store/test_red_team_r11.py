@@ -8,18 +8,22 @@ spec names what it pins; those under a "break" class fail without the fix they n
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from recurgent import Agent, configure_runtime
 from recurgent._store import Store, _pending, checksum
 from recurgent._store._artifacts import ArtifactRecord
 from recurgent._store._batch import RunsDelta
 from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
-from specs.store.support import call, frozen
+from specs.store.support import ScriptedModel, call, frozen
 
 LATER = "2026-12-01T12:00:01.000Z"
 OLD, NEW = "return 42", "return 43"
@@ -137,3 +141,162 @@ class TestWaitingRunsOfAReplacedProgramAreNeverDropped:
         assert (data["success_count"], data["failure_count"]) == (4, 1)
         assert _cards(data) == {OLD: (2, ["trace-1", "s1"]), NEW: (3, ["other", "s2", "s3"])}
         assert _pending.RUNS.pending() == []
+
+
+#: Doubles its input; raises for a negative one (an intrinsic failure, then a repair).
+DOUBLING = "if args[0] < 0:\n    raise ValueError('negative')\nreturn args[0] * 2"
+TRIPLING = "return args[0] * 3"
+
+_HOST_SESSION = """
+import sys
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from recurgent import Agent
+from specs.store.support import ScriptedModel
+provider = ScriptedModel({{("calculator", "run"): {code!r}}})
+agent = Agent("calculator", provider=provider, toolstore_root=Path({root!r}), log=False,
+              trace_id={trace!r})
+for number in range(5):
+    assert agent.run(number).value == number * 2
+"""
+
+
+def _host_session(root: Path, trace: str, replies: Any = DOUBLING) -> None:
+    """The host's own agent answers 0..4 in one session (``trace``)."""
+    provider = ScriptedModel({("calculator", "run"): replies})
+    agent = Agent("calculator", provider=provider, toolstore_root=root, log=False, trace_id=trace)
+    for number in range(5):
+        assert agent.run(number).value == number * 2
+
+
+def _artifact(root: Path, role: str = "calculator", method: str = "run") -> dict[str, Any]:
+    Store(root).flush()
+    return dict(json.loads(artifact_path(root, role, method).read_text()))
+
+
+def _version(data: dict[str, Any], code: str) -> tuple[int, int, list[str], str, bool]:
+    """calls, failures, sessions (sorted), lifecycle state, whether it is the incumbent."""
+    digest = checksum(code)
+    card = data["scorecards"][digest]
+    lifecycle = data["lifecycle"]
+    return (
+        card["calls"],
+        card["failures"],
+        sorted(card["sessions"]),
+        lifecycle["versions"][digest]["lifecycle_state"],
+        lifecycle["incumbent_durable_checksum"] == digest,
+    )
+
+
+def _planner(root: Path, program: str, trace: str, calc: str | None = None) -> Agent:
+    """A host agent whose generated program builds agents of its own with ``delegate``
+    (``calc``: what the model writes for their ``calculator.run``, when asked)."""
+    script: dict[tuple[str, str], Any] = {("planner", "go"): program}
+    if calc is not None:
+        script["calculator", "run"] = calc
+    return Agent(
+        "planner", provider=ScriptedModel(script), toolstore_root=root, log=False, trace_id=trace
+    )
+
+
+class TestHeld:
+    """What R10's rules must not take from ordinary users, and what a hostile program still
+    cannot do with them (real agents; each passes before and after R11's fix)."""
+
+    @pytest.mark.slow
+    def test_two_host_processes_make_one_program_durable(self, tmp_path: Path) -> None:
+        """Two real host processes run the same program at the same time, five calls each in
+        their own session: one generation, ten calls over two sessions, durable, the host's,
+        the incumbent (ADR 0080's gate)."""
+        root = tmp_path / "store"
+        repo = str(Path(__file__).resolve().parents[2])
+        children = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    textwrap.dedent(_HOST_SESSION).format(
+                        repo=repo, code=DOUBLING, root=str(root), trace=trace
+                    ),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for trace in ("session-a", "session-b")
+        ]
+        ended = [(*child.communicate(timeout=120), child.returncode) for child in children]
+
+        data = _artifact(root)
+        assert ended == [("", "", 0)] * 2
+        assert (data["success_count"], data["author"], len(data["history"])) == (10, "host", 1)
+        assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
+
+    def test_a_programs_agent_running_the_hosts_program_counts_for_it(self, tmp_path: Path) -> None:
+        """A program's agent of the host's role runs the host's durable program twice: the
+        host's version holds 12 calls over three sessions and stays the durable incumbent."""
+        root = tmp_path / "store"
+        _host_session(root, "session-a")
+        _host_session(root, "session-b")
+        program = "return [delegate('calculator').run(4), delegate('calculator').run(5)]"
+
+        answered = _planner(root, program, "session-p", calc="return 0").go()
+
+        data = _artifact(root)
+        assert [outcome.value for outcome in answered.value] == [8, 10]
+        assert (data["success_count"], data["author"]) == (12, "host")
+        assert _version(data, DOUBLING) == (
+            12,
+            0,
+            ["session-a", "session-b", "session-p"],
+            "durable",
+            True,
+        )
+
+    def test_a_programs_failing_calls_never_unseat_the_hosts_incumbent(
+        self, tmp_path: Path
+    ) -> None:
+        """A hostile program calls the host's durable program 24 times with input it fails on
+        (its repairs are refused ``host_written``): the host's version keeps 10 calls, no
+        failure, durable and incumbent, and its code stays current."""
+        root = tmp_path / "store"
+        _host_session(root, "session-a")
+        _host_session(root, "session-b")
+        program = "return [delegate('calculator').run(-1) for _ in range(8)]"
+
+        for attempt in range(3):
+            _planner(root, program, f"evil-{attempt}", calc="raise ValueError('x')").go()
+
+        data = _artifact(root)
+        assert (data["failure_count"], data["code_checksum"]) == (0, checksum(DOUBLING))
+        assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
+
+    def test_enforcement_keeps_counting_the_incumbent_after_a_repair(self, tmp_path: Path) -> None:
+        """Under enforcement the host's durable version fails once and is repaired: the repair
+        is current (probation, one call), the incumbent keeps running for the host and for a
+        program's agent and holds every other call (17 calls, one failure, four sessions)."""
+        configure_runtime(promotion_enforcement_enabled=True)
+        root = tmp_path / "store"
+        _host_session(root, "session-a")
+        _host_session(root, "session-b")
+        provider = ScriptedModel({("calculator", "run"): TRIPLING})
+        agent = Agent(
+            "calculator", provider=provider, toolstore_root=root, log=False, trace_id="session-c"
+        )
+
+        repaired = agent.run(-1).value
+        answers = [agent.run(number).value for number in range(4)]
+        program = "return [delegate('calculator').run(4), delegate('calculator').run(5)]"
+        delegated = [o.value for o in _planner(root, program, "session-p").go().value]
+
+        data = _artifact(root)
+        assert (repaired, answers, delegated) == (-3, [0, 2, 4, 6], [8, 10])
+        assert data["code_checksum"] == checksum(TRIPLING)
+        assert _version(data, TRIPLING) == (1, 0, ["session-c"], "probation", False)
+        assert _version(data, DOUBLING) == (
+            17,
+            1,
+            ["session-a", "session-b", "session-c", "session-p"],
+            "durable",
+            True,
+        )
