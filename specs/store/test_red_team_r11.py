@@ -21,6 +21,7 @@ from recurgent import Agent, configure_runtime
 from recurgent._store import Store, _pending, checksum
 from recurgent._store._artifacts import ArtifactRecord
 from recurgent._store._batch import RunsDelta
+from recurgent._store._files import update_json
 from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from specs.store.support import ScriptedModel, call, frozen
@@ -64,7 +65,7 @@ def _cards(data: dict[str, Any]) -> dict[str, tuple[int, list[str]]]:
 def full_disk(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """The next ``failures["left"]`` batch writes fail as on a full disk, then writes work."""
     failures = {"left": 0}
-    real = _pending.update_json
+    real = update_json
 
     def flaky(*args: Any, **kwargs: Any) -> Any:
         if failures["left"]:
