@@ -144,6 +144,60 @@ class TestWaitingRunsOfAReplacedProgramAreNeverDropped:
         assert _path(store.root) not in _pending.RUNS.pending()
 
 
+_EXITS_WITH_A_FULL_DISK = """
+import json, sys, warnings
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from recurgent._store import Store, _pending
+from recurgent._store._artifacts import ArtifactRecord
+from recurgent._store._files import update_json
+from recurgent._store._folding import apply_call
+from recurgent._store._paths import artifact_path
+from specs.store.support import call, frozen
+
+store = Store(Path({root!r}), clock=frozen)
+path = artifact_path(store.root, "calculator", "answer")
+store.record_call(call(code={old!r}))
+store.record_call(call(code={old!r}, source="persisted", trace_id="s1"))
+record = ArtifactRecord.model_validate(json.loads(path.read_text()))
+newer = apply_call(record, call(code={new!r}, trace_id="other"), now={later!r})
+path.write_text(json.dumps(newer.to_json()))
+left = [2]
+
+def flaky(*args, **kwargs):
+    if left[0]:
+        left[0] -= 1
+        raise OSError(28, "No space left on device")
+    return update_json(*args, **kwargs)
+
+_pending.update_json = flaky
+warnings.simplefilter("ignore")
+store.flush()
+store.record_call(call(code={new!r}, source="persisted", trace_id="s2"))
+"""
+
+
+@pytest.mark.slow
+def test_a_process_exiting_writes_both_waiting_batches(tmp_path: Path) -> None:
+    """Break (the same fix, through the exit flush of a real process): the disk is full for
+    the flush and for the replaced batch's own write, then the process ends: its exit flush
+    writes both batches (4 answers; each version two calls)."""
+    root = tmp_path / "store"
+    repo = str(Path(__file__).resolve().parents[2])
+    script = _EXITS_WITH_A_FULL_DISK.format(
+        repo=repo, root=str(root), old=OLD, new=NEW, later=LATER
+    )
+
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    data = _data(root)
+    assert (child.returncode, child.stderr) == (0, "")
+    assert data["success_count"] == 4
+    assert _cards(data) == {OLD: (2, ["trace-1", "s1"]), NEW: (2, ["other", "s2"])}
+
+
 #: Doubles its input; raises for a negative one (an intrinsic failure, then a repair).
 DOUBLING = "if args[0] < 0:\n    raise ValueError('negative')\nreturn args[0] * 2"
 TRIPLING = "return args[0] * 3"
