@@ -8,9 +8,11 @@ spec names what it pins; those under a "break" class fail without the fix they n
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -355,3 +357,44 @@ class TestHeld:
             "durable",
             True,
         )
+
+
+def test_threads_alternating_two_kept_programs_lose_no_run_to_failed_writes(
+    tmp_path: Path, full_disk: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Break (the same fix, under threads): four threads run two kept versions of one
+    program in turn (400 runs), flushing now and then, while two writes in five fail; once the
+    disk is back a flush writes the rest. Every run is counted once: 402 answers, 402 calls
+    over the two versions' scorecards (before the fix about a third were lost)."""
+    store = _store(tmp_path / "store")
+    store.record_call(call(code=OLD))
+    store.record_call(call(code=NEW))
+    draws = random.Random(7)
+    failing = [True]
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        if failing[0] and draws.random() < 0.4:
+            raise OSError(28, "No space left on device")
+        return update_json(*args, **kwargs)
+
+    monkeypatch.setattr(_pending, "update_json", flaky)
+
+    def runs(seed: int) -> None:
+        choices = random.Random(seed)
+        for _ in range(100):
+            code = choices.choice((OLD, NEW))
+            store.record_call(call(code=code, source="persisted", trace_id=f"t{seed}"))
+            if choices.random() < 0.1:
+                store.flush()
+
+    threads = [threading.Thread(target=runs, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failing[0] = False
+    store.flush()
+
+    data = _data(store.root)
+    calls = sum(card["calls"] for card in data["scorecards"].values())
+    assert (data["success_count"], data["failure_count"], calls) == (402, 0, 402)
