@@ -8,7 +8,6 @@ for a damaged or unwritable store (a store problem must not break a call).
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -419,13 +418,11 @@ class Store:
                 # brings it back, as a batch of its answers would not (ADR 0131).
                 refused.append("missing")
                 return None
-            if (
-                record is not None
-                and waiting is not None
-                and refusal(record, waiting.latest, waiting.digest) is None
-            ):
-                # The waiting runs pass the rules a flush of them would (ADR 0131).
-                apply_runs(record, waiting)
+            if record is not None and waiting is not None:
+                for batch in waiting.batches():
+                    if refusal(record, batch.latest, batch.digest) is None:
+                        # The waiting runs pass the rules a flush of them would (ADR 0131).
+                        apply_runs(record, batch)
             before = _newest_evaluation(record)
             # The record was parsed from the file a moment ago and nothing else holds it.
             new = apply_call(record, call, now=now, in_place=True)
@@ -550,8 +547,11 @@ class Store:
 
         due = _pending.RUNS.fold(path, self.root, lambda: RunsDelta.start(call, now), add)
         for delta in replaced:
-            with contextlib.suppress(OSError, ValueError):
+            try:
                 _pending.write_runs(path, self.root, delta)
+            except (OSError, ValueError):
+                # They wait again, before this program's runs (red team R11: dropped).
+                _pending.RUNS.put_back(path, self.root, delta)
         if due:
             _pending.flush_due()
         return _DEFERRED

@@ -70,6 +70,9 @@ class RunsDelta:
         window: The newest recent-window entries as ``(status, error_type, at)`` (at most
             the scorecard's window).
         duration_ms: The last known duration.
+        earlier: Runs of another program (other code, or another writer) that waited before
+            these and whose write failed: written first, each batch under its own rules
+            (red team R11: they were dropped).
     """
 
     digest: str
@@ -86,6 +89,7 @@ class RunsDelta:
     sessions: list[str] = field(default_factory=list)
     window: list[tuple[str, str | None, str]] = field(default_factory=list)
     duration_ms: float | None = None
+    earlier: RunsDelta | None = None
 
     @classmethod
     def start(cls, call: CallRecord, now: str) -> RunsDelta:
@@ -155,10 +159,22 @@ class RunsDelta:
         if run.duration_ms is not None:
             self.duration_ms = run.duration_ms
 
+    def batches(self) -> list[RunsDelta]:
+        """These runs and those waiting before them, oldest first: one batch per program."""
+        chain: list[RunsDelta] = []
+        delta: RunsDelta | None = self
+        while delta is not None:
+            chain.append(delta)
+            delta = delta.earlier
+        return chain[::-1]
+
     def merge(self, later: RunsDelta) -> RunsDelta:
         """This delta followed by ``later`` (for a flush that failed and is put back)."""
-        if not self.holds(later.latest, later.digest):
-            # The code or its writer changed meanwhile: the older runs counted another program.
+        if later.earlier is not None or not self.holds(later.latest, later.digest):
+            # The code or its writer changed meanwhile: the older runs counted another program
+            # and wait before the later ones, to be written on their own (never dropped).
+            oldest = later.batches()[0]
+            oldest.earlier = self
             return later
         self.latest, self.last_at = later.latest, later.last_at
         self.runs += later.runs

@@ -169,6 +169,11 @@ def write_runs(path: Path, root: Path, delta: RunsDelta) -> None:
     if identity_of(path) is None:
         # Not even a lock file is made: a store root deleted meanwhile stays deleted.
         return
+    if delta.earlier is not None:
+        # Another program's runs waited before these: written first, under their own rules;
+        # once written they leave the chain, so a failure below puts back only these.
+        write_runs(path, root, delta.earlier)
+        delta.earlier = None
 
     def change(loaded: Loaded) -> dict[str, Any] | None:
         record = parse_record(loaded.data)
