@@ -13,6 +13,7 @@ is warned about once.
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import sys
 import threading
@@ -162,26 +163,31 @@ class PendingTable(Generic[D]):
 def write_runs(path: Path, root: Path, delta: RunsDelta) -> None:
     """Fold waiting persisted runs into the artifact at ``path``, under its lock.
 
-    Nothing is written when the artifact is gone (forgotten, pruned or quarantined since: the
-    runs counted a program nobody keeps), damaged, of another runtime or another schema.
+    Runs of other programs that waited before ``delta`` (``delta.earlier``) are written first,
+    each batch under its own rules; once written a batch leaves the chain, so a failure puts
+    back only what is left. A loop, not recursion: a disk that stayed full while programs
+    alternated can leave a long chain. Nothing is written when the artifact is gone
+    (forgotten, pruned or quarantined since: the runs counted a program nobody keeps),
+    damaged, of another runtime or another schema.
     """
-
     if identity_of(path) is None:
         # Not even a lock file is made: a store root deleted meanwhile stays deleted.
         return
-    if delta.earlier is not None:
-        # Another program's runs waited before these: written first, under their own rules;
-        # once written they leave the chain, so a failure below puts back only these.
-        write_runs(path, root, delta.earlier)
-        delta.earlier = None
+    chain = delta.batches()
+    for older, newer in itertools.pairwise(chain):
+        _write_batch(path, root, older)
+        newer.earlier = None
+    _write_batch(path, root, chain[-1])
 
+
+def _write_batch(path: Path, root: Path, batch: RunsDelta) -> None:
     def change(loaded: Loaded) -> dict[str, Any] | None:
         record = parse_record(loaded.data)
-        if record is None or refusal(record, delta.latest, delta.digest) is not None:
+        if record is None or refusal(record, batch.latest, batch.digest) is not None:
             # Another process put another role's, the host's or a model's program there
             # since the runs: they never count for it (ADR 0131).
             return None
-        return apply_runs(record, delta).to_json()
+        return apply_runs(record, batch).to_json()
 
     update_json(path, change, root=root, durable=False)
 

@@ -7,6 +7,7 @@ spec names what it pins; those under a "break" class fail without the fix they n
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
 import subprocess
@@ -107,6 +108,34 @@ class TestWaitingRunsOfAReplacedProgramAreNeverDropped:
         assert data["success_count"] == 4
         assert _cards(data) == {OLD: (2, ["trace-1", "s1"]), NEW: (2, ["other", "s2"])}
         assert _path(store.root) not in _pending.RUNS.pending()
+
+    def test_a_long_chain_of_waiting_batches_is_written_without_recursion(
+        self, tmp_path: Path
+    ) -> None:
+        """A disk that stayed full while two programs alternated leaves one waiting batch per
+        alternation. 400 of them, with 200 frames of stack left, are written oldest first by
+        a loop (the recursive write needed a frame per batch and raised RecursionError); the
+        current code's runs land on its scorecard, the other's in the totals: 401 answers."""
+        store = _store(tmp_path / "store")
+        store.record_call(call(code=OLD))
+        latest: RunsDelta | None = None
+        for number in range(400):
+            code = OLD if number % 2 else NEW
+            delta = RunsDelta.start(call(code=code, source="persisted"), LATER)
+            delta.add(call(code=code, source="persisted"), LATER)
+            delta.earlier = latest
+            latest = delta
+        assert latest is not None
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(len(inspect.stack()) + 200)
+        try:
+            _pending.write_runs(_path(store.root), store.root, latest)
+        finally:
+            sys.setrecursionlimit(limit)
+
+        data = _data(store.root)
+        assert (data["success_count"], latest.earlier) == (401, None)
+        assert {digest: card[0] for digest, card in _cards(data).items()} == {OLD: 201}
 
     def test_a_put_back_batch_waits_before_the_newer_programs_runs(self, tmp_path: Path) -> None:
         """A batch of the old code whose flush failed is put back while runs of the new code
