@@ -81,6 +81,20 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return failures
 
 
+def _old_runs_put_back_behind_new_ones(tmp_path: Path) -> Store:
+    """A store whose program another process regenerated: a run of the new code waits, and a
+    batch of two runs of the old code whose flush failed is put back behind it."""
+    store = _store(tmp_path / "store")
+    store.record_call(call(code=OLD))
+    _regenerate_elsewhere(store.root)
+    store.record_call(call(code=NEW, source="persisted", trace_id="s2"))
+    old = call(code=OLD, source="persisted", trace_id="s1")
+    failed = RunsDelta.start(old, LATER)
+    failed.add(old, LATER)
+    _pending.RUNS.put_back(_path(store.root), store.root, failed)
+    return store
+
+
 class TestWaitingRunsOfAReplacedProgramAreNeverDropped:
     """Break: runs waiting for a program that another process replaced since were dropped
     when their own write failed (``_defer_run`` swallowed the error; a put-back batch that
@@ -140,15 +154,7 @@ class TestWaitingRunsOfAReplacedProgramAreNeverDropped:
     def test_a_put_back_batch_waits_before_the_newer_programs_runs(self, tmp_path: Path) -> None:
         """A batch of the old code whose flush failed is put back while runs of the new code
         wait: the flush writes both (4 answers), each to its own version."""
-        store = _store(tmp_path / "store")
-        store.record_call(call(code=OLD))
-        _regenerate_elsewhere(store.root)
-        store.record_call(call(code=NEW, source="persisted", trace_id="s2"))
-        old = call(code=OLD, source="persisted", trace_id="s1")
-        failed = RunsDelta.start(old, LATER)
-        failed.add(old, LATER)
-
-        _pending.RUNS.put_back(_path(store.root), store.root, failed)
+        store = _old_runs_put_back_behind_new_ones(tmp_path)
         store.flush()
 
         data = _data(store.root)
@@ -158,14 +164,7 @@ class TestWaitingRunsOfAReplacedProgramAreNeverDropped:
     def test_a_write_made_at_once_carries_both_batches(self, tmp_path: Path) -> None:
         """The same two batches wait; the new code's failure is written at once and carries
         both: 4 answers and 1 failure; the old version two calls, the new one three."""
-        store = _store(tmp_path / "store")
-        store.record_call(call(code=OLD))
-        _regenerate_elsewhere(store.root)
-        store.record_call(call(code=NEW, source="persisted", trace_id="s2"))
-        old = call(code=OLD, source="persisted", trace_id="s1")
-        failed = RunsDelta.start(old, LATER)
-        failed.add(old, LATER)
-        _pending.RUNS.put_back(_path(store.root), store.root, failed)
+        store = _old_runs_put_back_behind_new_ones(tmp_path)
 
         store.record_call(call(code=NEW, source="persisted", result="failure", trace_id="s3"))
 
