@@ -1,5 +1,5 @@
-"""The options every subcommand of ``recurgent tools`` and ``recurgent proposals`` takes,
-accepted before the subcommand too (ADR 0128).
+"""What the subcommands of ``recurgent tools`` and ``recurgent proposals`` share (ADR 0128): the
+options every one takes, accepted before the subcommand too, and how a ``tools`` command refuses.
 
 Issue 20 gives each command ``--json`` and ``--root``; argparse reads them only after the
 subcommand's name, so ``recurgent tools --root R list`` was a usage error although
@@ -10,9 +10,11 @@ console script's start-up budget holds (ADR 0114).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
+from typing import TextIO
 
-__all__ = ["hoist_shared_options"]
+__all__ = ["hoist_shared_options", "refuse"]
 
 _FLAGS = frozenset({"--json"})
 _VALUED = "--root"
@@ -38,3 +40,21 @@ def hoist_shared_options(arguments: Sequence[str], commands: Collection[str]) ->
     if moved and rest and rest[0] in commands:
         return [rest[0], *moved, *rest[1:]]
     return [*moved, *rest]
+
+
+def refuse(
+    command: str, error_type: str, why: str, *, as_json: bool, out: TextIO, err: TextIO
+) -> int:
+    """Say why a ``recurgent tools`` command refused on stderr and, with ``--json``, as one JSON
+    document on stdout too (``command``, ``status``, ``error_type``, ``error_message``: the
+    shape of ``recurgent proposals``' errors); exit status 1."""
+    err.write(f"recurgent tools: {why}\n")
+    if as_json:
+        document = {
+            "command": command,
+            "status": "error",
+            "error_type": error_type,
+            "error_message": why.removeprefix(f"{error_type}: "),
+        }
+        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return 1

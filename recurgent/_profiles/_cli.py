@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from recurgent._cli_shared import refuse
 from recurgent._profiles._namespace import load_namespace, namespace_path, pressure
 
 __all__ = ["namespace_pressure"]
@@ -26,11 +27,7 @@ def namespace_pressure(role: str, root: Path, *, as_json: bool, out: TextIO, err
     record = load_namespace(root, role, quarantine_corrupt=False)
     if not record:
         why = f"no state-key telemetry for {role} under {root}"
-        err.write(f"recurgent tools: {why}\n")
-        if as_json:  # one JSON document with --json, as every refusal (ADR 0128)
-            error = {"status": "error", "error_type": "not_found", "error_message": why}
-            out.write(json.dumps({"command": "namespace-pressure", **error}, indent=2) + "\n")
-        return 1
+        return refuse("namespace-pressure", "not_found", why, as_json=as_json, out=out, err=err)
     figures = {**pressure(record, role), "path": str(path)}
     if as_json:
         out.write(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")

@@ -30,7 +30,7 @@ from typing import Any, TextIO, cast
 from pydantic import ValidationError
 
 from recurgent._cli_index import TOOLS_COMMANDS
-from recurgent._cli_shared import hoist_shared_options
+from recurgent._cli_shared import hoist_shared_options, refuse
 from recurgent._profiles._cli import namespace_pressure
 from recurgent._profiles._namespace import forget_namespace
 from recurgent._store import _cli_lifecycle, _pending
@@ -259,18 +259,7 @@ def _cmd_show(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) ->
     if not entries and tool is None:
         target = f"{args.role}.{args.method}" if args.method else args.role
         why = f"nothing stored for {target} under {root}"
-        err.write(f"recurgent tools: {why}\n")
-        if args.json:  # one JSON document with --json, as every refusal (ADR 0128)
-            _dump(
-                {
-                    "command": "show",
-                    "status": "error",
-                    "error_type": "not_found",
-                    "error_message": why,
-                },
-                out,
-            )
-        return 1
+        return refuse("show", "not_found", why, as_json=args.json, out=out, err=err)
     if args.json:
         shown = [{"path": str(e.path), "state": e.state, "artifact": e.data} for e in entries]
         _dump({"role": args.role, "tool": tool, "artifacts": shown}, out)

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from recurgent._cli_shared import refuse
 from recurgent._runtime_config import runtime_config
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
 from recurgent._store._files import Loaded, identity_of, read_json, update_json
@@ -108,14 +109,7 @@ def _parse(loaded: Loaded) -> tuple[ArtifactRecord | None, str]:
 
 
 def _refuse(args: argparse.Namespace, out: TextIO, err: TextIO, error_type: str, why: str) -> int:
-    """Say why on stderr and, with ``--json``, as one JSON document on stdout too (the shape of
-    ``recurgent proposals``' errors, ADR 0128); exit status 1."""
-    err.write(f"recurgent tools: {why}\n")
-    if args.json:
-        message = why.removeprefix(f"{error_type}: ")
-        error = {"error_type": error_type, "error_message": message}
-        _dump({"command": args.command, "status": "error", **error}, out)
-    return 1
+    return refuse(args.command, error_type, why, as_json=args.json, out=out, err=err)
 
 
 def _missing(args: argparse.Namespace, root: Path) -> str:
