@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from recurgent._content_serialization import KINDS, scalar_json, serialize, sha256_of
+from recurgent._content_serialization import KINDS, outgrows, scalar_json, serialize, sha256_of
 from recurgent._ids import random_hex
 from recurgent._runtime_config import RuntimeSettings
 from recurgent._values import utc_timestamp
@@ -242,6 +242,8 @@ class ContentStore:
                 raw = text.encode("utf-8", "surrogatepass")
                 kind, size, mode = KINDS[type(payload)], len(raw), "json_safe"
                 digest = f"sha256:{sha256_of(raw).hexdigest()}"
+            elif outgrows(payload, retention.max_bytes):
+                return self._skipped("entry_exceeds_max_bytes")
             else:
                 stored = serialize(payload)
                 text, kind, size, mode = stored.text, stored.kind, stored.size, stored.mode

@@ -28,6 +28,8 @@ HISTORY_KEY = "conversation_history"
 #: Records kept in memory; older ones are dropped (the call log keeps every call).
 HISTORY_LIMIT = 1000
 _PREVIEW = 500
+# Characters of text a preview's copy spends at most: the cut leaves the first _PREVIEW intact.
+_PREVIEW_BUDGET = 4 * _PREVIEW
 _RECORD_MARKERS = ("method_name", "outcome_summary", "call_id")
 _RECORD_KEYS = (
     "call_id",
@@ -141,7 +143,9 @@ def outcome_summary(
             # text: one C call, where json.dumps costs several times more.
             preview = int.__repr__(value)
         else:
-            safe = json_safe(value, secrets=secrets)
+            # Bounded: the preview keeps 500 characters, and a value of shared parts can be
+            # billions of characters of JSON (red team R12).
+            safe = json_safe(value, budget=_PREVIEW_BUDGET, secrets=secrets)
             preview = str(safe) if type(safe) is int else json.dumps(safe, ensure_ascii=False)
         summary["value_preview"] = (
             preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
