@@ -19,7 +19,6 @@ __all__ = [
     "FALLBACK_KEY",
     "KINDS",
     "Serialized",
-    "outgrows",
     "scalar_json",
     "serialize",
     "sha256_of",
@@ -177,35 +176,3 @@ def serialize(payload: Any) -> Serialized:
     text = json.dumps(wrapped, ensure_ascii=False, separators=(",", ":"))
     return _encoded(text, "fallback", "fallback_rendering")
 
-
-def outgrows(payload: Any, limit: int) -> bool:
-    """Whether ``payload``'s JSON text surely holds more than ``limit`` characters, found by a
-    walk that stops once it has counted past ``limit`` (red team R12).
-
-    Counts a lower bound (a string's characters and quotes, one per number, a separator per
-    item), each time a container or string is reached: ``[[s] * 1000] * 1000`` of one
-    10 000-character ``s`` is ten million characters of program memory and ten billion of
-    JSON, which ``json.dumps`` wrote in full (73 s, 3.4 GB, after the deadline) before its
-    size was compared with the store's limit.
-    """
-    count = 0
-    stack = [payload]
-    pop, push = stack.pop, stack.append
-    while stack:
-        item = pop()
-        kind = type(item)
-        if kind is str:
-            count += len(item) + 2
-        elif kind is list or kind is tuple:
-            count += len(item) + 1
-            stack.extend(item)
-        elif kind is dict:
-            count += 2 * len(item) + 1
-            for key, entry in item.items():
-                push(key)
-                push(entry)
-        else:
-            count += 1
-        if count > limit:
-            return True
-    return False

@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from recurgent._content_serialization import KINDS, outgrows, scalar_json, serialize, sha256_of
+from recurgent._content_serialization import KINDS, scalar_json, serialize, sha256_of
 from recurgent._ids import random_hex
 from recurgent._runtime_config import RuntimeSettings
-from recurgent._values import utc_timestamp
+from recurgent._values import outgrows, utc_timestamp
 from recurgent.outcome import Outcome
 
 __all__ = [

@@ -30,6 +30,9 @@ HISTORY_LIMIT = 1000
 _PREVIEW = 500
 # Characters of text a preview's copy spends at most: the cut leaves the first _PREVIEW intact.
 _PREVIEW_BUDGET = 4 * _PREVIEW
+# Characters of text a record's copy of the arguments spends at most: a program's delegate call
+# can pass shared parts worth billions (red team R12).
+_ARGUMENTS_BUDGET = 1_000_000
 _RECORD_MARKERS = ("method_name", "outcome_summary", "call_id")
 _RECORD_KEYS = (
     "call_id",
@@ -217,8 +220,8 @@ def append_record(
             "timestamp": timestamp or utc_timestamp(),
             "speaker": "user" if depth == 0 else "tool",
             "method_name": method_name,
-            "args": json_safe(list(args)),
-            "kwargs": json_safe(dict(kwargs)) if kwargs else {},  # json_safe({}) is {}
+            "args": json_safe(list(args), budget=_ARGUMENTS_BUDGET),
+            "kwargs": json_safe(dict(kwargs), budget=_ARGUMENTS_BUDGET) if kwargs else {},
             "outcome_summary": summary,
             "trace_id": trace_id,
             "parent_call_id": parent_call_id,

@@ -11,7 +11,7 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    store ``json.dumps``-ed the whole answer before comparing its size with ``max_bytes``. The
    preview's copy now has a budget (``_history._PREVIEW_BUDGET``), and the store skips an answer
    whose JSON surely outgrows ``max_bytes`` by a walk that stops there
-   (``_content_serialization.outgrows``): 0.01 s, 47 MB.
+   (``_values.outgrows``): 0.01 s, 47 MB.
 2. Held: the same answer under ``isolation="process"`` ends in ``timeout`` (the crossing from
    the worker counts against the deadline); written to memory (``context['big']``) it is not
    serialized at the call's end; a list nested 100 000 deep is ``non_serializable_result``.
@@ -19,6 +19,7 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ import pytest
 from recurgent import Agent
 from recurgent._content_serialization import serialize
 from recurgent._content_store import ContentRetention, ContentStore
-from recurgent._history import HISTORY_KEY
+from recurgent._history import HISTORY_KEY, append_record
 from recurgent._values import json_safe
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider
@@ -78,7 +79,7 @@ class TestSharedPartsReachingTheHost:
         """``outgrows`` is true only past the limit, counting no more than the JSON holds:
         ``["ab","c"]`` (10 characters: strings with quotes, brackets and a separator per item)
         and ``{"a":1}`` (7) are counted exactly; anything not a string or container counts 1."""
-        from recurgent._content_serialization import outgrows  # new in R12
+        from recurgent._values import outgrows  # new in R12
 
         assert outgrows(["ab", "c"], 9) is True
         assert outgrows(["ab", "c"], 10) is False
@@ -114,3 +115,73 @@ class TestSharedPartsReachingTheHost:
             ["x" * 1000, "x" * 998 + "...<2 more chars>", "<98 more items>"],
             "<99 more items>",
         ]
+
+
+class TestSharedPartsPassedToAChild:
+    """``delegate('helper').work(big)`` with ``big = [[s] * 1000] * 1000`` (``s`` 10 000
+    characters) took 49.2 s and 3.5 GB in the host inside the program's call (the child's
+    prompt ``repr``-ed the arguments in full before cutting them to 4 000 characters, its
+    history record copied every string), 0.34 s after the fix."""
+
+    _BIG: Any = [["x" * 1000] * 1000] * 100
+
+    def test_the_prompt_shows_shared_parts_from_a_bounded_copy(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``_short`` of a value whose repr outgrows a million characters ``repr``-s a copy
+        budgeted to the cut plus its margin (the first 200 characters are the same text); before,
+        ``repr`` made all 100 million characters."""
+        import recurgent._prompting as prompting
+
+        made: list[int] = []
+
+        def spy(value: Any) -> str:
+            text = builtins.repr(value)
+            made.append(len(text))
+            return text
+
+        monkeypatch.setattr(prompting, "repr", spy, raising=False)
+
+        shown = prompting._short([self._BIG], 200)
+
+        assert shown == "[[['" + "x" * 193 + "..."
+        assert made == [519]
+
+    def test_the_history_record_copies_a_million_characters_of_arguments(self) -> None:
+        """The record's ``args`` keep text up to a budget of 1 000 000 characters, then count
+        what they cut: the first row whole but its last string, then ``<99 more items>``
+        (before: 100 000 strings of 1 000 characters, a copy per reference)."""
+        memory: dict[str, Any] = {}
+
+        append_record(
+            memory,
+            call_id="c",
+            method_name="work",
+            args=(self._BIG,),
+            kwargs={},
+            outcome=None,
+            trace_id="t",
+            parent_call_id=None,
+            depth=1,
+            duration_ms=1.0,
+        )
+
+        [kept] = memory[HISTORY_KEY][-1]["args"]
+        assert len(kept) == 2
+        assert kept[0][:999] == ["x" * 1000] * 999
+        assert kept[0][999] == "x" * 997 + "...<3 more chars>"
+        assert kept[1] == "<99 more items>"
+
+    def test_a_program_passing_shared_parts_to_a_child_gets_its_answer(self) -> None:
+        """Held end to end: the child runs and answers ``done``; the parent answers it."""
+        program = (
+            "s = 'x' * 1000\nbig = [[s] * 1000] * 100\nresult = delegate('helper').work(big).value"
+        )
+        provider = ScriptedProvider(
+            {("tester", "run"): program, ("helper", "work"): "result = 'done'"}
+        )
+        agent = Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False)
+
+        outcome = agent.run()
+
+        assert (outcome.status, outcome.value) == ("ok", "done")
