@@ -15,7 +15,14 @@ from typing import Any
 
 from recurgent._values import json_safe
 
-__all__ = ["FALLBACK_KEY", "KINDS", "Serialized", "scalar_json", "serialize", "sha256_of"]
+__all__ = [
+    "FALLBACK_KEY",
+    "KINDS",
+    "Serialized",
+    "scalar_json",
+    "serialize",
+    "sha256_of",
+]
 
 #: Marks the stored form of an answer that was not plain data (its bounded rendering).
 FALLBACK_KEY = "__content_fallback__"
@@ -168,3 +175,4 @@ def serialize(payload: Any) -> Serialized:
     }
     text = json.dumps(wrapped, ensure_ascii=False, separators=(",", ":"))
     return _encoded(text, "fallback", "fallback_rendering")
+

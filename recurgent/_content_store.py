@@ -30,7 +30,7 @@ from typing import Any
 from recurgent._content_serialization import KINDS, scalar_json, serialize, sha256_of
 from recurgent._ids import random_hex
 from recurgent._runtime_config import RuntimeSettings
-from recurgent._values import utc_timestamp
+from recurgent._values import outgrows, utc_timestamp
 from recurgent.outcome import Outcome
 
 __all__ = [
@@ -242,6 +242,8 @@ class ContentStore:
                 raw = text.encode("utf-8", "surrogatepass")
                 kind, size, mode = KINDS[type(payload)], len(raw), "json_safe"
                 digest = f"sha256:{sha256_of(raw).hexdigest()}"
+            elif outgrows(payload, retention.max_bytes):
+                return self._skipped("entry_exceeds_max_bytes")
             else:
                 stored = serialize(payload)
                 text, kind, size, mode = stored.text, stored.kind, stored.size, stored.mode

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from recurgent._deliverables import as_deliverable, validate_deliverable
+from recurgent._values import safe_repr
 from recurgent.errors import UsageError
 
 __all__ = [
@@ -33,7 +34,7 @@ def _normalize(contract: Mapping[str, Any]) -> dict[str, Any] | None:
         if key in kept and (not isinstance(kept[key], str) or not kept[key].strip()):
             raise UsageError(
                 f"delegation_contract[{key!r}] must be a non-empty str when provided, "
-                f"got {kept[key]!r}"
+                f"got {safe_repr(kept[key], ())}"  # bounded: a program's value (red team R12)
             )
     return kept or None
 

@@ -28,6 +28,11 @@ HISTORY_KEY = "conversation_history"
 #: Records kept in memory; older ones are dropped (the call log keeps every call).
 HISTORY_LIMIT = 1000
 _PREVIEW = 500
+# Characters of text a preview's copy spends at most: the cut leaves the first _PREVIEW intact.
+_PREVIEW_BUDGET = 4 * _PREVIEW
+# Characters of text a record's copy of the arguments spends at most: a program's delegate call
+# can pass shared parts worth billions (red team R12).
+_ARGUMENTS_BUDGET = 1_000_000
 _RECORD_MARKERS = ("method_name", "outcome_summary", "call_id")
 _RECORD_KEYS = (
     "call_id",
@@ -141,7 +146,9 @@ def outcome_summary(
             # text: one C call, where json.dumps costs several times more.
             preview = int.__repr__(value)
         else:
-            safe = json_safe(value, secrets=secrets)
+            # Bounded: the preview keeps 500 characters, and a value of shared parts can be
+            # billions of characters of JSON (red team R12).
+            safe = json_safe(value, budget=_PREVIEW_BUDGET, secrets=secrets)
             preview = str(safe) if type(safe) is int else json.dumps(safe, ensure_ascii=False)
         summary["value_preview"] = (
             preview if len(preview) <= _PREVIEW else preview[:_PREVIEW] + "..."
@@ -213,8 +220,8 @@ def append_record(
             "timestamp": timestamp or utc_timestamp(),
             "speaker": "user" if depth == 0 else "tool",
             "method_name": method_name,
-            "args": json_safe(list(args)),
-            "kwargs": json_safe(dict(kwargs)) if kwargs else {},  # json_safe({}) is {}
+            "args": json_safe(list(args), budget=_ARGUMENTS_BUDGET),
+            "kwargs": json_safe(dict(kwargs), budget=_ARGUMENTS_BUDGET) if kwargs else {},
             "outcome_summary": summary,
             "trace_id": trace_id,
             "parent_call_id": parent_call_id,

@@ -33,7 +33,7 @@ from recurgent._registry import (
     ranked_tools,
 )
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
-from recurgent._values import SafeRepr
+from recurgent._values import SafeRepr, json_safe, outgrows
 
 __all__ = [
     "PROMPT_VERSION",
@@ -108,6 +108,10 @@ class Prompts:
     user: str
 
 
+# A value whose repr surely outgrows this is shown from a bounded copy.
+_REPR_CAP = 1_000_000
+
+
 def _short(value: Any, limit: int) -> str:
     """A redacted repr of at most ``limit`` characters.
 
@@ -115,6 +119,10 @@ def _short(value: Any, limit: int) -> str:
     prompt took seconds. The margin makes a secret straddling the cut masked, not shown in part.
     """
     try:
+        if outgrows(value, _REPR_CAP):
+            # Shared parts (``[[s] * 1000] * 1000`` from a program's delegate call) make a
+            # repr of billions of characters: shown from a bounded copy (red team R12).
+            value = json_safe(value, budget=limit + 256)
         text = repr(value)
     except Exception as error:  # noqa: BLE001 - a broken __repr__ must not break a prompt
         return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"

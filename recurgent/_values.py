@@ -26,6 +26,7 @@ __all__ = [
     "describe",
     "int_text",
     "json_safe",
+    "outgrows",
     "safe_repr",
     "secret_values",
     "shorten",
@@ -445,3 +446,36 @@ def json_safe(
         max_chars, max_items, budget, environment_secrets() if secrets is None else secrets
     )
     return walk.convert(value, 0)
+
+
+def outgrows(payload: Any, limit: int) -> bool:
+    """Whether ``payload``'s JSON text, and its ``repr``, surely hold more than ``limit``
+    characters, found by a walk that stops once it has counted past ``limit`` (red team R12).
+
+    Counts a lower bound of both (a string's characters and quotes, one per other atom,
+    brackets and a separator per item), each time a container or string is reached: ``[[s] * 1000] * 1000`` of one
+    10 000-character ``s`` is ten million characters of program memory and ten billion of
+    JSON, which the content store's ``json.dumps`` wrote in full (73 s, 3.4 GB, after the
+    deadline) before comparing its size with the store's limit.
+    """
+    count = 0
+    stack = [payload]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str:
+            count += len(item) + 2
+        elif kind is list or kind is tuple:
+            count += len(item) + 1
+            stack.extend(item)
+        elif kind is dict:
+            count += 2 * len(item) + 1
+            for key, entry in item.items():
+                push(key)
+                push(entry)
+        else:
+            count += 1
+        if count > limit:
+            return True
+    return False

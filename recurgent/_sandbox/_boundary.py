@@ -43,6 +43,7 @@ from recurgent._sandbox._decimal_operands import SandboxDecimal
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
+from recurgent._values import json_safe, outgrows
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
@@ -403,6 +404,10 @@ def dict_setter(kind: type) -> Callable[[Any, Any, Any], None]:
     return dict.__setitem__
 
 
+# Arguments whose text surely outgrows this many characters are formatted from a bounded copy.
+_MESSAGE_CAP = 1_000_000
+
+
 def exception_text(error: BaseException) -> str:
     """The message of ``error``, computed without running any method generated code defined.
 
@@ -417,6 +422,10 @@ def exception_text(error: BaseException) -> str:
     except NonSerializableResultError:
         return f"<{str.__str__(kind.__name__)} with arguments that are not plain data>"
     base = next(klass for klass in kind.__mro__ if klass.__module__ == "builtins")
+    if outgrows(args, _MESSAGE_CAP):
+        # Shared parts (``ValueError([[s] * 1000] * 1000)``) format to billions of characters
+        # in one C call after the deadline: formatted from a bounded copy (red team R12).
+        args = tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=()))
     try:
         text = str(base(*args))
     except Exception:  # noqa: BLE001 - a builtin that wants other arguments

@@ -25,6 +25,7 @@ from recurgent._sandbox._handles import AgentHandle, HandleOps, HandleWriter
 from recurgent._sandbox._inbound import inbound
 from recurgent._sandbox._limits import SandboxLimits, SizeLimitExceeded, Ticker
 from recurgent._sandbox._reflection import seal
+from recurgent._values import outgrows
 from recurgent.errors import (
     BudgetExceededError,
     GuardrailViolationError,
@@ -55,6 +56,19 @@ def generated_code_running() -> bool:
     example ``json.dump(data, agent)`` calling ``agent.write``).
     """
     return RUNNING.get()
+
+
+# A role, a tool name and the options of one delegate()/tool() hold at most this many characters.
+_SETTING_CHARS = 100_000
+
+
+def _bounded(plain: Any, where: str) -> Any:
+    """``plain`` when its text is short: the host's refusals echo a name or an option's value,
+    and shared parts (``[[s] * 1000] * 1000``) make that echo billions of characters in one C
+    call, 20 to 25 s and 3.5 GB inside the program's call (red team R12)."""
+    if outgrows(plain, _SETTING_CHARS):
+        raise UsageError(f"{where}: more than {_SETTING_CHARS} characters")
+    return plain
 
 
 def safe_text(error: BaseException) -> str:
@@ -88,13 +102,13 @@ class ForwardedCalls:
         host_call, to_host, bridge = self._host_call, self._to_host, self._bridge
 
         def delegate(role: Any, **options: Any) -> AgentHandle:
-            plain_role = to_host(role, "delegate role")
-            plain = to_host(options, "delegate options")
+            plain_role = _bounded(to_host(role, "delegate role"), "delegate role")
+            plain = _bounded(to_host(options, "delegate options"), "delegate options")
             return AgentHandle(host_call("delegate", lambda: bridge.delegate(plain_role, **plain)))
 
         def tool(name: Any, **options: Any) -> AgentHandle:
-            plain_name = to_host(name, "tool name")
-            plain = to_host(options, "tool options")
+            plain_name = _bounded(to_host(name, "tool name"), "tool name")
+            plain = _bounded(to_host(options, "tool options"), "tool options")
             return AgentHandle(host_call("tool", lambda: bridge.tool(plain_name, **plain)))
 
         def remember(**entries: Any) -> None:

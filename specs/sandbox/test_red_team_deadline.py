@@ -110,11 +110,13 @@ class TestHostWorkOutsideTheDeadline:
         assert "took longer than 0.5s" in (outcome.error_message or "")
 
     def test_a_deliverable_schema_that_explodes_is_refused(self) -> None:
-        """F4: 14 nested ``anyOf: [s, s]`` (a shared DAG) is refused when the child is made."""
+        """F4: 12 nested ``anyOf: [s, s]`` (a shared DAG) is refused when the child is made.
+        (Red team R12: 14 levels of ``{'type': 'string'}`` now hold more than 100 000 characters
+        of options and are refused in the program first; 12 levels of ``{}`` stay under it.)"""
         provider = ScriptedProvider(
             {
-                ("builder", "run"): "s = {'type': 'string'}\n"
-                "for _ in range(14):\n    s = {'anyOf': [s, s]}\n"
+                ("builder", "run"): "s = {}\n"
+                "for _ in range(12):\n    s = {'anyOf': [s, s]}\n"
                 "return delegate('child_tool', deliverable=s).work()",
                 ("child_tool", "work"): "return 'x'",
             }
