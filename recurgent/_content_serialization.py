@@ -175,4 +175,3 @@ def serialize(payload: Any) -> Serialized:
     }
     text = json.dumps(wrapped, ensure_ascii=False, separators=(",", ":"))
     return _encoded(text, "fallback", "fallback_rendering")
-
