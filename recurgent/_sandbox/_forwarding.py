@@ -58,8 +58,9 @@ def generated_code_running() -> bool:
     return RUNNING.get()
 
 
-# A role, a tool name and the options of one delegate()/tool() hold at most this many characters.
-_SETTING_CHARS = 100_000
+# A role, a tool name and the options of one delegate()/tool() hold at most this many characters
+# (the prompt's own bounds cut a five-megabyte purpose; billions are refused here).
+_SETTING_CHARS = 10_000_000
 
 
 def _bounded(plain: Any, where: str) -> Any:

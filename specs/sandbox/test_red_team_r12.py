@@ -14,7 +14,7 @@ record, prompt and content-store cases are in ``specs/lifecycle/test_red_team_r1
    ``execution_timeout_seconds``, ``forwarded_call_budget``, ``purpose``,
    ``delegation_contract={'purpose': big}``): the host's refusal echoed the value with ``!r``
    (20 to 26 s, 3.5 GB, ``delegate failed:`` with an empty message). A role, tool name or the
-   options of one call holding more than 100 000 characters are refused in the program before
+   options of one call holding more than 10 million characters are refused in the program before
    the host sees them (0.05 s); ``compose_contract``'s echo is ``safe_repr`` (bounded).
 3. Held: the same ``big`` as ``Outcome.ok(big)``, ``Outcome.ok(1, metadata={'b': big})``,
    ``Outcome.error('x', .., metadata={'a': big, 'b': big})``, ``(big, big)``, ``context``
@@ -84,13 +84,13 @@ class TestSharedPartsFormattedByTheHost:
     def test_names_and_options_past_the_bound_are_refused_in_the_program(
         self, call: str, where: str
     ) -> None:
-        """A role, tool name or one call's options holding more than 100 000 characters are a
+        """A role, tool name or one call's options holding more than 10 million characters are a
         ``UsageError`` in the program, before the host echoes them."""
         outcome = _answer(f"result = {call}.work().value")
 
         assert outcome.error_type == "execution"
         assert outcome.error_message == (
-            f"Execution error in tester.run: UsageError: {where}: more than 100000 characters"
+            f"Execution error in tester.run: UsageError: {where}: more than 10000000 characters"
         )
 
     def test_options_under_the_bound_still_reach_the_child(self) -> None:
