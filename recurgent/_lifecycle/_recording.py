@@ -89,8 +89,12 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         return
     code = state.code
     if not code or code.isspace():
-        if state.failed_stored_run is not None:
-            _record_stored_failure(runtime, state, state.failed_stored_run)
+        failed_run = state.failed_stored_run
+        if failed_run is not None:
+            if _evidence_of_its_author(state, failed_run):
+                _record_stored_failure(runtime, state, failed_run)
+            else:
+                state.artifact_write = "host_written"
         return
     state.artifact_checksum = checksum(code)
     cache = _cacheability(state, code)
@@ -212,6 +216,18 @@ def _written(state: CallState, written: WriteResult, promotion: Promotion) -> No
     elif written.reason == "deferred" and promotion.shadow:
         # Its counts wait in the batch, evaluated when written: the state it ran in is current.
         state.lifecycle_state = state.artifact_selected_lifecycle_state
+
+
+def _evidence_of_its_author(state: CallState, run: StoredRun) -> bool:
+    """Whether a stored program's failure in a call that then wrote no code of its own counts
+    for that program (ADR 0132).
+
+    The host's code failing in a call the host did not make is not the host's evidence: a
+    working provider's repair of it is refused ``host_written`` and takes the failure with it,
+    so a provider that fails the repair must not make the same run count (red team R11's
+    limit). (An outage never comes here: it is the call's answer, counted as one.)
+    """
+    return state.host_call or run.author != HOST
 
 
 def _record_stored_failure(runtime: AgentRuntime, state: CallState, run: StoredRun) -> None:

@@ -356,6 +356,50 @@ class TestHeld:
         assert (data["failure_count"], data["code_checksum"]) == (0, checksum(DOUBLING))
         assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
 
+    def test_a_programs_failing_calls_count_for_nothing_when_the_provider_is_down(
+        self, tmp_path: Path
+    ) -> None:
+        """R11's limit, closed by ADR 0132: the same hostile program, but its repair requests
+        fail (the provider has no program for ``calculator.run``). Its 24 failing calls of the
+        host's code are still not the host's evidence: 10 calls, no failure, durable, incumbent;
+        each call ends with the provider's error and writes nothing (``host_written``)."""
+        root = tmp_path / "store"
+        _host_session(root, "session-a")
+        _host_session(root, "session-b")
+        program = "return [delegate('calculator').run(-1) for _ in range(8)]"
+
+        answers = [_planner(root, program, f"evil-{attempt}").go().value for attempt in range(3)]
+
+        data = _artifact(root)
+        assert {(o.status, o.error_type) for outcomes in answers for o in outcomes} == {
+            ("error", "provider")
+        }
+        assert (data["failure_count"], data["code_checksum"]) == (0, checksum(DOUBLING))
+        assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
+
+    def test_the_hosts_own_failing_call_counts_when_the_provider_is_down(
+        self, tmp_path: Path
+    ) -> None:
+        """The control: the host's own call of its program fails, and the repair request fails
+        too: that failure is the host's evidence (11 calls, one failure)."""
+        root = tmp_path / "store"
+        _host_session(root, "session-a")
+        _host_session(root, "session-b")
+        agent = Agent(
+            "calculator",
+            provider=ScriptedModel({}),
+            toolstore_root=root,
+            log=False,
+            trace_id="session-c",
+        )
+
+        failed = agent.run(-1)
+
+        data = _artifact(root)
+        assert (failed.status, failed.error_type) == ("error", "provider")
+        assert data["failure_count"] == 1
+        assert _version(data, DOUBLING)[:2] == (11, 1)
+
     def test_enforcement_keeps_counting_the_incumbent_after_a_repair(self, tmp_path: Path) -> None:
         """Under enforcement the host's durable version fails once and is repaired: the repair
         is current (probation, one call), the incumbent keeps running for the host and for a
