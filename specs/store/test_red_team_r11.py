@@ -368,12 +368,20 @@ class TestHeld:
         _host_session(root, "session-b")
         program = "return [delegate('calculator').run(-1) for _ in range(8)]"
 
-        answers = [_planner(root, program, f"evil-{attempt}").go().value for attempt in range(3)]
+        answers = [_planner(root, program, f"evil-{attempt}").go().value for attempt in range(2)]
+        log = tmp_path / "calls.jsonl"
+        script = ScriptedModel({("planner", "go"): program})
+        logged = Agent("planner", provider=script, toolstore_root=root, log=log, trace_id="evil-2")
+        answers.append(logged.go().value)
 
         data = _artifact(root)
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
         assert {(o.status, o.error_type) for outcomes in answers for o in outcomes} == {
             ("error", "provider")
         }
+        assert [line["artifact_write"] for line in lines if line["role"] == "calculator"] == [
+            "host_written"
+        ] * 8
         assert (data["failure_count"], data["code_checksum"]) == (0, checksum(DOUBLING))
         assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
 
