@@ -23,6 +23,7 @@ from recurgent._cli_shared import refuse
 from recurgent._runtime_config import runtime_config
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
 from recurgent._store._files import Loaded, identity_of, read_json, update_json
+from recurgent._store._ownership import same_key
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import POLICY, apply_override, metrics, state_of
 from recurgent._store._promotion_format import LIFECYCLE_STATES, LifecycleState
@@ -400,7 +401,7 @@ def _set_lifecycle(args: argparse.Namespace, root: Path, out: TextIO, err: TextI
                 )
             )
             return None
-        if (record.role, record.method_name) != (args.role, args.method):
+        if not same_key(record, args.role, args.method):
             why = f"{path} holds {record.role}.{record.method_name} (key_mismatch)"
             problems.append(("unreadable_artifact", why))
             return None

@@ -228,6 +228,27 @@ class TestSetLifecycle:
         last = lifecycle["shadow_ledger"]["evaluations"][-1]
         assert (last["decision"], last["rationale"]["reason"]) == ("manual_override", "reviewed")
 
+    def test_a_role_named_with_a_lone_surrogate_finds_its_record(self, tmp_path: Path) -> None:
+        """A role name that is not valid UTF-8 on the command line (``sys.argv`` carries the
+        byte as a lone surrogate) names the record its agents wrote: the file stores U+FFFD in
+        its place, and the override is applied to it, as every other store command matches
+        it (``same_key``, red team R10), instead of a ``key_mismatch`` refusal."""
+        root = tmp_path / "store"
+        role = "calc\udcff"
+        store = Store(root)
+        store.record_call(call(A, role=role, method="add"))
+        store.flush()
+
+        report = _json("set-lifecycle", role, "add", DA[7:19], "degraded", "--root", str(root))
+
+        stored = json.loads(artifact_path(root, role, "add").read_text("utf-8"))
+        assert (report["role"], report["previous_state"], report["state"]) == (
+            "calc\ufffd",
+            "probation",
+            "degraded",
+        )
+        assert stored["lifecycle"]["versions"][DA]["lifecycle_state"] == "degraded"
+
     def test_dry_run_writes_nothing(self, root: Path) -> None:
         """--dry-run prints the change and leaves the file as it was."""
         before = artifact_path(root, "calculator", "add").read_bytes()
