@@ -10,14 +10,31 @@ console script's start-up budget holds (ADR 0114).
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import TextIO
 
-__all__ = ["hoist_shared_options", "refuse"]
+__all__ = ["hoist_shared_options", "refuse", "shared_options"]
 
 _FLAGS = frozenset({"--json"})
 _VALUED = "--root"
+
+
+def shared_options(store: str) -> argparse.ArgumentParser:
+    """The parent parser of every subcommand: ``--json`` and ``--root`` (``store``: what the
+    root holds, for the help text)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument(
+        "--root",
+        type=Path,
+        metavar="PATH",
+        help=f"{store} (default: $RECURGENT_TOOLSTORE_ROOT, else "
+        "$XDG_STATE_HOME/recurgent/tools, else ~/.local/state/recurgent/tools)",
+    )
+    return common
 
 
 def hoist_shared_options(arguments: Sequence[str], commands: Collection[str]) -> list[str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from recurgent._cli_index import PROPOSALS_COMMANDS
-from recurgent._cli_shared import hoist_shared_options
+from recurgent._cli_shared import hoist_shared_options, shared_options
 from recurgent._governance._apply import RETENTION_SETTINGS
 from recurgent._governance._desk import Governance
 from recurgent._governance._proposals import STATUSES, FileBook
@@ -51,15 +51,7 @@ def _limit(text: str) -> int:
 
 def build_parser(prog: str = "recurgent proposals") -> argparse.ArgumentParser:
     """The ``recurgent proposals`` argument parser."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument(
-        "--root",
-        type=Path,
-        metavar="PATH",
-        help="the tool store holding proposals.json (default: $RECURGENT_TOOLSTORE_ROOT, else "
-        "$XDG_STATE_HOME/recurgent/tools, else ~/.local/state/recurgent/tools)",
-    )
+    common = shared_options("the tool store holding proposals.json")
     decision = argparse.ArgumentParser(add_help=False, parents=[common])
     decision.add_argument("proposal_id", metavar="ID")
     decision.add_argument(

@@ -30,7 +30,7 @@ from typing import Any, TextIO, cast
 from pydantic import ValidationError
 
 from recurgent._cli_index import TOOLS_COMMANDS
-from recurgent._cli_shared import hoist_shared_options, refuse
+from recurgent._cli_shared import hoist_shared_options, refuse, shared_options
 from recurgent._profiles._cli import namespace_pressure
 from recurgent._profiles._namespace import forget_namespace
 from recurgent._store import _cli_lifecycle, _pending
@@ -389,15 +389,7 @@ def _days(text: str) -> float:
 
 def build_parser(prog: str = "recurgent tools") -> argparse.ArgumentParser:
     """The ``recurgent tools`` argument parser."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument(
-        "--root",
-        type=Path,
-        metavar="PATH",
-        help="the tool store (default: $RECURGENT_TOOLSTORE_ROOT, else "
-        "$XDG_STATE_HOME/recurgent/tools, else ~/.local/state/recurgent/tools)",
-    )
+    common = shared_options("the tool store")
     parser = argparse.ArgumentParser(
         prog=prog, description="See and drop the programs and tools recurgent persisted."
     )
