@@ -17,7 +17,6 @@ Only this module and ``_options`` read ``RECURGENT_*`` switches (ADR 0005).
 
 from __future__ import annotations
 
-import getpass
 import math
 import os
 import threading
@@ -28,6 +27,7 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from recurgent._os_user import os_user_name
 from recurgent._values import safe_repr
 from recurgent.errors import UsageError
 
@@ -202,17 +202,9 @@ def _parse(name: str, value: Any) -> Any:
     return parser(name, value)
 
 
-def _os_user() -> str:
-    """The OS user (the original's ``$USER``), or an empty string when none can be found."""
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in the environment or the password table
-        return ""
-
-
 def _default(name: str) -> Any:
     if name == "authority_maintainers":
-        return _maintainers(name, _os_user())
+        return _maintainers(name, os_user_name())
     return getattr(_DEFAULTS, name)
 
 

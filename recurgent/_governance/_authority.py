@@ -8,9 +8,9 @@ ones the agent captured when it was built, never the process table.
 
 from __future__ import annotations
 
-import getpass
 from typing import Any, Literal
 
+from recurgent._os_user import os_user_name
 from recurgent._runtime_config import RuntimeSettings
 from recurgent.errors import UsageError
 from recurgent.outcome import Outcome
@@ -36,11 +36,7 @@ UNKNOWN_ACTOR = "unknown"
 
 def os_user() -> str:
     """The OS user name, lower-cased (the original's ``$USER``), or ``unknown``."""
-    try:
-        name = getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in the environment or the password table
-        return UNKNOWN_ACTOR
-    return name.strip().lower() or UNKNOWN_ACTOR
+    return os_user_name().lower() or UNKNOWN_ACTOR
 
 
 def resolve_actor(actor: Any) -> str:

@@ -21,7 +21,6 @@ This is the API the proposals room calls to apply a ``role_profile_update``::
 from __future__ import annotations
 
 import datetime
-import getpass
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recurgent._os_user import os_user_name
 from recurgent._profiles._model import normalize_profile, normalize_version
 from recurgent._store._cache import IdentityCache
 from recurgent._store._files import SCHEMA_VERSION, Loaded, quarantine, read_json, update_json
@@ -73,11 +73,7 @@ def _bump() -> None:
 
 def current_actor() -> str:
     """The OS user (the original's ``$USER``), ``unknown`` when there is none."""
-    try:
-        name = getpass.getuser().strip()
-    except Exception:  # noqa: BLE001 - no user name in the environment or the password table
-        return "unknown"
-    return name or "unknown"
+    return os_user_name() or "unknown"
 
 
 def role_profiles_path(root: Path) -> Path:

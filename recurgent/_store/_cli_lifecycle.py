@@ -10,7 +10,6 @@ ledger. Output goes through the store CLI's escaping stream (ADR 0071).
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import re
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from recurgent._cli_shared import refuse
+from recurgent._os_user import os_user_name
 from recurgent._runtime_config import runtime_config
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
 from recurgent._store._files import Loaded, identity_of, read_json, update_json
@@ -350,10 +350,7 @@ def resolve_checksum(record: ArtifactRecord, text: str) -> tuple[str | None, str
 def _actor(args: argparse.Namespace) -> str:
     if args.actor is not None and args.actor.strip():
         return str(args.actor.strip())
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in the environment or the password table
-        return "unknown"
+    return os_user_name() or "unknown"
 
 
 def _refusal(actor: str) -> tuple[str, str] | None:
