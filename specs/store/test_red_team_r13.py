@@ -32,6 +32,7 @@ OUTAGE = (
     "return args[0] * 2"
 )
 TRIPLING = "return args[0] * 3"
+DOUBLING = "return args[0] * 2"
 #: The host's program that calls another agent first (so a deadline that stops it is an
 #: upstream's timeout, extrinsic, ADR 0073) and then counts up to its input.
 COUNTING = (
@@ -293,3 +294,64 @@ class TestHeld:
         assert {(o.status, o.error_type) for o in answers} == {("error", "negative_input")}
         assert data["scorecards"][checksum(code)]["domain_errors"] == 3
         assert _version(data, code) == (13, 0, ["evil", *HOST_TRACES], "durable", True)
+
+    def test_under_enforcement_a_host_call_never_runs_a_programs_durable_incumbent(
+        self, tmp_path: Path
+    ) -> None:
+        """A program's agent made its own ``calculator.run`` durable first (10 calls, two
+        sessions, incumbent). The host's own agent never runs it (ADR 0074): its three calls
+        are answered by its own program, which becomes the record's code (the host's, on
+        probation), and a program's later calls still run their incumbent."""
+        configure_runtime(promotion_enforcement_enabled=True)
+        root = tmp_path / "store"
+        program = "return [delegate('calculator').run(n).value for n in range(5)]"
+        script = {("planner", "go"): program, ("calculator", "run"): DOUBLING}
+        for trace in ("p1", "p2"):
+            planner = Agent(
+                "planner",
+                provider=ScriptedModel(script),
+                toolstore_root=root,
+                log=False,
+                trace_id=trace,
+            )
+            assert planner.go().value == [0, 2, 4, 6, 8]
+        host = Agent(
+            "calculator",
+            provider=ScriptedModel({("calculator", "run"): TRIPLING}),
+            toolstore_root=root,
+            log=False,
+            trace_id="h",
+        )
+
+        answers = [host.run(number).value for number in range(3)]
+        later = _planner(root, program, "p3").go().value
+
+        data = _artifact(root)
+        assert (answers, later) == ([0, 3, 6], [0, 2, 4, 6, 8])
+        assert (data["author"], data["code_checksum"]) == ("host", checksum(TRIPLING))
+        assert _version(data, TRIPLING) == (3, 0, ["h"], "probation", False)
+        assert _version(data, DOUBLING) == (15, 0, ["p1", "p2", "p3"], "durable", True)
+
+    def test_a_programs_answer_in_another_session_completes_the_hosts_gate(
+        self, tmp_path: Path
+    ) -> None:
+        """The policy as it stands (ADRs 0074, 0080; R11's held specs): a program's answers of
+        the host's code count for it, sessions included. The host's ten calls in one session
+        leave its version on probation (``min_sessions``); one answer of a program's agent in
+        another session makes it durable and incumbent. docs/security.md (R13) lists this as
+        a question for the policy, not a break."""
+        root = tmp_path / "store"
+        host = Agent(
+            "calculator",
+            provider=ScriptedModel({("calculator", "run"): DOUBLING}),
+            toolstore_root=root,
+            log=False,
+            trace_id="h",
+        )
+        assert [host.run(number).value for number in range(10)] == list(range(0, 20, 2))
+        before = _version(_artifact(root), DOUBLING)
+
+        answered = _planner(root, "return delegate('calculator').run(1).value", "p").go().value
+
+        assert (before, answered) == ((10, 0, ["h"], "probation", False), 2)
+        assert _version(_artifact(root), DOUBLING) == (11, 0, ["h", "p"], "durable", True)
