@@ -18,6 +18,14 @@ from typing import Any
 import pytest
 
 from recurgent import Agent, configure_runtime
+from recurgent._lifecycle import _role_continuity
+from recurgent._profiles import (
+    load_namespace,
+    observe_program,
+    pressure,
+    record_namespace,
+    seen_values,
+)
 from recurgent._store import Store, checksum
 from recurgent._store._paths import artifact_path
 from specs.store.support import ScriptedModel
@@ -40,6 +48,8 @@ COUNTING = (
 )
 CLOCK = "return 1"
 ADD = "context['value'] = context.get('value', 0) + args[0]\nresult = context['value']"
+ADD_INT = "context['value'] = context.get('value', 0) + int(args[0])\nresult = context['value']"
+SUB_MEMORY = "context['memory'] = context.get('memory', 0) - args[0]\nresult = context['memory']"
 PROFILE = {"role": "calculator", "version": 1, "constraints": {"accumulator": {}}}
 
 
@@ -204,6 +214,72 @@ class TestBreaks:
         assert _version(data, ADD) == (11, 0, ["evil", *HOST_TRACES], "durable", True)
 
 
+class TestNamespaceBreaks:
+    """A program's agent of the host's role writing its own methods decided what the host's
+    own calls were judged against (the role's namespace telemetry, ADR 0084); ADR 0133 keeps
+    who wrote each method and reads the host's methods alone for the host's evidence (each
+    fails without the fix)."""
+
+    def test_a_programs_sibling_does_not_make_the_hosts_own_calls_drift(
+        self, tmp_path: Path
+    ) -> None:
+        """Under a role profile (one shared state slot), a program has its agent of the
+        host's role write a method of its own, ``sub``, on ``memory``: the role's telemetry
+        then showed a sibling on ``memory`` to the host's own next agent. Without the fix
+        every one of the host's five calls of ``add`` in the next session failed the guard
+        (5 passes, 5 failures) and its version stayed on probation after ten calls over two
+        sessions. With it: 10 passes, durable and incumbent."""
+        root = tmp_path / "store"
+        _host_session(root, "session-a", ADD, "add", role_profile=PROFILE)
+        script = {("planner", "go"): "return delegate('calculator').sub(1).value"}
+        script["calculator", "sub"] = SUB_MEMORY
+        planner = Agent("planner", provider=ScriptedModel(script), toolstore_root=root, log=False)
+
+        assert planner.go().value == -1
+        _host_session(root, "session-b", ADD, "add")
+
+        data = _artifact(root, "add")
+        assert _profile(data, ADD) == (10, 0)
+        assert _version(data, ADD) == (10, 0, HOST_TRACES, "durable", True)
+
+    def test_a_programs_methods_do_not_set_the_hosts_state_key_consistency(
+        self, tmp_path: Path
+    ) -> None:
+        """A program has its agent of the host's role write three methods, each on a key of
+        its own; later the host's own call of ``add`` fails once and is repaired (a new host
+        version recorded in the role's telemetry). Without the fix the repair was given the
+        role's consistency with the program's methods in it, 0.25 (below 0.5): after ten host
+        calls over two sessions it stayed on probation. With it: 1.0, durable and incumbent."""
+        root = tmp_path / "store"
+        script = {
+            (
+                "planner",
+                "go",
+            ): "agent = delegate('calculator')\nreturn [agent.m1().value, agent.m2().value, agent.m3().value]"
+        }
+        for number in (1, 2, 3):
+            script["calculator", f"m{number}"] = f"context['k{number}'] = 1\nresult = {number}"
+        planner = Agent("planner", provider=ScriptedModel(script), toolstore_root=root, log=False)
+        assert planner.go().value == [1, 2, 3]
+        _host_session(root, "session-a", ADD, "add")
+        host = Agent(
+            "calculator",
+            provider=ScriptedModel({("calculator", "add"): ADD_INT}),
+            toolstore_root=root,
+            log=False,
+            trace_id="session-b",
+        )
+
+        answers = [host.add("2" if number == 0 else 1).status for number in range(5)]
+        _role_continuity._RECORDED.clear()  # the next session is a new host process
+        _host_session(root, "session-c", ADD_INT, "add")
+
+        data = _artifact(root, "add")
+        assert answers == ["ok"] * 5
+        assert data["scorecards"][checksum(ADD_INT)]["state_key_consistency_ratio"] == 1.0
+        assert _version(data, ADD_INT) == (10, 0, ["session-b", "session-c"], "durable", True)
+
+
 class TestControls:
     """The host's own evidence of the same kinds still counts (these pass with and without
     the fixes)."""
@@ -245,6 +321,63 @@ class TestControls:
 
         assert agent.add(1).value == 1
         assert _profile(_artifact(root, "add"), ADD) == (5, 1)
+
+    def test_the_hosts_own_sibling_still_makes_its_calls_drift(self, tmp_path: Path) -> None:
+        """The host's own ``sub`` on ``memory`` is a sibling the host's ``add`` is judged
+        against: its next five calls fail the guard (5 passes, 5 failures), as before."""
+        root = tmp_path / "store"
+        _host_session(root, "session-a", ADD, "add", role_profile=PROFILE)
+        host = Agent(
+            "calculator",
+            provider=ScriptedModel({("calculator", "sub"): SUB_MEMORY}),
+            toolstore_root=root,
+            log=False,
+        )
+        assert host.sub(1).value == -1
+
+        _host_session(root, "session-b", ADD, "add")
+
+        assert _profile(_artifact(root, "add"), ADD) == (5, 5)
+
+    def test_the_namespace_keeps_each_methods_author(self, tmp_path: Path) -> None:
+        """``record_namespace`` keeps who wrote each method's version; ``seen_values`` and
+        ``pressure`` with ``hosts_only`` leave the program's out, and an entry of unknown
+        author (written before authors were kept) in."""
+        shape = observe_program("context['value'] = 1")
+        other = observe_program("context['memory'] = 1")
+        for method, found, author in (
+            ("add", shape, "host"),
+            ("sub", other, "program"),
+            ("mul", shape, None),
+        ):
+            record_namespace(
+                tmp_path,
+                "calculator",
+                method,
+                shape=found,
+                checksum=method,
+                return_shape=None,
+                violations=[],
+                author=author,
+            )
+        record = load_namespace(tmp_path, "calculator")
+
+        assert [entry.get("author") for entry in record["methods"].values()] == [
+            "host",
+            "program",
+            None,
+        ]
+        assert seen_values(record)["shared_state_slot"] == {
+            "add": "value",
+            "sub": "memory",
+            "mul": "value",
+        }
+        assert seen_values(record, hosts_only=True)["shared_state_slot"] == {
+            "add": "value",
+            "mul": "value",
+        }
+        assert pressure(record, "calculator")["state_key_consistency_ratio"] == 0.6667
+        assert pressure(record, "calculator", hosts_only=True)["state_key_consistency_ratio"] == 1.0
 
 
 class TestHeld:
