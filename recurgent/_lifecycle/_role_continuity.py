@@ -326,9 +326,12 @@ def _siblings_value(
     return ranked[0][0] if ranked else None
 
 
-def prompt_profile(runtime: AgentRuntime, method: str) -> dict[str, Any] | None:
+def prompt_profile(
+    runtime: AgentRuntime, method: str, *, hosts_only: bool = False
+) -> dict[str, Any] | None:
     """What the prompt says about the active role profile for ``method``: each constraint that
-    covers it with the value to use (the canonical one, else the siblings' most common one)."""
+    covers it with the value to use (the canonical one, else the siblings' most common one;
+    ``hosts_only``, for the host's own call: of the host's methods, ADR 0133)."""
     binding = runtime.profiles
     if binding is None:
         return None
@@ -343,7 +346,7 @@ def prompt_profile(runtime: AgentRuntime, method: str) -> dict[str, Any] | None:
         value = expected_value(constraint) if constraint.get("mode") == "prescriptive" else None
         if value is None:
             if seen is None:
-                seen = binding.seen(_seen(runtime))
+                seen = binding.seen(_seen(runtime, hosts_only))
             value = _siblings_value(constraint, method, seen.get(constraint["kind"], {}))
         rows.append(
             {"name": name, "kind": constraint["kind"], "mode": constraint["mode"], "value": value}

@@ -242,6 +242,27 @@ class TestNamespaceBreaks:
         assert _profile(data, ADD) == (10, 0)
         assert _version(data, ADD) == (10, 0, HOST_TRACES, "durable", True)
 
+    def test_a_programs_siblings_do_not_steer_the_hosts_prompt(self, tmp_path: Path) -> None:
+        """A program has its agent of the host's role write two methods on ``memory``; the
+        host's own agent then asks for a new method. Without the fix its prompt named the
+        program's key as the siblings' (``'memory'``), steering the host's program onto a key
+        its own methods do not use. With it: the host's ``'value'``."""
+        root = tmp_path / "store"
+        _host_session(root, "session-a", ADD, "add", role_profile=PROFILE)
+        program = "agent = delegate('calculator')\nreturn [agent.sub(1).value, agent.neg(1).value]"
+        script = {("planner", "go"): program}
+        script["calculator", "sub"] = script["calculator", "neg"] = SUB_MEMORY
+        planner = Agent("planner", provider=ScriptedModel(script), toolstore_root=root, log=False)
+        assert planner.go().value == [-1, -2]
+        provider = ScriptedModel({("calculator", "increment"): ADD})
+        host = Agent("calculator", provider=provider, toolstore_root=root, log=False)
+
+        host.increment(1)
+
+        assert provider.requests[0].system_prompt.endswith(
+            "- accumulator: use the memory key the sibling methods use ('value')\n"
+        )
+
     def test_a_programs_methods_do_not_set_the_hosts_state_key_consistency(
         self, tmp_path: Path
     ) -> None:
