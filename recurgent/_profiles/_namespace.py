@@ -19,7 +19,8 @@ in a file of its own that prompts never read.
 Each method's entry names the author of the code version it holds (``host`` or ``program``,
 ADR 0074). What goes on the host's evidence reads the host's methods only (``hosts_only``:
 the siblings the role-profile guard compares a host call with, the consistency ratio a host
-version is given): a program's agent of the host's role must not decide them (ADR 0133).
+version is given): a program's agent of the host's role must not decide them, and its version
+of a method never replaces the host's entry (ADR 0133).
 
 The record is written only when a method's code version is new to it (or a new problem is
 seen), which happens on calls that write their artifact at once anyway: a stored program that
@@ -62,7 +63,7 @@ EVENTS_KEPT = 50
 _LIFETIME_KEYS_KEPT = 512
 _COUNTED_KEPT = 16
 _RUNTIME_TAG = "python"
-_PROGRAM = "program"
+_HOST, _PROGRAM = "host", "program"
 
 #: A continuity problem of one code version: ``(kind, detail, code checksum)``.
 Violation = tuple[str, str, str]
@@ -178,6 +179,10 @@ def record_namespace(
         methods = _methods(record)
         entry = methods.pop(method, {})
         same_version = entry.get("code_checksum") == checksum
+        if not same_version and author == _PROGRAM and entry.get("author") == _HOST:
+            # A program may run the host's method, never replace it (ADR 0074): its own
+            # version of it is not stored either (ADR 0133).
+            return None
         counted = _strings(entry.get("counted_violations"), _COUNTED_KEPT) if same_version else []
         changed = not same_version
         if not same_version:

@@ -50,6 +50,8 @@ CLOCK = "return 1"
 ADD = "context['value'] = context.get('value', 0) + args[0]\nresult = context['value']"
 ADD_INT = "context['value'] = context.get('value', 0) + int(args[0])\nresult = context['value']"
 SUB_MEMORY = "context['memory'] = context.get('memory', 0) - args[0]\nresult = context['memory']"
+SUB_VALUE = "context['value'] = context.get('value', 0) - args[0]\nresult = context['value']"
+INC_MEMORY = "context['memory'] = context.get('memory', 0) + 1\nresult = context['memory']"
 PROFILE = {"role": "calculator", "version": 1, "constraints": {"accumulator": {}}}
 
 
@@ -262,6 +264,47 @@ class TestNamespaceBreaks:
         assert provider.requests[0].system_prompt.endswith(
             "- accumulator: use the memory key the sibling methods use ('value')\n"
         )
+
+    def test_a_programs_version_never_replaces_the_hosts_method_in_the_telemetry(
+        self, tmp_path: Path
+    ) -> None:
+        """The host's ``add`` and ``sub`` keep ``value``; the host's ``inc`` keeps ``memory``
+        and fails the guard (0 passes, 3 failures: the control). A program's agent under
+        another contract (``purpose``) cannot reuse the host's programs, writes its own
+        ``add`` and ``sub`` on ``memory`` (their artifacts refused ``host_written``), and,
+        without the fix, their versions replaced the host's entries in the role's telemetry:
+        the host's drifting ``inc`` then passed all three calls (3 passes, no failure). With
+        it the host's entries stay and ``inc`` fails as before."""
+        root = tmp_path / "store"
+        script = {("calculator", "add"): ADD, ("calculator", "sub"): SUB_VALUE}
+        host = Agent(
+            "calculator",
+            provider=ScriptedModel(script),
+            toolstore_root=root,
+            log=False,
+            role_profile=PROFILE,
+        )
+        assert (host.add(1).value, host.sub(1).value) == (1, 0)
+        program = (
+            "agent = delegate('calculator', purpose='other')\n"
+            "return [agent.add(1).value, agent.sub(1).value]"
+        )
+        script = {("planner", "go"): program}
+        script["calculator", "add"] = script["calculator", "sub"] = SUB_MEMORY
+        planner = Agent("planner", provider=ScriptedModel(script), toolstore_root=root, log=False)
+        assert planner.go().value == [-1, -2]
+        provider = ScriptedModel({("calculator", "inc"): INC_MEMORY})
+        later = Agent("calculator", provider=provider, toolstore_root=root, log=False)
+
+        answers = [later.inc().value for _ in range(3)]
+
+        methods = load_namespace(root, "calculator")["methods"]
+        assert answers == [1, 2, 3]
+        assert {name: methods[name]["author"] for name in ("add", "sub")} == {
+            "add": "host",
+            "sub": "host",
+        }
+        assert _profile(_artifact(root, "inc"), INC_MEMORY) == (0, 3)
 
     def test_a_programs_methods_do_not_set_the_hosts_state_key_consistency(
         self, tmp_path: Path
