@@ -471,6 +471,50 @@ class TestHeld:
         assert data["scorecards"][checksum(code)]["wrong_boundary_count"] == 0
         assert _version(data, code) == (10, 0, HOST_TRACES, "durable", True)
 
+    def test_an_outage_the_repair_returns_is_refused_with_the_hosts_failure(
+        self, tmp_path: Path
+    ) -> None:
+        """The host's code raises for the program's input; the model's repair answers
+        ``network_error`` (``after_repair`` returns an extrinsic failure as it is). The
+        repaired program is the program's, so the write is refused ``host_written`` and the
+        host's failure with it: 10 calls, no failure, durable and incumbent."""
+        root = tmp_path / "store"
+        for trace in HOST_TRACES:
+            _host_session(root, trace)
+        repair = "return Outcome.error(error_type='network_error', error_message='down')"
+        script = {("planner", "go"): "return [delegate('calculator').run(-2) for _ in range(4)]"}
+        script["calculator", "run"] = repair
+        planner = Agent(
+            "planner", provider=ScriptedModel(script), toolstore_root=root, log=False, trace_id="e"
+        )
+
+        answers = planner.go().value
+
+        data = _artifact(root)
+        assert {(o.status, o.error_type) for o in answers} == {("error", "network_error")}
+        assert (data["failure_count"], data["code_checksum"]) == (0, checksum(OUTAGE))
+        assert _version(data, OUTAGE) == (10, 0, HOST_TRACES, "durable", True)
+
+    def test_a_stalled_timeout_is_repaired_and_counts_for_nothing(self, tmp_path: Path) -> None:
+        """The program narrows its agent's deadline to one second and hands the host's
+        program (which waits on nothing outside it) a number it counts to for longer: the
+        stall is intrinsic (ADR 0073), a repair is asked and fails; the host's version keeps
+        10 calls and no failure."""
+        counting = "total = 0\nwhile total < args[0]:\n    total += 1\nreturn total"
+        root = tmp_path / "store"
+        for trace in HOST_TRACES:
+            _host_session(root, trace, counting)
+        program = (
+            "agent = delegate('calculator', execution_timeout_seconds=1)\n"
+            "return [agent.run(10 ** 9) for _ in range(2)]"
+        )
+
+        answers = _planner(root, program, "evil").go().value
+
+        data = _artifact(root)
+        assert [(o.status, o.error_type) for o in answers] == [("error", "provider")] * 2
+        assert _version(data, counting) == (10, 0, HOST_TRACES, "durable", True)
+
     def test_a_domain_error_the_programs_input_causes_is_an_answer(self, tmp_path: Path) -> None:
         """The intended policy (ADR 0037, 0074): a domain error the host's code returns for a
         program's input is an answer and counts for the host's version like any answer (13
