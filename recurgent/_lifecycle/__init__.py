@@ -426,7 +426,7 @@ def _build_prompts(runtime: AgentRuntime, state: CallState, limits: SandboxLimit
         limits=shown,
         time_left=time_left,
         patterns=recent_patterns(runtime, state.method, state.frame.depth),
-        role_profile=prompt_profile(runtime, state.method),
+        role_profile=prompt_profile(runtime, state.method, hosts_only=state.host_call),
     )
 
 

@@ -121,6 +121,11 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         source = "persisted"
         author = state.artifact_author
         prompt_version = provenance.prompt_version if provenance else None
+        if kind == "failure" and not _evidence_of(state, author):
+            # The stored program's failure is the call's answer (an outage it returned, a
+            # terminal guardrail): not the host's evidence either (red team R13).
+            state.artifact_write = "host_written"
+            return
     elif state.program_source == "repaired":
         source = "repaired"
     call = CallRecord(
@@ -151,7 +156,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
         failed_attempt=_failed_attempt(state) if source != "persisted" else None,
         author=author,
         violation=state.guardrail_violation_subtype if kind == "failure" else None,
-        role_profile_compliant=state.role_profile_compliant,
+        role_profile_compliant=_profile_verdict(state, author),
         state_key_consistency_ratio=state.state_key_consistency_ratio,
         promotion=promotion,
         stored_failure=state.failed_stored_run,
@@ -196,7 +201,7 @@ def _record_answered(runtime: AgentRuntime, state: CallState, store: Store, read
         state.frame.trace_id,
         state.duration_ms,
         state.contract_validation_passed if state.contract_validation_applied else None,
-        state.role_profile_compliant,
+        _profile_verdict(state, record.author),
         state.state_key_consistency_ratio,
     )
     _written(state, store.record_answered(built[1], run, state.finished_at), promotion)
@@ -225,9 +230,31 @@ def _evidence_of_its_author(state: CallState, run: StoredRun) -> bool:
     The host's code failing in a call the host did not make is not the host's evidence: a
     working provider's repair of it is refused ``host_written`` and takes the failure with it,
     so a provider that fails the repair must not make the same run count (red team R11's
-    limit). (An outage never comes here: it is the call's answer, counted as one.)
+    limit).
     """
-    return state.host_call or run.author != HOST
+    return _evidence_of(state, run.author)
+
+
+def _evidence_of(state: CallState, author: str | None) -> bool:
+    """Whether a failure of a stored program by ``author`` in this call counts for it: always
+    in the host's own call, never the host's code's in a call the host did not make (ADR
+    0132, amended). A failure the stored program returned as the call's answer (an outage, a
+    terminal guardrail) is no more the host's evidence than one that was repaired (red team
+    R13: a program's input made the host's code return ``network_error`` 16 times in two
+    sessions and degraded its durable incumbent)."""
+    return state.host_call or author != HOST
+
+
+def _profile_verdict(state: CallState, author: str | None) -> bool | None:
+    """The role-profile verdict on the call's program that its scorecard may count: a failed
+    one on the host's code in a call the host did not make is not the host's evidence (red
+    team R13). The guard judged it against the siblings the calling agent saw, which a program
+    sets with one setter on its agent of the host's role (``h.memory = 0``): one such call held
+    the host's ten compliant calls over two sessions in probation (pass rate 10 in 11)."""
+    compliant = state.role_profile_compliant
+    if compliant is False and not _evidence_of(state, author):
+        return None
+    return compliant
 
 
 def _record_stored_failure(runtime: AgentRuntime, state: CallState, run: StoredRun) -> None:

@@ -44,7 +44,7 @@ from recurgent._self_model import (
     self_model,
     solver_shape_log_fields,
 )
-from recurgent._store import checksum
+from recurgent._store import HOST, PROGRAM, checksum
 from recurgent.errors import GuardrailViolationError
 from recurgent.outcome import Outcome
 
@@ -98,11 +98,18 @@ class Continuity:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _seen(runtime: AgentRuntime) -> dict[str, dict[str, str]] | None:
+def _seen(runtime: AgentRuntime, hosts_only: bool = False) -> dict[str, dict[str, str]] | None:
     store = runtime.store
     if store is None:
         return None
-    return seen_values(load_namespace(store.root, runtime.role))
+    return seen_values(load_namespace(store.root, runtime.role), hosts_only=hosts_only)
+
+
+def _author(state: CallState) -> str | None:
+    """Who wrote the call's program: a stored one's author, else the caller (ADR 0074)."""
+    if state.program_source == "persisted":
+        return state.artifact_author
+    return HOST if state.host_call else PROGRAM
 
 
 def check_continuity(
@@ -135,7 +142,9 @@ def check_continuity(
         "signature_family": shape.signature,
         "return_shape_family": return_shape(outcome.value) if outcome.is_ok else None,
     }
-    report = _report(profile, state.method, values, binding.seen(_seen(runtime)))
+    # The host's own call is judged against the host's methods: a program's agent of the role
+    # must not make the host's code drift by writing a sibling (ADR 0133).
+    report = _report(profile, state.method, values, binding.seen(_seen(runtime, state.host_call)))
     notes = state.continuity if isinstance(state.continuity, Continuity) else None
     failed = notes.failed if notes is not None else []
     state.continuity = Continuity(code, values, shadow, enforced, failed)
@@ -191,6 +200,7 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
             shape_of_answer = notes.values["return_shape_family"]
         else:
             shape_of_answer = return_shape(outcome.value)
+    author = _author(state)
     updated = record_namespace(
         store.root,
         runtime.role,
@@ -199,11 +209,14 @@ def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -
         checksum=checksum(code),
         return_shape=shape_of_answer,
         violations=problems,
+        author=author,
     )
     if updated is not None:
         # The promotion gate reads the role's consistency per version (ADR 0080): the value
-        # measured when this version was recorded goes on its scorecard.
-        ratio = pressure(updated, runtime.role).get("state_key_consistency_ratio")
+        # measured when this version was recorded goes on its scorecard; the host's version's
+        # of the host's methods alone (ADR 0133).
+        figures = pressure(updated, runtime.role, hosts_only=author == HOST)
+        ratio = figures.get("state_key_consistency_ratio")
         if isinstance(ratio, int | float):
             state.state_key_consistency_ratio = float(ratio)
     with _RECORDED_LOCK:
@@ -313,9 +326,12 @@ def _siblings_value(
     return ranked[0][0] if ranked else None
 
 
-def prompt_profile(runtime: AgentRuntime, method: str) -> dict[str, Any] | None:
+def prompt_profile(
+    runtime: AgentRuntime, method: str, *, hosts_only: bool = False
+) -> dict[str, Any] | None:
     """What the prompt says about the active role profile for ``method``: each constraint that
-    covers it with the value to use (the canonical one, else the siblings' most common one)."""
+    covers it with the value to use (the canonical one, else the siblings' most common one;
+    ``hosts_only``, for the host's own call: of the host's methods, ADR 0133)."""
     binding = runtime.profiles
     if binding is None:
         return None
@@ -330,7 +346,7 @@ def prompt_profile(runtime: AgentRuntime, method: str) -> dict[str, Any] | None:
         value = expected_value(constraint) if constraint.get("mode") == "prescriptive" else None
         if value is None:
             if seen is None:
-                seen = binding.seen(_seen(runtime))
+                seen = binding.seen(_seen(runtime, hosts_only))
             value = _siblings_value(constraint, method, seen.get(constraint["kind"], {}))
         rows.append(
             {"name": name, "kind": constraint["kind"], "mode": constraint["mode"], "value": value}

@@ -16,6 +16,12 @@ in a file of its own that prompts never read.
   kind counted once, so the figure measures drift, not traffic);
 * ``state_key_consistency_ratio``: the share of methods whose primary key is the dominant one.
 
+Each method's entry names the author of the code version it holds (``host`` or ``program``,
+ADR 0074). What goes on the host's evidence reads the host's methods only (``hosts_only``:
+the siblings the role-profile guard compares a host call with, the consistency ratio a host
+version is given): a program's agent of the host's role must not decide them, and its version
+of a method never replaces the host's entry (ADR 0133).
+
 The record is written only when a method's code version is new to it (or a new problem is
 seen), which happens on calls that write their artifact at once anyway: a stored program that
 answers again writes nothing here (ADR 0055's budget).
@@ -57,6 +63,7 @@ EVENTS_KEPT = 50
 _LIFETIME_KEYS_KEPT = 512
 _COUNTED_KEPT = 16
 _RUNTIME_TAG = "python"
+_HOST, _PROGRAM = "host", "program"
 
 #: A continuity problem of one code version: ``(kind, detail, code checksum)``.
 Violation = tuple[str, str, str]
@@ -100,11 +107,16 @@ def load_namespace(root: Path, role: str, *, quarantine_corrupt: bool = True) ->
     return record
 
 
-def _methods(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _methods(record: Mapping[str, Any], hosts_only: bool = False) -> dict[str, dict[str, Any]]:
     methods = record.get("methods")
     if not isinstance(methods, Mapping):
         return {}
-    return {str(k): dict(v) for k, v in methods.items() if isinstance(v, Mapping)}
+    return {
+        str(k): dict(v)
+        for k, v in methods.items()
+        # An entry of unknown author (written before authors were kept) stays, as in the store.
+        if isinstance(v, Mapping) and not (hosts_only and v.get("author") == _PROGRAM)
+    }
 
 
 def _strings(value: Any, limit: int = KEYS_KEPT) -> list[str]:
@@ -144,12 +156,14 @@ def record_namespace(
     return_shape: str | None,
     violations: list[Violation],
     now: datetime.datetime | None = None,
+    author: str | None = None,
 ) -> dict[str, Any] | None:
     """Record one method's code version (and the problems seen with it) in the role's record.
 
     A version already recorded adds only what is new (its return shape if it had none, a
     problem of a kind not counted for it yet). Whether the version diverges from the role's
-    dominant key is decided here, against the record as it is on disk.
+    dominant key is decided here, against the record as it is on disk. ``author``: who wrote
+    the version (``host`` or ``program``; ``None`` when not known).
 
     Returns:
         The record as written, or ``None`` when nothing changed or it could not be written
@@ -165,6 +179,10 @@ def record_namespace(
         methods = _methods(record)
         entry = methods.pop(method, {})
         same_version = entry.get("code_checksum") == checksum
+        if not same_version and author == _PROGRAM and entry.get("author") == _HOST:
+            # A program may run the host's method, never replace it (ADR 0074): its own
+            # version of it is not stored either (ADR 0133).
+            return None
         counted = _strings(entry.get("counted_violations"), _COUNTED_KEPT) if same_version else []
         changed = not same_version
         if not same_version:
@@ -177,6 +195,8 @@ def record_namespace(
                 "signature": shape.signature,
                 "return_shape": None,
             }
+            if author is not None:
+                entry["author"] = author
         if return_shape is not None and entry.get("return_shape") is None:
             entry["return_shape"] = return_shape
             changed = True
@@ -238,9 +258,10 @@ def record_namespace(
     return updated.data
 
 
-def pressure(record: Mapping[str, Any], role: str) -> dict[str, Any]:
-    """The namespace figures of a role's record (see the module docstring)."""
-    methods = _methods(record)
+def pressure(record: Mapping[str, Any], role: str, *, hosts_only: bool = False) -> dict[str, Any]:
+    """The namespace figures of a role's record (see the module docstring); ``hosts_only``:
+    of the host's methods alone."""
+    methods = _methods(record, hosts_only)
     primaries = {m: key for m, e in methods.items() if (key := _primary(e)) is not None}
     keys = list(primaries.values())
     tally = Counter(keys)
@@ -304,14 +325,17 @@ def pressure_counts(record: Mapping[str, Any]) -> tuple[int, ...]:
     return counts
 
 
-def seen_values(record: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """Each recorded method's value per profile kind (what the guard compares siblings by)."""
+def seen_values(
+    record: Mapping[str, Any], *, hosts_only: bool = False
+) -> dict[str, dict[str, str]]:
+    """Each recorded method's value per profile kind (what the guard compares siblings by);
+    ``hosts_only``: of the host's methods alone."""
     seen: dict[str, dict[str, str]] = {
         "shared_state_slot": {},
         "return_shape_family": {},
         "signature_family": {},
     }
-    for method, entry in _methods(record).items():
+    for method, entry in _methods(record, hosts_only).items():
         primary = _primary(entry)
         if primary is not None:
             seen["shared_state_slot"][method] = primary
