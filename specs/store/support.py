@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from recurgent._store import CallRecord
+from recurgent._store import CallRecord, checksum
 from recurgent._store._cacheability import Cacheability
 from recurgent.testing import ScriptedProvider
 
@@ -52,3 +52,18 @@ class ScriptedModel(ScriptedProvider):
     repair and store trust that are not about test doubles use it."""
 
     test_double = False
+
+
+def version_state(data: dict[str, Any], code: str) -> tuple[int, int, list[str], str, bool]:
+    """One version of an artifact's JSON ``data``, as the red-team specs compare it: calls,
+    failures, sessions (sorted), lifecycle state, whether it is the durable incumbent."""
+    digest = checksum(code)
+    card = data["scorecards"][digest]
+    lifecycle = data["lifecycle"]
+    return (
+        card["calls"],
+        card["failures"],
+        sorted(card["sessions"]),
+        lifecycle["versions"][digest]["lifecycle_state"],
+        lifecycle["incumbent_durable_checksum"] == digest,
+    )

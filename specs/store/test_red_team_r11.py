@@ -27,7 +27,7 @@ from recurgent._store._batch import RunsDelta
 from recurgent._store._files import update_json
 from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
-from specs.store.support import ScriptedModel, call, frozen
+from specs.store.support import ScriptedModel, call, frozen, version_state
 
 LATER = "2026-12-01T12:00:01.000Z"
 OLD, NEW = "return 42", "return 43"
@@ -259,20 +259,6 @@ def _artifact(root: Path, role: str = "calculator", method: str = "run") -> dict
     return dict(json.loads(artifact_path(root, role, method).read_text()))
 
 
-def _version(data: dict[str, Any], code: str) -> tuple[int, int, list[str], str, bool]:
-    """calls, failures, sessions (sorted), lifecycle state, whether it is the incumbent."""
-    digest = checksum(code)
-    card = data["scorecards"][digest]
-    lifecycle = data["lifecycle"]
-    return (
-        card["calls"],
-        card["failures"],
-        sorted(card["sessions"]),
-        lifecycle["versions"][digest]["lifecycle_state"],
-        lifecycle["incumbent_durable_checksum"] == digest,
-    )
-
-
 def _planner(root: Path, program: str, trace: str, calc: str | None = None) -> Agent:
     """A host agent whose generated program builds agents of its own with ``delegate``
     (``calc``: what the model writes for their ``calculator.run``, when asked)."""
@@ -315,7 +301,7 @@ class TestHeld:
         data = _artifact(root)
         assert ended == [("", "", 0)] * 2
         assert (data["success_count"], data["author"], len(data["history"])) == (10, "host", 1)
-        assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
+        assert version_state(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
 
     def test_a_programs_agent_running_the_hosts_program_counts_for_it(self, tmp_path: Path) -> None:
         """A program's agent of the host's role runs the host's durable program twice: the
@@ -330,7 +316,7 @@ class TestHeld:
         data = _artifact(root)
         assert [outcome.value for outcome in answered.value] == [8, 10]
         assert (data["success_count"], data["author"]) == (12, "host")
-        assert _version(data, DOUBLING) == (
+        assert version_state(data, DOUBLING) == (
             12,
             0,
             ["session-a", "session-b", "session-p"],
@@ -354,7 +340,7 @@ class TestHeld:
 
         data = _artifact(root)
         assert (data["failure_count"], data["code_checksum"]) == (0, checksum(DOUBLING))
-        assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
+        assert version_state(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
 
     def test_a_programs_failing_calls_count_for_nothing_when_the_provider_is_down(
         self, tmp_path: Path
@@ -383,7 +369,7 @@ class TestHeld:
             "host_written"
         ] * 8
         assert (data["failure_count"], data["code_checksum"]) == (0, checksum(DOUBLING))
-        assert _version(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
+        assert version_state(data, DOUBLING) == (10, 0, ["session-a", "session-b"], "durable", True)
 
     def test_the_hosts_own_failing_call_counts_when_the_provider_is_down(
         self, tmp_path: Path
@@ -406,7 +392,7 @@ class TestHeld:
         data = _artifact(root)
         assert (failed.status, failed.error_type) == ("error", "provider")
         assert data["failure_count"] == 1
-        assert _version(data, DOUBLING)[:2] == (11, 1)
+        assert version_state(data, DOUBLING)[:2] == (11, 1)
 
     def test_enforcement_keeps_counting_the_incumbent_after_a_repair(self, tmp_path: Path) -> None:
         """Under enforcement the host's durable version fails once and is repaired: the repair
@@ -429,8 +415,8 @@ class TestHeld:
         data = _artifact(root)
         assert (repaired, answers, delegated) == (-3, [0, 2, 4, 6], [8, 10])
         assert data["code_checksum"] == checksum(TRIPLING)
-        assert _version(data, TRIPLING) == (1, 0, ["session-c"], "probation", False)
-        assert _version(data, DOUBLING) == (
+        assert version_state(data, TRIPLING) == (1, 0, ["session-c"], "probation", False)
+        assert version_state(data, DOUBLING) == (
             17,
             1,
             ["session-a", "session-b", "session-c", "session-p"],

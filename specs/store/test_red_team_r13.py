@@ -28,7 +28,7 @@ from recurgent._profiles import (
 )
 from recurgent._store import Store, checksum
 from recurgent._store._paths import artifact_path
-from specs.store.support import ScriptedModel
+from specs.store.support import ScriptedModel, version_state
 
 #: The host's program: an answer for any number >= 0; for a negative one it reports the outage
 #: a real upstream call would (a fetcher's unreachable address), and -2 is a bug it raises.
@@ -87,20 +87,6 @@ def _artifact(root: Path, method: str = "run") -> dict[str, Any]:
     return dict(json.loads(artifact_path(root, "calculator", method).read_text()))
 
 
-def _version(data: dict[str, Any], code: str) -> tuple[int, int, list[str], str, bool]:
-    """calls, failures, sessions (sorted), lifecycle state, whether it is the incumbent."""
-    digest = checksum(code)
-    card = data["scorecards"][digest]
-    lifecycle = data["lifecycle"]
-    return (
-        card["calls"],
-        card["failures"],
-        sorted(card["sessions"]),
-        lifecycle["versions"][digest]["lifecycle_state"],
-        lifecycle["incumbent_durable_checksum"] == digest,
-    )
-
-
 def _profile(data: dict[str, Any], code: str) -> tuple[int, int]:
     card = data["scorecards"][checksum(code)]
     return card["role_profile_pass_count"], card["role_profile_fail_count"]
@@ -135,7 +121,7 @@ class TestBreaks:
             ("error", "network_error")
         }
         assert (data["failure_count"], data["extrinsic_failure_count"]) == (0, 0)
-        assert _version(data, OUTAGE) == (10, 0, HOST_TRACES, "durable", True)
+        assert version_state(data, OUTAGE) == (10, 0, HOST_TRACES, "durable", True)
 
     def test_under_enforcement_an_outage_of_the_kept_incumbent_is_not_the_hosts_evidence(
         self, tmp_path: Path
@@ -168,7 +154,7 @@ class TestBreaks:
             ("error", "network_error")
         }
         assert data["code_checksum"] == checksum(TRIPLING)
-        assert _version(data, OUTAGE) == (11, 1, [*HOST_TRACES, "session-c"], "durable", True)
+        assert version_state(data, OUTAGE) == (11, 1, [*HOST_TRACES, "session-c"], "durable", True)
 
     def test_a_deadline_the_program_narrowed_is_not_the_hosts_evidence(
         self, tmp_path: Path
@@ -190,7 +176,7 @@ class TestBreaks:
 
         data = _artifact(root)
         assert [(o.status, o.error_type) for o in answers] == [("error", "timeout")] * 2
-        assert _version(data, COUNTING) == (10, 0, HOST_TRACES, "durable", True)
+        assert version_state(data, COUNTING) == (10, 0, HOST_TRACES, "durable", True)
 
     def test_one_setter_on_the_programs_agent_does_not_hold_the_hosts_version_back(
         self, tmp_path: Path
@@ -213,7 +199,7 @@ class TestBreaks:
         data = _artifact(root, "add")
         assert answered == 1
         assert _profile(data, ADD) == (10, 0)
-        assert _version(data, ADD) == (11, 0, ["evil", *HOST_TRACES], "durable", True)
+        assert version_state(data, ADD) == (11, 0, ["evil", *HOST_TRACES], "durable", True)
 
 
 class TestNamespaceBreaks:
@@ -242,7 +228,7 @@ class TestNamespaceBreaks:
 
         data = _artifact(root, "add")
         assert _profile(data, ADD) == (10, 0)
-        assert _version(data, ADD) == (10, 0, HOST_TRACES, "durable", True)
+        assert version_state(data, ADD) == (10, 0, HOST_TRACES, "durable", True)
 
     def test_a_programs_siblings_do_not_steer_the_hosts_prompt(self, tmp_path: Path) -> None:
         """A program has its agent of the host's role write two methods on ``memory``; the
@@ -341,7 +327,7 @@ class TestNamespaceBreaks:
         data = _artifact(root, "add")
         assert answers == ["ok"] * 5
         assert data["scorecards"][checksum(ADD_INT)]["state_key_consistency_ratio"] == 1.0
-        assert _version(data, ADD_INT) == (10, 0, ["session-b", "session-c"], "durable", True)
+        assert version_state(data, ADD_INT) == (10, 0, ["session-b", "session-c"], "durable", True)
 
 
 class TestControls:
@@ -367,7 +353,7 @@ class TestControls:
         data = _artifact(root)
         assert (failed.status, failed.error_type) == ("error", "network_error")
         assert (data["failure_count"], data["extrinsic_failure_count"]) == (1, 1)
-        assert _version(data, OUTAGE)[:2] == (11, 1)
+        assert version_state(data, OUTAGE)[:2] == (11, 1)
 
     def test_the_hosts_own_drift_counts(self, tmp_path: Path) -> None:
         """The host's own agent writes ``memory`` and runs its ``add``: the failed verdict is
@@ -469,7 +455,7 @@ class TestHeld:
         data = _artifact(root)
         assert {(o.status, o.error_type) for o in answers} == {("error", "provider")}
         assert data["scorecards"][checksum(code)]["wrong_boundary_count"] == 0
-        assert _version(data, code) == (10, 0, HOST_TRACES, "durable", True)
+        assert version_state(data, code) == (10, 0, HOST_TRACES, "durable", True)
 
     def test_an_outage_the_repair_returns_is_refused_with_the_hosts_failure(
         self, tmp_path: Path
@@ -493,7 +479,7 @@ class TestHeld:
         data = _artifact(root)
         assert {(o.status, o.error_type) for o in answers} == {("error", "network_error")}
         assert (data["failure_count"], data["code_checksum"]) == (0, checksum(OUTAGE))
-        assert _version(data, OUTAGE) == (10, 0, HOST_TRACES, "durable", True)
+        assert version_state(data, OUTAGE) == (10, 0, HOST_TRACES, "durable", True)
 
     def test_a_stalled_timeout_is_repaired_and_counts_for_nothing(self, tmp_path: Path) -> None:
         """The program narrows its agent's deadline to one second and hands the host's
@@ -513,7 +499,7 @@ class TestHeld:
 
         data = _artifact(root)
         assert [(o.status, o.error_type) for o in answers] == [("error", "provider")] * 2
-        assert _version(data, counting) == (10, 0, HOST_TRACES, "durable", True)
+        assert version_state(data, counting) == (10, 0, HOST_TRACES, "durable", True)
 
     def test_a_domain_error_the_programs_input_causes_is_an_answer(self, tmp_path: Path) -> None:
         """The intended policy (ADR 0037, 0074): a domain error the host's code returns for a
@@ -534,7 +520,7 @@ class TestHeld:
         data = _artifact(root)
         assert {(o.status, o.error_type) for o in answers} == {("error", "negative_input")}
         assert data["scorecards"][checksum(code)]["domain_errors"] == 3
-        assert _version(data, code) == (13, 0, ["evil", *HOST_TRACES], "durable", True)
+        assert version_state(data, code) == (13, 0, ["evil", *HOST_TRACES], "durable", True)
 
     def test_under_enforcement_a_host_call_never_runs_a_programs_durable_incumbent(
         self, tmp_path: Path
@@ -570,8 +556,8 @@ class TestHeld:
         data = _artifact(root)
         assert (answers, later) == ([0, 3, 6], [0, 2, 4, 6, 8])
         assert (data["author"], data["code_checksum"]) == ("host", checksum(TRIPLING))
-        assert _version(data, TRIPLING) == (3, 0, ["h"], "probation", False)
-        assert _version(data, DOUBLING) == (15, 0, ["p1", "p2", "p3"], "durable", True)
+        assert version_state(data, TRIPLING) == (3, 0, ["h"], "probation", False)
+        assert version_state(data, DOUBLING) == (15, 0, ["p1", "p2", "p3"], "durable", True)
 
     def test_a_programs_answer_in_another_session_completes_the_hosts_gate(
         self, tmp_path: Path
@@ -590,9 +576,9 @@ class TestHeld:
             trace_id="h",
         )
         assert [host.run(number).value for number in range(10)] == list(range(0, 20, 2))
-        before = _version(_artifact(root), DOUBLING)
+        before = version_state(_artifact(root), DOUBLING)
 
         answered = _planner(root, "return delegate('calculator').run(1).value", "p").go().value
 
         assert (before, answered) == ((10, 0, ["h"], "probation", False), 2)
-        assert _version(_artifact(root), DOUBLING) == (11, 0, ["h", "p"], "durable", True)
+        assert version_state(_artifact(root), DOUBLING) == (11, 0, ["h", "p"], "durable", True)
