@@ -91,7 +91,7 @@ def record(runtime: AgentRuntime, state: CallState) -> None:
     if not code or code.isspace():
         failed_run = state.failed_stored_run
         if failed_run is not None:
-            if _evidence_of_its_author(state, failed_run):
+            if _evidence_of(state, failed_run.author):
                 _record_stored_failure(runtime, state, failed_run)
             else:
                 state.artifact_write = "host_written"
@@ -223,25 +223,17 @@ def _written(state: CallState, written: WriteResult, promotion: Promotion) -> No
         state.lifecycle_state = state.artifact_selected_lifecycle_state
 
 
-def _evidence_of_its_author(state: CallState, run: StoredRun) -> bool:
-    """Whether a stored program's failure in a call that then wrote no code of its own counts
-    for that program (ADR 0132).
-
-    The host's code failing in a call the host did not make is not the host's evidence: a
-    working provider's repair of it is refused ``host_written`` and takes the failure with it,
-    so a provider that fails the repair must not make the same run count (red team R11's
-    limit).
-    """
-    return _evidence_of(state, run.author)
-
-
 def _evidence_of(state: CallState, author: str | None) -> bool:
     """Whether a failure of a stored program by ``author`` in this call counts for it: always
-    in the host's own call, never the host's code's in a call the host did not make (ADR
-    0132, amended). A failure the stored program returned as the call's answer (an outage, a
-    terminal guardrail) is no more the host's evidence than one that was repaired (red team
-    R13: a program's input made the host's code return ``network_error`` 16 times in two
-    sessions and degraded its durable incumbent)."""
+    in the host's own call, never the host's code's in a call the host did not make (ADRs
+    0132, 0133).
+
+    A working provider's repair of the host's failing code in a program's call is refused
+    ``host_written`` and takes the failure with it, so neither a provider that fails the repair
+    (red team R11: 24 calls wrote 16 failures) nor a failure returned as the call's answer (an
+    outage, a terminal guardrail; red team R13: ``network_error`` 16 times degraded a durable
+    incumbent) may make the same run count.
+    """
     return state.host_call or author != HOST
 
 
