@@ -12,6 +12,7 @@ import pytest
 
 from recurgent import Agent
 from recurgent._cli import render_entry
+from recurgent._sandbox._limits import WATCHDOG
 from recurgent.errors import ProviderError, UsageError
 from recurgent.providers import ProviderRequest
 from recurgent.testing import FunctionProvider, ScriptedProvider, read_log
@@ -153,14 +154,21 @@ class TestOneWatchdog:
     """The deadline watchdog is one long-lived thread, not a thread per attempt."""
 
     def test_calls_share_one_watchdog_thread(self) -> None:
-        """After each of three calls the same single watchdog thread is alive."""
+        """Three calls are watched by the process's one watchdog thread, and no other watchdog
+        thread is started for them. (Other specs in the same worker process build watchdog
+        services of their own under the same thread name: counting threads by name alone
+        failed when one of them had run first.)"""
         agent = Agent("w", provider=ScriptedProvider({"run": "result = 1"}), log=False)
+        before = {t.ident for t in threading.enumerate() if t.name == "recurgent-watchdog"}
         seen = []
         for _ in range(3):
             agent.run()
-            seen.append([t.ident for t in threading.enumerate() if t.name == "recurgent-watchdog"])
+            thread = WATCHDOG._thread
+            assert thread is not None
+            seen.append((thread.ident, thread.is_alive()))
+        after = {t.ident for t in threading.enumerate() if t.name == "recurgent-watchdog"}
 
-        assert (len(seen[0]), seen[0] == seen[1] == seen[2]) == (1, True)
+        assert (len(set(seen)), seen[0][1], after - before - {seen[0][0]}) == (1, True, set())
 
 
 class _AsyncProvider:
