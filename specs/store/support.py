@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from recurgent._store import CallRecord, checksum
+from recurgent._store import CallRecord, Lookup, Store, checksum
 from recurgent._store._cacheability import Cacheability
+from recurgent._store._provenance import Reader
 from recurgent.testing import ScriptedProvider
 
 FROZEN = datetime.datetime(2026, 12, 1, 12, 0, 0, 123000, tzinfo=datetime.UTC)
@@ -66,4 +67,18 @@ def version_state(data: dict[str, Any], code: str) -> tuple[int, int, list[str],
         sorted(card["sessions"]),
         lifecycle["versions"][digest]["lifecycle_state"],
         lifecycle["incumbent_durable_checksum"] == digest,
+    )
+
+
+def host_lookup(store: Store, *, enforce: bool = False, reader: Reader | None = None) -> Lookup:
+    """The host's lookup of ``calculator.answer`` (no contract, runtime 0.1.0), as the store
+    specs make it."""
+    return store.lookup(
+        "calculator",
+        "answer",
+        contract_fingerprint="none",
+        runtime_version="0.1.0",
+        host_call=True,
+        enforce=enforce,
+        reader=reader,
     )

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from recurgent._store import Lookup, Store, checksum
+from recurgent._store import Store, checksum
 from recurgent._store._paths import artifact_path
-from specs.store.support import call, frozen
+from specs.store.support import call, frozen, host_lookup
 
 DIGEST = checksum("return 42")
 
@@ -30,17 +30,6 @@ def _stored(tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> tuple[Sto
     edit(data)
     path.write_text(json.dumps(data), "utf-8")
     return store, path
-
-
-def _lookup(store: Store) -> Lookup:
-    return store.lookup(
-        "calculator",
-        "answer",
-        contract_fingerprint="none",
-        runtime_version="0.1.0",
-        host_call=True,
-        enforce=True,
-    )
 
 
 def _set(*path: Any) -> Callable[[dict[str, Any]], None]:
@@ -90,7 +79,7 @@ class TestDamageIsSetAside:
         store, path = _stored(tmp_path, edit)
         before = path.read_bytes()
 
-        found = _lookup(store)
+        found = host_lookup(store, enforce=True)
 
         assert (found.reason, path.exists()) == ("invalid_record", False)
         assert found.quarantined_to is not None and found.quarantined_to.read_bytes() == before
@@ -119,7 +108,7 @@ class TestBounds:
             ]
 
         store, path = _stored(tmp_path, grow)
-        found = _lookup(store)
+        found = host_lookup(store, enforce=True)
         assert (
             found.reason == "hit"
             and found.record is not None
@@ -154,7 +143,7 @@ class TestBounds:
             }
 
         store, _ = _stored(tmp_path, plant)
-        found = _lookup(store)
+        found = host_lookup(store, enforce=True)
         assert found.record is not None and found.record.lifecycle is not None
         [override] = found.record.lifecycle.manual_overrides
         assert (len(override.actor), len(override.reason or "")) == (400, 400)
@@ -182,7 +171,7 @@ class TestBounds:
             data["lifecycle"]["incumbent_durable_checksum"] = checksum(old)
 
         store, _ = _stored(tmp_path, hand_written)
-        found = _lookup(store)
+        found = host_lookup(store, enforce=True)
         programs = store.lookup(
             "calculator",
             "answer",

@@ -19,7 +19,7 @@ from recurgent._store._provenance import (
     provenance_verdict,
     write_refusal,
 )
-from specs.store.support import call, frozen
+from specs.store.support import call, frozen, host_lookup
 
 DOUBLE = Provenance(provider_kind="test_double:ScriptedProvider", double_fingerprint="sha256:a")
 OTHER_SCRIPT = Provenance(
@@ -160,14 +160,7 @@ class TestStore:
         assert store.record_call(call(provenance=DOUBLE)).written
 
         def lookup(reader: Reader | None) -> str:
-            return store.lookup(
-                "calculator",
-                "answer",
-                contract_fingerprint="none",
-                runtime_version="0.1.0",
-                host_call=True,
-                reader=reader,
-            ).reason
+            return host_lookup(store, reader=reader).reason
 
         assert [lookup(None), lookup(SAME_DOUBLE), lookup(Reader(True, "sha256:z"))] == [
             "test_double_written",

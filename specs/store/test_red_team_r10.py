@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 
 from recurgent import Agent
-from recurgent._store import Lookup, Store, _pending, checksum
+from recurgent._store import Store, _pending, checksum
 from recurgent._store._artifacts import ArtifactRecord
 from recurgent._store._batch import RunsDelta
 from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import promotion_mode
 from recurgent._store._provenance import Provenance, Reader
-from specs.store.support import ScriptedModel, call, frozen
+from specs.store.support import ScriptedModel, call, frozen, host_lookup
 
 NOW = "2026-12-01T12:00:00.123Z"
 DOUBLE = Provenance(provider_kind="test_double:ScriptedProvider", double_fingerprint="sha256:a")
@@ -53,19 +53,6 @@ def _plant(root: Path, role: str = "calculator", **fields: Any) -> None:
     path = _path(root, role)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(apply_call(None, call(role=role, **fields), now=NOW).to_json()))
-
-
-def _enforced_lookup(store: Store, reader: Reader | None = None) -> Lookup:
-    """The host's lookup of ``calculator.answer`` under promotion enforcement."""
-    return store.lookup(
-        "calculator",
-        "answer",
-        contract_fingerprint="none",
-        runtime_version="0.1.0",
-        host_call=True,
-        enforce=True,
-        reader=reader,
-    )
 
 
 def _totals(data: dict[str, Any]) -> tuple[int, int, list[str]]:
@@ -336,7 +323,9 @@ class TestKeptVersionsUnderEnforcement:
             now=NOW,
         )
         path.write_text(json.dumps(replaced.to_json()))
-        found = _enforced_lookup(store, Reader(test_double=True, fingerprint="sha256:a"))
+        found = host_lookup(
+            store, enforce=True, reader=Reader(test_double=True, fingerprint="sha256:a")
+        )
 
         written = store.record_call(
             call(
@@ -519,7 +508,7 @@ class TestAKeptVersionStatesItsOwnAuthor:
         path.write_text(json.dumps(data))
 
         def lookup() -> tuple[str, str | None]:
-            found = _enforced_lookup(store)
+            found = host_lookup(store, enforce=True)
             return found.reason, found.record.code if found.record else None
 
         before = lookup()
