@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import reprlib
+import sys
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from enum import Enum
@@ -247,8 +248,11 @@ class _Walk:
         if item is None or isinstance(item, bool):
             return item
         if isinstance(item, int):
-            if item.bit_length() <= _INT_BITS_AS_NUMBER:
-                self.spend(8)
+            bits = item.bit_length()
+            if bits <= _INT_BITS_AS_NUMBER:
+                # Its digits: a budget counting 8 for a 3 000-digit int kept 125 000 of them
+                # within a million characters (red team R14).
+                self.spend(max(8, bits * 3 // 10))
                 return int(item)
             return self.text(int_text(item))
         if isinstance(item, float):
@@ -452,11 +456,14 @@ def outgrows(payload: Any, limit: int) -> bool:
     """Whether ``payload``'s JSON text, and its ``repr``, surely hold more than ``limit``
     characters, found by a walk that stops once it has counted past ``limit`` (red team R12).
 
-    Counts a lower bound of both (a string's characters and quotes, one per other atom,
-    brackets and a separator per item), each time a container or string is reached: ``[[s] * 1000] * 1000`` of one
-    10 000-character ``s`` is ten million characters of program memory and ten billion of
-    JSON, which the content store's ``json.dumps`` wrote in full (73 s, 3.4 GB, after the
-    deadline) before comparing its size with the store's limit.
+    Counts a lower bound of both (a string's characters and quotes, an int's digits, a float's
+    text, one per other atom, brackets and a separator per item), each time a container or string is reached:
+    ``[[s] * 1000] * 1000`` of one 10 000-character ``s`` is ten million characters of program
+    memory and ten billion of JSON, which the content store's ``json.dumps`` wrote in full
+    (73 s, 3.4 GB, after the deadline) before comparing its size with the store's limit.
+    ``[n] * 400_000`` of one 4 299-digit ``n`` is 1.7 billion characters that an int counted as
+    one character hid (112 s, 3.3 GB, red team R14). A container's items are counted before they
+    are stacked, so a flat list of ten million is refused without a copy of it.
     """
     count = 0
     stack = [payload]
@@ -468,14 +475,33 @@ def outgrows(payload: Any, limit: int) -> bool:
             count += len(item) + 2
         elif kind is list or kind is tuple:
             count += len(item) + 1
+            if count > limit:
+                return True
             stack.extend(item)
         elif kind is dict:
             count += 2 * len(item) + 1
+            if count > limit:
+                return True
             for key, entry in item.items():
                 push(key)
                 push(entry)
+        elif kind is int:
+            count += _digits_at_least(item)
+        elif kind is float:
+            count += len(float.__repr__(item))  # up to 24 characters ("nan" in a repr)
         else:
             count += 1
         if count > limit:
             return True
     return False
+
+
+def _digits_at_least(number: int) -> int:
+    """A lower bound of the characters ``str(number)`` writes (log10(2) > 0.3); 1 for an int
+    whose text ``str`` refuses outright (past CPython's int-to-str digit limit), so such an int
+    costs what its bounded rendering does."""
+    digits = number.bit_length() * 3 // 10
+    if digits < 16:
+        return 1
+    cap = sys.get_int_max_str_digits()
+    return 1 if cap and digits > cap else digits
