@@ -19,7 +19,11 @@ store, history and ``outgrows`` cases are in ``specs/lifecycle/test_red_team_r14
 3. BROKEN, fixed: ``delegate('helper').work([n] * 100_000)``: the child's prompt ``repr``-ed
    430 million characters inside the program's call (25.9 s, 869 MB, then ``timeout``); the
    same ``outgrows`` fix shows it from a bounded copy: 0.9 s.
-4. Held: ``[n] * 300_000`` (4.3 billion characters) in ``Outcome.error(..., metadata=)``,
+4. BROKEN, fixed: ``delegate('helper', execution_timeout_seconds=[n] * 2300)``: the refusal
+   wrote the value's whole ``repr`` (9.9 million characters, under the 10-million bound of
+   R12) before cutting it to 500: 0.5 s in one C call inside the program's forwarded call, per
+   call. It is shown bounded (``_options._shown``), as the other echoes are: 0.02 s.
+5. Held: ``[n] * 300_000`` (4.3 billion characters) in ``Outcome.error(..., metadata=)``,
    ``Outcome.ok(1, metadata=)``, ``context``, ``remember``, as dict keys, a tuple of three, with
    ``log=`` a file too (0.01 to 0.2 s, log lines of 5 to 107 KB); options holding
    ``[f] * 4_900_000`` floats end in ``timeout`` inside the deadline (the program's own copy).
@@ -152,3 +156,20 @@ class TestDigitsCountTowardsTheMessageBound:
         prompt = provider.requests_for("work", role="helper")[0].user_prompt
         assert "<args>[['99999999999999999999...\\u003c4299 digits\\u003e', " in prompt
         assert "9" * 4299 not in prompt
+
+
+class TestARefusedOptionIsShownBounded:
+    def test_a_refused_limit_of_long_ints_is_shown_from_a_bounded_repr(self) -> None:
+        """``execution_timeout_seconds=[n] * 2300`` is refused showing each int as its leading
+        digits and count, within 500 characters (before: the repr of all 9.9 million characters
+        was written, then cut to its first 497 digits)."""
+        agent = Agent("tester", provider=ScriptedProvider({}), log=False)
+
+        (refusal,) = agent._agent.options.narrowing_refusals(
+            {"execution_timeout_seconds": [_DIGITS] * 2300}
+        )
+
+        assert len(refusal) == 500
+        assert refusal.startswith(
+            "execution_timeout_seconds=[99999999999999999999...<4299 digits>, "
+        )
