@@ -429,7 +429,16 @@ def exception_text(error: BaseException) -> str:
         # in one C call after the deadline: formatted from a bounded copy (red team R12).
         args = tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=()))
     try:
-        text = str(base(*args))
-    except Exception:  # noqa: BLE001 - a builtin that wants other arguments
-        text = repr(args)
+        text = _formatted(base, args)
+    except ValueError:
+        # An int too long for str() raised out of the call to the developer (red team R14):
+        # the bounded copy writes it as its leading digits.
+        text = _formatted(base, tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=())))
     return str.__str__(text)
+
+
+def _formatted(base: type, args: tuple[Any, ...]) -> str:
+    try:
+        return str(base(*args))
+    except Exception:  # noqa: BLE001 - a builtin that wants other arguments
+        return repr(args)

@@ -16,7 +16,12 @@ rebuild's paths and exception cases are in ``specs/sandbox/test_red_team_r14.py`
 3. BROKEN, fixed: ``json_safe``'s budget counted 8 characters for an int of up to 3 010 digits:
    a history record's arguments (a million characters of budget) kept 125 000 of them (376
    million characters of JSON). It counts the int's digits.
-4. Held: the history preview (budget 2 000) and a log file's lines (5 KB) for the same answer.
+4. BROKEN, fixed: ``n = (1 << 999999) - 1; result = [n] * 1000``: 67 s after the deadline,
+   ``ok``: ``json.dumps`` refuses the int at once, and the store's fallback rendering wrote its
+   1 000 references with ``int_text``, whose leading digits cost a power of ten and a division
+   (72 ms at a million bits). Leading digits are written up to 100 000 bits (2 ms) and
+   ``json_safe``'s budget counts a long int's digits: the rendering holds four: 0.01 s.
+5. Held: the history preview (budget 2 000) and a log file's lines (5 KB) for the same answer.
 """
 
 from __future__ import annotations
@@ -127,3 +132,31 @@ class TestTheStoreAndTheRecordCountDigits:
         assert len(copy) == 35
         assert copy[:34] == [number] * 34
         assert copy[34] == "<966 more items>"
+
+
+class TestLongIntsRenderCheaply:
+    def test_leading_digits_stop_at_a_hundred_thousand_bits(self) -> None:
+        """An int of 99 999 bits keeps its leading digits; one of 100 001 bits is its digit
+        count (before: leading digits up to a million bits, 72 ms each there)."""
+        from recurgent._values import int_text
+
+        assert int_text((1 << 99_999) - 1) == "49950104650719225397...<30103 digits>"
+        assert int_text((1 << 100_001) - 1) == "<int with about 30104 digits>"
+
+    def test_the_stores_rendering_of_long_ints_counts_their_digits(self) -> None:
+        """``[n] * 1000`` of a 999 999-bit ``n`` is kept as a rendering of four ints and a count
+        (before: all 1 000, each written with a power of ten: 67 s)."""
+        stored = serialize([(1 << 999_999) - 1] * 1000)
+
+        assert stored.text == (
+            '{"__content_fallback__":true,"value_class":"list","representation":['
+            + '"<int with about 301030 digits>",' * 4
+            + '"<996 more items>"]}'
+        )
+
+    def test_a_preview_shows_the_first_long_int(self) -> None:
+        """The history preview's copy (budget 2 000) shows the first long int and counts the
+        rest (before: 55 of them)."""
+        copy = json_safe([(1 << 99_999) - 1] * 1000, budget=2_000)
+
+        assert copy == ["49950104650719225397...<30103 digits>", "<999 more items>"]

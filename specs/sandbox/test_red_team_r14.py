@@ -23,7 +23,16 @@ store, history and ``outgrows`` cases are in ``specs/lifecycle/test_red_team_r14
    wrote the value's whole ``repr`` (9.9 million characters, under the 10-million bound of
    R12) before cutting it to 500: 0.5 s in one C call inside the program's forwarded call, per
    call. It is shown bounded (``_options._shown``), as the other echoes are: 0.02 s.
-5. Held: ``[n] * 300_000`` (4.3 billion characters) in ``Outcome.error(..., metadata=)``,
+5. BROKEN, fixed: ``raise ValueError(1 << 20000)`` (any int past 4 300 digits, which the
+   sandbox makes with a shift): ``agent.run()`` *raised* ``ValueError`` (int too long for
+   ``str``) to the developer, from ``exception_text``'s fallback ``repr``. Such arguments are
+   formatted from the bounded copy: an ``execution`` error naming the int's leading digits.
+6. BROKEN, fixed: ``[n] * 1000`` of a 999 999-bit ``n`` (``(1 << 999999) - 1``) as the answer:
+   67 s after the deadline (``ok``): the content store's fallback rendering wrote each of 1 000
+   references with ``int_text`` (a power of ten and a division, 72 ms each). ``int_text``
+   writes leading digits only up to 100 000 bits (2 ms), and ``json_safe``'s budget counts a
+   long int's digits: 0.01 s. ``raise ValueError([n] * 1000)``, which raised before, likewise.
+7. Held: ``[n] * 300_000`` (4.3 billion characters) in ``Outcome.error(..., metadata=)``,
    ``Outcome.ok(1, metadata=)``, ``context``, ``remember``, as dict keys, a tuple of three, with
    ``log=`` a file too (0.01 to 0.2 s, log lines of 5 to 107 KB); options holding
    ``[f] * 4_900_000`` floats end in ``timeout`` inside the deadline (the program's own copy).
@@ -124,11 +133,13 @@ class TestPathsWrittenOutOnlyWhenNamed:
 class TestDigitsCountTowardsTheMessageBound:
     def test_an_exception_of_long_ints_is_formatted_from_a_bounded_copy(self) -> None:
         """``ValueError([n] * 300)`` of a 4 299-digit ``n`` is 1 290 300 characters of repr: past
-        the million of R12's bound, it is formatted from a bounded copy (12 000 characters;
-        before: all 1 290 300, as ``[n] * 100_000`` was 430 million in 174 s)."""
+        the million of R12's bound, it is formatted from a bounded copy whose budget counts each
+        int's digits (9 299 characters: 232 ints and ``<68 more items>``; before: all 1 290 300,
+        as ``[n] * 100_000`` was 430 million in 174 s)."""
         text = exception_text(ValueError([_DIGITS] * 300))
 
-        assert len(text) == 12_000
+        assert len(text) == 9_299
+        assert text.endswith(", '<68 more items>']")
         assert text.startswith("['99999999999999999999...<4299 digits>', ")
 
     def test_a_short_exception_of_ints_is_formatted_as_before(self) -> None:
@@ -173,3 +184,31 @@ class TestARefusedOptionIsShownBounded:
         assert refusal.startswith(
             "execution_timeout_seconds=[99999999999999999999...<4299 digits>, "
         )
+
+
+class TestIntsTooLongForText:
+    def test_an_exception_of_an_int_too_long_for_str_is_an_outcome(self) -> None:
+        """``raise ValueError(1 << 20000)`` ends in an ``execution`` error naming the int's
+        leading digits (before: ``agent.run()`` raised ``ValueError``, "Exceeds the limit (4300
+        digits) for integer string conversion")."""
+        outcome = _agent(run="raise ValueError(1 << 20000)").run()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message == (
+            "Execution error in tester.run: ValueError: 39802768403379665923...<6021 digits>"
+        )
+
+    def test_exception_text_of_a_huge_int_is_its_digit_count(self) -> None:
+        """``exception_text`` of ints past the text limit, alone, in a list, and in a builtin
+        that wants other arguments (``UnicodeDecodeError``), never raises."""
+        huge = (1 << 999_999) - 1
+
+        assert exception_text(ValueError(huge)) == "<int with about 301030 digits>"
+        assert exception_text(ValueError([huge] * 1000)) == (
+            "['<int with about 301030 digits>', '<int with about 301030 digits>', "
+            "'<int with about 301030 digits>', '<int with about 301030 digits>', "
+            "'<996 more items>']"
+        )
+        odd = UnicodeDecodeError.__new__(UnicodeDecodeError)
+        odd.args = (huge,)
+        assert exception_text(odd) == "('<int with about 301030 digits>',)"
