@@ -32,7 +32,12 @@ store, history and ``outgrows`` cases are in ``specs/lifecycle/test_red_team_r14
    references with ``int_text`` (a power of ten and a division, 72 ms each). ``int_text``
    writes leading digits only up to 100 000 bits (2 ms), and ``json_safe``'s budget counts a
    long int's digits: 0.01 s. ``raise ValueError([n] * 1000)``, which raised before, likewise.
-7. Held: ``[n] * 300_000`` (4.3 billion characters) in ``Outcome.error(..., metadata=)``,
+7. BROKEN, fixed: under ``isolation="process"``, ``result = {1 << 20000: [0] * 3}`` (a plain
+   answer, ``ok`` in process) was ``worker_crash``: the wire codec wrote each value's path with
+   ``f"{path}[{key!r}]"``, and ``repr`` of an int past 4 300 digits raised in the worker, which
+   exited (code 3). ``{'k' * 1_000_000: [0] * 400_000}`` ended in ``timeout`` (2.75 s: paths
+   within the deadline). The codec's paths are ``Where`` chains too: ``ok`` (0.4 s, 1.2 s).
+8. Held: ``[n] * 300_000`` (4.3 billion characters) in ``Outcome.error(..., metadata=)``,
    ``Outcome.ok(1, metadata=)``, ``context``, ``remember``, as dict keys, a tuple of three, with
    ``log=`` a file too (0.01 to 0.2 s, log lines of 5 to 107 KB); options holding
    ``[f] * 4_900_000`` floats end in ``timeout`` inside the deadline (the program's own copy).
@@ -212,3 +217,28 @@ class TestIntsTooLongForText:
         odd = UnicodeDecodeError.__new__(UnicodeDecodeError)
         odd.args = (huge,)
         assert exception_text(odd) == "('<int with about 301030 digits>',)"
+
+
+class TestTheWireCodecsPaths:
+    def test_a_huge_int_key_crosses_the_pipe(self) -> None:
+        """``{1 << 20000: [0, 1]}`` is encoded and decoded whole (before: ``ValueError`` from
+        the path's ``repr`` of the key, which ended the worker: ``worker_crash``)."""
+        from recurgent._worker._codec import from_wire, to_wire
+
+        value = {1 << 20000: [0, 1]}
+
+        wire = to_wire(value, "the result", lambda agent: None)
+
+        assert from_wire(wire, lambda number, role: None) == value
+
+    def test_a_refusal_names_a_huge_int_key_by_its_leading_digits(self) -> None:
+        """A function under such a key is refused naming the key's leading digits."""
+        from recurgent._worker._codec import Unencodable, to_wire
+
+        with pytest.raises(Unencodable) as caught:
+            to_wire({1 << 20000: len}, "the result", lambda agent: None)
+
+        assert str(caught.value) == (
+            "the result[39802768403379665923...<6021 digits>] holds a "
+            "builtin_function_or_method, which is not plain data"
+        )
