@@ -139,6 +139,14 @@ def _fits(value: Any, limit: int) -> bool:
     while stack:
         item = stack.pop()
         remaining -= 4 + (len(item) if isinstance(item, str | bytes | bytearray) else 0)
+        if type(item) is int:
+            # Its digits: ``[n] * 300`` of 4 299 digits was 1.3 million characters of repr; an
+            # int past the text limit made the repr raise (red team R14): the bounded repr
+            # writes a long one as its leading digits.
+            bits = item.bit_length()
+            if bits > _INT_BITS_AS_NUMBER:
+                return False
+            remaining -= bits * 3 // 10
         if remaining < 0:
             return False
         if isinstance(item, dict):

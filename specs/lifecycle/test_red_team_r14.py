@@ -21,7 +21,12 @@ rebuild's paths and exception cases are in ``specs/sandbox/test_red_team_r14.py`
    1 000 references with ``int_text``, whose leading digits cost a power of ten and a division
    (72 ms at a million bits). Leading digits are written up to 100 000 bits (2 ms) and
    ``json_safe``'s budget counts a long int's digits: the rendering holds four: 0.01 s.
-5. Held: the history preview (budget 2 000) and a log file's lines (5 KB) for the same answer.
+5. BROKEN, fixed: ``safe_repr`` (the options' and contracts' echoes of a program's value)
+   judged a container short by counting 4 per int: ``[n] * 300`` of 4 299 digits was written
+   in full (1.3 million characters), and ``[1 << 20000]`` made the repr raise
+   (``<unrepresentable list: ValueError>``). It counts an int's digits and writes an int past
+   10 000 bits as its leading digits.
+6. Held: the history preview (budget 2 000) and a log file's lines (5 KB) for the same answer.
 """
 
 from __future__ import annotations
@@ -160,3 +165,23 @@ class TestLongIntsRenderCheaply:
         copy = json_safe([(1 << 99_999) - 1] * 1000, budget=2_000)
 
         assert copy == ["49950104650719225397...<30103 digits>", "<999 more items>"]
+
+
+class TestSafeReprCountsDigits:
+    def test_a_list_of_long_ints_is_shown_from_the_bounded_repr(self) -> None:
+        """``safe_repr([n] * 300)`` of a 4 299-digit ``n`` is 3 805 characters, each int as its
+        leading digits (before: 65 556, the first 65 536 characters of its 1.3 million)."""
+        from recurgent._values import safe_repr
+
+        text = safe_repr([_DIGITS] * 300)
+
+        assert len(text) == 3_805
+        assert text.startswith("[99999999999999999999...<4299 digits>, ")
+
+    def test_an_int_past_the_text_limit_is_shown(self) -> None:
+        """``safe_repr([1 << 20000])`` names the int's leading digits (before: "<unrepresentable
+        list: ValueError>"); short ints are shown as ``repr`` shows them."""
+        from recurgent._values import safe_repr
+
+        assert safe_repr([1 << 20000]) == "[39802768403379665923...<6021 digits>]"
+        assert safe_repr([1, 2, 10**30]) == "[1, 2, 1000000000000000000000000000000]"
