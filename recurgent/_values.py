@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import reprlib
+import sys
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from enum import Enum
@@ -43,8 +44,10 @@ _REDACT_MARGIN = 1_024
 # Ints up to this size stay JSON numbers (well under CPython's 4300-digit str() limit, which
 # json.dumps and json.loads both obey); bigger ones become text.
 _INT_BITS_AS_NUMBER = 10_000
-# Above this size even the leading digits cost more than a log line is worth.
-_INT_BITS_WITH_DIGITS = 1_000_000
+# Above this size even the leading digits cost more than a log line is worth: a power of ten
+# and a division, 2 ms at 100 000 bits and 72 ms at a million (a program's list of one such int
+# a thousand times over took 67 s to render, red team R14).
+_INT_BITS_WITH_DIGITS = 100_000
 _LOG10_2 = math.log10(2)
 _LEADING_DIGITS = 20
 
@@ -136,6 +139,14 @@ def _fits(value: Any, limit: int) -> bool:
     while stack:
         item = stack.pop()
         remaining -= 4 + (len(item) if isinstance(item, str | bytes | bytearray) else 0)
+        if type(item) is int:
+            # Its digits: ``[n] * 300`` of 4 299 digits was 1.3 million characters of repr; an
+            # int past the text limit made the repr raise (red team R14): the bounded repr
+            # writes a long one as its leading digits.
+            bits = item.bit_length()
+            if bits > _INT_BITS_AS_NUMBER:
+                return False
+            remaining -= bits * 3 // 10
         if remaining < 0:
             return False
         if isinstance(item, dict):
@@ -247,10 +258,16 @@ class _Walk:
         if item is None or isinstance(item, bool):
             return item
         if isinstance(item, int):
-            if item.bit_length() <= _INT_BITS_AS_NUMBER:
-                self.spend(8)
+            bits = item.bit_length()
+            if bits <= _INT_BITS_AS_NUMBER:
+                # Its digits: a budget counting 8 for a 3 000-digit int kept 125 000 of them
+                # within a million characters (red team R14).
+                self.spend(max(8, bits * 3 // 10))
                 return int(item)
-            return self.text(int_text(item))
+            text = self.text(int_text(item))
+            # Its digits too: the text is short, but making it costs as the digits do.
+            self.spend(bits * 3 // 10)
+            return text
         if isinstance(item, float):
             self.spend(8)
             return item if math.isfinite(item) else repr(item)
@@ -452,11 +469,14 @@ def outgrows(payload: Any, limit: int) -> bool:
     """Whether ``payload``'s JSON text, and its ``repr``, surely hold more than ``limit``
     characters, found by a walk that stops once it has counted past ``limit`` (red team R12).
 
-    Counts a lower bound of both (a string's characters and quotes, one per other atom,
-    brackets and a separator per item), each time a container or string is reached: ``[[s] * 1000] * 1000`` of one
-    10 000-character ``s`` is ten million characters of program memory and ten billion of
-    JSON, which the content store's ``json.dumps`` wrote in full (73 s, 3.4 GB, after the
-    deadline) before comparing its size with the store's limit.
+    Counts a lower bound of both (a string's characters and quotes, an int's digits, a float's
+    text, one per other atom, brackets and a separator per item), each time a container or string is reached:
+    ``[[s] * 1000] * 1000`` of one 10 000-character ``s`` is ten million characters of program
+    memory and ten billion of JSON, which the content store's ``json.dumps`` wrote in full
+    (73 s, 3.4 GB, after the deadline) before comparing its size with the store's limit.
+    ``[n] * 400_000`` of one 4 299-digit ``n`` is 1.7 billion characters that an int counted as
+    one character hid (112 s, 3.3 GB, red team R14). A container's items are counted before they
+    are stacked, so a flat list of ten million is refused without a copy of it.
     """
     count = 0
     stack = [payload]
@@ -468,14 +488,33 @@ def outgrows(payload: Any, limit: int) -> bool:
             count += len(item) + 2
         elif kind is list or kind is tuple:
             count += len(item) + 1
+            if count > limit:
+                return True
             stack.extend(item)
         elif kind is dict:
             count += 2 * len(item) + 1
+            if count > limit:
+                return True
             for key, entry in item.items():
                 push(key)
                 push(entry)
+        elif kind is int:
+            count += _digits_at_least(item)
+        elif kind is float:
+            count += len(float.__repr__(item))  # up to 24 characters ("nan" in a repr)
         else:
             count += 1
         if count > limit:
             return True
     return False
+
+
+def _digits_at_least(number: int) -> int:
+    """A lower bound of the characters ``str(number)`` writes (log10(2) > 0.3); 1 for an int
+    whose text ``str`` refuses outright (past CPython's int-to-str digit limit), so such an int
+    costs what its bounded rendering does."""
+    digits = number.bit_length() * 3 // 10
+    if digits < 16:
+        return 1
+    cap = sys.get_int_max_str_digits()
+    return 1 if cap and digits > cap else digits

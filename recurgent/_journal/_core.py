@@ -30,6 +30,7 @@ from recurgent._journal._shared import (
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Path, Rebuild, Writes
+from recurgent._where import where_in_memory
 from recurgent.outcome import Outcome
 
 __all__ = ["Journal"]
@@ -401,7 +402,7 @@ class Journal:
             if value is before or (before is not MISSING and self._copies.get(id(before)) is value):
                 continue  # unchanged at the top level; changes inside come as patches
             plain_key = rebuild(key, "context key", resolve=resolve)
-            writes.set[plain_key] = rebuild(value, f"context[{plain_key!r}]", resolve=resolve)
+            writes.set[plain_key] = rebuild(value, where_in_memory((plain_key,)), resolve=resolve)
         if may_delete:
             writes.delete.extend(key for key in base if not dict.__contains__(view, key))
         copied = self._copied

@@ -19,6 +19,7 @@ from typing import Any
 from recurgent._journal._kinds import HostKind
 from recurgent._journal._shared import is_plain_factory, plain_factory
 from recurgent._journal._writes import MISSING, Patch, Path, Rebuild
+from recurgent._where import Location, Where, where_in_memory
 from recurgent.errors import NonSerializableResultError
 
 __all__ = ["Copied", "container_patch", "factory_patch", "ordered_items"]
@@ -49,8 +50,8 @@ def ordered_items(mapping: Any) -> list[tuple[Any, Any]]:
     return list(dict.items(mapping))
 
 
-def _where(path: Path) -> str:
-    return "context" + "".join(f"[{step!r}]" for step in path)
+def _where(path: Path) -> Location:
+    return where_in_memory(path)
 
 
 def container_patch(
@@ -74,8 +75,8 @@ def container_patch(
         host_keys: list[Any] = []
         for key, value in now:
             if old.get(key, MISSING) is not value:
-                plain_key = rebuild(key, f"{where} key", resolve=resolve)
-                changed[plain_key] = rebuild(value, f"{where}[{plain_key!r}]", resolve=resolve)
+                plain_key = rebuild(key, Where(where, " key"), resolve=resolve)
+                changed[plain_key] = rebuild(value, Where(where, (plain_key,)), resolve=resolve)
                 host_keys.append(plain_key)
             else:
                 host_keys.append(back(key))
@@ -101,7 +102,7 @@ def container_patch(
         if now_ids.keys() == before_ids.keys():
             return None
         added = [
-            rebuild(item, f"{where} member", resolve=resolve)
+            rebuild(item, Where(where, " member"), resolve=resolve)
             for key, item in now_ids.items()
             if key not in before_ids
         ]
@@ -117,11 +118,11 @@ def container_patch(
     if unchanged_prefix:
         # Appends only: commit them with extend, so appends made meanwhile by others stay.
         tail = [
-            rebuild(item, f"{where}[{prefix + i}]", resolve=resolve)
+            rebuild(item, Where(where, prefix + i), resolve=resolve)
             for i, item in enumerate(items[prefix:])
         ]
         return Patch(entry.original, entry.path, "extend", items=tail)
-    rebuilt = [rebuild(item, f"{where}[{i}]", resolve=resolve) for i, item in enumerate(items)]
+    rebuilt = [rebuild(item, Where(where, i), resolve=resolve) for i, item in enumerate(items)]
     return Patch(entry.original, entry.path, "replace", items=rebuilt)
 
 

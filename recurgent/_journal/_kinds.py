@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recurgent._journal._writes import MISSING, Patch, Path
+from recurgent._where import Location, Where, where_in_memory
 from recurgent.errors import NonSerializableResultError
 
 __all__ = ["HOST_KINDS", "Fresh", "HostKind"]
@@ -51,15 +52,17 @@ class Fresh:
 
     __slots__ = ("_rebuild", "resolve")
 
-    def __init__(self, rebuild: Callable[[Any, str], Any], resolve: Callable[[Any], Any]) -> None:
+    def __init__(
+        self, rebuild: Callable[[Any, Location], Any], resolve: Callable[[Any], Any]
+    ) -> None:
         self._rebuild = rebuild
         self.resolve = resolve
 
-    def value(self, value: Any, where: str) -> Any:
+    def value(self, value: Any, where: Location) -> Any:
         """``value`` as memory may hold it (rebuilt unless memory already holds it)."""
         return self._rebuild(value, where)
 
-    def text(self, value: Any, where: str, *, optional: bool) -> Any:
+    def text(self, value: Any, where: Location, *, optional: bool) -> Any:
         """A string (or ``None`` when ``optional``) for an element's tag, text or tail."""
         built = self._rebuild(value, where)
         if type(built) is str or (built is None and optional):
@@ -68,24 +71,24 @@ class Fresh:
             f"{where} is {_type_name(value)}; an XML element holds only strings there"
         )
 
-    def tag(self, value: Any, where: str) -> Any:
+    def tag(self, value: Any, where: Location) -> Any:
         """An element's tag: a string, or the comment and processing-instruction markers."""
         if value is ElementTree.Comment or value is ElementTree.ProcessingInstruction:
             return value
-        return self.text(value, f"{where}.tag", optional=False)
+        return self.text(value, Where(where, ".tag"), optional=False)
 
-    def attributes(self, value: Any, where: str) -> dict[str, str]:
+    def attributes(self, value: Any, where: Location) -> dict[str, str]:
         """An element's attributes: a dict of strings."""
         if not isinstance(value, dict):
             raise NonSerializableResultError(f"{where}.attrib is {_type_name(value)}, not dict")
         built: dict[str, str] = {}
         for key, item in list(dict.items(value)):
             # The key is rebuilt first: its repr in a message is then a plain string's.
-            plain = self.text(key, f"{where}.attrib key", optional=False)
-            built[plain] = self.text(item, f"{where}.attrib[{plain!r}]", optional=False)
+            plain = self.text(key, Where(where, ".attrib key"), optional=False)
+            built[plain] = self.text(item, Where(Where(where, ".attrib"), (plain,)), optional=False)
         return built
 
-    def element(self, value: Any, where: str, depth: int = 0) -> Any:
+    def element(self, value: Any, where: Location, depth: int = 0) -> Any:
         """An element the host may hold: memory's own, or a fresh copy of one the attempt made."""
         known = self.resolve(value)
         if known is not None:
@@ -101,10 +104,10 @@ class Fresh:
         built = ElementTree.Element(
             self.tag(value.tag, where), self.attributes(value.attrib, where)
         )
-        built.text = self.text(value.text, f"{where}.text", optional=True)
-        built.tail = self.text(value.tail, f"{where}.tail", optional=True)
+        built.text = self.text(value.text, Where(where, ".text"), optional=True)
+        built.tail = self.text(value.tail, Where(where, ".tail"), optional=True)
         built.extend(
-            self.element(child, f"{where}[{i}]", depth + 1) for i, child in enumerate(list(value))
+            self.element(child, Where(where, i), depth + 1) for i, child in enumerate(list(value))
         )
         return built
 
@@ -127,8 +130,8 @@ class HostKind:
     diff: Callable[[Any, Any, Any, Path, Fresh], Patch | None]
 
 
-def _where(path: Path) -> str:
-    return "context" + "".join(f"[{step!r}]" for step in path)
+def _where(path: Path) -> Location:
+    return where_in_memory(path)
 
 
 # ----------------------------------------------------------------------------- random.Random
@@ -244,21 +247,21 @@ def _element_diff(copy: Any, original: Any, start: Any, path: Path, fresh: Fresh
         "tag": unchanged if copy.tag is start.tag else fresh.tag(copy.tag, where),
         "text": unchanged
         if copy.text is start.text
-        else fresh.text(copy.text, f"{where}.text", optional=True),
+        else fresh.text(copy.text, Where(where, ".text"), optional=True),
         "tail": unchanged
         if copy.tail is start.tail
-        else fresh.text(copy.tail, f"{where}.tail", optional=True),
+        else fresh.text(copy.tail, Where(where, ".tail"), optional=True),
         "attrib": unchanged
         if copy.attrib is start.attrib
         else fresh.attributes(copy.attrib, where),
         "children": unchanged
         if same_children
-        else [fresh.element(item, f"{where}[{i}]") for i, item in enumerate(children)],
+        else [fresh.element(item, Where(where, i)) for i, item in enumerate(children)],
     }
     return Patch(original, path, "element", state=state)
 
 
-def _changed_attributes_are_text(now: Any, before: Any, where: str, fresh: Fresh) -> None:
+def _changed_attributes_are_text(now: Any, before: Any, where: Location, fresh: Fresh) -> None:
     """Refuse an attribute the attempt set in place to something other than a string (F20).
 
     The attribute dict is journaled as a dict, whose patch would take any plain value; an
@@ -268,8 +271,8 @@ def _changed_attributes_are_text(now: Any, before: Any, where: str, fresh: Fresh
         held = dict.get(before, key, MISSING) if type(key) is str else MISSING
         if held is value or (held is not MISSING and fresh.resolve(value) is held):
             continue  # as memory holds it: the host's own choice
-        fresh.text(key, f"{where}.attrib key", optional=False)
-        fresh.text(value, f"{where}.attrib[{key!r}]", optional=False)
+        fresh.text(key, Where(where, ".attrib key"), optional=False)
+        fresh.text(value, Where(Where(where, ".attrib"), (key,)), optional=False)
 
 
 def _contains_itself(root: Any) -> bool:

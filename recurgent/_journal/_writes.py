@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
+from recurgent._where import Location
+
 __all__ = ["MISSING", "Patch", "Path", "Rebuild", "Writes", "apply_plain"]
 
 MISSING: Any = object()
@@ -34,7 +36,7 @@ class Rebuild(Protocol):
     """
 
     def __call__(
-        self, value: Any, where: str, *, resolve: Callable[[Any], Any | None]
+        self, value: Any, where: Location, *, resolve: Callable[[Any], Any | None]
     ) -> Any: ...  # pragma: no cover - a protocol
 
 

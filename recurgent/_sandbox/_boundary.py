@@ -44,6 +44,7 @@ from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
 from recurgent._values import json_safe, outgrows
+from recurgent._where import Location, Where
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
@@ -145,11 +146,11 @@ class _Rebuilder:
         self._attribution = attribution
         self._memo: dict[int, Any] = {}
 
-    def key(self, key: Any, where: str, depth: int) -> Any:
+    def key(self, key: Any, where: Location, depth: int) -> Any:
         # Rebuilt before it is hashed into the new dict: hashing a plain key runs no program code.
-        return self.value(key, f"{where} key", depth)
+        return self.value(key, Where(where, " key"), depth)
 
-    def value(self, value: Any, where: str, depth: int) -> Any:
+    def value(self, value: Any, where: Location, depth: int) -> Any:
         kind = type(value)
         if kind in SCALAR_TYPES:
             return value
@@ -182,16 +183,16 @@ class _Rebuilder:
             return self._sequence(value, kind, where, depth)
         if kind is tuple:
             return tuple(
-                self.value(item, f"{where}[{i}]", depth + 1)
+                self.value(item, Where(where, i), depth + 1)
                 for i, item in enumerate(tuple.__iter__(value))
             )
         if kind is set or kind is frozenset:
-            members = (self.value(item, f"{where} member", depth + 1) for item in value)
+            members = (self.value(item, Where(where, " member"), depth + 1) for item in value)
             return set(members) if kind is set else frozenset(members)
         if kind in _VIEWS:
             # A view (or its items) would keep the whole dict, and anything in it, alive.
             return [
-                self.value(item, f"{where}[{i}]", depth + 1)
+                self.value(item, Where(where, i), depth + 1)
                 for i, item in enumerate(list(kind.__iter__(value)))  # type: ignore[attr-defined]
             ]
         if issubclass(kind, BaseException) and kind.__module__ == "builtins":
@@ -208,13 +209,13 @@ class _Rebuilder:
         self._memo[id(original)] = (original, built)
         return built
 
-    def _outcome(self, value: Outcome, where: str, depth: int) -> Outcome:
+    def _outcome(self, value: Outcome, where: Location, depth: int) -> Outcome:
         def text(field: Any, name: str) -> Any:
-            return None if field is None else self.value(field, f"{where}.{name}", depth + 1)
+            return None if field is None else self.value(field, Where(where, "." + name), depth + 1)
 
         status = text(value.status, "status")
-        inner = self.value(value.value, f"{where}.value", depth + 1)
-        metadata = self._dict(value.metadata, dict, f"{where}.metadata", depth + 1)
+        inner = self.value(value.value, Where(where, ".value"), depth + 1)
+        metadata = self._dict(value.metadata, dict, Where(where, ".metadata"), depth + 1)
         tool_role, method_name = value.tool_role, value.method_name
         called = self._attribution
         if called is not None:
@@ -251,11 +252,11 @@ class _Rebuilder:
         except Exception:  # noqa: BLE001 - any doubt (a refused value, a signalling NaN): changed
             return False
 
-    def _exception(self, value: BaseException, kind: type, where: str, depth: int) -> Any:
+    def _exception(self, value: BaseException, kind: type, where: Location, depth: int) -> Any:
         # A fresh exception of the same builtin class, from plain arguments: no traceback,
         # cause or context comes along, and no argument can run code when it is printed.
         raw_args = BaseException.__dict__["args"].__get__(value, kind)
-        args = self.value(raw_args, f"{where}.args", depth + 1)
+        args = self.value(raw_args, Where(where, ".args"), depth + 1)
         try:
             built = kind(*args)
         except Exception:  # noqa: BLE001 - a builtin that wants other arguments
@@ -263,7 +264,7 @@ class _Rebuilder:
         self._remember(value, built)
         return built
 
-    def _dict(self, value: Any, kind: type, where: str, depth: int) -> Any:
+    def _dict(self, value: Any, kind: type, where: Location, depth: int) -> Any:
         if kind is collections.defaultdict:
             factory = value.default_factory
             if not is_plain_factory(factory):
@@ -277,17 +278,17 @@ class _Rebuilder:
         store = dict_setter(type(built))
         for key, item in list(dict.items(value)):
             plain_key = self.key(key, where, depth + 1)
-            store(built, plain_key, self.value(item, f"{where}[{plain_key!r}]", depth + 1))
+            store(built, plain_key, self.value(item, Where(where, (plain_key,)), depth + 1))
         return built
 
-    def _sequence(self, value: Any, kind: type, where: str, depth: int) -> Any:
+    def _sequence(self, value: Any, kind: type, where: Location, depth: int) -> Any:
         built: Any = [] if kind is list else collections.deque(maxlen=value.maxlen)
         self._remember(value, built)
         items = list(list.__iter__(value)) if kind is list else list(value)
-        built.extend(self.value(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(items))
+        built.extend(self.value(item, Where(where, i), depth + 1) for i, item in enumerate(items))
         return built
 
-    def _reduce(self, value: Any, kind: type, where: str, depth: int) -> Any:
+    def _reduce(self, value: Any, kind: type, where: Location, depth: int) -> Any:
         """A subclass of a plain type, read through its base class."""
         if issubclass(kind, bool):
             return bool.__bool__(value)  # pragma: no cover - bool cannot be subclassed
@@ -301,7 +302,7 @@ class _Rebuilder:
             return bytes.__bytes__(value)
         if issubclass(kind, tuple):
             return tuple(
-                self.value(item, f"{where}[{i}]", depth + 1)
+                self.value(item, Where(where, i), depth + 1)
                 for i, item in enumerate(list(tuple.__iter__(value)))
             )
         if issubclass(kind, list):
@@ -310,7 +311,7 @@ class _Rebuilder:
             return self._dict(value, dict, where, depth)
         if issubclass(kind, set):
             members = list(set.__iter__(value))
-            return {self.value(item, f"{where} member", depth + 1) for item in members}
+            return {self.value(item, Where(where, " member"), depth + 1) for item in members}
         return _NOT_REDUCED
 
 
@@ -352,7 +353,7 @@ def _same(a: Any, b: Any, seen: set[tuple[int, int]]) -> bool:
 
 def rebuild(
     value: Any,
-    where: str,
+    where: Location,
     *,
     resolve: Callable[[Any], Any | None] | None = None,
     handles: Callable[[HandleOps], Any] | None = None,
@@ -365,7 +366,8 @@ def rebuild(
 
     Args:
         value: What generated code hands over.
-        where: How the value is named in an error (``"the result"``, ``"context['x']"``).
+        where: How the value is named in an error (``"the result"``, ``"context['x']"``), or a
+            :class:`Where` that writes it out only then.
         resolve: Maps an object memory already holds (or its attempt copy) to what memory
             holds, or returns ``None`` for a new object (the memory journal's resolver).
         handles: Turns an agent handle into the host object to hand over; ``None`` refuses
@@ -386,7 +388,7 @@ def rebuild(
         raise NonSerializableResultError(f"{where} is nested too deeply; {suffix}") from None
 
 
-def find_unplain(value: Any, path: str) -> str | None:
+def find_unplain(value: Any, path: Location) -> str | None:
     """Describe the first value inside ``value`` that cannot leave an attempt, or ``None``."""
     try:
         _Rebuilder(None, lambda ops: ops).value(value, path, 0)
@@ -427,7 +429,16 @@ def exception_text(error: BaseException) -> str:
         # in one C call after the deadline: formatted from a bounded copy (red team R12).
         args = tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=()))
     try:
-        text = str(base(*args))
-    except Exception:  # noqa: BLE001 - a builtin that wants other arguments
-        text = repr(args)
+        text = _formatted(base, args)
+    except ValueError:
+        # An int too long for str() raised out of the call to the developer (red team R14):
+        # the bounded copy writes it as its leading digits.
+        text = _formatted(base, tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=())))
     return str.__str__(text)
+
+
+def _formatted(base: type, args: tuple[Any, ...]) -> str:
+    try:
+        return str(base(*args))
+    except Exception:  # noqa: BLE001 - a builtin that wants other arguments
+        return repr(args)

@@ -26,6 +26,7 @@ from recurgent._sandbox._inbound import inbound
 from recurgent._sandbox._limits import SandboxLimits, SizeLimitExceeded, Ticker
 from recurgent._sandbox._reflection import seal
 from recurgent._values import outgrows
+from recurgent._where import Location
 from recurgent.errors import (
     BudgetExceededError,
     GuardrailViolationError,
@@ -185,7 +186,7 @@ class ForwardedCalls:
     def _memory_writes(self) -> Writes:
         """The attempt's memory writes, each new value rebuilt (handles refused)."""
 
-        def plain(value: Any, where: str, *, resolve: Callable[[Any], Any | None]) -> Any:
+        def plain(value: Any, where: Location, *, resolve: Callable[[Any], Any | None]) -> Any:
             return rebuild(
                 value, where, resolve=resolve, keep=self._is_agent, suffix=_MEMORY_SUFFIX
             )

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from recurgent._journal._shared import plain_factory
+from recurgent._where import Location, Where
 from recurgent.outcome import Outcome
 
 __all__ = ["AGENT_KEY", "MAX_DEPTH", "OUTCOME_KEY", "Unencodable", "from_wire", "to_wire"]
@@ -105,7 +106,7 @@ class _Encoder:
         self._agent_id = agent_id
         self._reaching = reaching
 
-    def walk(self, item: Any, path: str, depth: int) -> Any:
+    def walk(self, item: Any, path: Location, depth: int) -> Any:
         kind = type(item)
         if item is None or kind is bool or kind is str:
             return item
@@ -126,14 +127,14 @@ class _Encoder:
         if kind is tuple:
             return {_tag("tuple"): self.items(item, path, depth)}
         if kind is set or kind is frozenset:
-            members = [self.walk(member, f"{path} member", depth + 1) for member in item]
+            members = [self.walk(member, Where(path, " member"), depth + 1) for member in item]
             return {_tag(kind.__name__): sorted(members, key=_canonical)}
         if kind is bytes:
             return {_tag("bytes"): base64.b64encode(item).decode("ascii")}
         if isinstance(item, Outcome):
             fields = item.model_dump(mode="python")
-            fields["value"] = self.walk(item.value, f"{path}.value", depth + 1)
-            fields["metadata"] = self.walk(item.metadata, f"{path}.metadata", depth + 1)
+            fields["value"] = self.walk(item.value, Where(path, ".value"), depth + 1)
+            fields["metadata"] = self.walk(item.metadata, Where(path, ".metadata"), depth + 1)
             return {OUTCOME_KEY: fields}
         reference = self._agent_id(item)
         if reference is not None:
@@ -143,28 +144,28 @@ class _Encoder:
             return encoded
         raise Unencodable(f"{path} holds a {kind.__name__}, which is not plain data")
 
-    def items(self, items: Iterable[Any], path: str, depth: int) -> list[Any]:
-        return [self.walk(child, f"{path}[{i}]", depth + 1) for i, child in enumerate(items)]
+    def items(self, items: Iterable[Any], path: Location, depth: int) -> list[Any]:
+        return [self.walk(child, Where(path, i), depth + 1) for i, child in enumerate(items)]
 
-    def pairs(self, mapping: Any, path: str, depth: int) -> list[Any]:
+    def pairs(self, mapping: Any, path: Location, depth: int) -> list[Any]:
         flat: list[Any] = []
         for key, child in dict.items(mapping):
-            flat.append(self.walk(key, f"{path} key", depth + 1))
-            flat.append(self.walk(child, f"{path}[{key!r}]", depth + 1))
+            flat.append(self.walk(key, Where(path, " key"), depth + 1))
+            flat.append(self.walk(child, Where(path, (key,)), depth + 1))
         return flat
 
-    def mapping(self, item: dict[Any, Any], path: str, depth: int) -> Any:
+    def mapping(self, item: dict[Any, Any], path: Location, depth: int) -> Any:
         keys = list(item)
         if all(type(key) is str for key in keys) and not (
             len(keys) == 1 and _looks_like_envelope(keys[0])
         ):
             return {
-                key: self.walk(child, f"{path}[{key!r}]", depth + 1) for key, child in item.items()
+                key: self.walk(child, Where(path, (key,)), depth + 1) for key, child in item.items()
             }
         # Non-string keys, or a user's dict shaped like an envelope: key-value pairs.
         return {_tag("dict"): self.pairs(item, path, depth)}
 
-    def kept(self, item: Any, path: str, depth: int) -> Any:
+    def kept(self, item: Any, path: Location, depth: int) -> Any:
         """The envelope of a value the in-process boundary keeps, or ``None``."""
         kind = type(item)
         if isinstance(item, datetime.datetime):
@@ -214,7 +215,7 @@ class _Encoder:
             return {_tag("exception"): [kind.__name__, *self.items(raw_args, path, depth)]}
         return None
 
-    def zone(self, tzinfo: Any, path: str) -> Any:
+    def zone(self, tzinfo: Any, path: Location) -> Any:
         if tzinfo is None:
             return None
         if type(tzinfo) is datetime.timezone:

@@ -78,14 +78,16 @@ class TestSharedPartsReachingTheHost:
     def test_outgrows_counts_a_lower_bound_of_the_json(self) -> None:
         """``outgrows`` is true only past the limit, counting no more than the JSON holds:
         ``["ab","c"]`` (10 characters: strings with quotes, brackets and a separator per item)
-        and ``{"a":1}`` (7) are counted exactly; anything not a string or container counts 1."""
+        and ``{"a":1}`` (7) are counted exactly; a float counts its text (``3.5``: 3, since red
+        team R14), a long int its digits, anything else not a string or container 1."""
         from recurgent._values import outgrows  # new in R12
 
         assert outgrows(["ab", "c"], 9) is True
         assert outgrows(["ab", "c"], 10) is False
         assert outgrows({"a": 1}, 6) is True
         assert outgrows({"a": 1}, 7) is False
-        assert outgrows([{1, 2}, 3.5, None], 7) is False
+        assert outgrows([{1, 2}, 3.5, None], 9) is False
+        assert outgrows([{1, 2}, 3.5, None], 8) is True
 
     def test_a_shared_answer_is_answered_and_its_preview_is_bounded(
         self, monkeypatch: pytest.MonkeyPatch
