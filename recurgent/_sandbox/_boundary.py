@@ -427,14 +427,18 @@ def exception_text(error: BaseException) -> str:
     if outgrows(args, _MESSAGE_CAP):
         # Shared parts (``ValueError([[s] * 1000] * 1000)``) format to billions of characters
         # in one C call after the deadline: formatted from a bounded copy (red team R12).
-        args = tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=()))
+        return str.__str__(_formatted(base, _bounded_copy(args)))
     try:
         text = _formatted(base, args)
     except ValueError:
         # An int too long for str() raised out of the call to the developer (red team R14):
         # the bounded copy writes it as its leading digits.
-        text = _formatted(base, tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=())))
+        text = _formatted(base, _bounded_copy(args))
     return str.__str__(text)
+
+
+def _bounded_copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(json_safe(list(args), budget=_MESSAGE_CAP, secrets=()))
 
 
 def _formatted(base: type, args: tuple[Any, ...]) -> str:
