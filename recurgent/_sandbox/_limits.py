@@ -147,32 +147,33 @@ class SandboxLimits:
 
 _STATM_PATH = "/proc/self/statm"
 _statm_lock = threading.Lock()
-# (pid, descriptor or None): one descriptor per process, opened on first use. A child made by
-# fork() inherits the parent's descriptor, which still reads the parent, so the pid decides.
-_statm: tuple[int, int | None] | None = None
+_UNOPENED = -1
+# One descriptor per process, opened on first use (None: the platform has no statm). A child
+# made by fork() inherits the parent's descriptor, which still reads the parent: the at-fork
+# hook below drops it, so the child opens its own. No pid is read per attempt (a getpid is a
+# system call each time, and a meter is made for every attempt).
+_statm: int | None = _UNOPENED
 
 
 def _statm_descriptor() -> int | None:
     global _statm  # one process-wide descriptor, like the file it reads
-    pid = os.getpid()
     cached = _statm
-    if cached is not None and cached[0] == pid:
-        return cached[1]
+    if cached != _UNOPENED:
+        return cached
     with _statm_lock:
-        if _statm is None or _statm[0] != pid:
+        if _statm == _UNOPENED:
             try:
-                descriptor: int | None = os.open(_STATM_PATH, os.O_RDONLY)
+                _statm = os.open(_STATM_PATH, os.O_RDONLY)
             except OSError:
-                descriptor = None
-            _statm = (pid, descriptor)
-        return _statm[1]
+                _statm = None
+        return _statm
 
 
 def _forget_statm_after_fork() -> None:
     global _statm, _statm_lock  # the child starts with its own descriptor and an unheld lock
-    inherited = _statm[1] if _statm is not None else None
-    _statm, _statm_lock = None, threading.Lock()
-    if inherited is not None:
+    inherited = _statm
+    _statm, _statm_lock = _UNOPENED, threading.Lock()
+    if inherited is not None and inherited != _UNOPENED:
         try:
             os.close(inherited)
         except OSError:
@@ -383,15 +384,24 @@ class _WatchdogService:
         self._condition = threading.Condition()
         self._tickers: dict[int, Watched] = {}
         self._thread: threading.Thread | None = None
-        self._pid = 0
         # True while the thread sleeps on the condition: only then does a new attempt wake it.
+        self._waiting = False
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: a fresh condition (the parent's thread may have held the old one
+        at the fork, and no thread of the child would ever release it) and nothing watched."""
+        self._condition = threading.Condition()
+        self._tickers = {}
+        self._thread = None
         self._waiting = False
 
     def register(self, ticker: Watched) -> bool:
         """Watch ``ticker``; False when no thread can be started (the attempt runs unwatched)."""
         with self._condition:
             self._tickers[id(ticker)] = ticker
-            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
+            # A forked child's copy of the thread is not alive there (threading marks it
+            # stopped after fork): the child starts its own, with no pid read per attempt.
+            if self._thread is None or not self._thread.is_alive():
                 thread = threading.Thread(
                     target=self._watch, name="recurgent-watchdog", daemon=True
                 )
@@ -400,7 +410,7 @@ class _WatchdogService:
                 except RuntimeError:
                     del self._tickers[id(ticker)]
                     return False
-                self._thread, self._pid = thread, os.getpid()
+                self._thread = thread
                 self._waiting = False
             elif self._waiting:
                 self._condition.notify()
@@ -445,6 +455,8 @@ class _WatchdogService:
 
 
 WATCHDOG = _WatchdogService(period=0.02)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=WATCHDOG.forget_after_fork)
 
 
 class Watchdog:

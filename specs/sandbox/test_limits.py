@@ -399,3 +399,69 @@ class TestWatchdogLinger:
         assert second.nudged.wait(5)
         assert service._waiting is False
         service.unregister(second)  # type: ignore[arg-type]
+
+
+class TestNoPidPerAttempt:
+    """An attempt reads no pid (ADR 0136): a ``getpid`` is a system call each time, and the
+    meter and the watchdog learn of a fork from the at-fork hooks instead."""
+
+    def test_an_attempt_makes_no_getpid_call(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Two attempts in a row (the second with the meter's descriptor and the watchdog's
+        thread already there) call ``os.getpid`` zero times."""
+        assert value_of("result = 1") == 1  # opens statm, starts the watchdog
+        real_getpid = os.getpid
+        calls: list[int] = []
+
+        def counting_getpid() -> int:
+            calls.append(1)
+            return real_getpid()
+
+        monkeypatch.setattr(os, "getpid", counting_getpid)
+
+        assert value_of("result = 2") == 2
+        assert value_of("result = 3") == 3
+        assert calls == []
+
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+    def test_a_child_forked_while_the_watchdog_lock_was_held_still_runs_attempts(
+        self,
+    ) -> None:
+        """The parent's thread holds the watchdog's condition at the fork: the child (where
+        no thread would ever release it) registers and unregisters on a fresh one, and its
+        attempt gets the answer."""
+        assert value_of("result = 0") == 0  # the watchdog exists in the parent
+        from recurgent._sandbox._limits import WATCHDOG
+
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with WATCHDOG._condition:
+                held.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        assert held.wait(5)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: one attempt, report its answer, leave at once
+            try:
+                answer = value_of("result = 41 + 1")
+                os.write(write_end, str(answer).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        try:
+            import select
+
+            ready, _, _ = select.select([read_end], [], [], 20)
+            report = os.read(read_end, 64).decode() if ready else "child blocked"
+        finally:
+            release.set()
+            holder.join(5)
+            os.close(read_end)
+            if not ready:
+                os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+        assert report == "42"
