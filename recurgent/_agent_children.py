@@ -12,6 +12,7 @@ a child (ADR 0010).
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -238,8 +239,11 @@ class ChildAgents:
 
     @staticmethod
     def _child_key(options: Mapping[str, Any]) -> str:
-        # The inferred intent signature differs per request and does not change the tool.
-        return repr(sorted((k, repr(v)) for k, v in options.items() if k != "intent_signature"))
+        # The inferred intent signature differs per request and does not change the tool. The
+        # digest is kept, not the text: a program's options may print to megabytes, and the
+        # key lives as long as the agent.
+        text = repr(sorted((k, repr(v)) for k, v in options.items() if k != "intent_signature"))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _cached_child(self, name: str, options: Mapping[str, Any] | None) -> Agent | None:
         """The child kept under ``name``, when it was made with the same ``options`` (any

@@ -380,6 +380,31 @@ class TestTools:
         assert parent.tool("converter").precision == 2
         assert provider.calls == 2
 
+    def test_a_kept_child_remembers_its_options_by_digest(self, tmp_path: Path) -> None:
+        """A child made with 70,000 characters of options is kept under a 64-character key
+        (not the options' text, for the agent's lifetime); the same options find the same
+        child, other options make another (kept from then on)."""
+        long_purpose = "convert units " * 5_000
+        parent, provider = _agent(
+            {
+                ("builder", "setup"): (
+                    f"a = delegate('converter', purpose={long_purpose!r})\n"
+                    f"b = delegate('converter', purpose={long_purpose!r})\n"
+                    "a.precision = 2\n"
+                    "c = delegate('converter', purpose='something else')\n"
+                    "c.precision = 5\n"
+                    "return [b.precision, c.precision]"
+                ),
+            },
+            tmp_path / "store",
+            role="builder",
+        )
+
+        outcome = parent.setup()
+
+        key, child = parent._agent.children["converter"]
+        assert (outcome.value, len(key), child.precision, provider.calls) == ([2, 5], 64, 5, 1)
+
     def test_registry_is_hydrated_into_a_new_agent(self, tmp_path: Path) -> None:
         """A tool delegated by one agent is known, with its contract, to the next."""
         root = tmp_path / "store"
