@@ -331,7 +331,12 @@ def _remember_failure(
     state: CallState, stage: str, result: AttemptResult, outcome: Outcome | None
 ) -> None:
     if result.error is not None:
-        state.record_failure(stage, type(result.error).__name__, result.error.message)
+        # A stored or repaired program refused by a guardrail (a broken role profile under
+        # enforcement) names its subtype as a validation failure does.
+        subtype = (
+            result.error.subtype if isinstance(result.error, GuardrailViolationError) else None
+        )
+        state.record_failure(stage, type(result.error).__name__, result.error.message, subtype)
     elif outcome is not None:
         message = f"{outcome.error_type}: {outcome.error_message}"
         state.record_failure(stage, "OutcomeError", message)

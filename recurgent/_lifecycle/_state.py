@@ -79,7 +79,7 @@ class AttemptFailure:
     error_message: str
     timestamp: str
     call_id: str
-    subtype: str | None = None  # the guardrail subtype of a validation failure
+    subtype: str | None = None  # the guardrail subtype of a refused program
     #: Whether the next attempt (or generation retry) was told about this failure.
     retry_feedback_injected: bool = False
 

@@ -208,6 +208,39 @@ class TestEnforcement:
             "conversation_history": agent.runtime_context["conversation_history"],
         }
 
+    def test_a_stored_programs_drift_is_logged_with_its_subtype(
+        self, tmp_path: Path, log_path: Path
+    ) -> None:
+        """The stored program's refusal and its failed repair are logged in attempt_failures
+        with the subtype role_profile_continuity_violation, as a generated program's is (the
+        subtype was null for the 'persisted' and 'repair' stages: audit of issue 20)."""
+        root = tmp_path / "store"
+        writer = Agent(
+            "calculator",
+            provider=ScriptedModel({"add": ADD, "increment": INC_MEMORY}),
+            log=False,
+            toolstore_root=root,
+        )
+        writer.add(1)
+        writer.increment()
+        configure_runtime(role_profile_enforcement_enabled=True)
+        agent = Agent(
+            "calculator",
+            provider=ScriptedModel({"increment": [INC_MEMORY, INC_VALUE]}),
+            log=log_path,
+            toolstore_root=root,
+            role_profile=COORDINATION,
+        )
+
+        outcome = agent.increment()
+
+        assert outcome.value == 1
+        failures = read_log(log_path)[-1]["attempt_failures"]
+        assert [(f["stage"], f["subtype"]) for f in failures] == [
+            ("persisted", "role_profile_continuity_violation"),
+            ("repair", "role_profile_continuity_violation"),
+        ]
+
 
 class TestPrompt:
     """The active profile reaches the system prompt after the shared prefix."""
