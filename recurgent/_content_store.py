@@ -25,12 +25,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from recurgent._content_serialization import KINDS, scalar_json, serialize, sha256_of
 from recurgent._ids import random_hex
 from recurgent._runtime_config import RuntimeSettings
-from recurgent._values import outgrows, utc_timestamp
+from recurgent._values import outgrows
 from recurgent.outcome import Outcome
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 CONTENT_REF_PREFIX = "content:"
-_SOURCE = "outcome_value"
 # Refs a call's log line lists, and the characters kept of each (a program may pass anything).
 _READ_REFS = 100
 _REF_CHARS = 80
@@ -136,25 +135,15 @@ class ContentReads:
                 self.refs.append(shown)
 
 
-@dataclass(slots=True)
-class _Entry:
-    ref: str
-    text: str
-    kind: str
-    size: int
-    digest: str
-    mode: str
-    value_class: str
-    call_id: str | None
-    trace_id: str | None
-    parent_call_id: str | None
-    depth: int
-    role: str
-    method_name: str
-    written: float
-    created_at: str
-    last_accessed_at: str
-    source: str = _SOURCE
+# One kept answer, as the store reads it back: (its JSON text, the bytes it counts for, when it
+# was written on the store's clock, for the age limit). The ref is its key; what the call was
+# (ids, role, method, kind, digest) is in the call's history record and log line. A plain
+# tuple of atomic values: the collector stops tracking it, so a full store of answers adds
+# nothing to the collections every call's garbage triggers.
+_Entry = tuple[str, int, float]
+_TEXT: Final = 0
+_SIZE: Final = 1
+_WRITTEN: Final = 2
 
 
 def _payload(outcome: Outcome) -> Any:
@@ -212,21 +201,10 @@ class ContentStore:
     # ----------------------------------------------------------------------------- writes
 
     def write(
-        self,
-        outcome: Outcome | None,
-        *,
-        retention: ContentRetention,
-        role: str,
-        method_name: str,
-        depth: int,
-        call_id: str | None = None,
-        trace_id: str | None = None,
-        parent_call_id: str | None = None,
-        at: str | None = None,
+        self, outcome: Outcome | None, *, retention: ContentRetention, depth: int
     ) -> ContentWrite:
-        """Keep one finished call's answer when ``retention`` says so; never raises. ``at``:
-        the call's finishing time as :func:`~recurgent._values.utc_timestamp` text (now when
-        not given)."""
+        """Keep one finished call's answer (of a call ``depth`` calls deep) when ``retention``
+        says so; never raises."""
         try:
             if type(outcome) is Outcome and outcome.status == "ok" and depth <= 0:
                 payload = outcome.value  # the usual case: a top-level call's ok answer
@@ -250,43 +228,15 @@ class ContentStore:
                 digest = stored.digest
             if size > retention.max_bytes:
                 return self._skipped("entry_exceeds_max_bytes")
-            now_text = at or utc_timestamp()
             ref = f"{CONTENT_REF_PREFIX}{random_hex(12)}"
-            entry = _Entry(
-                ref,
-                text,
-                kind,
-                size,
-                digest,
-                mode,
-                type(outcome.value).__name__,  # value_class
-                call_id,
-                trace_id,
-                parent_call_id,
-                depth,
-                role,
-                method_name,
-                time.monotonic() if self._clock is None else self._clock(),  # written
-                now_text,  # created_at
-                now_text,  # last_accessed_at
-            )
+            entry = (text, size, time.monotonic() if self._clock is None else self._clock())
             with self._lock:
                 evicted = self._expire(retention) if retention.ttl_seconds else 0
-                self._entries[entry.ref] = entry
-                self._total += entry.size
+                self._entries[ref] = entry
+                self._total += size
                 evicted += self._bound(retention)
                 count, total = len(self._entries), self._total
-            return ContentWrite(
-                stored=True,
-                ref=entry.ref,
-                kind=entry.kind,
-                size=entry.size,
-                digest=entry.digest,
-                mode=entry.mode,
-                evicted=evicted,
-                entry_count=count,
-                total_bytes=total,
-            )
+            return ContentWrite(True, ref, kind, size, digest, mode, None, evicted, count, total)
         except Exception:  # noqa: BLE001 - keeping an answer never breaks the call
             return self._skipped("store_write_failed")
 
@@ -319,7 +269,7 @@ class ContentStore:
         entry = self._entries.pop(ref, None)
         if entry is None:
             return False
-        self._total = max(0, self._total - entry.size)
+        self._total = max(0, self._total - entry[_SIZE])
         return True
 
     def _expire(self, retention: ContentRetention) -> int:
@@ -327,7 +277,7 @@ class ContentStore:
         if ttl is None or ttl <= 0:
             return 0
         now = self._now()
-        expired = [ref for ref, entry in self._entries.items() if now - entry.written > ttl]
+        expired = [ref for ref, entry in self._entries.items() if now - entry[_WRITTEN] > ttl]
         for ref in expired:
             self._drop(ref)
         return len(expired)
@@ -340,7 +290,7 @@ class ContentStore:
         ):
             # _drop of the least recently used entry, in one call
             _, entry = entries.popitem(last=False)
-            total = self._total - entry.size
+            total = self._total - entry[_SIZE]
             self._total = total if total > 0 else 0
             evicted += 1
         return evicted
@@ -357,9 +307,8 @@ class ContentStore:
             entry = self._entries.get(ref)
             if entry is None:
                 return False, None
-            self._entries.move_to_end(ref)
-            entry.last_accessed_at = utc_timestamp()
-            text = entry.text
+            self._entries.move_to_end(ref)  # the order is the recency
+            text = entry[_TEXT]
         try:
             return True, json.loads(text)
         except (ValueError, RecursionError):
@@ -387,16 +336,11 @@ class ContentStore:
         return content
 
     def describe(self, ref: str) -> dict[str, Any] | None:
-        """An entry's metadata (no payload), or ``None``: for specs and debugging."""
+        """What is kept under ``ref`` (its JSON text and the bytes it counts for), or ``None``:
+        for specs and debugging."""
         with self._lock:
             entry = self._entries.get(ref)
-            if entry is None:
-                return None
-            return {
-                name: getattr(entry, name)
-                for name in _Entry.__dataclass_fields__
-                if name not in ("text", "written")
-            }
+        return None if entry is None else {"text": entry[_TEXT], "size": entry[_SIZE]}
 
 
 def content_log_fields(write: ContentWrite | None, reads: ContentReads) -> dict[str, Any]:

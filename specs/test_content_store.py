@@ -50,11 +50,7 @@ def _write(
     return store.write(
         outcome if outcome is not None else Outcome.ok(value),
         retention=retention or ContentRetention(),
-        role="assistant",
-        method_name="ask",
         depth=depth,
-        call_id="c" * 16,
-        trace_id="t" * 24,
     )
 
 
@@ -87,8 +83,8 @@ class TestScalarWrites:
     )
     def test_a_write_keeps_what_serialize_gives(self, value: Any) -> None:
         """``write`` takes its own route for a short int, str, bool or None (ADR 0122); the
-        entry it keeps has exactly the text, kind, size, digest and mode of ``serialize``, the
-        general path, and reads back as ``content(ref)`` would from it."""
+        write reports exactly the kind, size, digest and mode of ``serialize``, the general
+        path, keeps its text, and reads back as ``content(ref)`` would from it."""
         store = ContentStore()
         general = serialize(value)
 
@@ -102,13 +98,7 @@ class TestScalarWrites:
             general.digest,
             general.mode,
         )
-        assert (entry["kind"], entry["size"], entry["digest"], entry["mode"]) == (
-            general.kind,
-            general.size,
-            general.digest,
-            general.mode,
-        )
-        assert entry["value_class"] == type(value).__name__
+        assert entry == {"text": general.text, "size": general.size}
         assert store.read(kept.ref, ContentRetention()) == (True, json.loads(general.text))
 
 
@@ -139,27 +129,14 @@ class TestWrites:
             "content_digest": _digest('{"title":"x"}'),
         }
 
-    def test_entry_metadata_names_the_call(self) -> None:
-        """An entry records role, method, call ids, depth, source and serialization mode."""
+    def test_an_entry_keeps_only_what_is_read_back(self) -> None:
+        """An entry is the answer's JSON text and its size (ADR 0137): the call's ids, role,
+        method, kind and digest are in its history record and log line, not kept twice."""
         store = ContentStore()
 
         write = _write(store, [1])
-        entry = store.describe(write.ref)
 
-        assert entry is not None
-        assert {
-            key: entry[key]
-            for key in ("role", "method_name", "call_id", "trace_id", "depth", "source", "mode")
-        } == {
-            "role": "assistant",
-            "method_name": "ask",
-            "call_id": "c" * 16,
-            "trace_id": "t" * 24,
-            "depth": 0,
-            "source": "outcome_value",
-            "mode": "json_safe",
-        }
-        assert entry["value_class"] == "list"
+        assert store.describe(write.ref) == {"text": "[1]", "size": 3}
         assert store.describe("content:" + "0" * 24) is None
 
     def test_nested_answers_are_skipped_unless_captured(self) -> None:
@@ -200,7 +177,7 @@ class TestWrites:
         """A call that ended without an outcome is skipped with invalid_outcome."""
         store = ContentStore()
 
-        write = store.write(None, retention=ContentRetention(), role="r", method_name="m", depth=0)
+        write = store.write(None, retention=ContentRetention(), depth=0)
 
         assert (write.stored, write.skipped_reason) == (False, "invalid_outcome")
 

@@ -42,17 +42,8 @@ def retention_of(runtime: AgentRuntime) -> ContentRetention:
 
 def keep_answer(runtime: AgentRuntime, state: CallState) -> ContentWrite:
     """Offer the call's final outcome to the agent's content store."""
-    frame = state.frame
     return runtime.content.write(
-        state.outcome,
-        retention=retention_of(runtime),
-        role=runtime.role,
-        method_name=state.method,
-        depth=frame.depth,
-        call_id=frame.call_id,
-        trace_id=frame.trace_id,
-        parent_call_id=frame.parent_call_id,
-        at=state.finished_at,
+        state.outcome, retention=retention_of(runtime), depth=state.frame.depth
     )
 
 

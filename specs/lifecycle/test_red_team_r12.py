@@ -63,8 +63,6 @@ class TestSharedPartsReachingTheHost:
         write = store.write(
             Outcome.ok([row] * 100),
             retention=ContentRetention(),
-            role="r",
-            method_name="m",
             depth=0,
         )
 

@@ -120,8 +120,6 @@ class TestTheStoreAndTheRecordCountDigits:
         write = ContentStore().write(
             Outcome.ok([_DIGITS] * 100),
             retention=ContentRetention(),
-            role="r",
-            method_name="m",
             depth=0,
         )
 
