@@ -17,6 +17,7 @@ from recurgent._governance._role_profiles import AppliedRoleProfiles
 from recurgent._runtime_config import RuntimeSettings
 from recurgent._sandbox import generated_code_running
 from recurgent.errors import GuardrailViolationError
+from recurgent.providers._identity import is_test_double
 
 __all__ = ["governance_of"]
 
@@ -67,7 +68,8 @@ def _desk(state: AgentState) -> Governance:
         role=state.role,
         author={
             "role": state.role,
-            "model": state.options.model,
+            # A test double wrote nothing under the model option's name (ADR 0077): no model.
+            "model": None if is_test_double(state.options.provider) else state.options.model,
             "trace_id": state.options.trace_id,
         },
         settings=lambda: state.options.settings,

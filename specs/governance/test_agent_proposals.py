@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,6 +165,26 @@ class TestThroughAStore:
         assert applied.value["status"] == "applied"
         assert applied.value["author_context"]["role"] == "planner"
         assert parent.proposal(proposal_id).value["status"] == "applied"
+
+    def test_a_test_doubles_proposal_names_no_model(self, tmp_path: Path) -> None:
+        """A proposal records its author's role and trace; the model is ``None`` for an agent
+        whose provider is a test double (no model stands behind it, ADR 0077), and the model
+        option for any other provider."""
+        root = tmp_path / "store"
+        double = Agent.for_("planner", provider=ScriptedProvider(), toolstore_root=root, log=False)
+
+        class Model:
+            def generate_program(self, request: Any) -> str:
+                raise AssertionError("a proposal never reaches the provider")
+
+        real = Agent.for_(
+            "planner", provider=Model(), model="model-z", toolstore_root=root, log=False
+        )
+
+        made = [double.propose("tool_patch").value, real.propose("tool_patch").value]
+
+        assert [value["author_context"]["model"] for value in made] == [None, "model-z"]
+        assert [value["author_context"]["role"] for value in made] == ["planner", "planner"]
 
     def test_a_corrupt_book_is_set_aside_and_a_new_one_begins(self, tmp_path: Path) -> None:
         """Garbage in proposals.json: proposals() is empty, the bytes are kept as
