@@ -448,7 +448,12 @@ def main(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             arguments = list(sys.argv[1:] if argv is None else argv)
             names = [name for name, _ in TOOLS_COMMANDS]  # `--root R list` is `list --root R`
-            args = parser.parse_args(hoist_shared_options(arguments, names))
+            hoisted = hoist_shared_options(arguments, names)
+            if hoisted and hoisted[0].startswith(("--json", "--root")):
+                # Shared options and no command: argparse would take the root's path for an
+                # unknown command.
+                parser.error(f"a command is required first: {', '.join(names)}")
+            args = parser.parse_args(hoisted)
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 2
     out = cast(TextIO, _Escaping(out, json_text=args.json))

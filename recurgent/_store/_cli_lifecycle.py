@@ -90,12 +90,20 @@ def add_commands(
 
 
 def run(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
-    """Run one of :data:`COMMANDS` (0 done, 1 nothing stored / refused / damaged)."""
-    if args.command == "scorecards":
-        return _scorecards(args, root, out, err)
+    """Run one of :data:`COMMANDS` (0 done, 1 nothing stored / refused / damaged, 2 a
+    ``RECURGENT_*`` variable the two commands reading the settings cannot read)."""
     if args.command == "decisions":
         return _decisions(args, root, out, err)
-    return _set_lifecycle(args, root, out, err)
+    try:
+        settings = runtime_config()
+    except UsageError as error:
+        # A usage error, as `recurgent proposals` says it: never a silent default (a
+        # scorecard showing enforcement off) and never an override judged on a guess.
+        _refuse(args, out, err, "usage_error", error.message)
+        return 2
+    if args.command == "scorecards":
+        return _scorecards(args, root, out, err, settings)
+    return _set_lifecycle(args, root, out, err, settings)
 
 
 def _parse(loaded: Loaded) -> tuple[ArtifactRecord | None, str]:
@@ -182,14 +190,9 @@ def _row(record: ArtifactRecord, digest: str) -> dict[str, Any]:
     }
 
 
-def _settings() -> Mapping[str, Any]:
-    try:
-        return runtime_config()
-    except UsageError:
-        return {}
-
-
-def _scorecards(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
+def _scorecards(
+    args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, settings: Mapping[str, Any]
+) -> int:
     found = _read(args, root, out, err)
     if found is None:
         return 1
@@ -197,7 +200,7 @@ def _scorecards(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) 
     rows = [_row(record, digest) for digest in _known(record)]
     lifecycle = record.lifecycle
     ledger = lifecycle.shadow_ledger if lifecycle is not None else None
-    enforced = bool(_settings().get("promotion_enforcement_enabled", False))
+    enforced = bool(settings["promotion_enforcement_enabled"])
     if args.json:
         _dump(
             {
@@ -353,13 +356,9 @@ def _actor(args: argparse.Namespace) -> str:
     return os_user_name() or "unknown"
 
 
-def _refusal(actor: str) -> tuple[str, str] | None:
+def _refusal(actor: str, settings: Mapping[str, Any]) -> tuple[str, str] | None:
     """The error type and why ``actor`` may not override, from the runtime settings (None:
     allowed)."""
-    try:
-        settings = runtime_config()
-    except UsageError as error:
-        return "usage_error", error.message
     if not settings["authority_enforcement_enabled"]:
         return None
     maintainers = settings["authority_maintainers"]
@@ -372,9 +371,11 @@ def _refusal(actor: str) -> tuple[str, str] | None:
     )
 
 
-def _set_lifecycle(args: argparse.Namespace, root: Path, out: TextIO, err: TextIO) -> int:
+def _set_lifecycle(
+    args: argparse.Namespace, root: Path, out: TextIO, err: TextIO, settings: Mapping[str, Any]
+) -> int:
     actor = _actor(args)
-    refused = _refusal(actor)
+    refused = _refusal(actor, settings)
     if refused is not None:
         return _refuse(args, out, err, *refused)
     path = artifact_path(root, args.role, args.method)

@@ -311,3 +311,16 @@ class TestForget:
 def test_no_command_is_a_usage_error() -> None:
     """Without a command the parser exits 2."""
     assert _run()[0] == 2
+
+
+def test_shared_options_without_a_command_name_the_commands() -> None:
+    """``tools --root R`` (no command) exits 2 and says a command is required, naming them,
+    instead of calling the root's path an invalid command."""
+    code, out, err = _run("--root", "/tmp/somewhere", "--json")
+
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "recurgent tools: error: a command is required first: list, show, prune, forget, "
+        "scorecards, decisions, set-lifecycle, namespace-pressure"
+    )
+    assert "/tmp/somewhere" not in err

@@ -464,3 +464,60 @@ def test_scorecards_json_lists_the_overrides_as_the_artifact_holds_them(root: Pa
         "durable",
         "ok",
     )
+
+
+class TestUnreadableSettings:
+    """A ``RECURGENT_*`` variable the commands reading the settings cannot read is a usage
+    error (exit 2, as ``recurgent proposals`` exits), never a silent default."""
+
+    MESSAGE = (
+        "environment variable RECURGENT_{name}: {setting} must be True or False (or one of "
+        "1/true/yes/on, 0/false/no/off), got 'maybe'"
+    )
+
+    def test_scorecards_refuse_instead_of_showing_enforcement_off(
+        self, root: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A bad enforcement switch: exit 2, the reason on stderr and as JSON, no scorecard."""
+        monkeypatch.setenv("RECURGENT_PROMOTION_ENFORCEMENT_ENABLED", "maybe")
+        why = self.MESSAGE.format(
+            name="PROMOTION_ENFORCEMENT_ENABLED", setting="promotion_enforcement_enabled"
+        )
+
+        code, out, err = _run("scorecards", "calculator", "add", "--json", "--root", str(root))
+
+        assert (code, err) == (2, f"recurgent tools: {why}\n")
+        assert json.loads(out) == {
+            "command": "scorecards",
+            "status": "error",
+            "error_type": "usage_error",
+            "error_message": why,
+        }
+
+    def test_an_override_is_refused_and_changes_nothing(
+        self, root: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A bad authority switch: set-lifecycle exits 2 and the artifact is as it was."""
+        monkeypatch.setenv("RECURGENT_AUTHORITY_ENFORCEMENT_ENABLED", "maybe")
+        before = _artifact(root)
+
+        code, out, err = _run(
+            "set-lifecycle", "calculator", "add", DB, "durable", "--root", str(root)
+        )
+
+        assert (code, out) == (2, "")
+        assert (
+            err
+            == "recurgent tools: "
+            + self.MESSAGE.format(
+                name="AUTHORITY_ENFORCEMENT_ENABLED", setting="authority_enforcement_enabled"
+            )
+            + "\n"
+        )
+        assert _artifact(root) == before
+
+    def test_decisions_read_no_settings(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The ledger does not depend on the switches: it is shown as usual."""
+        monkeypatch.setenv("RECURGENT_PROMOTION_ENFORCEMENT_ENABLED", "maybe")
+
+        assert _json("decisions", "calculator", "add", "--root", str(root))["decision_count"] == 4
