@@ -121,8 +121,8 @@ class CallState:
     # The call obtains or repairs the program of Agent.map (ADR 0110): its writes are refused.
     map_id: str | None = None
     duration_ms: float = 0.0
-    # When the call finished (``utc_timestamp`` text), shared by its history record, kept
-    # answer and store write (not logged).
+    # When the call finished (``utc_timestamp`` text), shared by its history record and
+    # store write (not logged).
     finished_at: str | None = None
     generation_attempt: int = 0
     code: str | None = None
