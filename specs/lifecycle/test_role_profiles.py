@@ -102,6 +102,22 @@ class TestShadow:
         assert read_log(log_path)[-1]["role_profile_compliance"] is None
 
 
+def _store_a_drifting_increment(tmp_path: Path) -> Path:
+    """A store root holding calculator.add and an increment on 'memory' (one real model's
+    programs), with role-profile enforcement switched on from here."""
+    root = tmp_path / "store"
+    writer = Agent(
+        "calculator",
+        provider=ScriptedModel({"add": ADD, "increment": INC_MEMORY}),
+        log=False,
+        toolstore_root=root,
+    )
+    writer.add(1)
+    writer.increment()
+    configure_runtime(role_profile_enforcement_enabled=True)
+    return root
+
+
 class TestEnforcement:
     """With enforcement on, a drift is a guardrail failure retried with the correction."""
 
@@ -180,16 +196,7 @@ class TestEnforcement:
         """A persisted increment on 'memory' fails the enforced profile and is repaired (the
         providers stand for one real model, ScriptedModel: a double reuses only its own script's
         programs, ADR 0077)."""
-        root = tmp_path / "store"
-        writer = Agent(
-            "calculator",
-            provider=ScriptedModel({"add": ADD, "increment": INC_MEMORY}),
-            log=False,
-            toolstore_root=root,
-        )
-        writer.add(1)
-        writer.increment()
-        configure_runtime(role_profile_enforcement_enabled=True)
+        root = _store_a_drifting_increment(tmp_path)
         provider = ScriptedModel({"increment": INC_VALUE})
         agent = Agent(
             "calculator",
@@ -214,16 +221,7 @@ class TestEnforcement:
         """The stored program's refusal and its failed repair are logged in attempt_failures
         with the subtype role_profile_continuity_violation, as a generated program's is (the
         subtype was null for the 'persisted' and 'repair' stages: audit of issue 20)."""
-        root = tmp_path / "store"
-        writer = Agent(
-            "calculator",
-            provider=ScriptedModel({"add": ADD, "increment": INC_MEMORY}),
-            log=False,
-            toolstore_root=root,
-        )
-        writer.add(1)
-        writer.increment()
-        configure_runtime(role_profile_enforcement_enabled=True)
+        root = _store_a_drifting_increment(tmp_path)
         agent = Agent(
             "calculator",
             provider=ScriptedModel({"increment": [INC_MEMORY, INC_VALUE]}),
