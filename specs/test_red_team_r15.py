@@ -1,0 +1,131 @@
+"""Red team R15: what changed in the session of ADRs 0136 and 0137, from a hostile program.
+
+Tried, and what happened (BROKEN = failed before the fix of this round; the figures are one run
+on the shared 2-core machine, a 2 s deadline):
+
+1. BROKEN, fixed: a kept child's key (``_agent_children._child_key``, now the SHA-256 of the
+   options' ``repr``) still writes that ``repr`` first, and the ten-million-character bound on
+   ``delegate``/``tool`` options (``outgrows``, red team R12) counted bytes, sets, deques,
+   dict subclasses, ``Decimal``, ``Fraction``, builtin exceptions and ``Outcome`` as one
+   character each, though ``rebuild`` lets all of them out of the sandbox.
+   ``delegate('helper', junk=[bytes(2_000_000)] * 100)`` (an unknown option, ignored but
+   keyed) took 12.3 s and 2.8 GB after the deadline in the host's section, where the watchdog
+   never interrupts, and answered ``ok``; 30 references took 2.7 s and 855 MB, so a thousand
+   would have been two minutes and 28 GB. The same ``deque(['x' * 5_000_000] * 100)`` as
+   ``acceptance`` took 6.9 s and 1.5 GB (the child prompt's ``_short`` uses the same bound).
+   ``outgrows`` counts each of those kinds and their parts: refused in 0.01 to 0.1 s.
+"""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import fractions
+
+import pytest
+
+from recurgent import Agent
+from recurgent._values import outgrows
+from recurgent.outcome import Outcome
+from recurgent.testing import ScriptedProvider
+
+_BLOB = bytes(2_000_000)
+_TEXT = "x" * 2_000_000
+
+
+def _agent(**programs: str) -> Agent:
+    provider = ScriptedProvider(
+        {("tester", name): code for name, code in programs.items()}
+        | {("helper", "work"): "result = 2"}
+    )
+    return Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False)
+
+
+class TestOutgrowsCountsEveryKindARebuiltValueHolds:
+    @pytest.mark.parametrize(
+        ("name", "payload"),
+        [
+            ("bytes", [_BLOB] * 6),
+            ("bytearray", [bytearray(2_000_000)] * 6),
+            ("set", [{_TEXT}] * 6),
+            ("frozenset", [frozenset({_TEXT})] * 6),
+            ("deque", collections.deque([_TEXT] * 6)),
+            ("OrderedDict", collections.OrderedDict(a=[_TEXT] * 6)),
+            ("Counter", [collections.Counter({_TEXT: 1})] * 6),
+            ("defaultdict", collections.defaultdict(list, a=[_TEXT] * 6)),
+            ("Decimal", [decimal.Decimal("0." + "9" * 99_000)] * 120),
+            ("Fraction", [fractions.Fraction(10**4000, 3)] * 10_000),
+            ("exception", [ValueError([_TEXT] * 6)]),
+            ("Outcome", [Outcome.ok([_TEXT] * 6)]),
+        ],
+    )
+    def test_a_shared_part_of_each_kind_outgrows_ten_million(
+        self, name: str, payload: object
+    ) -> None:
+        """Each payload's ``repr`` is more than ten million characters (12 million for six 2
+        MB parts; 11.9 million for 120 references to a Decimal of 99 002 characters; 12
+        million for 10 000 Fractions of 1 203 digits); before, each of those kinds counted as
+        one character, so every one of them was judged short."""
+        assert outgrows(payload, 10_000_000) is True
+
+    def test_short_values_of_those_kinds_stay_under_the_limit(self) -> None:
+        """The counts are lower bounds: a few small values of each kind never outgrow 1 000."""
+        payload = [
+            b"abc",
+            bytearray(b"abc"),
+            {1, 2},
+            frozenset({"a"}),
+            collections.deque([1]),
+            collections.OrderedDict(a=1),
+            decimal.Decimal("1.25"),
+            fractions.Fraction(1, 3),
+            ValueError("bad"),
+            Outcome.ok([1, 2]),
+        ]
+        assert outgrows(payload, 1_000) is False
+
+    def test_a_shared_decimal_is_written_once(self) -> None:
+        """A Decimal met a million times is measured once: its text counts 6 characters per
+        reference, and the walk stops past the limit without a million ``str`` calls."""
+        shared = decimal.Decimal("3.1416")
+        assert outgrows([shared] * 1_000_000, 6_000_000) is True
+        assert outgrows([shared] * 100_000, 6_000_000) is False
+
+
+class TestDelegateOptionsOfEveryKindAreBounded:
+    @pytest.mark.parametrize(
+        "options",
+        [
+            "junk=[bytes(2_000_000)] * 6",
+            "junk=[{'x' * 2_000_000}] * 6",
+            "acceptance=deque(['x' * 2_000_000] * 6)",
+        ],
+    )
+    def test_a_program_cannot_hand_over_options_whose_text_is_billions(self, options: str) -> None:
+        """``delegate('helper', junk=[bytes(2_000_000)] * 100)`` answered ``ok`` 12.3 s after a
+        2 s deadline (the kept child's key wrote the options' 800-million-character ``repr``);
+        options whose text outgrows ten million characters are refused inside the program's
+        call, as other kinds already were."""
+        code = f"from collections import deque\nh = delegate('helper', {options})\nresult = 1"
+        outcome = _agent(run=code).run()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message == (
+            "Execution error in tester.run: UsageError: delegate options: more than 10000000 "
+            "characters"
+        )
+
+    def test_options_under_the_bound_still_make_one_kept_child(self) -> None:
+        """Bytes options under the bound are keyed as before: the same options twice give the
+        same child (a value set through the first handle is read through the second), whose answer
+        comes back."""
+        code = (
+            "b = bytes(1000)\n"
+            "first = delegate('helper', junk=[b] * 3)\n"
+            "second = delegate('helper', junk=[b] * 3)\n"
+            "first.mark = 7\n"
+            "result = [second.mark, second.work(1).value]"
+        )
+        outcome = _agent(run=code).run()
+
+        assert (outcome.status, outcome.value) == ("ok", [7, 2])
