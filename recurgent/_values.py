@@ -507,6 +507,8 @@ def outgrows(payload: Any, limit: int) -> bool:
             count += _digits_at_least(item)
         elif kind is float:
             count += len(float.__repr__(item))  # up to 24 characters ("nan" in a repr)
+        elif item is None or kind is bool:
+            count += 1
         else:
             chars, parts = _other_chars(item, texts)
             count += chars
