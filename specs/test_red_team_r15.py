@@ -14,6 +14,10 @@ on the shared 2-core machine, a 2 s deadline):
    would have been two minutes and 28 GB. The same ``deque(['x' * 5_000_000] * 100)`` as
    ``acceptance`` took 6.9 s and 1.5 GB (the child prompt's ``_short`` uses the same bound).
    ``outgrows`` counts each of those kinds and their parts: refused in 0.01 to 0.1 s.
+2. BROKEN, fixed: an agent in the options. A child's program wrote ``context['k' *
+   2_000_000] = 1``; ``delegate('helper', junk=[h] * 100)`` of its handle took 1.7 s and 622 MB
+   in the key's ``repr`` (an agent's ``repr`` lists its memory's keys), linear in the
+   references. Any other kind counts its ``repr``, written once per object: refused in 0.02 s.
 """
 
 from __future__ import annotations
@@ -108,6 +112,25 @@ class TestDelegateOptionsOfEveryKindAreBounded:
         call, as other kinds already were."""
         code = f"from collections import deque\nh = delegate('helper', {options})\nresult = 1"
         outcome = _agent(run=code).run()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message == (
+            "Execution error in tester.run: UsageError: delegate options: more than 10000000 "
+            "characters"
+        )
+
+    def test_an_agent_counts_its_text_once_per_reference(self) -> None:
+        """A hundred references to a child whose memory holds a 200 000-character key are 20
+        million characters of ``repr`` (before: 100 characters, then 0.2 s of ``repr`` per 20
+        million in the key; 1.7 s for a 2-million-character key): refused."""
+        provider = ScriptedProvider(
+            {
+                ("tester", "run"): "h = delegate('store')\nh.fill(1)\n"
+                "d = delegate('helper', junk=[h] * 100)\nresult = 1",
+                ("store", "fill"): "context['k' * 200_000] = 1\nresult = 1",
+            }
+        )
+        outcome = Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False).run()
 
         assert (outcome.status, outcome.error_type) == ("error", "execution")
         assert outcome.error_message == (
