@@ -32,6 +32,7 @@ from recurgent._runtime_config import inherited_settings
 from recurgent._sandbox import HandleOps
 from recurgent._store import Store
 from recurgent._store._registry import PURPOSE_UNAVAILABLE
+from recurgent._values import outgrows
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
 
@@ -42,6 +43,8 @@ __all__ = ["ChildAgents", "Invocation"]
 
 #: The dynamic call a program made a child from: method name, arguments, keyword arguments.
 Invocation = tuple[str, tuple[Any, ...], Mapping[str, Any]]
+# Characters a kept child's options may print to: the sandbox's bound on a program's options.
+_KEY_CHARS = 10_000_000
 
 
 class ChildAgents:
@@ -144,7 +147,8 @@ class ChildAgents:
         # materialized from the registry (which programs write too) are the program's: their
         # programs never answer the host's own agents (ADR 0074).
         by_program = invocation is not None or internals.built_by_program or api == "tool"
-        cached = self._cached_child(name, options)
+        key = self._child_key(options)
+        cached = self._cached_child(name, key)
         if cached is not None and (by_program or not cached._agent.built_by_program):
             return cached
         # Host code asking for a child the program made gets its own child in its place.
@@ -179,7 +183,7 @@ class ChildAgents:
         violation = integrity_violation(memory, phase="register", role=internals.role, method=api)
         if violation is not None:
             raise violation
-        self._keep_child(name, options, child)
+        self._keep_child(name, key, child)
         return child
 
     def _tool(self, name: Any, options: Mapping[str, Any], invocation: Invocation | None) -> Agent:
@@ -239,17 +243,30 @@ class ChildAgents:
 
     @staticmethod
     def _child_key(options: Mapping[str, Any]) -> str:
+        """The key of a child made with ``options``, computed before the child is made.
+
+        Raises:
+            UsageError: the options' text is longer than the bound on a program's options
+                (``tool()`` adds contract fields from the registry, which programs write too,
+                red team R15), or cannot be written (an int past CPython's digit limit).
+        """
         # The inferred intent signature differs per request and does not change the tool. The
         # digest is kept, not the text: a program's options may print to megabytes, and the
         # key lives as long as the agent.
-        text = repr(sorted((k, repr(v)) for k, v in options.items() if k != "intent_signature"))
+        keyed = {k: v for k, v in options.items() if k != "intent_signature"}
+        if outgrows(keyed, _KEY_CHARS):
+            raise UsageError(f"a child's options: more than {_KEY_CHARS} characters")
+        try:
+            text = repr(sorted((k, repr(v)) for k, v in keyed.items()))
+        except ValueError as error:
+            raise UsageError(f"a child's options cannot be written out: {error}") from None
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def _cached_child(self, name: str, options: Mapping[str, Any] | None) -> Agent | None:
-        """The child kept under ``name``, when it was made with the same ``options`` (any
+    def _cached_child(self, name: str, key: str | None) -> Agent | None:
+        """The child kept under ``name``, when it was made with options of ``key`` (any
         options when ``None``)."""
         kept = self._agent.children.get(name)
-        if kept is None or (options is not None and kept[0] != self._child_key(options)):
+        if kept is None or (key is not None and kept[0] != key):
             return None
         child = kept[1]
         register_tool(writable(self._agent.memory), name, child._agent.options.contract)
@@ -257,6 +274,6 @@ class ChildAgents:
         self._store_registration(name, child, refresh=False)
         return child
 
-    def _keep_child(self, name: str, options: Mapping[str, Any], child: Agent) -> None:
-        self._agent.children[name] = (self._child_key(options), child)
+    def _keep_child(self, name: str, key: str, child: Agent) -> None:
+        self._agent.children[name] = (key, child)
         self._store_registration(name, child, refresh=True)

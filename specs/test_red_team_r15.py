@@ -18,6 +18,16 @@ on the shared 2-core machine, a 2 s deadline):
    2_000_000] = 1``; ``delegate('helper', junk=[h] * 100)`` of its handle took 1.7 s and 622 MB
    in the key's ``repr`` (an agent's ``repr`` lists its memory's keys), linear in the
    references. Any other kind counts its ``repr``, written once per object: refused in 0.02 s.
+3. BROKEN, fixed: the registry's contract fields. ``tool(name)`` adds the contract fields of
+   the name's registry entry to the options after the sandbox's bound, and a program writes
+   the registry (``context['tools']``): one call stored ``{'x': {'purpose': 'p', 'acceptance':
+   [bytes(2_000_000)] * 30}}``, the next call's ``tool('x')`` took 2.7 s and 855 MB in the
+   key's ``repr`` (linear in the references). The key is computed once, before the child is
+   made, and refuses options whose text outgrows the same ten million characters: 0.0 s.
+4. BROKEN, fixed: ``delegate('helper', junk=1 << 20000)``: the key's ``repr`` raised
+   ``ValueError`` (CPython's int-to-text limit) after the child was made and registered, and
+   the program saw ``RuntimeError: delegate failed: Exceeds the limit...``. The key is made
+   first: a ``UsageError`` saying so, and no child.
 """
 
 from __future__ import annotations
@@ -152,3 +162,51 @@ class TestDelegateOptionsOfEveryKindAreBounded:
         outcome = _agent(run=code).run()
 
         assert (outcome.status, outcome.value) == ("ok", [7, 2])
+
+
+class TestTheChildKeyIsBoundedWhereverItsOptionsComeFrom:
+    def test_a_registry_entry_a_program_wrote_cannot_make_the_key_billions(self) -> None:
+        """``tool('x')`` of a registry entry whose ``acceptance`` is six references to 2 MB of
+        bytes (48 million characters of ``repr``, after the sandbox's bound on the program's
+        own options) is refused by the key's own bound; the first call, which wrote the entry,
+        is ``ok`` (before: 2.7 s and 855 MB for 30 references, then ``ok``)."""
+        provider = ScriptedProvider(
+            {
+                ("tester", "setup"): "b = bytes(2_000_000)\n"
+                "context['tools'] = {'x': {'purpose': 'p', 'acceptance': [b] * 6}}\nresult = 1",
+                ("tester", "use"): "h = tool('x')\nresult = 2",
+            }
+        )
+        agent = Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False)
+
+        assert agent.setup().status == "ok"
+        outcome = agent.use()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message == (
+            "Execution error in tester.use: UsageError: a child's options: more than 10000000 "
+            "characters"
+        )
+        assert agent._agent.children == {}
+
+    def test_an_option_that_cannot_be_written_is_refused_before_the_child_is_made(self) -> None:
+        """``junk=1 << 20000`` (past CPython's 4 300-digit text limit): a ``UsageError`` naming
+        the limit, and no child kept or registered (before: ``RuntimeError: delegate failed``
+        after the child was made and registered in the agent's tools)."""
+        code = (
+            "try:\n"
+            "    delegate('helper', junk=1 << 20000)\n"
+            "    said = 'made'\n"
+            "except Exception as error:\n"
+            "    said = type(error).__name__ + ': ' + str(error)[:60]\n"
+            "result = [said, sorted(context.get('tools') or {})]"
+        )
+        agent = _agent(run=code)
+        outcome = agent.run()
+
+        assert outcome.status == "ok"
+        assert outcome.value == [
+            "UsageError: a child's options cannot be written out: Exceeds the limit (",
+            [],
+        ]
+        assert agent._agent.children == {}
