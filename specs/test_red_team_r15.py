@@ -28,6 +28,11 @@ on the shared 2-core machine, a 2 s deadline):
    ``ValueError`` (CPython's int-to-text limit) after the child was made and registered, and
    the program saw ``RuntimeError: delegate failed: Exceeds the limit...``. The key is made
    first: a ``UsageError`` saying so, and no child.
+5. BROKEN, fixed: a retention policy applied through a proposal did not drop what it no
+   longer allows. Five answers kept, ``content_retention_policy_update`` of ``max_entries=2``
+   applied: the store still held five, and the next program read all five refs (a read
+   applies only the age limit; ``ContentStore.enforce``, written for this, was never called).
+   Installing the policy enforces it on the agent's store: two held, three refs read ``None``.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import fractions
 import pytest
 
 from recurgent import Agent
+from recurgent._runtime_config import configure_runtime
 from recurgent._values import outgrows
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider
@@ -210,3 +216,33 @@ class TestTheChildKeyIsBoundedWhereverItsOptionsComeFrom:
             [],
         ]
         assert agent._agent.children == {}
+
+
+class TestAnAppliedRetentionPolicyTakesEffectAtOnce:
+    def test_a_lowered_entry_bound_drops_the_oldest_answers_before_the_next_read(self) -> None:
+        """Five answers kept, then ``max_entries=2`` applied: the store holds the two newest
+        and a program reading all five refs gets ``[None, None, None, 'a3', 'a4']`` (before:
+        five held and all five read back, until the next call's write)."""
+        configure_runtime(authority_maintainers=["maintainer"])
+        provider = ScriptedProvider(
+            {
+                ("tester", "answer"): "result = 'a' + str(args[0])",
+                ("tester", "peek"): "result = [content(ref) for ref in context['refs']]",
+            }
+        )
+        agent = Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False)
+        refs = []
+        for n in range(5):
+            assert agent.answer(n).value == f"a{n}"
+            record = agent.runtime_context["conversation_history"][-1]
+            refs.append(record["outcome_summary"]["content_ref"])
+        proposal = agent.propose(
+            "content_retention_policy_update",
+            metadata={"content_retention_policy": {"max_entries": 2}},
+        )
+        assert agent.approve_proposal(proposal.value["id"], actor="maintainer").status == "ok"
+        assert agent.apply_proposal(proposal.value["id"], actor="maintainer").status == "ok"
+
+        assert len(agent._agent.content) == 2
+        agent.refs = refs
+        assert agent.peek().value == [None, None, None, "a3", "a4"]
