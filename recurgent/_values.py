@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import collections
 import datetime
+import decimal
 import fractions
 import functools
 import itertools
 import json
 import math
+import re
 import reprlib
 import sys
 import time
@@ -506,7 +508,7 @@ def outgrows(payload: Any, limit: int) -> bool:
             count += _digits_at_least(item)
         elif kind is float:
             count += len(float.__repr__(item))  # up to 24 characters ("nan" in a repr)
-        elif item is None or kind is bool:
+        elif kind in _SHORT_ATOMS:
             count += 1
         else:
             chars, parts = _other_chars(item, texts)
@@ -541,20 +543,48 @@ def _other_chars(item: Any, texts: dict[int, tuple[Any, int]]) -> tuple[int, Ite
         return _digits_at_least(item.numerator) + _digits_at_least(item.denominator), ()
     if isinstance(item, BaseException):
         return len(type(item).__name__) + 2, (BaseException.__dict__["args"].__get__(item),)
+    if isinstance(item, decimal.Decimal) and sys.getsizeof(item) <= _SMALL_DECIMAL:
+        return 12, ()  # up to 76 digits: at least "Decimal('1')", without writing it
     from recurgent.outcome import Outcome  # imported here: it imports this module
 
     if type(item) is Outcome:
         return 10, (item.value, item.metadata, item.error_message)
-    # Anything else (a Decimal, a date, an agent, which lists its memory's keys): its repr,
-    # written once per object, as the walk meets a shared one once per reference.
+    # Anything else (a long Decimal, an agent, whose repr lists its memory's keys, a host
+    # object): its repr's length. Each writing adds its length to the count, so all of them
+    # write no more than the limit; the last few are remembered, for shared objects met again.
     known = texts.get(id(item))
     if known is None:
         try:
             length = len(repr(item))
         except Exception:  # noqa: BLE001 - what cannot be written counts as one
             length = 1
+        if len(texts) >= _REMEMBERED_TEXTS:
+            texts.clear()
         known = texts[id(item)] = (item, length)
     return known[1], ()
+
+
+_REMEMBERED_TEXTS = 64
+# sys.getsizeof of a Decimal whose coefficient fits the four words allocated at least (76
+# digits): a longer one is measured by its text.
+_SMALL_DECIMAL = sys.getsizeof(decimal.Decimal(0))
+# Kinds whose text is a few characters, counted as one without a look (the commonest atoms
+# of an answer besides numbers and strings, and the fixed-size values ``rebuild`` keeps).
+_SHORT_ATOMS = frozenset(
+    {
+        type(None),
+        bool,
+        complex,
+        range,
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+        datetime.timedelta,
+        datetime.timezone,
+        re.Pattern,
+        re.Match,
+    }
+)
 
 
 def _digits_at_least(number: int) -> int:

@@ -38,6 +38,7 @@ on the shared 2-core machine, a 2 s deadline):
 from __future__ import annotations
 
 import collections
+import datetime
 import decimal
 import fractions
 
@@ -104,12 +105,26 @@ class TestOutgrowsCountsEveryKindARebuiltValueHolds:
         ]
         assert outgrows(payload, 1_000) is False
 
-    def test_a_shared_decimal_is_written_once(self) -> None:
-        """A Decimal met a million times is measured once: its text counts 6 characters per
-        reference, and the walk stops past the limit without a million ``str`` calls."""
+    def test_a_short_decimal_counts_its_shortest_text_without_writing_it(self) -> None:
+        """A Decimal of up to 76 digits counts 12 characters (``Decimal('1')``), a lower bound
+        of its ``repr``: 500 000 references are 500 001 for the list and 6 million for the
+        Decimals."""
         shared = decimal.Decimal("3.1416")
-        assert outgrows([shared] * 1_000_000, 6_000_000) is True
-        assert outgrows([shared] * 100_000, 6_000_000) is False
+        assert outgrows([shared] * 500_000, 6_500_000) is True
+        assert outgrows([shared] * 500_000, 6_500_001) is False
+
+    def test_a_long_decimal_counts_its_whole_text(self) -> None:
+        """``Decimal('1.' + '1' * 999)`` counts its ``repr``, 1 012 characters: ten
+        references and the list are 10 131."""
+        long = decimal.Decimal("1." + "1" * 999)
+        assert len(repr(long)) == 1012
+        assert outgrows([long] * 10, 10_130) is True
+        assert outgrows([long] * 10, 10_131) is False
+
+    def test_fixed_size_atoms_still_count_one(self) -> None:
+        """Dates, complex numbers and ranges count one character each, as before (their text
+        is a few dozen characters at most): three million are under ten million."""
+        assert outgrows([0j, range(3), datetime.date(2026, 12, 3)] * 1_000_000, 7_000_000) is False
 
 
 class TestDelegateOptionsOfEveryKindAreBounded:
