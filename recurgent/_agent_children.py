@@ -43,8 +43,10 @@ __all__ = ["ChildAgents", "Invocation"]
 
 #: The dynamic call a program made a child from: method name, arguments, keyword arguments.
 Invocation = tuple[str, tuple[Any, ...], Mapping[str, Any]]
-# Characters a kept child's options may print to: the sandbox's bound on a program's options.
-_KEY_CHARS = 10_000_000
+# Characters the contract fields ``tool()`` takes from a registry entry may print to: a
+# program writes the registry, after the sandbox's bound on its options (red team R15). The
+# child's prompt shows a field past a million characters from a bounded copy anyway.
+_REGISTRY_FIELD_CHARS = 1_000_000
 
 
 class ChildAgents:
@@ -209,6 +211,13 @@ class ChildAgents:
         for field_name in CONTRACT_FIELDS:
             if field_name not in merged and entry.get(field_name) is not None:
                 merged[field_name] = entry[field_name]
+        added = {field: merged[field] for field in merged.keys() - options.keys()}
+        if outgrows(added, _REGISTRY_FIELD_CHARS):
+            # A child's key writes its options' text in one C call, in the host's section.
+            raise UsageError(
+                f"tool {key!r:.80}: its registry entry's contract fields print to more than "
+                f"{_REGISTRY_FIELD_CHARS} characters"
+            )
         if merged.get("purpose") == PURPOSE_UNAVAILABLE and "purpose" not in options:
             # The registry's placeholder for a tool delegated without a purpose: as a contract
             # it would change the tool's fingerprint, so tool(name) would never reuse the
@@ -246,18 +255,14 @@ class ChildAgents:
         """The key of a child made with ``options``, computed before the child is made.
 
         Raises:
-            UsageError: the options' text is longer than the bound on a program's options
-                (``tool()`` adds contract fields from the registry, which programs write too,
-                red team R15), or cannot be written (an int past CPython's digit limit).
+            UsageError: the options cannot be written out (an int past CPython's digit limit,
+                red team R15).
         """
         # The inferred intent signature differs per request and does not change the tool. The
         # digest is kept, not the text: a program's options may print to megabytes, and the
         # key lives as long as the agent.
-        keyed = {k: v for k, v in options.items() if k != "intent_signature"}
-        if outgrows(keyed, _KEY_CHARS):
-            raise UsageError(f"a child's options: more than {_KEY_CHARS} characters")
         try:
-            text = repr(sorted((k, repr(v)) for k, v in keyed.items()))
+            text = repr(sorted((k, repr(v)) for k, v in options.items() if k != "intent_signature"))
         except ValueError as error:
             raise UsageError(f"a child's options cannot be written out: {error}") from None
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -22,8 +22,10 @@ on the shared 2-core machine, a 2 s deadline):
    the name's registry entry to the options after the sandbox's bound, and a program writes
    the registry (``context['tools']``): one call stored ``{'x': {'purpose': 'p', 'acceptance':
    [bytes(2_000_000)] * 30}}``, the next call's ``tool('x')`` took 2.7 s and 855 MB in the
-   key's ``repr`` (linear in the references). The key is computed once, before the child is
-   made, and refuses options whose text outgrows the same ten million characters: 0.0 s.
+   key's ``repr`` (linear in the references). ``tool()`` refuses contract fields from the
+   registry whose text outgrows a million characters (the child's prompt shows no more of
+   one): 0.0 s. The key itself walks nothing: a second walk of a program's options, which the
+   sandbox bounds already, cost more than the ``repr`` (``[0] * 4_900_000``: 1 to 3 s).
 4. BROKEN, fixed: ``delegate('helper', junk=1 << 20000)``: the key's ``repr`` raised
    ``ValueError`` (CPython's int-to-text limit) after the child was made and registered, and
    the program saw ``RuntimeError: delegate failed: Exceeds the limit...``. The key is made
@@ -188,9 +190,9 @@ class TestDelegateOptionsOfEveryKindAreBounded:
 class TestTheChildKeyIsBoundedWhereverItsOptionsComeFrom:
     def test_a_registry_entry_a_program_wrote_cannot_make_the_key_billions(self) -> None:
         """``tool('x')`` of a registry entry whose ``acceptance`` is six references to 2 MB of
-        bytes (48 million characters of ``repr``, after the sandbox's bound on the program's
-        own options) is refused by the key's own bound; the first call, which wrote the entry,
-        is ``ok`` (before: 2.7 s and 855 MB for 30 references, then ``ok``)."""
+        bytes (48 million characters of ``repr``, added after the sandbox's bound on the
+        program's own options) is refused before the key is written; the first call, which
+        wrote the entry, is ``ok`` (before: 2.7 s and 855 MB for 30 references, then ``ok``)."""
         provider = ScriptedProvider(
             {
                 ("tester", "setup"): "b = bytes(2_000_000)\n"
@@ -205,8 +207,8 @@ class TestTheChildKeyIsBoundedWhereverItsOptionsComeFrom:
 
         assert (outcome.status, outcome.error_type) == ("error", "execution")
         assert outcome.error_message == (
-            "Execution error in tester.use: UsageError: a child's options: more than 10000000 "
-            "characters"
+            "Execution error in tester.use: UsageError: tool 'x': its registry entry's contract "
+            "fields print to more than 1000000 characters"
         )
         assert agent._agent.children == {}
 
