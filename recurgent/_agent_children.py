@@ -32,6 +32,7 @@ from recurgent._runtime_config import inherited_settings
 from recurgent._sandbox import HandleOps
 from recurgent._store import Store
 from recurgent._store._registry import PURPOSE_UNAVAILABLE
+from recurgent._values import outgrows
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
 
@@ -42,6 +43,10 @@ __all__ = ["ChildAgents", "Invocation"]
 
 #: The dynamic call a program made a child from: method name, arguments, keyword arguments.
 Invocation = tuple[str, tuple[Any, ...], Mapping[str, Any]]
+# Characters the contract fields ``tool()`` takes from a registry entry may print to: a
+# program writes the registry, after the sandbox's bound on its options (red team R15). The
+# child's prompt shows a field past a million characters from a bounded copy anyway.
+_REGISTRY_FIELD_CHARS = 1_000_000
 
 
 class ChildAgents:
@@ -144,7 +149,8 @@ class ChildAgents:
         # materialized from the registry (which programs write too) are the program's: their
         # programs never answer the host's own agents (ADR 0074).
         by_program = invocation is not None or internals.built_by_program or api == "tool"
-        cached = self._cached_child(name, options)
+        key = self._child_key(options)
+        cached = self._cached_child(name, key)
         if cached is not None and (by_program or not cached._agent.built_by_program):
             return cached
         # Host code asking for a child the program made gets its own child in its place.
@@ -179,7 +185,7 @@ class ChildAgents:
         violation = integrity_violation(memory, phase="register", role=internals.role, method=api)
         if violation is not None:
             raise violation
-        self._keep_child(name, options, child)
+        self._keep_child(name, key, child)
         return child
 
     def _tool(self, name: Any, options: Mapping[str, Any], invocation: Invocation | None) -> Agent:
@@ -205,6 +211,13 @@ class ChildAgents:
         for field_name in CONTRACT_FIELDS:
             if field_name not in merged and entry.get(field_name) is not None:
                 merged[field_name] = entry[field_name]
+        added = {field: merged[field] for field in merged.keys() - options.keys()}
+        if outgrows(added, _REGISTRY_FIELD_CHARS):
+            # A child's key writes its options' text in one C call, in the host's section.
+            raise UsageError(
+                f"tool {key!r:.80}: its registry entry's contract fields print to more than "
+                f"{_REGISTRY_FIELD_CHARS} characters"
+            )
         if merged.get("purpose") == PURPOSE_UNAVAILABLE and "purpose" not in options:
             # The registry's placeholder for a tool delegated without a purpose: as a contract
             # it would change the tool's fingerprint, so tool(name) would never reuse the
@@ -239,17 +252,26 @@ class ChildAgents:
 
     @staticmethod
     def _child_key(options: Mapping[str, Any]) -> str:
+        """The key of a child made with ``options``, computed before the child is made.
+
+        Raises:
+            UsageError: the options cannot be written out (an int past CPython's digit limit,
+                red team R15).
+        """
         # The inferred intent signature differs per request and does not change the tool. The
         # digest is kept, not the text: a program's options may print to megabytes, and the
         # key lives as long as the agent.
-        text = repr(sorted((k, repr(v)) for k, v in options.items() if k != "intent_signature"))
+        try:
+            text = repr(sorted((k, repr(v)) for k, v in options.items() if k != "intent_signature"))
+        except ValueError as error:
+            raise UsageError(f"a child's options cannot be written out: {error}") from None
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def _cached_child(self, name: str, options: Mapping[str, Any] | None) -> Agent | None:
-        """The child kept under ``name``, when it was made with the same ``options`` (any
+    def _cached_child(self, name: str, key: str | None) -> Agent | None:
+        """The child kept under ``name``, when it was made with options of ``key`` (any
         options when ``None``)."""
         kept = self._agent.children.get(name)
-        if kept is None or (options is not None and kept[0] != self._child_key(options)):
+        if kept is None or (key is not None and kept[0] != key):
             return None
         child = kept[1]
         register_tool(writable(self._agent.memory), name, child._agent.options.contract)
@@ -257,6 +279,6 @@ class ChildAgents:
         self._store_registration(name, child, refresh=False)
         return child
 
-    def _keep_child(self, name: str, options: Mapping[str, Any], child: Agent) -> None:
-        self._agent.children[name] = (self._child_key(options), child)
+    def _keep_child(self, name: str, key: str, child: Agent) -> None:
+        self._agent.children[name] = (key, child)
         self._store_registration(name, child, refresh=True)

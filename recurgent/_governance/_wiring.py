@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from recurgent._agent_state import AgentState
+from recurgent._content_store import ContentRetention
 from recurgent._governance._desk import Governance
 from recurgent._governance._proposals import FileBook, MemoryBook, ProposalBook
 from recurgent._governance._role_profiles import AppliedRoleProfiles
@@ -62,6 +63,9 @@ def _desk(state: AgentState) -> Governance:
             # cursor, lock) is kept.
             if state.runtime is not None:
                 state.runtime = replace(state.runtime, options=state.options)
+        # A lowered bound drops the answers past it now: a read applies only the age limit,
+        # so a program could read them until the next call's write (red team R15).
+        state.content.enforce(ContentRetention.from_settings(settings))
 
     return Governance(
         book=book,

@@ -77,15 +77,16 @@ class TestSharedPartsReachingTheHost:
         """``outgrows`` is true only past the limit, counting no more than the JSON holds:
         ``["ab","c"]`` (10 characters: strings with quotes, brackets and a separator per item)
         and ``{"a":1}`` (7) are counted exactly; a float counts its text (``3.5``: 3, since red
-        team R14), a long int its digits, anything else not a string or container 1."""
+        team R14), a long int its digits, a set its items as a list does (since red team R15:
+        ``[{1, 2}, 3.5, None]`` counts 13, its repr is 19), anything else 1."""
         from recurgent._values import outgrows  # new in R12
 
         assert outgrows(["ab", "c"], 9) is True
         assert outgrows(["ab", "c"], 10) is False
         assert outgrows({"a": 1}, 6) is True
         assert outgrows({"a": 1}, 7) is False
-        assert outgrows([{1, 2}, 3.5, None], 9) is False
-        assert outgrows([{1, 2}, 3.5, None], 8) is True
+        assert outgrows([{1, 2}, 3.5, None], 13) is False
+        assert outgrows([{1, 2}, 3.5, None], 12) is True
 
     def test_a_shared_answer_is_answered_and_its_preview_is_bounded(
         self, monkeypatch: pytest.MonkeyPatch
