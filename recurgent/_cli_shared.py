@@ -16,10 +16,17 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["hoist_shared_options", "refuse", "shared_options"]
+__all__ = ["hoist_shared_options", "leading_shared_options", "refuse", "shared_options"]
 
 _FLAGS = frozenset({"--json"})
 _VALUED = "--root"
+
+
+def _root_path(text: str) -> Path:
+    # An empty path would be the current directory: a store made, pruned or listed there.
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give the store's directory")
+    return Path(text)
 
 
 def shared_options(store: str) -> argparse.ArgumentParser:
@@ -29,7 +36,7 @@ def shared_options(store: str) -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument(
         "--root",
-        type=Path,
+        type=_root_path,
         metavar="PATH",
         help=f"{store} (default: $RECURGENT_TOOLSTORE_ROOT, else "
         "$XDG_STATE_HOME/recurgent/tools, else ~/.local/state/recurgent/tools)",
@@ -37,23 +44,26 @@ def shared_options(store: str) -> argparse.ArgumentParser:
     return common
 
 
-def hoist_shared_options(arguments: Sequence[str], commands: Collection[str]) -> list[str]:
-    """``arguments`` with a leading run of ``--json``, ``--root PATH`` and ``--root=PATH``
-    moved after the subcommand that follows it (when one of ``commands`` does; else left in
-    front). Everything else is returned as given, in order."""
-    moved: list[str] = []
+def leading_shared_options(arguments: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``arguments`` split after their leading run of ``--json``, ``--root PATH`` and
+    ``--root=PATH``: ``(that run, the rest)``."""
     index = 0
     while index < len(arguments):
         token = arguments[index]
         if token in _FLAGS or token.startswith(f"{_VALUED}="):
-            moved.append(token)
             index += 1
         elif token == _VALUED and index + 1 < len(arguments):
-            moved.extend(arguments[index : index + 2])
             index += 2
         else:
             break
-    rest = list(arguments[index:])
+    return list(arguments[:index]), list(arguments[index:])
+
+
+def hoist_shared_options(arguments: Sequence[str], commands: Collection[str]) -> list[str]:
+    """``arguments`` with a leading run of ``--json``, ``--root PATH`` and ``--root=PATH``
+    moved after the subcommand that follows it (when one of ``commands`` does; else left in
+    front). Everything else is returned as given, in order."""
+    moved, rest = leading_shared_options(arguments)
     if moved and rest and rest[0] in commands:
         return [rest[0], *moved, *rest[1:]]
     return [*moved, *rest]

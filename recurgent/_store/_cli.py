@@ -30,7 +30,12 @@ from typing import Any, TextIO, cast
 from pydantic import ValidationError
 
 from recurgent._cli_index import TOOLS_COMMANDS
-from recurgent._cli_shared import hoist_shared_options, refuse, shared_options
+from recurgent._cli_shared import (
+    hoist_shared_options,
+    leading_shared_options,
+    refuse,
+    shared_options,
+)
 from recurgent._profiles._cli import namespace_pressure
 from recurgent._profiles._namespace import forget_namespace
 from recurgent._store import _cli_lifecycle, _pending
@@ -448,12 +453,15 @@ def main(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             arguments = list(sys.argv[1:] if argv is None else argv)
             names = [name for name, _ in TOOLS_COMMANDS]  # `--root R list` is `list --root R`
-            hoisted = hoist_shared_options(arguments, names)
-            if hoisted and hoisted[0].startswith(("--json", "--root")):
-                # Shared options and no command: argparse would take the root's path for an
-                # unknown command.
-                parser.error(f"a command is required first: {', '.join(names)}")
-            args = parser.parse_args(hoisted)
+            moved, rest = leading_shared_options(arguments)
+            if moved and (not rest or rest[0] not in names):
+                # Shared options, then no command or an unknown one: argparse would name the
+                # root's path as the unknown command.
+                if rest and rest[0] in ("-h", "--help"):
+                    parser.parse_args(rest[:1])  # prints the help and exits 0
+                shown = f"unknown command {rest[0]!r}" if rest else "a command is required"
+                parser.error(f"{shown}; choose from {', '.join(names)}")
+            args = parser.parse_args(hoist_shared_options(arguments, names))
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 2
     out = cast(TextIO, _Escaping(out, json_text=args.json))

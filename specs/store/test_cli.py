@@ -313,14 +313,46 @@ def test_no_command_is_a_usage_error() -> None:
     assert _run()[0] == 2
 
 
-def test_shared_options_without_a_command_name_the_commands() -> None:
-    """``tools --root R`` (no command) exits 2 and says a command is required, naming them,
-    instead of calling the root's path an invalid command."""
-    code, out, err = _run("--root", "/tmp/somewhere", "--json")
+_COMMANDS = "list, show, prune, forget, scorecards, decisions, set-lifecycle, namespace-pressure"
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (("--root", "/tmp/somewhere", "--json"), "a command is required"),
+        (("--json", "bogus"), "unknown command 'bogus'"),
+        (("--root", "/tmp/somewhere", "bogus"), "unknown command 'bogus'"),
+    ],
+)
+def test_shared_options_then_no_command_name_the_commands(argv: tuple[str, ...], why: str) -> None:
+    """``tools --root R`` with no command, or with an unknown one, exits 2 naming what is
+    wrong and the commands, never calling the root's path an invalid command."""
+    code, out, err = _run(*argv)
+
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == f"recurgent tools: error: {why}; choose from {_COMMANDS}"
+    assert "/tmp/somewhere" not in err
+
+
+def test_shared_options_then_help_print_the_help() -> None:
+    """``tools --json -h`` prints the help and exits 0; ``--jsonx`` is an unknown argument
+    to argparse, not a missing command."""
+    code, out, err = _run("--json", "-h")
+    assert (code, out.startswith("usage: recurgent tools"), err) == (0, True, "")
+
+    code, _, err = _run("--jsonx")
+    assert code == 2 and "a command is required" not in err
+
+
+def test_an_empty_root_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--root ''`` is a usage error (exit 2), not the current directory: nothing is written
+    where the command runs."""
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = _run("list", "--root", "")
 
     assert (code, out) == (2, "")
     assert err.splitlines()[-1] == (
-        "recurgent tools: error: a command is required first: list, show, prune, forget, "
-        "scorecards, decisions, set-lifecycle, namespace-pressure"
+        "recurgent tools list: error: argument --root: an empty path; give the store's directory"
     )
-    assert "/tmp/somewhere" not in err
+    assert list(tmp_path.iterdir()) == []
