@@ -20,8 +20,10 @@ Serialization and parsing run outside the store's lock.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -179,6 +181,7 @@ class ContentStore:
     def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
         self._clock = clock
         self._lock = threading.Lock()
+        _STORES.add(self)
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._total = 0
 
@@ -341,6 +344,23 @@ class ContentStore:
         with self._lock:
             entry = self._entries.get(ref)
         return None if entry is None else {"text": entry[_TEXT], "size": entry[_SIZE]}
+
+
+# Every store of the process, for the fork hook below (weakly: a store lives with its agent).
+_STORES: weakref.WeakSet[ContentStore] = weakref.WeakSet()
+
+
+def _fresh_locks_after_fork() -> None:
+    # A thread of the parent may have held a lock at the fork, and no thread of the child would
+    # ever release it: the child's next answer or content(ref) would wait for ever.
+    global _READS_LOCK
+    _READS_LOCK = threading.Lock()
+    for store in list(_STORES):
+        store._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks_after_fork)
 
 
 def content_log_fields(write: ContentWrite | None, reads: ContentReads) -> dict[str, Any]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import select
 import threading
 from dataclasses import replace
 from typing import Any
@@ -442,3 +444,49 @@ class TestLogFields:
         assert fields["content_store_entry_count"] is None
         assert fields["content_store_read_refs"] == []
         assert len(fields) == 12
+
+
+class TestFork:
+    """A child forked while a thread of the parent held a store's lock (or the reads' lock)
+    keeps answers and reads them: the fork hook gives the child fresh locks."""
+
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+    def test_a_child_forked_while_a_lock_was_held_writes_and_reads(self) -> None:
+        """The parent's thread holds the store's lock and the reads' lock at the fork; the
+        child writes an answer, reads it back and counts the read."""
+        import recurgent._content_store as module
+
+        store = ContentStore()
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store._lock, module._READS_LOCK:
+                held.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        assert held.wait(5)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: keep an answer, read it back, report, leave at once
+            try:
+                reads = ContentReads()
+                kept = store.write(Outcome.ok([1, 2]), retention=ContentRetention(), depth=0)
+                value = store.reader(ContentRetention, reads)(kept.ref)
+                os.write(write_end, json.dumps([value, reads.hits]).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        try:
+            ready, _, _ = select.select([read_end], [], [], 20)
+            report = os.read(read_end, 256).decode() if ready else "child blocked"
+        finally:
+            release.set()
+            holder.join(5)
+            os.close(read_end)
+            if not ready:
+                os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+        assert report == "[[1, 2], 1]"
