@@ -27,6 +27,7 @@ from recurgent._redact import MASK, environment_secrets, is_secret_key, redact
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "FIXED_SIZE_KINDS",
     "SafeRepr",
     "describe",
     "int_text",
@@ -568,12 +569,10 @@ _REMEMBERED_TEXTS = 64
 # sys.getsizeof of a Decimal whose coefficient fits the four words allocated at least (76
 # digits): a longer one is measured by its text.
 _SMALL_DECIMAL = sys.getsizeof(decimal.Decimal(0))
-# Kinds whose text is a few characters, counted as one without a look (the commonest atoms
-# of an answer besides numbers and strings, and the fixed-size values ``rebuild`` keeps).
-_SHORT_ATOMS = frozenset(
+#: Values of a fixed, small size that a result may hold besides JSON's types (the sandbox's
+#: rebuild keeps them as they are; ``outgrows`` counts each as one character).
+FIXED_SIZE_KINDS = frozenset(
     {
-        type(None),
-        bool,
         complex,
         range,
         datetime.date,
@@ -581,10 +580,11 @@ _SHORT_ATOMS = frozenset(
         datetime.time,
         datetime.timedelta,
         datetime.timezone,
-        re.Pattern,
-        re.Match,
     }
 )
+# Kinds whose text is a few characters, counted as one without a look (the commonest atoms
+# of an answer besides numbers and strings, and the fixed-size values ``rebuild`` keeps).
+_SHORT_ATOMS = FIXED_SIZE_KINDS | {type(None), bool, re.Pattern, re.Match}
 
 
 def _digits_at_least(number: int) -> int:

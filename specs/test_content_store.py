@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import select
 import threading
 from dataclasses import replace
 from typing import Any
@@ -22,6 +22,7 @@ from recurgent._content_store import (
 )
 from recurgent._runtime_config import RuntimeSettings
 from recurgent.outcome import Outcome
+from specs.forking import report_of_a_child_forked_while_held
 from specs.test_content_serialization import Count, Label
 
 REF = re.compile(r"content:[0-9a-f]{24}")
@@ -457,36 +458,19 @@ class TestFork:
         import recurgent._content_store as module
 
         store = ContentStore()
-        held, release = threading.Event(), threading.Event()
 
-        def hold() -> None:
-            with store._lock, module._READS_LOCK:
-                held.set()
-                release.wait(30)
+        def both_locks() -> contextlib.ExitStack:
+            stack = contextlib.ExitStack()
+            stack.enter_context(store._lock)
+            stack.enter_context(module._READS_LOCK)
+            return stack
 
-        holder = threading.Thread(target=hold, daemon=True)
-        holder.start()
-        assert held.wait(5)
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: keep an answer, read it back, report, leave at once
-            try:
-                reads = ContentReads()
-                kept = store.write(Outcome.ok([1, 2]), retention=ContentRetention(), depth=0)
-                value = store.reader(ContentRetention, reads)(kept.ref)
-                os.write(write_end, json.dumps([value, reads.hits]).encode())
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        try:
-            ready, _, _ = select.select([read_end], [], [], 20)
-            report = os.read(read_end, 256).decode() if ready else "child blocked"
-        finally:
-            release.set()
-            holder.join(5)
-            os.close(read_end)
-            if not ready:
-                os.kill(pid, 9)
-            os.waitpid(pid, 0)
+        def child() -> str:
+            reads = ContentReads()
+            kept = store.write(Outcome.ok([1, 2]), retention=ContentRetention(), depth=0)
+            value = store.reader(ContentRetention, reads)(kept.ref)
+            return json.dumps([value, reads.hits])
+
+        report = report_of_a_child_forked_while_held(both_locks, child)
 
         assert report == "[[1, 2], 1]"

@@ -15,6 +15,7 @@ from recurgent._sandbox import ExecutionResult, SandboxLimits
 from recurgent._sandbox._limits import MemoryMeter, _WatchdogService
 from recurgent.errors import ExecutionTimeoutError, ResourceLimitError, UsageError
 from recurgent.testing import ScriptedProvider
+from specs.forking import report_of_a_child_forked_while_held
 
 from .support import FakeClock, Host, execute, value_of
 
@@ -432,36 +433,8 @@ class TestNoPidPerAttempt:
         assert value_of("result = 0") == 0  # the watchdog exists in the parent
         from recurgent._sandbox._limits import WATCHDOG
 
-        held, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with WATCHDOG._condition:
-                held.set()
-                release.wait(30)
-
-        holder = threading.Thread(target=hold, daemon=True)
-        holder.start()
-        assert held.wait(5)
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: one attempt, report its answer, leave at once
-            try:
-                answer = value_of("result = 41 + 1")
-                os.write(write_end, str(answer).encode())
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        try:
-            import select
-
-            ready, _, _ = select.select([read_end], [], [], 20)
-            report = os.read(read_end, 64).decode() if ready else "child blocked"
-        finally:
-            release.set()
-            holder.join(5)
-            os.close(read_end)
-            if not ready:
-                os.kill(pid, 9)
-            os.waitpid(pid, 0)
+        report = report_of_a_child_forked_while_held(
+            lambda: WATCHDOG._condition, lambda: str(value_of("result = 41 + 1"))
+        )
 
         assert report == "42"
