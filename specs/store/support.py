@@ -4,8 +4,10 @@ real model."""
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 from typing import Any
 
+from recurgent import Agent
 from recurgent._store import CallRecord, Lookup, Store, checksum
 from recurgent._store._cacheability import Cacheability
 from recurgent._store._provenance import Reader
@@ -81,4 +83,12 @@ def host_lookup(store: Store, *, enforce: bool = False, reader: Reader | None = 
         host_call=True,
         enforce=enforce,
         reader=reader,
+    )
+
+
+def host_agent_without_a_model(root: Path, trace: str) -> Agent:
+    """The host's own ``calculator`` in session ``trace`` on ``root``, whose model writes
+    nothing (a repair request fails, as when the provider is down)."""
+    return Agent(
+        "calculator", provider=ScriptedModel({}), toolstore_root=root, log=False, trace_id=trace
     )

@@ -27,7 +27,13 @@ from recurgent._store._batch import RunsDelta
 from recurgent._store._files import update_json
 from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
-from specs.store.support import ScriptedModel, call, frozen, version_state
+from specs.store.support import (
+    ScriptedModel,
+    call,
+    frozen,
+    host_agent_without_a_model,
+    version_state,
+)
 
 LATER = "2026-12-01T12:00:01.000Z"
 OLD, NEW = "return 42", "return 43"
@@ -379,13 +385,7 @@ class TestHeld:
         root = tmp_path / "store"
         _host_session(root, "session-a")
         _host_session(root, "session-b")
-        agent = Agent(
-            "calculator",
-            provider=ScriptedModel({}),
-            toolstore_root=root,
-            log=False,
-            trace_id="session-c",
-        )
+        agent = host_agent_without_a_model(root, "session-c")
 
         failed = agent.run(-1)
 

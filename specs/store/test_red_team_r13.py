@@ -28,7 +28,7 @@ from recurgent._profiles import (
 )
 from recurgent._store import Store, checksum
 from recurgent._store._paths import artifact_path
-from specs.store.support import ScriptedModel, version_state
+from specs.store.support import ScriptedModel, host_agent_without_a_model, version_state
 
 #: The host's program: an answer for any number >= 0; for a negative one it reports the outage
 #: a real upstream call would (a fetcher's unreachable address), and -2 is a bug it raises.
@@ -95,6 +95,15 @@ def _profile(data: dict[str, Any], code: str) -> tuple[int, int]:
 HOST_TRACES = ["session-a", "session-b"]
 
 
+def _host_sessions(tmp_path: Path, code: str = OUTAGE) -> Path:
+    """A store root where the host's own agent answered 0..4 with ``code`` in each of
+    :data:`HOST_TRACES`."""
+    root = tmp_path / "store"
+    for trace in HOST_TRACES:
+        _host_session(root, trace, code)
+    return root
+
+
 class TestBreaks:
     """A program's failure of the host's code that the call returned as it is, or a verdict
     its own agent decided, was the host's evidence (each fails without its fix)."""
@@ -109,9 +118,7 @@ class TestBreaks:
         0.62), took its incumbency, and the third session's calls found no program (provider
         errors). With it: every answer is the outage, the version keeps its 10 calls, no
         failure, durable and incumbent."""
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace)
+        root = _host_sessions(tmp_path)
         program = "return [delegate('calculator').run(-1) for _ in range(8)]"
 
         answers = [_planner(root, program, f"evil-{n}").go().value for n in range(3)]
@@ -134,9 +141,7 @@ class TestBreaks:
         instead. With it: every answer is the outage; 11 calls, the host's one failure,
         durable and incumbent."""
         configure_runtime(promotion_enforcement_enabled=True)
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace)
+        root = _host_sessions(tmp_path)
         host = Agent(
             "calculator",
             provider=ScriptedModel({("calculator", "run"): TRIPLING}),
@@ -164,9 +169,7 @@ class TestBreaks:
         longer: the deadline stops it after a forwarded call, an upstream's timeout
         (extrinsic), returned as it is. Without the fix both timeouts were the host's failures
         (12 calls, 2 failures). With it: 10 calls, none."""
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace, COUNTING)
+        root = _host_sessions(tmp_path, COUNTING)
         program = (
             "agent = delegate('calculator', execution_timeout_seconds=1)\n"
             "return [agent.run(10 ** 9) for _ in range(2)]"
@@ -337,16 +340,8 @@ class TestControls:
     def test_the_hosts_own_outage_counts(self, tmp_path: Path) -> None:
         """The host's own call answered ``network_error``: one extrinsic failure on its
         version (11 calls)."""
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace)
-        agent = Agent(
-            "calculator",
-            provider=ScriptedModel({}),
-            toolstore_root=root,
-            log=False,
-            trace_id="session-c",
-        )
+        root = _host_sessions(tmp_path)
+        agent = host_agent_without_a_model(root, "session-c")
 
         failed = agent.run(-1)
 
@@ -360,13 +355,7 @@ class TestControls:
         its version's (5 passes, 1 failure)."""
         root = tmp_path / "store"
         _host_session(root, "session-a", ADD, "add", role_profile=PROFILE)
-        agent = Agent(
-            "calculator",
-            provider=ScriptedModel({}),
-            toolstore_root=root,
-            log=False,
-            trace_id="session-b",
-        )
+        agent = host_agent_without_a_model(root, "session-b")
         agent.memory = 0
 
         assert agent.add(1).value == 1
@@ -445,9 +434,7 @@ class TestHeld:
             f"    return Outcome.error(error_type={error_type!r}, error_message='no')\n"
             "return args[0] * 2"
         )
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace, code)
+        root = _host_sessions(tmp_path, code)
         program = "return [delegate('calculator').run(-1) for _ in range(8)]"
 
         answers = _planner(root, program, "evil").go().value
@@ -464,9 +451,7 @@ class TestHeld:
         ``network_error`` (``after_repair`` returns an extrinsic failure as it is). The
         repaired program is the program's, so the write is refused ``host_written`` and the
         host's failure with it: 10 calls, no failure, durable and incumbent."""
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace)
+        root = _host_sessions(tmp_path)
         repair = "return Outcome.error(error_type='network_error', error_message='down')"
         script = {("planner", "go"): "return [delegate('calculator').run(-2) for _ in range(4)]"}
         script["calculator", "run"] = repair
@@ -487,9 +472,7 @@ class TestHeld:
         stall is intrinsic (ADR 0073), a repair is asked and fails; the host's version keeps
         10 calls and no failure."""
         counting = "total = 0\nwhile total < args[0]:\n    total += 1\nreturn total"
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace, counting)
+        root = _host_sessions(tmp_path, counting)
         program = (
             "agent = delegate('calculator', execution_timeout_seconds=1)\n"
             "return [agent.run(10 ** 9) for _ in range(2)]"
@@ -510,9 +493,7 @@ class TestHeld:
             "    return Outcome.error(error_type='negative_input', error_message='no')\n"
             "return args[0] * 2"
         )
-        root = tmp_path / "store"
-        for trace in HOST_TRACES:
-            _host_session(root, trace, code)
+        root = _host_sessions(tmp_path, code)
         program = "return [delegate('calculator').run(-1) for _ in range(3)]"
 
         answers = _planner(root, program, "evil").go().value
