@@ -39,7 +39,14 @@ from typing import Any
 
 from recurgent._profiles._observe import KEY_CHARS, KEYS_KEPT, ProgramShape
 from recurgent._store._cache import IdentityCache
-from recurgent._store._files import SCHEMA_VERSION, Loaded, locked, read_json, update_json
+from recurgent._store._files import (
+    SCHEMA_VERSION,
+    Loaded,
+    locked,
+    note_change,
+    read_json,
+    update_json,
+)
 from recurgent._store._paths import safe_segment
 from recurgent._values import utc_timestamp
 
@@ -360,6 +367,7 @@ def forget_namespace(root: Path, role: str, method: str | None = None) -> bool:
                 path.unlink()
             except FileNotFoundError:
                 return False
+            note_change()
         _DOCS.drop(path)
         return True
 

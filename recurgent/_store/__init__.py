@@ -160,8 +160,13 @@ def _clone(value: Any) -> Any:
     return value
 
 
+#: How long a persisted call trusts the last ``stat`` of its artifact (ADR 0138): this process's
+#: writes are seen at once; another process's write, a CLI change or a hand edit within 50 ms.
+#: Every stat lets other threads take the GIL, and under a busy one that costs ~25 us a call.
+ARTIFACT_RECHECK_SECONDS = 0.05
+
 #: Parsed artifacts and registry tools of this process, valid while their file is unchanged.
-_ARTIFACTS: IdentityCache[ArtifactRecord] = IdentityCache()
+_ARTIFACTS: IdentityCache[ArtifactRecord] = IdentityCache(recheck_seconds=ARTIFACT_RECHECK_SECONDS)
 _REGISTRIES: IdentityCache[dict[str, dict[str, Any]]] = IdentityCache()
 
 

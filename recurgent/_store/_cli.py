@@ -40,7 +40,7 @@ from recurgent._profiles._cli import namespace_pressure
 from recurgent._profiles._namespace import forget_namespace
 from recurgent._store import _cli_lifecycle, _pending
 from recurgent._store._artifacts import RUNTIME_TAG, ArtifactRecord
-from recurgent._store._files import locked, read_json
+from recurgent._store._files import locked, note_change, read_json
 from recurgent._store._paths import (
     artifact_path,
     artifacts_dir,
@@ -191,6 +191,7 @@ def _remove(path: Path, root: Path) -> bool:
             path.unlink()
         except FileNotFoundError:
             return False
+        note_change()
     return True
 
 

@@ -31,6 +31,7 @@ import filelock
 from recurgent._store._trust import UntrustedStoreError, status_problem, untrusted_levels
 
 __all__ = [
+    "CHANGES",
     "LOCK_TIMEOUT_SECONDS",
     "MAX_FILE_BYTES",
     "SCHEMA_VERSION",
@@ -43,6 +44,7 @@ __all__ = [
     "ensure_private_dir",
     "identity_of",
     "locked",
+    "note_change",
     "quarantine",
     "read_json",
     "stored_text",
@@ -71,6 +73,29 @@ LoadState = Literal["missing", "ok", "corrupt", "unsupported", "unreadable", "un
 #: Which file version was read: ``(st_dev, st_ino, st_mtime_ns, st_size)``. Every store write
 #: renames a new file into place (a new inode), so a read cache keyed by it sees every write.
 Identity = tuple[int, int, int, int]
+
+
+class ChangeCount:
+    """How many store files this process has written, moved aside or removed.
+
+    A cache that skips its ``stat`` for a while (ADR 0138) still sees this process's own
+    changes at once: any change moves the count.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+#: This process's count (a forked child carries its parent's on: it only ever grows).
+CHANGES = ChangeCount()
+
+
+def note_change() -> None:
+    """Count a change this process made to a store file outside :func:`write_json` and
+    :func:`quarantine` (which count their own): a removal."""
+    CHANGES.value += 1
 
 
 def _identity(status: os.stat_result) -> Identity:
@@ -205,6 +230,7 @@ def write_json(path: Path, payload: dict[str, Any], *, root: Path, durable: bool
                 os.fsync(handle.fileno())
         os.chmod(temp, _FILE_MODE)
         os.replace(temp, path)
+        CHANGES.value += 1
     except BaseException:
         # Only a failed write leaves the temp file; after the rename there is none to remove.
         with contextlib.suppress(FileNotFoundError):
@@ -290,9 +316,11 @@ def quarantine(
             if os.path.lexists(target):
                 continue
             os.replace(path, target)
+            CHANGES.value += 1
             return target
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+        CHANGES.value += 1
         return target
     return None
 

@@ -84,7 +84,7 @@ from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import apply_override
 from recurgent._store._provenance import Provenance, Reader
 from recurgent.testing import ScriptedProvider, read_log
-from specs.store.support import ScriptedModel, call
+from specs.store.support import ScriptedModel, call, past_the_recheck_window
 
 STAMPS = [f"2026-12-01T12:00:{second:02d}.000Z" for second in range(60)]
 #: Doubles its input; raises for a negative one (an intrinsic failure, repaired).
@@ -303,13 +303,17 @@ def _rewrite(path: Path, code: str, *, in_place: bool, fix_checksum: bool = True
 class TestChangesOnDiskThroughAWarmMemo:
     """Payloads 6-8: what another process does to the file is seen at the next lookup."""
 
-    def test_a_same_size_replacement_in_the_same_second_is_seen(self, tmp_path: Path) -> None:
-        """Renamed in with the old mtime and size: the inode differs, the new code answers."""
+    def test_a_same_size_replacement_in_the_same_second_is_seen(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Renamed in with the old mtime and size: the inode differs, the new code answers once
+        the recheck window has passed (ADR 0138)."""
         path = _planted(tmp_path / "store", apply_call(None, call(), now=STAMPS[0]))
         store = Store(path.parents[2])
         warm = [_look(store).record.code for _ in range(3)]
 
         _rewrite(path, "return 41", in_place=False)
+        past_the_recheck_window(monkeypatch)
         found = _look(store)
 
         assert (warm, found.reason, found.record.code) == (["return 42"] * 3, "hit", "return 41")
@@ -365,14 +369,17 @@ class TestChangesOnDiskThroughAWarmMemo:
             "probation",
         )
 
-    def test_a_tampered_file_renamed_in_after_a_warm_memo(self, tmp_path: Path) -> None:
-        """Another process renames in a file whose code does not match its checksum: the next
-        lookup quarantines it and never returns its code as a hit."""
+    def test_a_tampered_file_renamed_in_after_a_warm_memo(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Another process renames in a file whose code does not match its checksum: the first
+        lookup after the recheck window quarantines it and never returns its code as a hit."""
         path = _planted(tmp_path / "store", apply_call(None, call(), now=STAMPS[0]))
         store = Store(path.parents[2])
         [_look(store) for _ in range(3)]
 
         _rewrite(path, "return 66", in_place=False, fix_checksum=False)
+        past_the_recheck_window(monkeypatch)
         found = _look(store)
 
         assert (found.reason, found.quarantined_to is not None, path.exists()) == (
@@ -443,9 +450,12 @@ class TestIdentityRacesAndForks:
         assert (len(seen), set(seen) - allowed) == (600, set())
 
     @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
-    def test_a_forked_child_sees_its_own_change(self, tmp_path: Path) -> None:
+    def test_a_forked_child_sees_its_own_change(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """The parent's memo is warm on a host-written program; the forked child renames in a
-        program-written one: the child's next host lookup refuses it."""
+        program-written one: the child's next host lookup refuses it at once (its own write),
+        the parent's once the recheck window has passed (another process's; ADR 0138)."""
         root = tmp_path / "store"
         path = _planted(root, apply_call(None, call("return 1"), now=STAMPS[0]))
         store = Store(root)
@@ -461,6 +471,7 @@ class TestIdentityRacesAndForks:
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
+        past_the_recheck_window(monkeypatch)
 
         assert (report.read_text("utf-8"), _look(store).reason) == (
             "program_written",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Callable
@@ -11,9 +12,18 @@ from typing import Any
 import pytest
 
 import recurgent._store as store_module
+import recurgent._store._cache as cache_module
 from recurgent._store import Store, checksum
 from recurgent._store._cache import IdentityCache
-from recurgent._store._files import Loaded, identity_of, read_json
+from recurgent._store._cli import main as tools_main
+from recurgent._store._files import (
+    Loaded,
+    identity_of,
+    note_change,
+    quarantine,
+    read_json,
+    write_json,
+)
 from recurgent._store._paths import artifact_path, registry_path
 from specs.store.support import call, frozen
 
@@ -267,3 +277,133 @@ class TestIdentityCache:
         cache.drop(path)
 
         assert (missing, cached, cache.get(path)) == (None, "a", None)
+
+
+class _Clock:
+    """Monotonic seconds that move only when a spec steps them."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path the cache stats, in order."""
+    seen: list[str] = []
+
+    def counting(path: Path | str) -> Any:
+        seen.append(os.fspath(path))
+        return identity_of(path)
+
+    monkeypatch.setattr(cache_module, "identity_of", counting)
+    return seen
+
+
+def _replace(path: Path, text: str) -> None:
+    """Another process's write: a new file renamed over ``path`` (no count of this process's)."""
+    temp = path.with_name(path.name + ".other")
+    temp.write_text(text)
+    os.replace(temp, path)
+
+
+class TestRecheckWindow:
+    """ADR 0138: a stat that found the file unchanged vouches for it for ``recheck_seconds``;
+    any store change this process makes ends that at once."""
+
+    def _cached(self, tmp_path: Path, clock: _Clock) -> tuple[IdentityCache[str], Path]:
+        cache: IdentityCache[str] = IdentityCache(recheck_seconds=0.05, clock=clock)
+        path = tmp_path / "a.json"
+        path.write_text("{}")
+        cache.put(path, identity_of(path), "old")
+        return cache, path
+
+    def test_gets_within_the_window_take_no_stat(self, tmp_path: Path, stats: list[str]) -> None:
+        """The first get after the read stats; the next two, 10 and 40 ms later, do not; 60 ms
+        after that stat the next one does."""
+        clock = _Clock()
+        cache, path = self._cached(tmp_path, clock)
+        values = []
+        for step in (0.0, 0.01, 0.03, 0.02):
+            clock.now += step
+            values.append(cache.get(path))
+
+        assert (values, stats) == (["old"] * 4, [str(path)] * 2)
+
+    def test_another_processs_change_is_seen_once_the_window_has_passed(
+        self, tmp_path: Path
+    ) -> None:
+        """A file renamed in by someone else: the cached value answers within the window, and
+        the first get after it finds the new identity and drops the entry."""
+        clock = _Clock()
+        cache, path = self._cached(tmp_path, clock)
+        first = cache.get(path)
+
+        _replace(path, '{"changed": true}')
+        clock.now += 0.04
+        within = cache.get(path)
+        clock.now += 0.02
+        after = cache.get(path)
+
+        assert (first, within, after) == ("old", "old", None)
+
+    def test_this_processs_own_change_ends_the_window(
+        self, tmp_path: Path, stats: list[str]
+    ) -> None:
+        """A store write of this process to any file (here another one) makes the next get
+        stat again, with no time passed; so does a removal counted with note_change."""
+        clock = _Clock()
+        cache, path = self._cached(tmp_path, clock)
+        cache.get(path)
+
+        write_json(tmp_path / "other.json", {"schema_version": 1}, root=tmp_path, durable=False)
+        after_write = cache.get(path)
+        note_change()
+        after_removal = cache.get(path)
+        unchanged = cache.get(path)
+
+        assert (after_write, after_removal, unchanged, len(stats)) == ("old", "old", "old", 3)
+
+    def test_a_quarantine_by_this_process_ends_the_window(self, tmp_path: Path) -> None:
+        """The cached file moved aside as damaged: the next get finds no file, with no time
+        passed."""
+        clock = _Clock()
+        cache, path = self._cached(tmp_path, clock)
+        cache.get(path)
+
+        moved = quarantine(path)
+
+        assert (moved is not None, cache.get(path)) == (True, None)
+
+    def test_without_a_window_every_get_stats(self, tmp_path: Path, stats: list[str]) -> None:
+        """The default (registries, profiles, patterns): three gets, three stats."""
+        cache: IdentityCache[str] = IdentityCache()
+        path = tmp_path / "a.json"
+        path.write_text("{}")
+        cache.put(path, identity_of(path), "a")
+
+        assert ([cache.get(path) for _ in range(3)], len(stats)) == (["a"] * 3, 3)
+
+    def test_the_artifact_cache_rechecks_every_50_ms(self) -> None:
+        """The window persisted calls use."""
+        assert (store_module.ARTIFACT_RECHECK_SECONDS, store_module._ARTIFACTS._recheck) == (
+            0.05,
+            0.05,
+        )
+
+    def test_forget_in_this_process_is_seen_at_once(self, tmp_path: Path) -> None:
+        """`recurgent tools forget` run in this process between two lookups of a warm entry
+        removes only the artifact (no namespace file exists): the next lookup misses."""
+        store = _store(tmp_path)
+        store.record_call(call())
+        warm = [_lookup(store).reason for _ in range(3)]
+
+        code = tools_main(
+            ["forget", "calculator", "answer", "--root", str(store.root)],
+            out=io.StringIO(),
+            err=io.StringIO(),
+        )
+
+        assert (warm, code, _lookup(store).reason) == (["hit"] * 3, 0, "missing")
