@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._content_store import ContentStore
+from recurgent._forksafe import fork_safe_rlock
 from recurgent._governance._desk import Governance
 from recurgent._lifecycle import AgentRuntime
 from recurgent._lifecycle._patterns import AgentPatterns
@@ -40,7 +41,7 @@ class AgentState:
     memory: dict[str, Any] = field(default_factory=dict)
     provider: Provider | None = None
     logger: CallLogger | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    lock: threading.RLock = field(default_factory=fork_safe_rlock)
     runtime: AgentRuntime | None = None
     store: Store | None = None
     # Tools this agent materialized, by name: tool(name) hands back the same child, so the

@@ -20,16 +20,14 @@ Serialization and parsing run outside the store's lock.
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from recurgent._content_serialization import KINDS, scalar_json, serialize, sha256_of
+from recurgent._forksafe import fork_safe_lock
 from recurgent._ids import random_hex
 from recurgent._runtime_config import RuntimeSettings
 from recurgent._values import outgrows
@@ -114,7 +112,7 @@ class ContentWrite:
 
 # One lock for every attempt's read counts: reads are rare, and an attempt (every call makes
 # one) then allocates no lock of its own.
-_READS_LOCK = threading.Lock()
+_READS_LOCK = fork_safe_lock()
 
 
 @dataclass(slots=True)
@@ -180,8 +178,8 @@ class ContentStore:
 
     def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
         self._clock = clock
-        self._lock = threading.Lock()
-        _STORES.add(self)
+        # A child forked while another thread kept an answer finds it unheld (ADR 0139).
+        self._lock = fork_safe_lock()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._total = 0
 
@@ -347,20 +345,6 @@ class ContentStore:
 
 
 # Every store of the process, for the fork hook below (weakly: a store lives with its agent).
-_STORES: weakref.WeakSet[ContentStore] = weakref.WeakSet()
-
-
-def _fresh_locks_after_fork() -> None:
-    # A thread of the parent may have held a lock at the fork, and no thread of the child would
-    # ever release it: the child's next answer or content(ref) would wait for ever.
-    global _READS_LOCK
-    _READS_LOCK = threading.Lock()
-    for store in list(_STORES):
-        store._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_fresh_locks_after_fork)
 
 
 def content_log_fields(write: ContentWrite | None, reads: ContentReads) -> dict[str, Any]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._values import json_safe, safe_repr
 
 __all__ = ["MAX_LINE_BYTES", "CallLogger", "LogWriteError"]
@@ -41,8 +41,8 @@ _BULKY_FIELDS = (
 )
 _LAST_RESORT_CHARS = 1_024
 
-_DIRECTORY_LOCK = threading.Lock()
-_WARNED_LOCK = threading.Lock()
+_DIRECTORY_LOCK = fork_safe_lock()
+_WARNED_LOCK = fork_safe_lock()
 _WARNED: set[str] = set()
 
 # The one system call that writes a line; a module attribute so specs can stand in a short write.

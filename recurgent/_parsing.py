@@ -9,15 +9,16 @@ Every parse and every compile of a tree in recurgent goes through this module's 
 from __future__ import annotations
 
 import ast
-import threading
 import traceback
 import types
+
+from recurgent._forksafe import fork_safe_rlock
 
 __all__ = ["compile_tree", "format_traceback", "parse_python"]
 
 # Re-entrant: a finalizer run by garbage collection in the middle of a parse may itself lead to
 # a parse on the same thread (an object's __del__ calling an agent), which must not deadlock.
-_LOCK = threading.RLock()
+_LOCK = fork_safe_rlock()
 
 
 #: How many times a conversion the counter race spoiled is tried in all.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,6 +26,7 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._os_user import os_user_name
 from recurgent._values import safe_repr
 from recurgent.errors import UsageError
@@ -209,7 +209,7 @@ def _default(name: str) -> Any:
 
 
 _DEFAULTS = RuntimeSettings()
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 _overrides: dict[str, Any] = {}
 
 

@@ -14,10 +14,10 @@ behind the runtime's back. See ADR 0120.
 from __future__ import annotations
 
 import operator
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._redact import MASK, is_secret_key
 from recurgent._values import secret_values
 
@@ -61,7 +61,7 @@ class SecretIndex:
         self._keys: tuple[Any, ...] = ()
         self._values: tuple[Any, ...] = ()
         self._found: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
 
     def secrets(self, memory: Mapping[Any, Any], *, skip: Any = None) -> set[str]:
         """Strings stored under secret-named keys anywhere in ``memory`` (but key ``skip``)."""

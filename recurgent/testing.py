@@ -13,12 +13,12 @@ same script (``script_fingerprint``), so changing a script is never answered by 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent.program import Program, reply_from_text
 from recurgent.providers import ProviderRequest
 from recurgent.providers._identity import script_digest
@@ -58,7 +58,7 @@ class FunctionProvider:
 
     def __init__(self, fn: Callable[[ProviderRequest], Reply]) -> None:
         self._fn = fn
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
         self.requests: list[ProviderRequest] = []
         # Taken now: the function's code, constants, defaults, closure and the globals it reads.
         self._fingerprint = script_digest(fn)
@@ -98,7 +98,7 @@ class ScriptedProvider:
     test_double = True
 
     def __init__(self, replies: Mapping[Any, Reply | Sequence[Reply]] | None = None) -> None:
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
         self._replies: dict[Any, Reply] = {}
         self._queues: dict[Any, list[Reply]] = {}
         self._fingerprints: dict[Any, str] = {}

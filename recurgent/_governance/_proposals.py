@@ -19,13 +19,13 @@ ones (:class:`BookFullError`).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._store._files import (
     SCHEMA_VERSION,
     Loaded,
@@ -289,7 +289,7 @@ class MemoryBook:
 
     def __init__(self) -> None:
         self._entries: list[Any] = []
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
 
     @property
     def where(self) -> str:

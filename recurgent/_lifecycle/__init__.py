@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._call import enter_frame
 from recurgent._cancellation import CallCancelled, raise_if_cancelled
 from recurgent._content_store import ContentStore
+from recurgent._forksafe import fork_safe_rlock
 from recurgent._history import HistoryCursor, append_record, history_records
 from recurgent._lifecycle import _persistence, _provenance, _recording
 from recurgent._lifecycle._attempt import execute_attempt
@@ -123,7 +124,7 @@ class AgentRuntime:
     remember: Callable[[Mapping[str, Any]], None]
     handle_for_agent: Callable[[object], HandleOps | None]
     clock: Clock = monotonic_clock
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    lock: threading.RLock = field(default_factory=fork_safe_rlock)
     history: HistoryCursor = field(default_factory=HistoryCursor)
     store: Store | None = None
     workers: LaneSlot | None = None

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._lifecycle import _persistence
 from recurgent._lifecycle._generation import Generated
 from recurgent._lifecycle._map_request import MapRequest
@@ -47,7 +48,7 @@ class _Flight:
 
 
 _FLIGHTS: dict[tuple[int, str], tuple[object, _Flight]] = {}
-_FLIGHTS_LOCK = threading.Lock()
+_FLIGHTS_LOCK = fork_safe_lock()
 
 
 def program_of(state: CallState) -> Program | None:

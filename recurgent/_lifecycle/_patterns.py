@@ -13,12 +13,12 @@ registered tool can record the tool's telemetry (:func:`tool_observation`).
 from __future__ import annotations
 
 import datetime
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recurgent._call import CallFrame
+from recurgent._forksafe import fork_safe_lock
 from recurgent._lifecycle._lanes import TAXONOMY
 from recurgent._patterns._extract import Capabilities, extract_capabilities
 from recurgent._patterns._memory import (
@@ -140,7 +140,7 @@ def recent_patterns(runtime: AgentRuntime, method: str, depth: int) -> list[Patt
 # children finish, before it does. Bounded: an entry lives until its parent finishes.
 _CHILD_CALLS: dict[str, int] = {}
 _CHILD_CALLS_KEPT = 4096
-_CHILD_LOCK = threading.Lock()
+_CHILD_LOCK = fork_safe_lock()
 
 
 def _child_calls(frame: CallFrame) -> int:

@@ -17,13 +17,13 @@ only sequences them and fills the call state.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._profiles import (
     COUNTED_FIGURES,
     constraint_applies,
@@ -167,7 +167,7 @@ def check_continuity(
 # last recorded, so a stored program answering again records nothing.
 _RECORDED: dict[tuple[Path, str, str], tuple[str, bool, frozenset[str]]] = {}
 _RECORDED_KEPT = 4096
-_RECORDED_LOCK = threading.Lock()
+_RECORDED_LOCK = fork_safe_lock()
 
 
 def _record(runtime: AgentRuntime, state: CallState, notes: Continuity | None) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from recurgent._cancellation import CancelScope, current_scope
+from recurgent._forksafe import fork_safe_condition, fork_safe_lock
 
 __all__ = ["MAX_WORKERS", "AsyncRunner", "ProviderPool", "RequestTimedOut"]
 
@@ -115,9 +116,10 @@ class ProviderPool:
 
     def __init__(self, max_workers: int = MAX_WORKERS) -> None:
         self._max = max_workers
-        self._lock = threading.Lock()
+        # Fork-safe (ADR 0139): a child forked while a worker held them reaches _after_fork.
+        self._lock = fork_safe_lock()
         self._queue: collections.deque[_Job] = collections.deque()
-        self._ready = threading.Condition(self._lock)
+        self._ready = fork_safe_condition(self._lock)
         self._workers = 0
         self._idle = 0
         self._lanes: dict[int, _Lane] = {}
@@ -230,7 +232,7 @@ class AsyncRunner:
     """One event loop on a daemon thread, started on first use, running provider coroutines."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pid = 0
 

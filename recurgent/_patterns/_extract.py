@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._parsing import parse_python
 
 __all__ = [
@@ -287,7 +287,7 @@ def _method_attributes(tree: ast.AST) -> set[int]:
 
 
 _CACHE: dict[str, Capabilities] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE_LOCK = fork_safe_lock()
 
 
 def _read(code: str) -> Capabilities:

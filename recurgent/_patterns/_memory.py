@@ -22,12 +22,12 @@ nothing.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._patterns._extract import TAG
 from recurgent._store._cache import IdentityCache
 from recurgent._store._files import SCHEMA_VERSION, Loaded, quarantine, read_json, update_json
@@ -315,7 +315,7 @@ class MemoryPatterns:
 
     def __init__(self) -> None:
         self._roles: dict[str, list[PatternEvent]] = {}
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
 
     def recent(self, role: str, method: str, window: int) -> list[PatternEvent]:
         with self._lock:

@@ -25,11 +25,11 @@ compares a call with it and with the store's telemetry.
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._history import HISTORY_KEY
 from recurgent._profiles._model import (
     constraint_applies,
@@ -76,7 +76,7 @@ class ProfileBinding:
         self, role: str, root: Path | None, *, profile: Any = None, version: Any = None
     ) -> None:
         self.role = role
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
         self._observed: dict[str, dict[str, str]] = {kind: {} for kind in _KINDS}
         # Versions held in memory (no store, or a store that refused them) and the active one
         # among them, which then wins over the registry's.

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import datetime
 import functools
-import threading
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._profiles._observe import KEY_CHARS, KEYS_KEPT, ProgramShape
 from recurgent._store._cache import IdentityCache
 from recurgent._store._files import (
@@ -313,7 +313,7 @@ COUNTED_FIGURES = (
 # id(record) -> (record, its counted figures); the record is held so its id is not reused.
 _COUNTS: dict[int, tuple[Mapping[str, Any], tuple[int, ...]]] = {}
 _COUNTS_KEPT = 64
-_COUNTS_LOCK = threading.Lock()
+_COUNTS_LOCK = fork_safe_lock()
 
 
 def pressure_counts(record: Mapping[str, Any]) -> tuple[int, ...]:

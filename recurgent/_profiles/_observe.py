@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._history import HISTORY_KEY
 from recurgent._parsing import parse_python
 from recurgent._registry import TOOLS_KEY
@@ -250,7 +250,7 @@ def _signature(tree: ast.AST) -> str:
 
 
 _SHAPES: dict[str, ProgramShape] = {}
-_SHAPES_LOCK = threading.Lock()
+_SHAPES_LOCK = fork_safe_lock()
 
 
 def observe_program(code: str, tree: ast.AST | None = None) -> ProgramShape:

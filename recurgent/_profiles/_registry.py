@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._os_user import os_user_name
 from recurgent._profiles._model import normalize_profile, normalize_version
 from recurgent._store._cache import IdentityCache
@@ -55,7 +55,7 @@ _FIELD_CHARS = 200
 Clock = Callable[[], datetime.datetime]
 
 _generation = itertools.count(1)
-_generation_lock = threading.Lock()
+_generation_lock = fork_safe_lock()
 _current_generation = 0
 
 

@@ -26,12 +26,12 @@ import functools
 import html.parser
 import re
 import string
-import threading
 import time
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._sandbox._made import allow_subclassing
 from recurgent._sandbox._regex import module_names as regex_module_names
 
@@ -223,7 +223,7 @@ _strptime_globals = _module_globals(
     _strptime,
     {
         "re_compile": RE.compile,
-        "_cache_lock": threading.Lock(),
+        "_cache_lock": fork_safe_lock(),
         "_regex_cache": {},
         "time": _TimeWithoutTzset(),
     },
@@ -237,7 +237,7 @@ for _class in (_strptime.LocaleTime, _strptime.TimeRE):
         _strptime_globals,
         tuple(_strptime_globals.get(b.__name__, b) for b in _class.__bases__),
     )
-_strptime_ready = threading.Lock()
+_strptime_ready = fork_safe_lock()
 
 
 def _strptime_function(name: str) -> Callable[..., Any]:
