@@ -15,7 +15,11 @@ Payloads tried, and what happened (BROKEN = failed before the fix of this round)
    ``quarantine``, and the only two removals call ``note_change``: ``grep`` of ``os.replace``,
    ``unlink``, ``rename`` and ``write_text`` under ``recurgent/``.)
 2. Held: a thread writing new programs while three threads look up, window frozen: no lookup
-   that began after a write returned ever got an older program.
+   that began after a write returned ever got an older program. Two interleavings forced one
+   at a time: a put of a version read before this process replaced it (the next get stats
+   and drops it), and a write landing while a get's stat is in the kernel (that get answers
+   the old version, the next one drops it: the count is read before the stat; this spec
+   fails when the count is read after it).
 3. BROKEN, fixed (hardening; a program cannot reach it): an exception landing between a
    store file's rename (or unlink) and the count (a ``KeyboardInterrupt`` is raised at the
    signal check right after the system call returns) left ``CHANGES`` where it was: the file
@@ -36,10 +40,12 @@ from typing import Any
 import pytest
 
 import recurgent._store as store_module
+import recurgent._store._cache as cache_module
 from recurgent._runtime_config import configure_runtime
 from recurgent._store import ArtifactRecord, Lookup, Promotion, Store, checksum
+from recurgent._store._cache import IdentityCache
 from recurgent._store._cli import main as tools_main
-from recurgent._store._files import CHANGES, write_json
+from recurgent._store._files import CHANGES, read_json, write_json
 from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import apply_override
@@ -237,6 +243,45 @@ class TestThreadsRacingAWriter:
         last = _record(host_lookup(store)).code
 
         assert (done.is_set(), stale, last) == (True, [], "return 60")
+
+    def test_a_put_of_a_version_replaced_since_its_read(self, tmp_path: Path) -> None:
+        """One thread read ``v0``; this process then wrote ``v1``; the slower thread puts what
+        it read: the next get stats (a put never opens the window) and drops it."""
+        cache: IdentityCache[str] = IdentityCache(recheck_seconds=0.05, clock=lambda: 1000.0)
+        path = tmp_path / "a.json"
+        write_json(path, {"v": 0}, root=tmp_path)
+        read = read_json(path)
+
+        write_json(path, {"v": 1}, root=tmp_path)
+        cache.put(path, read.identity, "v0")
+
+        assert (read.data, cache.get(path)) == ({"v": 0}, None)
+
+    def test_a_write_landing_during_the_check_s_stat(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A write of this process lands while a get's stat is in the kernel, after it saw the
+        old file: that get answers ``v0`` (the two overlapped), and the next get stats and
+        drops it, because the count was read before the stat and moved after the write."""
+        cache: IdentityCache[str] = IdentityCache(recheck_seconds=0.05, clock=lambda: 1000.0)
+        path = tmp_path / "a.json"
+        write_json(path, {"v": 0}, root=tmp_path)
+        cache.put(path, read_json(path).identity, "v0")
+        real = cache_module.identity_of
+        stats: list[str] = []
+
+        def stat_then_write(text: Path | str) -> Any:
+            stats.append(os.fspath(text))
+            seen = real(text)
+            if len(stats) == 1:
+                write_json(path, {"v": 1}, root=tmp_path)
+            return seen
+
+        monkeypatch.setattr(cache_module, "identity_of", stat_then_write)
+        during = cache.get(path)
+        after = cache.get(path)
+
+        assert (during, after, len(stats)) == ("v0", None, 2)
 
 
 def _interrupted_after(name: str, target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
