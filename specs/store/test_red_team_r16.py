@@ -45,7 +45,7 @@ from recurgent._runtime_config import configure_runtime
 from recurgent._store import ArtifactRecord, Lookup, Promotion, Store, checksum
 from recurgent._store._cache import IdentityCache
 from recurgent._store._cli import main as tools_main
-from recurgent._store._files import CHANGES, read_json, write_json
+from recurgent._store._files import CHANGES, identity_of, read_json, write_json
 from recurgent._store._folding import apply_call
 from recurgent._store._paths import artifact_path
 from recurgent._store._promotion import apply_override
@@ -267,7 +267,7 @@ class TestThreadsRacingAWriter:
         path = tmp_path / "a.json"
         write_json(path, {"v": 0}, root=tmp_path)
         cache.put(path, read_json(path).identity, "v0")
-        real = cache_module.identity_of
+        real = identity_of
         stats: list[str] = []
 
         def stat_then_write(text: Path | str) -> Any:
