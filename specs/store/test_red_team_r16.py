@@ -41,6 +41,7 @@ import pytest
 
 import recurgent._store as store_module
 import recurgent._store._cache as cache_module
+from recurgent._profiles._namespace import forget_namespace, namespace_path
 from recurgent._runtime_config import configure_runtime
 from recurgent._store import ArtifactRecord, Lookup, Promotion, Store, checksum
 from recurgent._store._cache import IdentityCache
@@ -363,3 +364,19 @@ class TestAnInterruptAfterTheSystemCall:
         found = host_lookup(store)
 
         assert (path.exists(), found.reason) == (False, "missing")
+
+    def test_a_namespace_forget_interrupted_after_its_unlink(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``forget_namespace`` (``tools forget``'s other removal) interrupted after its unlink:
+        the file is gone and the count moved, so any cache with a window stats again."""
+        root = tmp_path / "store"
+        path = namespace_path(root, "calculator")
+        write_json(path, {"schema_version": 1, "role": "calculator"}, root=root)
+        count = CHANGES.value
+        _interrupted_after("unlink", path, monkeypatch)
+
+        with pytest.raises(KeyboardInterrupt):
+            forget_namespace(root, "calculator")
+
+        assert (path.exists(), CHANGES.value > count) == (False, True)
