@@ -367,7 +367,9 @@ def forget_namespace(root: Path, role: str, method: str | None = None) -> bool:
                 path.unlink()
             except FileNotFoundError:
                 return False
-            note_change()
+            finally:
+                # Counted even when nothing was removed, or an exception landed after the call.
+                note_change()
         _DOCS.drop(path)
         return True
 

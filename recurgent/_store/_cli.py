@@ -191,7 +191,9 @@ def _remove(path: Path, root: Path) -> bool:
             path.unlink()
         except FileNotFoundError:
             return False
-        note_change()
+        finally:
+            # Counted even when nothing was removed, or an exception landed after the call.
+            note_change()
     return True
 
 

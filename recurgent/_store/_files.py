@@ -94,7 +94,9 @@ CHANGES = ChangeCount()
 
 def note_change() -> None:
     """Count a change this process made to a store file outside :func:`write_json` and
-    :func:`quarantine` (which count their own): a removal."""
+    :func:`quarantine` (which count their own): a removal. Call it in a ``finally`` around the
+    removal, so an exception landing after the system call returns still counts (red team
+    R16)."""
     CHANGES.value += 1
 
 
@@ -229,8 +231,12 @@ def write_json(path: Path, payload: dict[str, Any], *, root: Path, durable: bool
             if durable:
                 os.fsync(handle.fileno())
         os.chmod(temp, _FILE_MODE)
-        os.replace(temp, path)
-        CHANGES.value += 1
+        try:
+            os.replace(temp, path)
+        finally:
+            # Counted even when an exception (a KeyboardInterrupt at the signal check after
+            # the call returns) lands between the rename and this line (red team R16).
+            CHANGES.value += 1
     except BaseException:
         # Only a failed write leaves the temp file; after the rename there is none to remove.
         with contextlib.suppress(FileNotFoundError):
@@ -315,12 +321,16 @@ def quarantine(
         except OSError:
             if os.path.lexists(target):
                 continue
-            os.replace(path, target)
-            CHANGES.value += 1
+            try:
+                os.replace(path, target)
+            finally:
+                CHANGES.value += 1  # as in write_json: counted whatever lands after the call
             return target
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        CHANGES.value += 1
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        finally:
+            CHANGES.value += 1
         return target
     return None
 
