@@ -12,7 +12,8 @@ the same id.
 from __future__ import annotations
 
 import os
-import threading
+
+from recurgent._forksafe import fork_safe_lock
 
 __all__ = ["random_hex"]
 
@@ -23,7 +24,7 @@ class _Pool:
     __slots__ = ("_block", "_lock", "_used")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()  # unheld in a forked child (ADR 0139)
         self._block = b""
         self._used = 0
 
@@ -37,8 +38,7 @@ class _Pool:
             return self._block[start : start + count]
 
     def forget(self) -> None:
-        # Another thread may have held the lock at fork time: the child gets a fresh one.
-        self._lock = threading.Lock()
+        # The child must not hand out the ids left in the parent's block.
         self._block = b""
         self._used = 0
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from recurgent._async_stop import Interrupter
+from recurgent._forksafe import fork_safe_condition, fork_safe_lock
 
 __all__ = [
     "WATCHDOG",
@@ -146,7 +147,7 @@ class SandboxLimits:
 
 
 _STATM_PATH = "/proc/self/statm"
-_statm_lock = threading.Lock()
+_statm_lock = fork_safe_lock()  # unheld in a forked child (ADR 0139)
 _UNOPENED = -1
 # One descriptor per process, opened on first use (None: the platform has no statm). A child
 # made by fork() inherits the parent's descriptor, which still reads the parent: the at-fork
@@ -170,9 +171,9 @@ def _statm_descriptor() -> int | None:
 
 
 def _forget_statm_after_fork() -> None:
-    global _statm, _statm_lock  # the child starts with its own descriptor and an unheld lock
+    global _statm  # the child opens its own descriptor (the lock: ADR 0139)
     inherited = _statm
-    _statm, _statm_lock = _UNOPENED, threading.Lock()
+    _statm = _UNOPENED
     if inherited is not None and inherited != _UNOPENED:
         try:
             os.close(inherited)
@@ -381,16 +382,16 @@ class _WatchdogService:
     def __init__(self, period: float, linger_polls: int = 50) -> None:
         self._period = period
         self._linger_polls = linger_polls
-        self._condition = threading.Condition()
+        # Unheld and with no waiters in a forked child (ADR 0139).
+        self._condition = fork_safe_condition()
         self._tickers: dict[int, Watched] = {}
         self._thread: threading.Thread | None = None
         # True while the thread sleeps on the condition: only then does a new attempt wake it.
         self._waiting = False
 
     def forget_after_fork(self) -> None:
-        """In a forked child: a fresh condition (the parent's thread may have held the old one
-        at the fork, and no thread of the child would ever release it) and nothing watched."""
-        self._condition = threading.Condition()
+        """In a forked child: nothing watched and no thread (the parent's does not exist here);
+        the condition is made unheld by the fork-safe locks' hook (ADR 0139)."""
         self._tickers = {}
         self._thread = None
         self._waiting = False

@@ -14,12 +14,12 @@ at once, a change made elsewhere within that window.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._store._files import CHANGES, Identity, identity_of
 
 __all__ = ["IdentityCache"]
@@ -66,12 +66,10 @@ class IdentityCache(Generic[T]):
         self._recheck = recheck_seconds
         self._clock = clock if clock is not None else time.monotonic
         self._entries: dict[Path, _Entry[T]] = {}
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()  # unheld in a forked child (ADR 0139)
         os.register_at_fork(after_in_child=self._forget_in_child)
 
     def _forget_in_child(self) -> None:
-        # Another thread may have held the lock at fork time: the child gets a fresh one.
-        self._lock = threading.Lock()
         self._entries = {}
 
     def get(self, path: Path) -> T | None:

@@ -16,7 +16,6 @@ import atexit
 import itertools
 import os
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from recurgent._forksafe import fork_safe_lock
 from recurgent._store._artifacts import parse_record
 from recurgent._store._batch import RunsDelta, UsesDelta, apply_runs, apply_uses
 from recurgent._store._files import Loaded, identity_of, update_json
@@ -76,13 +76,12 @@ class PendingTable(Generic[D]):
         self._merge: Callable[[D, D], D] = merge
         self._clock = clock
         self._entries: dict[Path, _Entry[D]] = {}
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()  # unheld in a forked child (ADR 0139)
         self._warned: set[Path] = set()
         os.register_at_fork(after_in_child=self._forget_in_child)
 
     def _forget_in_child(self) -> None:
         # The parent writes its own changes; a child writing them too would count them twice.
-        self._lock = threading.Lock()
         self._entries = {}
 
     def fold(
