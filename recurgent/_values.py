@@ -631,9 +631,12 @@ FIXED_SIZE_KINDS = frozenset(
 )
 # Kinds whose text is a few characters, counted as one without a look (the commonest atoms
 # of an answer besides numbers and strings, and the fixed-size values ``rebuild`` keeps).
-_SHORT_ATOMS = (
-    FIXED_SIZE_KINDS - {range, datetime.timezone, datetime.datetime, datetime.time}
-) | {type(None), bool, re.Pattern, re.Match}
+_SHORT_ATOMS = (FIXED_SIZE_KINDS - {range, datetime.timezone, datetime.datetime, datetime.time}) | {
+    type(None),
+    bool,
+    re.Pattern,
+    re.Match,
+}
 
 
 def _digits_at_least(number: int) -> int:

@@ -1,0 +1,200 @@
+"""Red team R17: the value bounds changed since 1bc7514d (``outgrows``, ``KEPT_TYPES``), from a
+hostile program.
+
+Tried, and what happened (BROKEN = failed before the fix of this round; the figures are one run
+on the shared 2-core machine):
+
+1. BROKEN, fixed: "fixed-size" kinds that are not. ``rebuild`` keeps ``datetime.timezone``,
+   ``datetime.datetime``, ``datetime.time`` and ``range`` as they are, and ``outgrows`` counted
+   each as one character, but a timezone's name is any text (``timezone(timedelta(0), 'x' *
+   1_000_000)``, whose ``repr`` is a million characters; a datetime or time writes its
+   timezone's) and a range's ints may have 4 300 digits each (``range(n, n + 1)`` of ``n = 10
+   ** 4000`` is 8 011 characters; the sandbox bounds a range's length, not its ints).
+   ``delegate('helper', junk=[tz] * 100)`` answered ``ok`` after 1.15 s and 335 MB (the kept
+   child's key wrote 100 million characters); ``raise ValueError([tz] * 100)`` took 27 s and
+   430 MB (``exception_text`` judged the arguments short and wrote them in full, then the
+   lifecycle's correction patterns searched the 100-million-character text). ``outgrows``
+   counts a timezone's name, a datetime's or time's timezone, and a range's digits: 0.01 s
+   and 0.32 s.
+2. BROKEN, fixed: ``safe_repr``'s bounded repr (``_BoundedRepr``) bounded each string and each
+   container's length but not the total: a result ``{((('x' * 60_000,) * 100,) * 100,) * 30:
+   [len]}`` is refused, and the refusal's path writes the key with ``safe_repr(key, limit=200)``:
+   300 000 strings of 1 224 characters, 6.31 s and 1.1 GB after the deadline (linear in the
+   outer count; the program holds 60 KB). The bounded repr writes ``...`` for every part
+   reached once its limit is written: 0.29 s end to end.
+3. BROKEN, fixed: ``safe_repr``'s shortcut (``_fits``) counted any kind it does not walk as four
+   characters, so ``[{'x' * 60_000}] * 1000`` (a set) was written by the plain ``repr``, 60
+   million characters for a 200-character limit. A kind whose text is not known short makes
+   ``_fits`` false: the bounded repr writes it.
+
+Held (pinned below where cheap): a program cannot derive a class from ``datetime.tzinfo``
+(so no datetime carries a timezone whose ``utcoffset`` or ``__repr__`` is program code); the
+content store's ``json.dumps`` refuses a timezone at once and keeps the bounded fallback; the
+R15 bounds on bytes, sets, Decimals and agents.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from recurgent import Agent
+from recurgent._values import outgrows, safe_repr
+from recurgent.testing import ScriptedProvider
+
+_TZ = "import datetime\ntz = datetime.timezone(datetime.timedelta(0), 'x' * 1_000_000)\n"
+_NAMED = datetime.timezone(datetime.timedelta(0), "x" * 1_000_000)
+_HUGE = 10**4000
+
+
+def _agent(**programs: str) -> Agent:
+    provider = ScriptedProvider(
+        {("tester", name): code for name, code in programs.items()}
+        | {("helper", "work"): "result = 2"}
+    )
+    return Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False)
+
+
+class TestOutgrowsCountsTheTextOfKindsWithoutAFixedSize:
+    def test_a_timezone_counts_its_name(self) -> None:
+        """Eleven references to a timezone named by a million characters are 11 million
+        characters of ``repr`` (before: 22 counted); five are under ten million."""
+        assert outgrows([_NAMED] * 11, 10_000_000) is True
+        assert outgrows([_NAMED] * 5, 10_000_000) is False
+
+    def test_a_datetime_and_a_time_count_their_timezone(self) -> None:
+        """A datetime or a time with that timezone writes its name in its ``repr``."""
+        moment = datetime.datetime(2026, 12, 3, tzinfo=_NAMED)
+        clock = datetime.time(1, tzinfo=_NAMED)
+        assert len(repr(moment)) > 1_000_000
+        assert outgrows([moment] * 11, 10_000_000) is True
+        assert outgrows([clock] * 11, 10_000_000) is True
+
+    def test_a_range_counts_the_digits_of_its_ints(self) -> None:
+        """``range(n, n + 1)`` of a 4 001-digit ``n`` is 8 011 characters; its count is a lower
+        bound (9 plus at least 1 200 digits for each int, 0.3 per bit): 2 000 references
+        outgrow ten million (before: 4 001 counted), 1 000 do not."""
+        wide = range(_HUGE, _HUGE + 1)
+        assert len(repr(wide)) == 8011
+        assert outgrows([wide] * 2_000, 10_000_000) is True
+        assert outgrows([wide] * 1_000, 10_000_000) is False
+
+    def test_the_counts_stay_lower_bounds_of_short_values(self) -> None:
+        """``range(0, 3)`` is 11 characters and counts 11; ``range(0, 9, 2)`` is 14 and counts
+        14; a plain datetime and UTC still count little."""
+        assert outgrows(range(3), 11) is False
+        assert outgrows(range(3), 10) is True
+        assert outgrows(range(0, 9, 2), 14) is False
+        assert outgrows(range(0, 9, 2), 13) is True
+        plain = [datetime.datetime(2026, 12, 3), datetime.time(1), datetime.UTC]
+        assert outgrows(plain, 20) is False
+
+
+class TestAProgramCannotSmuggleLongTextInATimezoneOrARange:
+    def test_delegate_options_holding_a_named_timezone_are_refused(self) -> None:
+        """``delegate('helper', junk=[tz] * 100)`` answered ``ok`` 1.15 s and 335 MB later (the
+        child's key wrote 100 million characters): refused inside the program's call."""
+        outcome = _agent(run=_TZ + "h = delegate('helper', junk=[tz] * 100)\nresult = 1").run()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message == (
+            "Execution error in tester.run: UsageError: delegate options: more than 10000000 "
+            "characters"
+        )
+
+    def test_delegate_options_holding_a_datetime_in_that_timezone_are_refused(self) -> None:
+        """The same through ``datetime(2020, 1, 1, tzinfo=tz)``."""
+        code = _TZ + (
+            "d = datetime.datetime(2020, 1, 1, tzinfo=tz)\n"
+            "h = delegate('helper', junk=[d] * 100)\nresult = 1"
+        )
+        outcome = _agent(run=code).run()
+
+        assert outcome.error_message == (
+            "Execution error in tester.run: UsageError: delegate options: more than 10000000 "
+            "characters"
+        )
+
+    def test_delegate_options_holding_wide_ranges_are_refused(self) -> None:
+        """``[range(n, n + 1)] * 2000`` of a 4 001-digit ``n``: 16 million characters of key."""
+        code = "n = 10 ** 4000\nh = delegate('helper', junk=[range(n, n + 1)] * 2000)\nresult = 1"
+        outcome = _agent(run=code).run()
+
+        assert outcome.error_message == (
+            "Execution error in tester.run: UsageError: delegate options: more than 10000000 "
+            "characters"
+        )
+
+    def test_an_exception_holding_a_named_timezone_is_formatted_from_a_bounded_copy(
+        self,
+    ) -> None:
+        """``raise ValueError([tz] * 100)`` took 27 s and 430 MB (the message was 100 million
+        characters); its arguments now outgrow the message bound, so they are formatted from
+        the bounded copy: each timezone is its bounded text, and the stored message is cut."""
+        outcome = _agent(run=_TZ + "raise ValueError([tz] * 100)").run()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message is not None
+        assert outcome.error_message.startswith(
+            'Execution error in tester.run: ValueError: ["datetime.timezone('
+            "datetime.timedelta(0), 'xxx"
+        )
+        assert len(outcome.error_message) == 10_000
+
+    def test_options_with_short_timezones_and_ranges_still_make_one_kept_child(self) -> None:
+        """UTC, a named timezone of a few characters and ``range(5)`` are keyed as before: the
+        same options twice give the same child, whose answer comes back."""
+        code = (
+            "import datetime\n"
+            "z = [datetime.UTC, datetime.timezone(datetime.timedelta(hours=1), 'CET'), range(5)]\n"
+            "first = delegate('helper', junk=z)\n"
+            "second = delegate('helper', junk=list(z))\n"
+            "first.mark = 7\n"
+            "result = [second.mark, second.work(1).value]"
+        )
+        outcome = _agent(run=code).run()
+
+        assert (outcome.status, outcome.value) == ("ok", [7, 2])
+
+    def test_a_program_cannot_derive_a_tzinfo(self) -> None:
+        """Held: no datetime leaves with a timezone whose methods are program code."""
+        code = "import datetime\nclass Z(datetime.tzinfo):\n    pass\nresult = 1"
+        outcome = _agent(run=code).run()
+
+        assert (outcome.status, outcome.error_type) == ("error", "execution")
+        assert outcome.error_message is not None
+        assert "class Z may not derive from tzinfo" in outcome.error_message
+
+
+class TestTheBoundedReprIsBoundedInTotal:
+    def test_nested_shared_strings_are_written_up_to_the_limit(self) -> None:
+        """``[[['x' * 60_000] * 100] * 100]`` wrote 10 000 strings of 60 000 characters (4.9 s)
+        before the cut; now the text is the limit and its marker, written in far less than the
+        600 million characters (bounded: the call returns, the spec times nothing)."""
+        text = safe_repr([[["x" * 60_000] * 100] * 100])
+
+        assert len(text) == 65_536 + len("...<1024 more chars>")
+        assert text.startswith("[[['xxx")
+        assert text.endswith("...<1024 more chars>")
+
+    def test_a_list_of_shared_sets_is_written_by_the_bounded_repr(self) -> None:
+        """``[{'x' * 60_000}] * 1000`` was judged short by ``_fits`` (four per set) and written
+        in full (60 million characters) for a 200-character text."""
+        text = safe_repr([{"x" * 60_000}] * 1000, limit=200)
+
+        assert text == "[{'" + "x" * 197 + "...<1024 more chars>"
+
+    def test_small_values_look_as_before(self) -> None:
+        """Held: short containers of every kind are their plain ``repr``."""
+        value = [1, "a", {2}, None, 1.5, datetime.date(2020, 1, 1), (3,), {"k": b"v"}]
+        assert safe_repr(value) == repr(value)
+
+    def test_a_refused_result_keyed_by_nested_shared_strings_is_named_briefly(self) -> None:
+        """``{((('x' * 60_000,) * 100,) * 100,) * 30: [len]}`` took 6.31 s and 1.1 GB to name
+        the refused value's path; the path now writes a bounded key."""
+        code = "k = ((('x' * 60000,) * 100,) * 100,) * 30\nresult = {k: [len]}"
+        outcome = _agent(run=code).run()
+
+        assert (outcome.status, outcome.error_type) == ("error", "non_serializable_result")
+        assert outcome.error_message is not None
+        assert outcome.error_message.startswith("the result[((('xxx")
+        assert "holds a function" in outcome.error_message
