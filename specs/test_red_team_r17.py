@@ -27,6 +27,17 @@ on the shared 2-core machine):
    million characters for a 200-character limit. A kind whose text is not known short makes
    ``_fits`` false: the bounded repr writes it.
 
+4. BROKEN, fixed: the tool registry's keys. A program writes ``context['tools']``, whose keys
+   may be tuples: ``{((('x' * 6_000,) * 100,) * 100,) * 3: 1}``. The registry's integrity check
+   (``_registry._executable_paths``, before and after every call) wrote every key's ``repr``
+   into a path on the way down, 180 million characters per check (the writing call: 0.96 s and
+   391 MB), and walked a shared list once per reference (``{'a': [[[0] * 100] * 100] * 100}``:
+   0.42 s per check, a hundred times that a level deeper). ``tool('nope')`` then listed the
+   known tools with ``str`` of each key, 180 million characters in the host's section: 6.78 s
+   and 734 MB (linear in the outer count). The check visits each container once and writes a
+   bounded key only for a path it reports (at most 20); the unknown-tool message lists at most
+   50 names of at most 80 characters each: 0.03 s and 0.02 s.
+
 Held (pinned below where cheap): a program cannot derive a class from ``datetime.tzinfo``
 (so no datetime carries a timezone whose ``utcoffset`` or ``__repr__`` is program code); the
 content store's ``json.dumps`` refuses a timezone at once and keeps the bounded fallback; the
@@ -198,3 +209,59 @@ class TestTheBoundedReprIsBoundedInTotal:
         assert outcome.error_message is not None
         assert outcome.error_message.startswith("the result[((('xxx")
         assert "holds a function" in outcome.error_message
+
+
+class TestTheToolRegistryIsCheckedAndListedBoundedly:
+    def test_a_tuple_key_of_shared_strings_costs_its_bound(self) -> None:
+        """The registry key ``((('x' * 6_000,) * 100,) * 100,) * 3`` (180 million characters of
+        text) is stored (``ok``), and ``tool('nope')`` names it within the bound of a key: the
+        message is the unknown tool, then the key's first 80 characters (and a marker of the text cut, not of all of it)."""
+        provider = ScriptedProvider(
+            {
+                ("tester", "setup"): "k = ((('x' * 6000,) * 100,) * 100,) * 3\n"
+                "context['tools'] = {k: 1}\nresult = 1",
+                ("tester", "use"): "try:\n    tool('nope')\nexcept Exception as e:\n"
+                "    result = str(e)",
+            }
+        )
+        agent = Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False)
+
+        assert agent.setup().status == "ok"
+        outcome = agent.use()
+
+        assert outcome.status == "ok"
+        assert outcome.value == (
+            "Unknown tool 'nope' in tester.tool; known tools: ((('"
+            + "x" * 76
+            + "...<1024 more chars>"
+        )
+
+    def test_a_shared_list_in_the_registry_is_walked_once(self) -> None:
+        """``{'a': [[[[0] * 100] * 100] * 100] * 100}`` is 100 million references to walk
+        (about 42 s per check before, measured 0.42 s a level shallower); each list is visited
+        once now, so the call is ``ok`` (bounded: the spec times nothing)."""
+        code = "context['tools'] = {'a': [[[[0] * 100] * 100] * 100] * 100}\nresult = 1"
+        assert _agent(run=code).run().status == "ok"
+
+    def test_an_agent_in_the_registry_is_still_named_by_its_path(self) -> None:
+        """Held: an agent stored in an entry is refused, named by its path."""
+        from recurgent._registry import integrity_violation
+
+        agent = _agent()
+        violation = integrity_violation(
+            {"tools": {"x": {"meta": [1, agent]}}}, phase="after", role="r", method="m"
+        )
+
+        assert violation is not None
+        assert violation.subtype == "executable_registry_metadata"
+        assert violation.message.endswith("(after r.m): context['tools']['x']['meta'][1]")
+
+    def test_many_names_are_listed_up_to_fifty(self) -> None:
+        """Sixty registered names: the message lists fifty-one read, sorted, cut to fifty, then
+        ``...``; long names are cut to 80 characters."""
+        from recurgent._agent_children import _known_tools
+
+        tools: dict[str, dict[str, int]] = {f"t{index:02d}": {} for index in range(60)}
+        text = _known_tools(tools)
+        assert text == ", ".join(f"t{index:02d}" for index in range(50)) + ", ..."
+        assert _known_tools({"n" * 100: {}}) == "n" * 80 + "...<20 more chars>"
