@@ -237,9 +237,19 @@ class TestTheToolRegistryIsCheckedAndListedBoundedly:
         )
 
     def test_a_shared_list_in_the_registry_is_walked_once(self) -> None:
-        """``{'a': [[[[0] * 100] * 100] * 100] * 100}`` is 100 million references to walk
-        (about 42 s per check before, measured 0.42 s a level shallower); each list is visited
-        once now, so the call is ``ok`` (bounded: the spec times nothing)."""
+        """``{'a': [[[[0] * 100] * 100] * 100] * 100}`` was 100 million references to walk
+        (0.42 s per check measured a level shallower); each container is visited once now, so
+        a list holding an agent, shared three times, is reported at its first path only (before:
+        three paths, one per reference), and the deep shared list leaves the call ``ok``."""
+        from recurgent._registry import integrity_violation
+
+        shared = [_agent()]
+        violation = integrity_violation(
+            {"tools": {"x": [shared] * 3}}, phase="after", role="r", method="m"
+        )
+
+        assert violation is not None
+        assert violation.message.endswith("(after r.m): context['tools']['x'][0][0]")
         code = "context['tools'] = {'a': [[[[0] * 100] * 100] * 100] * 100}\nresult = 1"
         assert _agent(run=code).run().status == "ok"
 
