@@ -49,7 +49,7 @@ from __future__ import annotations
 import datetime
 
 from recurgent import Agent
-from recurgent._values import outgrows, safe_repr
+from recurgent._values import _BoundedRepr, _fits, outgrows, safe_repr
 from recurgent.testing import ScriptedProvider
 
 _TZ = "import datetime\ntz = datetime.timezone(datetime.timedelta(0), 'x' * 1_000_000)\n"
@@ -183,6 +183,17 @@ class TestTheBoundedReprIsBoundedInTotal:
         600 million characters (bounded: the call returns, the spec times nothing)."""
         text = safe_repr([[["x" * 60_000] * 100] * 100])
 
+        class Counting(_BoundedRepr):
+            written = 0
+
+            def repr_str(self, x: str, level: int) -> str:
+                self.written += 1
+                return super().repr_str(x, level)
+
+        counting = Counting(65_536 + 1_024)
+        counting.repr([[["x" * 60_000] * 100] * 100])
+        assert counting.written == 2  # before: 10 000
+
         assert len(text) == 65_536 + len("...<1024 more chars>")
         assert text.startswith("[[['xxx")
         assert text.endswith("...<1024 more chars>")
@@ -191,6 +202,9 @@ class TestTheBoundedReprIsBoundedInTotal:
         """``[{'x' * 60_000}] * 1000`` was judged short by ``_fits`` (four per set) and written
         in full (60 million characters) for a 200-character text."""
         text = safe_repr([{"x" * 60_000}] * 1000, limit=200)
+
+        assert _fits([{"x" * 60_000}] * 1000, 1_224) is False  # before: True
+        assert _fits([{"x"}] * 10, 1_224) is True
 
         assert text == "[{'" + "x" * 197 + "...<1024 more chars>"
 
