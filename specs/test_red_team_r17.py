@@ -200,11 +200,12 @@ class TestTheBoundedReprIsBoundedInTotal:
 
     def test_a_list_of_shared_sets_is_written_by_the_bounded_repr(self) -> None:
         """``[{'x' * 60_000}] * 1000`` was judged short by ``_fits`` (four per set) and written
-        in full (60 million characters) for a 200-character text."""
+        in full (60 million characters) for a 65 536-character text (the default limit; at 200 the
+        four per set already added up past the limit)."""
         text = safe_repr([{"x" * 60_000}] * 1000, limit=200)
 
-        assert _fits([{"x" * 60_000}] * 1000, 1_224) is False  # before: True
-        assert _fits([{"x"}] * 10, 1_224) is True
+        assert _fits([{"x" * 60_000}] * 1000, 66_560) is False  # before: True
+        assert _fits([{"x"}] * 10, 66_560) is True
 
         assert text == "[{'" + "x" * 197 + "...<1024 more chars>"
 
