@@ -8,7 +8,7 @@ on the shared 2-core machine):
    ``datetime.datetime``, ``datetime.time`` and ``range`` as they are, and ``outgrows`` counted
    each as one character, but a timezone's name is any text (``timezone(timedelta(0), 'x' *
    1_000_000)``, whose ``repr`` is a million characters; a datetime or time writes its
-   timezone's) and a range's ints may have 4 300 digits each (``range(n, n + 1)`` of ``n = 10
+   timezone's, and ``zoneinfo.ZoneInfo.from_file`` takes any ``key``) and a range's ints may have 4 300 digits each (``range(n, n + 1)`` of ``n = 10
    ** 4000`` is 8 011 characters; the sandbox bounds a range's length, not its ints).
    ``delegate('helper', junk=[tz] * 100)`` answered ``ok`` after 1.15 s and 335 MB (the kept
    child's key wrote 100 million characters); ``raise ValueError([tz] * 100)`` took 27 s and
@@ -116,6 +116,26 @@ class TestAProgramCannotSmuggleLongTextInATimezoneOrARange:
         """The same through ``datetime(2020, 1, 1, tzinfo=tz)``."""
         code = _TZ + (
             "d = datetime.datetime(2020, 1, 1, tzinfo=tz)\n"
+            "h = delegate('helper', junk=[d] * 100)\nresult = 1"
+        )
+        outcome = _agent(run=code).run()
+
+        assert outcome.error_message == (
+            "Execution error in tester.run: UsageError: delegate options: more than 10000000 "
+            "characters"
+        )
+
+    def test_delegate_options_holding_a_datetime_in_a_zoneinfo_with_a_long_key_are_refused(
+        self,
+    ) -> None:
+        """``zoneinfo.ZoneInfo.from_file`` takes any ``key``: a datetime in a zone read from a
+        52-byte TZif with a million-character key writes the key in its ``repr``. Counted as
+        one before (the datetime's kind), it is its zone's ``repr`` now."""
+        code = (
+            "import io, zoneinfo, datetime\n"
+            "data = b'TZif' + bytes(35) + bytes([1, 0, 0, 0, 4]) + bytes(6) + b'UTC' + bytes(1)\n"
+            "z = zoneinfo.ZoneInfo.from_file(io.BytesIO(data), key='k' * 1_000_000)\n"
+            "d = datetime.datetime(2020, 1, 1, tzinfo=z)\n"
             "h = delegate('helper', junk=[d] * 100)\nresult = 1"
         )
         outcome = _agent(run=code).run()
