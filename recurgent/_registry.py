@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recurgent._tool_telemetry import ToolObservation, merge_observations, reflects
-from recurgent._values import utc_timestamp
+from recurgent._values import safe_repr, utc_timestamp
 from recurgent.errors import GuardrailViolationError
 
 __all__ = [
@@ -111,20 +111,44 @@ def record_tool_use(
         entry.update(merge_observations(entry, [observation]))
 
 
-def _executable_paths(value: Any, path: str, depth: int = 0) -> list[str]:
-    if depth > 32 or value is None or isinstance(value, str | int | float | bool):
-        return []
-    # Agents and handles are not callable themselves; they carry a class-level marker.
-    if callable(value) or getattr(type(value), "__recurgent_agent__", False):
-        return [path]
+# Most paths a registry violation names, and characters of each key a path writes.
+_MOST_PATHS = 20
+_PATH_KEY_CHARS = 80
+
+
+def _executable_paths(value: Any, path: str) -> list[str]:
+    """Where agents or callables sit in ``value``: each container visited once, each key
+    written (bounded) only for a path found. Writing every key's ``repr`` on the way down made
+    a program's tuple key of 30 000 shared 6 000-character strings 180 million characters per
+    check, and a shared list was walked once per reference (red team R17)."""
     found: list[str] = []
-    if isinstance(value, Mapping):
-        for key, child in value.items():
-            found += _executable_paths(child, f"{path}[{key!r}]", depth + 1)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for index, child in enumerate(value):
-            found += _executable_paths(child, f"{path}[{index}]", depth + 1)
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack and len(found) < _MOST_PATHS:
+        item, steps = stack.pop()
+        if len(steps) > 32 or item is None or isinstance(item, str | int | float | bool):
+            continue
+        # Agents and handles are not callable themselves; they carry a class-level marker.
+        if callable(item) or getattr(type(item), "__recurgent_agent__", False):
+            found.append(path + "".join(_step_text(step) for step in steps))
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Mapping):
+            children = [(child, (*steps, (key,))) for key, child in item.items()]
+        elif isinstance(item, list | tuple | set | frozenset):
+            children = [(child, (*steps, index)) for index, child in enumerate(item)]
+        else:
+            continue
+        stack.extend(reversed(children))
     return found
+
+
+def _step_text(step: Any) -> str:
+    if isinstance(step, tuple):  # a mapping's key
+        return f"[{safe_repr(step[0], (), limit=_PATH_KEY_CHARS)}]"
+    return f"[{step}]"
 
 
 def integrity_violation(
