@@ -27,7 +27,7 @@ from recurgent._redact import MASK, environment_secrets, is_secret_key, redact
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
-    "FIXED_SIZE_KINDS",
+    "KEPT_ATOM_KINDS",
     "SafeRepr",
     "describe",
     "int_text",
@@ -615,10 +615,10 @@ _REMEMBERED_TEXTS = 64
 # sys.getsizeof of a Decimal whose coefficient fits the four words allocated at least (76
 # digits): a longer one is measured by its text.
 _SMALL_DECIMAL = sys.getsizeof(decimal.Decimal(0))
-#: Values of a small size that a result may hold besides JSON's types (the sandbox's rebuild
-#: keeps them as they are; ``outgrows`` counts each as one character, except a range's ints and
-#: a timezone's name, which are any size, red team R17).
-FIXED_SIZE_KINDS = frozenset(
+#: Kinds besides JSON's that a result may hold and the sandbox's rebuild keeps as they are
+#: (besides Decimal and Fraction). Most write a few characters; a range's ints and a
+#: timezone's name (in a datetime's or time's text too) are any size (red team R17).
+KEPT_ATOM_KINDS = frozenset(
     {
         complex,
         range,
@@ -630,8 +630,8 @@ FIXED_SIZE_KINDS = frozenset(
     }
 )
 # Kinds whose text is a few characters, counted as one without a look (the commonest atoms
-# of an answer besides numbers and strings, and the fixed-size values ``rebuild`` keeps).
-_SHORT_ATOMS = (FIXED_SIZE_KINDS - {range, datetime.timezone, datetime.datetime, datetime.time}) | {
+# of an answer besides numbers and strings, and the kept kinds whose text is short).
+_SHORT_ATOMS = frozenset({complex, datetime.date, datetime.timedelta}) | {
     type(None),
     bool,
     re.Pattern,

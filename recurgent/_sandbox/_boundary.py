@@ -43,7 +43,7 @@ from recurgent._sandbox._decimal_operands import SandboxDecimal
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
 from recurgent._sandbox._modules import ModuleFacade
-from recurgent._values import FIXED_SIZE_KINDS, json_safe, outgrows
+from recurgent._values import KEPT_ATOM_KINDS, json_safe, outgrows
 from recurgent._where import Location, Where
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
@@ -61,7 +61,7 @@ __all__ = [
 
 MAX_DEPTH = 64
 SCALAR_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
-KEPT_TYPES = FIXED_SIZE_KINDS | {decimal.Decimal, fractions.Fraction}
+KEPT_TYPES = KEPT_ATOM_KINDS | {decimal.Decimal, fractions.Fraction}
 # Host subclasses of these (the sandbox's checked numbers) run no generated code either.
 _KEPT_BASES = (
     decimal.Decimal,
