@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import math
 import os
 import threading
 import time
@@ -376,7 +377,8 @@ class _WatchdogService:
 
     Attempts register while they run. With none registered for a second the thread sleeps on a
     condition, so an idle process pays nothing; a forked child, whose copy has no thread, starts
-    its own.
+    its own. An attempt that ends after the thread's sleep has ended waits for its visit, which
+    hands it the interpreter lock at once (ADR 0140).
     """
 
     def __init__(self, period: float, linger_polls: int = 50) -> None:
@@ -388,6 +390,9 @@ class _WatchdogService:
         self._thread: threading.Thread | None = None
         # True while the thread sleeps on the condition: only then does a new attempt wake it.
         self._waiting = False
+        # When the thread's sleep between two visits ends (monotonic seconds; infinity while it
+        # sleeps on the condition or does not run): an attempt ending later hands it its turn.
+        self._due = math.inf
 
     def forget_after_fork(self) -> None:
         """In a forked child: nothing watched and no thread (the parent's does not exist here);
@@ -395,6 +400,7 @@ class _WatchdogService:
         self._tickers = {}
         self._thread = None
         self._waiting = False
+        self._due = math.inf
 
     def register(self, ticker: Watched) -> bool:
         """Watch ``ticker``; False when no thread can be started (the attempt runs unwatched)."""
@@ -414,13 +420,29 @@ class _WatchdogService:
                 self._thread = thread
                 self._waiting = False
             elif self._waiting:
-                self._condition.notify()
+                self._condition.notify_all()
         return True
 
     def unregister(self, ticker: Watched) -> None:
-        """Stop watching ``ticker``."""
-        with self._condition:
+        """Stop watching ``ticker``; first let the thread visit when its sleep has ended."""
+        condition = self._condition
+        with condition:
             self._tickers.pop(id(ticker), None)
+            due = self._due
+            if time.monotonic() < due:
+                return
+            thread = self._thread
+            if thread is None or not thread.is_alive():
+                return
+            # The thread is awake and waits for the interpreter lock, which this thread holds.
+            # Each time this thread releases it (a system call: the memory reading, a log
+            # line), the thread is woken and mostly loses the race to take it, so it waits on
+            # through many calls, each then paying for its wake (ADR 0140). Waiting here hands
+            # it the lock at once; it visits, sets its next due time and notifies.
+            if not condition.wait_for(lambda: self._due != due, _HANDOFF_SECONDS):
+                # No visit came (a thread held up elsewhere): the next attempts do not wait
+                # for it again before one more period has passed.
+                self._due = time.monotonic() + self._period
 
     @property
     def watching(self) -> int:
@@ -442,6 +464,8 @@ class _WatchdogService:
                     idle += 1
                 else:
                     self._waiting = True
+                    self._due = math.inf
+                    condition.notify_all()  # an attempt waiting for a visit waits no longer
                     while not self._tickers:
                         condition.wait()
                     self._waiting = False
@@ -452,8 +476,14 @@ class _WatchdogService:
                     ticker.watch()
                 except Exception:  # noqa: BLE001 - one attempt's failure must not end the watch
                     continue
+            with condition:
+                self._due = time.monotonic() + self._period
+                condition.notify_all()  # the attempts that handed this thread its turn
             time.sleep(self._period)
 
+
+# The longest an ending attempt waits for the watchdog's visit it handed the turn to.
+_HANDOFF_SECONDS = 0.005
 
 WATCHDOG = _WatchdogService(period=0.02)
 if hasattr(os, "register_at_fork"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -11,7 +12,7 @@ import freezegun
 import pytest
 
 from recurgent import Agent
-from recurgent._sandbox import ExecutionResult, SandboxLimits
+from recurgent._sandbox import ExecutionResult, SandboxLimits, _limits
 from recurgent._sandbox._limits import MemoryMeter, _WatchdogService
 from recurgent.errors import ExecutionTimeoutError, ResourceLimitError, UsageError
 from recurgent.testing import ScriptedProvider
@@ -366,7 +367,7 @@ class _CountingTicker:
 
 
 class TestWatchdogLinger:
-    """The watchdog thread polls for a while after the last attempt, then sleeps (ADR 0063)."""
+    """The watchdog thread polls for a while after the last attempt, then sleeps (ADR 0140)."""
 
     def test_it_sleeps_after_lingering_and_a_new_attempt_wakes_it(self) -> None:
         """After linger_polls idle periods it waits; registering again wakes it to nudge."""
@@ -400,6 +401,127 @@ class TestWatchdogLinger:
         assert second.nudged.wait(5)
         assert service._waiting is False
         service.unregister(second)  # type: ignore[arg-type]
+
+
+class TestWatchdogHandoff:
+    """An attempt that ends after the watchdog's sleep has ended lets it visit first (ADR 0140):
+    the thread is then waiting for the interpreter lock, and waiting for it here hands it over
+    instead of waking it at every system call of the calls that follow."""
+
+    def test_an_attempt_ending_before_the_due_time_does_not_wait(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With the thread asleep until a later moment, unregistering waits for nothing."""
+        service = _WatchdogService(period=30.0, linger_polls=0)
+        ticker = _CountingTicker()
+        assert service.register(ticker)  # type: ignore[arg-type]
+        assert ticker.nudged.wait(5)  # the first visit; the thread now sleeps for 30 s
+        waits: list[float | None] = []
+        real_wait_for = service._condition.wait_for
+
+        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
+            waits.append(timeout)
+            return real_wait_for(predicate, timeout)
+
+        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        wait_until(lambda: service._due != math.inf)
+
+        service.unregister(ticker)  # type: ignore[arg-type]
+
+        assert waits == []
+        assert service.watching == 0
+
+    def test_an_attempt_ending_after_the_due_time_returns_once_the_thread_has_visited(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Past the due time, unregistering waits until the thread has visited and set its next
+        due time; the visit comes (the wait returns true) and the due time moved on."""
+        monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 5.0)
+        service = _WatchdogService(period=0.001, linger_polls=10_000)
+        ticker = _CountingTicker()
+        assert service.register(ticker)  # type: ignore[arg-type]
+        assert ticker.nudged.wait(5)
+        outcomes: list[bool] = []
+        real_wait_for = service._condition.wait_for
+
+        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
+            outcomes.append(real_wait_for(predicate, timeout))
+            return outcomes[-1]
+
+        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        with service._condition:
+            service._due = past = time.monotonic() - 1.0
+
+        service.unregister(ticker)  # type: ignore[arg-type]
+
+        assert outcomes == [True]
+        assert service._due > past + 1.0
+
+    def test_a_visit_that_does_not_come_stops_the_waiting_for_a_period(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A thread held up elsewhere (here: asleep for 30 s while its due time says it is
+        awake) costs one short wait; the next attempts do not wait for it again."""
+        monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 0.01)
+        service = _WatchdogService(period=30.0, linger_polls=0)
+        first, second = _CountingTicker(), _CountingTicker()
+        assert service.register(first)  # type: ignore[arg-type]
+        assert first.nudged.wait(5)
+        wait_until(lambda: service._due != math.inf)
+        waits: list[float | None] = []
+        real_wait_for = service._condition.wait_for
+
+        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
+            waits.append(timeout)
+            return real_wait_for(predicate, timeout)
+
+        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        with service._condition:
+            service._due = 0.0
+        before = time.monotonic()
+
+        service.unregister(first)  # type: ignore[arg-type]
+        assert service.register(second)  # type: ignore[arg-type]
+        service.unregister(second)  # type: ignore[arg-type]
+
+        assert waits == [0.01]
+        assert service._due >= before + 30.0
+
+    def test_without_a_live_thread_nothing_waits(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A service with no thread (a forked child's copy before its first attempt) never
+        waits for a visit, whatever its due time says."""
+        service = _WatchdogService(period=0.001)
+        ticker = _CountingTicker()
+        waits: list[float | None] = []
+        monkeypatch.setattr(
+            service._condition, "wait_for", lambda predicate, timeout=None: waits.append(timeout)
+        )
+        with service._condition:
+            service._due = 0.0
+            service._tickers[id(ticker)] = ticker  # type: ignore[assignment]
+
+        service.unregister(ticker)  # type: ignore[arg-type]
+
+        assert waits == []
+        assert service.watching == 0
+
+    def test_a_forked_childs_copy_has_no_due_time(self) -> None:
+        """After a fork the copy's thread does not exist: its due time is cleared with it."""
+        service = _WatchdogService(period=0.001)
+        with service._condition:
+            service._due = 12.5
+
+        service.forget_after_fork()
+
+        assert service._due == math.inf
+
+
+def wait_until(condition: Any, seconds: float = 5.0) -> None:
+    """Poll ``condition`` until it holds (a thread's first visit sets what the specs read)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the watchdog thread did not get there"
+        time.sleep(0.001)
 
 
 class TestNoPidPerAttempt:
