@@ -27,6 +27,7 @@ from recurgent._redact import MASK, environment_secrets, is_secret_key, redact
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "DISPLAY_MAX_CHARS",
     "KEPT_ATOM_KINDS",
     "SafeRepr",
     "describe",
@@ -224,19 +225,34 @@ class _BoundedRepr(SafeRepr):
         return text
 
 
+#: The most characters a value is shown with in full (ADR 0142). A program's answer may repeat its
+#: parts: ten megabytes of memory make ten gigabytes of text, which a notebook displaying the
+#: outcome, or an f-string, would otherwise write.
+DISPLAY_MAX_CHARS = 1_000_000
+_DISPLAY_PREVIEW_CHARS = 2_000
+
+
 def describe(value: Any, *, use_repr: bool) -> str:
     """``repr(value)`` or ``str(value)`` for display; never raises (huge ints, broken dunders).
 
     Unlike :func:`safe_repr` the text is neither redacted nor shortened when the plain
-    conversion works: it is what the caller's own value looks like.
+    conversion works: it is what the caller's own value looks like. A value whose text surely
+    holds more than :data:`DISPLAY_MAX_CHARS` characters (:func:`outgrows`) is shown by the
+    bounded, redacted :func:`safe_repr` of its first 2 000 characters and a note instead.
     """
     try:
+        if outgrows(value, DISPLAY_MAX_CHARS):
+            preview = safe_repr(value, limit=_DISPLAY_PREVIEW_CHARS)
+            return (
+                f"{preview} <not shown in full: its text is over {DISPLAY_MAX_CHARS:,} "
+                "characters; the value itself is whole>"
+            )
         return repr(value) if use_repr else str(value)
     except Exception as error:  # noqa: BLE001 - describing a value must not raise
         if isinstance(value, int) and not isinstance(value, bool):
             return int_text(value)
         try:
-            rendered = json_safe(value)
+            rendered = json_safe(value, budget=DISPLAY_MAX_CHARS)
             return (
                 rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
             )

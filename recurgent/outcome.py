@@ -41,12 +41,13 @@ from recurgent._outcome_bounds import (
     checked_error_type as _checked_error_type,
     cut_error_message as _cut_error_message,
 )
-from recurgent._values import describe, json_safe
+from recurgent._values import DISPLAY_MAX_CHARS, describe, json_safe, outgrows
 from recurgent.errors import InvalidOutcomeError, error_for
 
 __all__ = [
     "MAX_ERROR_MESSAGE_CHARS",
     "MAX_ERROR_TYPE_CHARS",
+    "MAX_JSON_DUMP_CHARS",
     "Outcome",
     "OutcomeFlag",
     "coerce_outcome",
@@ -222,6 +223,22 @@ def _build_error(
     )
 
 
+#: The longest JSON text :meth:`Outcome.model_dump_json` writes of a value or metadata (ADR 0142).
+MAX_JSON_DUMP_CHARS = 64_000_000
+
+
+class _Described:
+    """Stands for a value too long to show: its ``repr`` is the value's bounded description."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __repr__(self) -> str:
+        return self._text
+
+
 class Outcome(BaseModel):
     """The typed result of a dynamic call: ``ok`` with a value, or ``error`` with a type.
 
@@ -280,6 +297,13 @@ class Outcome(BaseModel):
 
     @field_serializer("value", "metadata", mode="wrap", when_used="json")
     def _dump_json_safely(self, data: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # A value whose parts repeat (a program's answer may be ten megabytes of memory and ten
+        # gigabytes of JSON) is refused before a character is written (ADR 0142).
+        if outgrows(data, MAX_JSON_DUMP_CHARS):
+            raise ValueError(
+                f"this outcome's JSON text would be over {MAX_JSON_DUMP_CHARS:,} characters "
+                "(a large value, or one whose parts repeat); serialize what you need of outcome.value"
+            )
         # A value may be any object (an Agent, bytes that are not UTF-8); a JSON dump renders
         # what pydantic cannot serialize the way the call log does instead of failing.
         try:
@@ -330,11 +354,13 @@ class Outcome(BaseModel):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The outcome as JSON-ready data: ``json.dumps(out.to_dict())`` always works.
+        """The outcome as JSON-ready data: ``json.dumps(out.to_dict())`` works.
 
         It is ``model_dump(mode="json")``: a value JSON cannot hold (a set, bytes, an object)
         is rendered the way the call log renders it. ``json.dumps(out)`` itself is refused, as
-        for any object: an Outcome is not a dict.
+        for any object: an Outcome is not a dict. A value or metadata whose JSON text would be
+        over :data:`MAX_JSON_DUMP_CHARS` characters is refused with pydantic's
+        ``PydanticSerializationError`` before any of it is written (ADR 0142).
         """
         return self.model_dump(mode="json")
 
@@ -385,10 +411,15 @@ class Outcome(BaseModel):
             f"error_message={self.error_message!r}, retriable={self.retriable!r})"
         )
 
-    def __rich_repr__(self) -> Iterator[Any]:  # pragma: no cover - notebook nicety
+    def __rich_repr__(self) -> Iterator[Any]:
+        # rich renders what this yields in full: a value too long to show is yielded as its
+        # bounded description (ADR 0142).
         yield "status", self.status
         if self.status == "ok":
-            yield "value", self.value
+            value = self.value
+            if outgrows(value, DISPLAY_MAX_CHARS):
+                value = _Described(describe(value, use_repr=True))
+            yield "value", value
         else:
             yield "error_type", self.error_type
             yield "error_message", self.error_message

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from recurgent import Agent, Outcome
 from recurgent.errors import ExecutionError, InvalidOutcomeError
@@ -406,6 +407,78 @@ class TestJson:
         assert Outcome.ok(agent).model_dump(mode="json")["value"] == "<Agent(helper) context=[]>"
         assert Outcome.ok(b"\xffok").model_dump(mode="json")["value"] == "\ufffdok"
         assert json.loads(Outcome.ok(b"\xff").model_dump_json())["value"] == "\ufffd"
+
+
+class TestDisplayIsBounded:
+    """A value whose text is too long to show is described, not written out (ADR 0142): a
+    program's answer may repeat its parts, so a few kilobytes of memory are megabytes (or
+    gigabytes) of text, which displaying the outcome in a notebook or an f-string wrote."""
+
+    MARKER = (
+        " <not shown in full: its text is over 1,000,000 characters; the value itself is whole>"
+    )
+
+    @staticmethod
+    def _repeating_answer() -> Outcome:
+        # 100 rows of 100 references to one 1 000-character string: 10 MB of text.
+        program = "s = 'x' * 1000\nrow = [s] * 100\nreturn [row] * 100"
+        agent = Agent("t", provider=ScriptedProvider({"make": program}), log=False)
+        return agent.make()
+
+    def test_repr_shows_a_bounded_preview_and_the_value_stays_whole(self) -> None:
+        """repr is the first 2 000 characters and the note; the value is untouched."""
+        outcome = self._repeating_answer()
+
+        text = repr(outcome)
+
+        assert (len(text), text[:24], text.endswith(self.MARKER + ")")) == (
+            2125,
+            "Outcome(ok, value=[['xxx",
+            True,
+        )
+        assert (len(outcome.value), outcome.value[0] is outcome.value[1]) == (100, True)
+        assert outcome.value[99][99] == "x" * 1000
+
+    def test_str_shows_the_same_preview(self) -> None:
+        """str is the preview and the note, without the envelope."""
+        text = str(self._repeating_answer())
+
+        assert (len(text), text[:5], text.endswith(self.MARKER)) == (2106, "[['xx", True)
+
+    def test_a_value_at_the_limit_is_shown_whole_and_one_past_it_is_not(self) -> None:
+        """A 999 998-character string's repr is exactly 1 000 000 characters: shown whole; one
+        character more and it is described."""
+        at_limit = Outcome.ok("y" * 999_998)
+        past_limit = Outcome.ok("y" * 999_999)
+
+        assert str(at_limit) == "y" * 999_998
+        assert repr(at_limit) == "Outcome(ok, value='" + "y" * 999_998 + "')"
+        assert (len(str(past_limit)), str(past_limit).endswith(self.MARKER)) == (2106, True)
+
+    def test_rich_is_handed_the_description(self) -> None:
+        """rich renders what __rich_repr__ yields in full: a long value is yielded as an object
+        whose repr is the description; a short one as itself."""
+        outcome = self._repeating_answer()
+
+        fields = list(outcome.__rich_repr__())
+
+        assert fields[0] == ("status", "ok")
+        assert repr(fields[1][1]) == repr(outcome)[len("Outcome(ok, value=") : -1]
+        assert list(Outcome.ok([1, 2]).__rich_repr__()) == [("status", "ok"), ("value", [1, 2])]
+
+    def test_a_json_dump_past_the_cap_is_refused_before_writing(self) -> None:
+        """model_dump_json of a value whose JSON text is over 64 000 000 characters raises
+        (pydantic's serialization error, naming the cap) instead of writing it."""
+        outcome = Outcome.ok([["x" * 1000] * 1000] * 65)
+
+        with pytest.raises(PydanticSerializationError, match="over 64,000,000 characters"):
+            outcome.model_dump_json()
+
+    def test_a_json_dump_under_the_cap_is_whole(self) -> None:
+        """A value of a megabyte of JSON text dumps in full."""
+        value = ["z" * 1000] * 1000
+
+        assert json.loads(Outcome.ok(value).model_dump_json())["value"] == value
 
 
 class TestAttributionInGeneratedCode:
