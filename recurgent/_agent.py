@@ -39,6 +39,7 @@ from recurgent._profiles import ProfileBinding
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import generated_code_running
 from recurgent._self_model import self_model
+from recurgent._values import key_listing
 from recurgent._worker._slot import LaneSlot, Preparation
 from recurgent.errors import (
     GuardrailViolationError,
@@ -476,11 +477,15 @@ class Agent(ChildAgents):
         del self._agent.memory[name]
 
     def __dir__(self) -> list[str]:
-        memory_names = (str(key) for key in self._agent.memory)
+        # Only a key that is a name can be read as an attribute; a key that is not a string may
+        # be a tuple whose parts repeat, gigabytes as text (ADR 0142).
+        memory_names = (
+            key for key in list(self._agent.memory) if type(key) is str and key.isidentifier()
+        )
         return sorted({*_PUBLIC, *(n for n in memory_names if n not in PROBE_NAMES)})
 
     def __repr__(self) -> str:
-        return f"<Agent({self._agent.role}) context={list(map(str, self._agent.memory))!r}>"
+        return f"<Agent({self._agent.role}) context={key_listing(self._agent.memory)}>"
 
     # str() runs implicitly (f-strings, logging, exception text), so unlike Ruby's to_s it never
     # makes a dynamic call.

@@ -33,6 +33,7 @@ __all__ = [
     "describe",
     "int_text",
     "json_safe",
+    "key_listing",
     "outgrows",
     "safe_repr",
     "secret_values",
@@ -258,6 +259,27 @@ def describe(value: Any, *, use_repr: bool) -> str:
             )
         except Exception:  # noqa: BLE001 - last resort below
             return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
+
+
+#: Memory keys an agent's ``repr`` lists, and the characters shown of each (ADR 0142).
+SHOWN_KEYS = 50
+SHOWN_KEY_CHARS = 80
+
+
+def key_listing(keys: Collection[Any]) -> str:
+    """``repr`` of the first :data:`SHOWN_KEYS` of ``keys`` as text, each cut to
+    :data:`SHOWN_KEY_CHARS` characters, and how many more there are.
+
+    A key that is not a string is shown by its bounded :func:`safe_repr`: memory may hold a
+    tuple key whose parts repeat, whose plain ``str`` is gigabytes (ADR 0142).
+    """
+    shown = [
+        shorten(key, SHOWN_KEY_CHARS) if type(key) is str else safe_repr(key, limit=SHOWN_KEY_CHARS)
+        for key in itertools.islice(keys, SHOWN_KEYS)
+    ]
+    listed = repr(shown)
+    more = len(keys) - len(shown)
+    return f"{listed[:-1]}, ...<{more} more>]" if more > 0 else listed
 
 
 class _Walk:

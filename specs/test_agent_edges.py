@@ -254,3 +254,49 @@ class TestAnyKeywordName:
 
         assert agent.run().value == 7
         assert seen == [{"self": 7}]
+
+
+class TestReprAndDirAreBounded:
+    """repr and dir of an agent show memory keys boundedly (ADR 0142): a program may store a
+    tuple key whose parts repeat, gigabytes as plain text, and a notebook runs both."""
+
+    PROGRAM = "k = (('x' * 1000,) * 100,) * 100\ncontext[k] = 1\ncontext['total'] = 2\nreturn 1"
+
+    def _hostile(self) -> Agent:
+        agent = Agent("t", provider=FunctionProvider(lambda request: self.PROGRAM), log=False)
+        assert agent.make().status == "ok"
+        return agent
+
+    def test_a_tuple_key_is_shown_by_its_bounded_repr(self) -> None:
+        """The 10 MB tuple key is shown by its first 80 characters and safe_repr's marker."""
+        agent = self._hostile()
+
+        assert repr(agent) == (
+            "<Agent(t) context=['conversation_history', \"(('"
+            + "x" * 77
+            + "...<1024 more chars>\", 'total']>"
+        )
+
+    def test_dir_lists_only_keys_that_are_names(self) -> None:
+        """dir lists memory keys that can be read as attributes; the tuple key is not one."""
+        agent = self._hostile()
+
+        names = dir(agent)
+
+        assert ("total" in names, "conversation_history" in names) == (True, True)
+        assert [name for name in names if not name.isidentifier()] == []
+
+    def test_repr_lists_fifty_keys_and_counts_the_rest(self) -> None:
+        """Sixty keys: the first fifty, then how many more."""
+        agent, _ = _agent()
+        agent.remember(**{f"k{index}": index for index in range(60)})
+
+        listed = ", ".join(f"'k{index}'" for index in range(50))
+        assert repr(agent) == f"<Agent(calculator) context=[{listed}, ...<10 more>]>"
+
+    def test_a_long_string_key_is_cut_to_80_characters(self) -> None:
+        """A 100-character key shows 80 and the length marker."""
+        agent, _ = _agent()
+        agent.remember(**{"a" * 100: 1})
+
+        assert repr(agent) == ("<Agent(calculator) context=['" + "a" * 80 + "...<20 more chars>']>")
