@@ -38,6 +38,7 @@ __all__ = [
     "safe_repr",
     "secret_values",
     "shorten",
+    "too_long_to_show",
     "utc_timestamp",
 ]
 
@@ -231,6 +232,25 @@ class _BoundedRepr(SafeRepr):
 #: outcome, or an f-string, would otherwise write.
 DISPLAY_MAX_CHARS = 1_000_000
 _DISPLAY_PREVIEW_CHARS = 2_000
+# The kinds whose text can be far longer than their memory (parts written once per reference);
+# any other object is shown by its own repr, which the walk would otherwise run a second time.
+_REPEATING_KINDS = (
+    str,
+    bytes,
+    bytearray,
+    list,
+    tuple,
+    dict,
+    set,
+    frozenset,
+    collections.deque,
+    BaseException,
+)
+
+
+def too_long_to_show(value: Any) -> bool:
+    """Whether ``value``'s text surely holds more than :data:`DISPLAY_MAX_CHARS` characters."""
+    return isinstance(value, _REPEATING_KINDS) and outgrows(value, DISPLAY_MAX_CHARS)
 
 
 def describe(value: Any, *, use_repr: bool) -> str:
@@ -242,7 +262,7 @@ def describe(value: Any, *, use_repr: bool) -> str:
     bounded, redacted :func:`safe_repr` of its first 2 000 characters and a note instead.
     """
     try:
-        if outgrows(value, DISPLAY_MAX_CHARS):
+        if too_long_to_show(value):
             preview = safe_repr(value, limit=_DISPLAY_PREVIEW_CHARS)
             return (
                 f"{preview} <not shown in full: its text is over {DISPLAY_MAX_CHARS:,} "
@@ -273,9 +293,11 @@ def key_listing(keys: Collection[Any]) -> str:
     A key that is not a string is shown by its bounded :func:`safe_repr`: memory may hold a
     tuple key whose parts repeat, whose plain ``str`` is gigabytes (ADR 0142).
     """
+    # Taken in one C-level step: another thread may add a key while the text is made.
+    head = list(itertools.islice(keys, SHOWN_KEYS))
     shown = [
         shorten(key, SHOWN_KEY_CHARS) if type(key) is str else safe_repr(key, limit=SHOWN_KEY_CHARS)
-        for key in itertools.islice(keys, SHOWN_KEYS)
+        for key in head
     ]
     listed = repr(shown)
     more = len(keys) - len(shown)

@@ -41,7 +41,7 @@ from recurgent._outcome_bounds import (
     checked_error_type as _checked_error_type,
     cut_error_message as _cut_error_message,
 )
-from recurgent._values import DISPLAY_MAX_CHARS, describe, json_safe, outgrows
+from recurgent._values import describe, json_safe, outgrows, too_long_to_show
 from recurgent.errors import InvalidOutcomeError, error_for
 
 __all__ = [
@@ -417,7 +417,7 @@ class Outcome(BaseModel):
         yield "status", self.status
         if self.status == "ok":
             value = self.value
-            if outgrows(value, DISPLAY_MAX_CHARS):
+            if too_long_to_show(value):
                 value = _Described(describe(value, use_repr=True))
             yield "value", value
         else:

@@ -466,6 +466,17 @@ class TestDisplayIsBounded:
         assert repr(fields[1][1]) == repr(outcome)[len("Outcome(ok, value=") : -1]
         assert list(Outcome.ok([1, 2]).__rich_repr__()) == [("status", "ok"), ("value", [1, 2])]
 
+    def test_a_host_objects_repr_runs_once(self) -> None:
+        """An object of the host's own is shown by its repr, which runs once (no walk of it)."""
+        calls: list[int] = []
+
+        class Frame:
+            def __repr__(self) -> str:
+                calls.append(1)
+                return "<Frame 3x2>"
+
+        assert (repr(Outcome.ok(Frame())), calls) == ("Outcome(ok, value=<Frame 3x2>)", [1])
+
     def test_a_json_dump_past_the_cap_is_refused_before_writing(self) -> None:
         """model_dump_json of a value whose JSON text is over 64 000 000 characters raises
         (pydantic's serialization error, naming the cap) instead of writing it."""
