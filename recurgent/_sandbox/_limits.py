@@ -393,6 +393,9 @@ class _WatchdogService:
         # When the thread's sleep between two visits ends (monotonic seconds; infinity while it
         # sleeps on the condition or does not run): an attempt ending later hands it its turn.
         self._due = math.inf
+        # Set by an attempt that handed the thread its turn: the process is busy, though the
+        # thread then finds no attempt registered (the ending one left first).
+        self._handed_off = False
 
     def forget_after_fork(self) -> None:
         """In a forked child: nothing watched and no thread (the parent's does not exist here);
@@ -439,6 +442,7 @@ class _WatchdogService:
             # line), the thread is woken and mostly loses the race to take it, so it waits on
             # through many calls, each then paying for its wake (ADR 0140). Waiting here hands
             # it the lock at once; it visits, sets its next due time and notifies.
+            self._handed_off = True
             if not condition.wait_for(lambda: self._due != due, _HANDOFF_SECONDS):
                 # No visit came (a thread held up elsewhere): the next attempts do not wait
                 # for it again before one more period has passed.
@@ -451,39 +455,49 @@ class _WatchdogService:
             return len(self._tickers)
 
     def _watch(self) -> None:
-        # After the last attempt the thread keeps polling for linger_polls periods (one second)
-        # before it sleeps on the condition: back-to-back calls then never pay for waking it
-        # (a futex wake and a context switch per call), and an idle process still sleeps.
-        condition = self._condition
         idle = 0
         while True:
-            with condition:
-                if self._tickers:
-                    idle = 0
-                elif idle < self._linger_polls:
-                    idle += 1
-                else:
-                    self._waiting = True
-                    self._due = math.inf
-                    condition.notify_all()  # an attempt waiting for a visit waits no longer
-                    while not self._tickers:
-                        condition.wait()
-                    self._waiting = False
-                    idle = 0
-                tickers = list(self._tickers.values())
-            for ticker in tickers:
-                try:
-                    ticker.watch()
-                except Exception:  # noqa: BLE001 - one attempt's failure must not end the watch
-                    continue
-            with condition:
-                self._due = time.monotonic() + self._period
-                condition.notify_all()  # the attempts that handed this thread its turn
+            idle = self._round(idle)
             time.sleep(self._period)
+
+    def _round(self, idle: int) -> int:
+        """One round of the thread: visit every running attempt and set the next due time;
+        return how many rounds in a row found the process idle.
+
+        After the last attempt the thread keeps polling for linger_polls rounds (one second)
+        before it sleeps on the condition: back-to-back calls then never pay for waking it (a
+        futex wake and a context switch per call), and an idle process still sleeps. A round
+        an ending attempt handed over is not idle, though that attempt has left (ADR 0140).
+        """
+        condition = self._condition
+        with condition:
+            if self._tickers or self._handed_off:
+                idle = 0
+                self._handed_off = False
+            elif idle < self._linger_polls:
+                idle += 1
+            else:
+                self._waiting = True
+                self._due = math.inf
+                condition.notify_all()  # an attempt waiting for a visit waits no longer
+                while not self._tickers:
+                    condition.wait()
+                self._waiting = False
+                idle = 0
+            tickers = list(self._tickers.values())
+        for ticker in tickers:
+            try:
+                ticker.watch()
+            except Exception:  # noqa: BLE001 - one attempt's failure must not end the watch
+                continue
+        with condition:
+            self._due = time.monotonic() + self._period
+            condition.notify_all()  # the attempts that handed this thread its turn
+        return idle
 
 
 # The longest an ending attempt waits for the watchdog's visit it handed the turn to.
-_HANDOFF_SECONDS = 0.005
+_HANDOFF_SECONDS = 0.001
 
 WATCHDOG = _WatchdogService(period=0.02)
 if hasattr(os, "register_at_fork"):

@@ -487,6 +487,43 @@ class TestWatchdogHandoff:
         assert waits == [0.01]
         assert service._due >= before + 30.0
 
+    def test_a_round_an_attempt_handed_over_is_not_idle(self) -> None:
+        """The ending attempt leaves before the visit it hands over: that round finds nothing
+        registered, yet counts as busy. Counted idle, fifty such rounds put the thread to sleep
+        on its condition in the middle of back-to-back calls, and each call's registration then
+        had to wake it."""
+        service = _WatchdogService(period=30.0, linger_polls=5)
+        service._handed_off = True
+
+        after_hand_off = service._round(3)
+        after_nothing = service._round(3)
+
+        assert (after_hand_off, after_nothing, service._handed_off) == (0, 4, False)
+        assert service._due > time.monotonic() + 29.0
+
+    def test_an_attempt_that_hands_over_says_so(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Unregistering past the due time marks the hand-off before it waits."""
+        monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 0.01)
+        service = _WatchdogService(period=30.0, linger_polls=0)
+        ticker = _CountingTicker()
+        assert service.register(ticker)  # type: ignore[arg-type]
+        assert ticker.nudged.wait(5)
+        wait_until(lambda: service._due != math.inf)
+        marked: list[bool] = []
+        real_wait_for = service._condition.wait_for
+
+        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
+            marked.append(service._handed_off)
+            return real_wait_for(predicate, timeout)
+
+        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        with service._condition:
+            service._due = 0.0
+
+        service.unregister(ticker)  # type: ignore[arg-type]
+
+        assert marked == [True]
+
     def test_without_a_live_thread_nothing_waits(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A service with no thread (a forked child's copy before its first attempt) never
         waits for a visit, whatever its due time says."""
