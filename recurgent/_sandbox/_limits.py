@@ -404,6 +404,7 @@ class _WatchdogService:
         self._thread = None
         self._waiting = False
         self._due = math.inf
+        self._handed_off = False
 
     def register(self, ticker: Watched) -> bool:
         """Watch ``ticker``; False when no thread can be started (the attempt runs unwatched)."""

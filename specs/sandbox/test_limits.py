@@ -547,10 +547,11 @@ class TestWatchdogHandoff:
         service = _WatchdogService(period=0.001)
         with service._condition:
             service._due = 12.5
+            service._handed_off = True
 
         service.forget_after_fork()
 
-        assert service._due == math.inf
+        assert (service._due, service._handed_off) == (math.inf, False)
 
 
 def wait_until(condition: Any, seconds: float = 5.0) -> None:
