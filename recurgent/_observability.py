@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from recurgent._forksafe import fork_safe_lock
 from recurgent._values import json_safe, safe_repr
 
@@ -87,12 +89,15 @@ class _AppendWriter:
         self._path = path
         self._directory_ready = False
 
-    def msg(self, message: str) -> None:
+    def msg(self, message: bytes | str) -> None:
         if not self._directory_ready:
             with _DIRECTORY_LOCK:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
             self._directory_ready = True
-        data = (message + "\n").encode("utf-8", "replace")
+        if isinstance(message, bytes):
+            data = message + b"\n"  # a rendered line (_fit): UTF-8 already
+        else:
+            data = (message + "\n").encode("utf-8", "replace")
         # O_NONBLOCK: a FIFO put in the log's place later must fail the write, not hang the call.
         flags = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK
         try:
@@ -109,33 +114,44 @@ class _AppendWriter:
     info = msg
 
 
-# json.dumps with these options builds an encoder per call; one encoder serves every line.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=safe_repr)
+# The standard library's encoder, for what pydantic-core's refuses (a lone surrogate, which it
+# cannot write as UTF-8) and for the cut lines below; compact, as pydantic-core writes.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=safe_repr, separators=(",", ":"))
 
 
-def _fit(fields: dict[str, Any]) -> str:
-    line = _ENCODER.encode(fields)
-    if len(line) * 4 < MAX_LINE_BYTES or len(line.encode("utf-8", "replace")) < MAX_LINE_BYTES:
+def _encoded(fields: Any) -> bytes:
+    # pydantic-core's encoder writes a line's 130 fields in about a third of the time the
+    # standard library's takes, and as UTF-8 bytes at once (ADR 0143).
+    try:
+        return to_json(fields, fallback=safe_repr)
+    except PydanticSerializationError:
+        return _ENCODER.encode(fields).encode("utf-8", "replace")
+
+
+def _fit(fields: dict[str, Any]) -> bytes:
+    """The line of ``fields`` as UTF-8 bytes, shorter than :data:`MAX_LINE_BYTES` (which counts
+    the newline)."""
+    line = _encoded(fields)
+    if len(line) < MAX_LINE_BYTES:
         return line
     for name in _BULKY_FIELDS:
         if fields.get(name) is not None:
             fields[name] = "<omitted: line too long>"
-    line = json.dumps(fields, ensure_ascii=False, default=safe_repr)
-    if len(line.encode("utf-8", "replace")) < MAX_LINE_BYTES:
+    line = _encoded(fields)
+    if len(line) < MAX_LINE_BYTES:
         return line
     # Only a pathological entry (a huge role or message) gets here: every string is cut short.
-    cut = json_safe(fields, max_chars=_LAST_RESORT_CHARS, max_items=64)
-    return json.dumps(cut, ensure_ascii=False, default=safe_repr)
+    return _encoded(json_safe(fields, max_chars=_LAST_RESORT_CHARS, max_items=64))
 
 
-def _render(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> str:
+def _render(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> bytes:
     fields = dict(event_dict)
     fields.pop("event", None)
     safe = json_safe(fields)
     return _fit(safe if isinstance(safe, dict) else {"entry": safe})
 
 
-def _render_prepared(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> str:
+def _render_prepared(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> bytes:
     # The entry's values are already bounded, redacted JSON types (CallState.log_entry); a
     # second walk over them doubled the cost of a line (ADR 0063). _fit still bounds the line.
     fields = dict(event_dict)

@@ -330,3 +330,25 @@ class TestWholeLines:
         lines = log_path.read_bytes().split(b"\n")
         assert lines[-1] == b""
         assert [json.loads(line)["index"] for line in lines[:-1]] == list(range(20))
+
+
+class TestEncoding:
+    """A line is compact JSON in UTF-8, written by pydantic-core's encoder, and by the standard
+    library's where that one refuses (ADR 0143)."""
+
+    def test_a_line_is_compact_utf8(self, tmp_path: Path) -> None:
+        """No space after a separator; non-ASCII text as UTF-8, not escapes."""
+        path = tmp_path / "calls.jsonl"
+
+        assert CallLogger(path).emit({"role": "café", "n": 1.5, "ok": None}, prepared=True)
+
+        assert path.read_bytes() == b'{"role":"caf\xc3\xa9","n":1.5,"ok":null}\n'
+
+    def test_a_lone_surrogate_is_written_as_a_question_mark(self, tmp_path: Path) -> None:
+        """Text with a lone surrogate (which UTF-8 cannot hold) still makes its line: the
+        surrogate becomes ``?``, as before pydantic-core wrote lines."""
+        path = tmp_path / "calls.jsonl"
+
+        assert CallLogger(path).emit({"stdout": "a\udc80b", "n": 2}, prepared=True)
+
+        assert path.read_bytes() == b'{"stdout":"a?b","n":2}\n'
