@@ -155,9 +155,11 @@ class TestDelegateOptionsOfEveryKindAreBounded:
         )
 
     def test_an_agent_counts_its_text_once_per_reference(self) -> None:
-        """A hundred references to a child whose memory holds a 200 000-character key are 20
-        million characters of ``repr`` (before: 100 characters, then 0.2 s of ``repr`` per 20
-        million in the key; 1.7 s for a 2-million-character key): refused."""
+        """A hundred references to a child whose memory holds a 200 000-character key were 20
+        million characters of ``repr`` (counted as 100 characters before R15, then 0.2 s of
+        ``repr`` per 20 million in the key; 1.7 s for a 2-million-character key), refused. Since
+        ADR 0142 an agent's ``repr`` shows a key's first 80 characters: the options are about
+        15 000 characters, and the call makes its one kept child."""
         provider = ScriptedProvider(
             {
                 ("tester", "run"): "h = delegate('store')\nh.fill(1)\n"
@@ -167,11 +169,7 @@ class TestDelegateOptionsOfEveryKindAreBounded:
         )
         outcome = Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False).run()
 
-        assert (outcome.status, outcome.error_type) == ("error", "execution")
-        assert outcome.error_message == (
-            "Execution error in tester.run: UsageError: delegate options: more than 10000000 "
-            "characters"
-        )
+        assert (outcome.status, outcome.value) == ("ok", 1)
 
     def test_options_under_the_bound_still_make_one_kept_child(self) -> None:
         """Bytes options under the bound are keyed as before: the same options twice give the
