@@ -22,6 +22,12 @@ with and without the hand-off taking turns in one process; docs/security.md has 
 3. A fork while a thread of the parent waits in the hand-off. Held: the child's condition is
    free with no waiters (ADR 0139), its due time and thread are forgotten, and its first
    attempt runs and is watched by a thread of its own (pinned below).
+4. BROKEN, fixed (ADR 0141): the memory cap of nested attempts. A delegated child measured its
+   growth from its own start while its parent, in its host section, was not checked, so each
+   level of nesting added a cap: four nested calls each holding 860 MB under the default 1 GiB
+   cap all answered, the process 3.4 GiB larger. A nested attempt (single, or a batch's item)
+   now measures from the lower of its and the enclosing attempt's baselines with the smaller
+   cap: the first child is stopped, the process 1 039 MiB larger at its peak.
 """
 
 from __future__ import annotations
