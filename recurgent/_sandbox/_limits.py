@@ -158,7 +158,8 @@ class SandboxLimits:
         default_http_timeout: Timeout of an HTTP request that names none.
         max_memory_bytes: Growth of the process's resident memory at which the attempt is
             stopped (checked by the watchdog where the platform reports it; ``None`` turns the
-            check off).
+            check off). An attempt started inside another is also held to the enclosing one's
+            budget, counted from the enclosing attempt's start (ADR 0141).
     """
 
     timeout_seconds: float = 30.0
