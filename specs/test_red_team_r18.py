@@ -28,11 +28,20 @@ with and without the hand-off taking turns in one process; docs/security.md has 
    cap all answered, the process 3.4 GiB larger. A nested attempt (single, or a batch's item)
    now measures from the lower of its and the enclosing attempt's baselines with the smaller
    cap: the first child is stopped, the process 1 039 MiB larger at its peak.
+5. Small, fixed: when the watchdog is held up, the first ending attempt to give up its wait
+   moved the due time on but did not notify, so the others waiting for the same visit each
+   waited to the end of their own 5 ms. It notifies them now.
+6. BROKEN, fixed: the due time was written and compared with ``time.monotonic``, which
+   freezegun replaces for the attempt's thread but not for the watchdog's (run by
+   ``threading``, which it leaves on the real clock): under a frozen clock every period's
+   first ending attempt waited its full 5 ms (200 back-to-back calls: 696 us each frozen, 500
+   us unfrozen). Both sides read the real clock now (479 and 458 us).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -40,13 +49,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import freezegun
 import pytest
 
 from recurgent import Agent
 from recurgent._async_stop import innermost
 from recurgent._sandbox import SandboxLimits, _limits, compile_program
 from recurgent._sandbox._batch import BatchSandbox
-from recurgent._sandbox._limits import WATCHDOG
+from recurgent._sandbox._limits import WATCHDOG, _WatchdogService
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider
 from specs.forking import report_of_a_child_forked_while_held
@@ -252,6 +262,77 @@ class TestAHeldUpWatchdog:
         # Forty children and the parent ended: one wait, for the 5 ms of the hand-off.
         assert waits == [_limits._HANDOFF_SECONDS]
         assert _left_behind() == (0, 0, True)
+
+    def test_a_wait_that_gives_up_releases_the_others_waiting(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Finding 5 (small, fixed): two threads wait for the same visit of a held-up watchdog,
+        a patient one (its wait made 60 s) and, after it, a brief one (50 ms). The brief one
+        gives up and moves the due time on; the patient one stops at once, as it would had it
+        come a moment later (before: it waited to the end of its own wait, up to 5 ms after
+        the other gave up)."""
+        ended: list[str] = []
+
+        def end_an_attempt(name: str) -> None:
+            ticker = _HeldVisit()
+            ticker.release.set()
+            assert WATCHDOG.register(ticker)
+            WATCHDOG.unregister(ticker)
+            ended.append(name)
+
+        with _watchdog_held_up():
+            monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 60.0)
+            patient = threading.Thread(target=end_an_attempt, args=("patient",), daemon=True)
+            patient.start()
+            deadline = time.monotonic() + 5
+            while not WATCHDOG._condition._waiters:  # type: ignore[attr-defined]
+                assert time.monotonic() < deadline, "the thread did not start waiting"
+                time.sleep(0.001)
+            monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 0.05)
+            end_an_attempt("brief")
+            patient.join(5)
+            finished = list(ended)  # before the watchdog is let go (its visit ends any wait)
+            monkeypatch.undo()
+
+        assert finished == ["brief", "patient"]
+        assert _left_behind() == (0, 0, True)
+
+
+class TestAFrozenClock:
+    """Finding 6 (fixed): the hand-off's due time and freezegun."""
+
+    def test_an_attempt_ending_under_a_frozen_clock_waits_only_when_the_thread_is_due(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The watchdog has just visited and sleeps for 30 s; under ``freeze_time`` an attempt
+        ends and waits for nothing. Before, the due time was written with ``time.monotonic``
+        on the watchdog's thread (freezegun leaves code run by ``threading`` on the real
+        clock) and compared with it on the attempt's (frozen: seconds since 1970), so every
+        attempt ending after a visit waited, mostly its full 5 ms: 200 back-to-back calls
+        took 696 us each frozen against 500 us unfrozen, 7 to 8 waits of 5 ms per 200."""
+        service = _WatchdogService(period=30.0, linger_polls=0)
+        ticker = _HeldVisit()
+        ticker.release.set()
+        assert service.register(ticker)
+        assert ticker.inside.wait(5)  # the first visit; the thread now sleeps for 30 s
+        deadline = _limits.monotonic_clock() + 5
+        while service._due == math.inf:
+            assert _limits.monotonic_clock() < deadline, "the thread did not set its due time"
+            time.sleep(0.001)
+        waits: list[float | None] = []
+        real_wait_for = service._condition.wait_for
+
+        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
+            waits.append(timeout)
+            return real_wait_for(predicate, timeout)
+
+        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+
+        with freezegun.freeze_time("2026-12-04 12:00:00"):
+            service.unregister(ticker)
+
+        assert waits == []
+        assert service.watching == 0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -444,6 +444,8 @@ class _WatchdogService:
         self._waiting = False
         # When the thread's sleep between two visits ends (monotonic seconds; infinity while it
         # sleeps on the condition or does not run): an attempt ending later hands it its turn.
+        # Written and compared on the real clock, never one freezegun replaces: a frozen clock
+        # on one thread and a real one on the other made every period's end wait 5 ms (R18).
         self._due = math.inf
 
     def forget_after_fork(self) -> None:
@@ -481,7 +483,7 @@ class _WatchdogService:
         with condition:
             self._tickers.pop(id(ticker), None)
             due = self._due
-            if time.monotonic() < due:
+            if monotonic_clock() < due:
                 return
             thread = self._thread
             if thread is None or not thread.is_alive():
@@ -493,8 +495,10 @@ class _WatchdogService:
             # it the lock at once; it visits, sets its next due time and notifies.
             if not condition.wait_for(lambda: self._due != due, _HANDOFF_SECONDS):
                 # No visit came (a thread held up elsewhere): the next attempts do not wait
-                # for it again before one more period has passed.
-                self._due = time.monotonic() + self._period
+                # for it again before one more period has passed, and those already waiting
+                # for the same visit stop now, not each at the end of its own wait (R18).
+                self._due = monotonic_clock() + self._period
+                condition.notify_all()
 
     @property
     def watching(self) -> int:
@@ -529,7 +533,7 @@ class _WatchdogService:
                 except Exception:  # noqa: BLE001 - one attempt's failure must not end the watch
                     continue
             with condition:
-                self._due = time.monotonic() + self._period
+                self._due = monotonic_clock() + self._period
                 condition.notify_all()  # the attempts that handed this thread its turn
             time.sleep(self._period)
 
