@@ -216,7 +216,7 @@ class ExecutionSandbox(AttemptNamespace):
                 with (
                     attempt_decimal_context(),
                     outcome_context(bridge.role, bridge.method_name),
-                    attempt_deadline(self._ticker.remaining),
+                    attempt_deadline(self._ticker.remaining, self._ticker.memory_budget),
                     sandbox_decimal_context(),
                 ):
                     # Stoppable in any Python frame at the deadline, library code's too (ADR 0089).

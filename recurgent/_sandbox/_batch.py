@@ -60,6 +60,7 @@ from recurgent._sandbox._limits import (
     MemoryMeter,
     SandboxLimits,
     attempt_deadline,
+    enclosing_memory,
     monotonic_clock,
 )
 from recurgent._sandbox._namespace import open_types_and_class_hook
@@ -142,6 +143,8 @@ class BatchSandbox(ExecutionSandbox):
         #: The stop of a cancelled awaited map: every item from then on starts stopped.
         self._cancelled: CallCancelled | None = None
         self._views: tuple[Any, ...] = ()
+        # The memory budget of the attempt the batch runs inside, if any (ADR 0141).
+        self._outer_memory: tuple[int, int] | None = None
         self._host_decimal = decimal.getcontext()
 
     def run_item(
@@ -166,10 +169,11 @@ class BatchSandbox(ExecutionSandbox):
         running = RUNNING.set(True)
         saved = self._host_decimal = decimal.getcontext()
         self._views = ACTIVE.get()
+        self._outer_memory = enclosing_memory()
         try:
             with (
                 outcome_context(template.role, template.method_name),
-                attempt_deadline(self._remaining),
+                attempt_deadline(self._remaining, self._memory_budget),
             ):
                 return [self._attempt(program, args, kwargs) for args, kwargs in calls]
         finally:
@@ -186,6 +190,12 @@ class BatchSandbox(ExecutionSandbox):
 
     def _remaining(self) -> float:
         return self._ticker.remaining()
+
+    def _memory_budget(self) -> tuple[int, int] | None:
+        # The current item's, so a child it delegates to grows within it; while an item starts
+        # (its meter not made yet), the budget of the attempt the batch runs inside (ADR 0141).
+        own = self._ticker.memory_budget()
+        return self._outer_memory if own is None else own
 
     def _attempt(
         self, program: CompiledProgram, args: tuple[Any, ...], kwargs: Mapping[str, Any]

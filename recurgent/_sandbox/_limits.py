@@ -51,6 +51,7 @@ __all__ = [
     "Watchdog",
     "Watched",
     "attempt_deadline",
+    "enclosing_memory",
     "enclosing_remaining",
     "monotonic_clock",
 ]
@@ -77,6 +78,22 @@ _ENCLOSING: contextvars.ContextVar[Callable[[], float] | None] = contextvars.Con
 )
 
 
+#: The memory budget of the innermost running attempt: its meter's baseline (resident bytes)
+#: and its cap. An attempt started inside it (a delegated child's, in the enclosing attempt's
+#: host section) measures from the lower baseline with the smaller cap, so nesting attempts
+#: never multiplies the cap (ADR 0141), as the enclosing deadline bounds a child's time.
+MemoryBudget = Callable[[], "tuple[int, int] | None"]
+_ENCLOSING_MEMORY: contextvars.ContextVar[MemoryBudget | None] = contextvars.ContextVar(
+    "recurgent_enclosing_memory", default=None
+)
+
+
+def enclosing_memory() -> tuple[int, int] | None:
+    """The innermost running attempt's memory budget (baseline, cap), or ``None`` (ADR 0141)."""
+    budget = _ENCLOSING_MEMORY.get()
+    return None if budget is None else budget()
+
+
 def enclosing_remaining() -> float | None:
     """Seconds left to the innermost running attempt's deadline, or ``None`` outside any attempt."""
     remaining = _ENCLOSING.get()
@@ -84,19 +101,26 @@ def enclosing_remaining() -> float | None:
 
 
 class attempt_deadline:
-    """Make ``remaining`` the enclosing deadline for the code run inside the ``with`` block."""
+    """Make ``remaining`` the enclosing deadline for the code run inside the ``with`` block, and
+    ``memory`` (when given) the enclosing memory budget."""
 
-    __slots__ = ("_remaining", "_token")
+    __slots__ = ("_memory", "_memory_token", "_remaining", "_token")
 
-    def __init__(self, remaining: Callable[[], float]) -> None:
+    def __init__(self, remaining: Callable[[], float], memory: MemoryBudget | None = None) -> None:
         self._remaining = remaining
+        self._memory = memory
         self._token: contextvars.Token[Callable[[], float] | None] | None = None
+        self._memory_token: contextvars.Token[MemoryBudget | None] | None = None
 
     def __enter__(self) -> None:
         self._token = _ENCLOSING.set(self._remaining)
+        if self._memory is not None:
+            self._memory_token = _ENCLOSING_MEMORY.set(self._memory)
 
     def __exit__(self, *exc: object) -> None:
         assert self._token is not None
+        if self._memory_token is not None:
+            _ENCLOSING_MEMORY.reset(self._memory_token)
         _ENCLOSING.reset(self._token)
 
 
@@ -134,7 +158,8 @@ class SandboxLimits:
         default_http_timeout: Timeout of an HTTP request that names none.
         max_memory_bytes: Growth of the process's resident memory at which the attempt is
             stopped (checked by the watchdog where the platform reports it; ``None`` turns the
-            check off).
+            check off). An attempt started inside another is also held to the enclosing one's
+            budget, counted from the enclosing attempt's start (ADR 0141).
     """
 
     timeout_seconds: float = 30.0
@@ -214,6 +239,15 @@ class MemoryMeter:
         except (OSError, ValueError, IndexError):
             return 0
 
+    @property
+    def baseline(self) -> int:
+        """The resident bytes growth is measured from."""
+        return self._baseline
+
+    def measure_from(self, baseline: int) -> None:
+        """Measure from ``baseline`` when it is lower than this meter's own (never looser)."""
+        self._baseline = min(self._baseline, baseline)
+
     def growth(self) -> int:
         """Bytes of resident memory gained since the meter was made (0 when unknown)."""
         return self._resident() - self._baseline if self._fd is not None else 0
@@ -265,12 +299,30 @@ class Ticker:
         namespace["_ticker_"] = itertools.repeat(True, self._batch)
 
     def start(self) -> None:
-        """Take the memory baseline; call right before the attempt's code runs."""
-        if self._max_memory is not None and self._stop is None:
+        """Take the memory baseline; call right before the attempt's code runs.
+
+        Inside another attempt (a delegated child's, ADR 0141) the growth counts from the lower
+        of the two baselines and stops at the smaller cap: a chain of nested attempts grows the
+        process by one cap, not by one per level."""
+        outer = enclosing_memory()
+        if (self._max_memory is not None or outer is not None) and self._stop is None:
             baseline = self._memory_baseline
-            self._meter = MemoryMeter() if baseline is None else baseline.sharing_baseline()
+            meter = MemoryMeter() if baseline is None else baseline.sharing_baseline()
+            if outer is not None:
+                outer_baseline, outer_limit = outer
+                meter.measure_from(outer_baseline)
+                limit = self._max_memory
+                self._max_memory = outer_limit if limit is None else min(limit, outer_limit)
+            self._meter = meter
         if self._clock is monotonic_clock:
             self._real_deadline = self._deadline
+
+    def memory_budget(self) -> tuple[int, int] | None:
+        """The baseline and cap an attempt started inside this one measures against (ADR 0141),
+        or ``None`` when this one has no memory cap."""
+        meter = self._meter
+        limit = self._max_memory
+        return None if meter is None or limit is None else (meter.baseline, limit)
 
     def run(self, main: Callable[[], Any]) -> Any:
         """``main()``, stoppable at the deadline in any Python frame, library code's too."""
@@ -392,6 +444,8 @@ class _WatchdogService:
         self._waiting = False
         # When the thread's sleep between two visits ends (monotonic seconds; infinity while it
         # sleeps on the condition or does not run): an attempt ending later hands it its turn.
+        # Written and compared on the real clock, never one freezegun replaces: a frozen clock
+        # on one thread and a real one on the other made every period's end wait 5 ms (R18).
         self._due = math.inf
         # Set by an attempt that handed the thread its turn: the process is busy, though the
         # thread then finds no attempt registered (the ending one left first).
@@ -433,7 +487,7 @@ class _WatchdogService:
         with condition:
             self._tickers.pop(id(ticker), None)
             due = self._due
-            if time.monotonic() < due:
+            if monotonic_clock() < due:
                 return
             thread = self._thread
             if thread is None or not thread.is_alive():
@@ -446,8 +500,10 @@ class _WatchdogService:
             self._handed_off = True
             if not condition.wait_for(lambda: self._due != due, _HANDOFF_SECONDS):
                 # No visit came (a thread held up elsewhere): the next attempts do not wait
-                # for it again before one more period has passed.
-                self._due = time.monotonic() + self._period
+                # for it again before one more period has passed, and those already waiting
+                # for the same visit stop now, not each at the end of its own wait (R18).
+                self._due = monotonic_clock() + self._period
+                condition.notify_all()
 
     @property
     def watching(self) -> int:
@@ -492,7 +548,7 @@ class _WatchdogService:
             except Exception:  # noqa: BLE001 - one attempt's failure must not end the watch
                 continue
         with condition:
-            self._due = time.monotonic() + self._period
+            self._due = monotonic_clock() + self._period
             condition.notify_all()  # the attempts that handed this thread its turn
         return idle
 
