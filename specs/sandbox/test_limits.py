@@ -416,19 +416,12 @@ class TestWatchdogHandoff:
         ticker = _CountingTicker()
         assert service.register(ticker)  # type: ignore[arg-type]
         assert ticker.nudged.wait(5)  # the first visit; the thread now sleeps for 30 s
-        waits: list[float | None] = []
-        real_wait_for = service._condition.wait_for
-
-        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
-            waits.append(timeout)
-            return real_wait_for(predicate, timeout)
-
-        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        waits = _Waits(service, monkeypatch)
         wait_until(lambda: service._due != math.inf)
 
         service.unregister(ticker)  # type: ignore[arg-type]
 
-        assert waits == []
+        assert waits.timeouts == []
         assert service.watching == 0
 
     def test_an_attempt_ending_after_the_due_time_returns_once_the_thread_has_visited(
@@ -441,20 +434,13 @@ class TestWatchdogHandoff:
         ticker = _CountingTicker()
         assert service.register(ticker)  # type: ignore[arg-type]
         assert ticker.nudged.wait(5)
-        outcomes: list[bool] = []
-        real_wait_for = service._condition.wait_for
-
-        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
-            outcomes.append(real_wait_for(predicate, timeout))
-            return outcomes[-1]
-
-        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = past = time.monotonic() - 1.0
 
         service.unregister(ticker)  # type: ignore[arg-type]
 
-        assert outcomes == [True]
+        assert waits.visits == [True]
         assert service._due > past + 1.0
 
     def test_a_visit_that_does_not_come_stops_the_waiting_for_a_period(
@@ -468,14 +454,7 @@ class TestWatchdogHandoff:
         assert service.register(first)  # type: ignore[arg-type]
         assert first.nudged.wait(5)
         wait_until(lambda: service._due != math.inf)
-        waits: list[float | None] = []
-        real_wait_for = service._condition.wait_for
-
-        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
-            waits.append(timeout)
-            return real_wait_for(predicate, timeout)
-
-        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = 0.0
         before = time.monotonic()
@@ -484,7 +463,7 @@ class TestWatchdogHandoff:
         assert service.register(second)  # type: ignore[arg-type]
         service.unregister(second)  # type: ignore[arg-type]
 
-        assert waits == [0.01]
+        assert waits.timeouts == [0.01]
         assert service._due >= before + 30.0
 
     def test_a_round_an_attempt_handed_over_is_not_idle(self) -> None:
@@ -509,37 +488,27 @@ class TestWatchdogHandoff:
         assert service.register(ticker)  # type: ignore[arg-type]
         assert ticker.nudged.wait(5)
         wait_until(lambda: service._due != math.inf)
-        marked: list[bool] = []
-        real_wait_for = service._condition.wait_for
-
-        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
-            marked.append(service._handed_off)
-            return real_wait_for(predicate, timeout)
-
-        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = 0.0
 
         service.unregister(ticker)  # type: ignore[arg-type]
 
-        assert marked == [True]
+        assert waits.marked == [True]
 
     def test_without_a_live_thread_nothing_waits(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A service with no thread (a forked child's copy before its first attempt) never
         waits for a visit, whatever its due time says."""
         service = _WatchdogService(period=0.001)
         ticker = _CountingTicker()
-        waits: list[float | None] = []
-        monkeypatch.setattr(
-            service._condition, "wait_for", lambda predicate, timeout=None: waits.append(timeout)
-        )
+        waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = 0.0
             service._tickers[id(ticker)] = ticker  # type: ignore[assignment]
 
         service.unregister(ticker)  # type: ignore[arg-type]
 
-        assert waits == []
+        assert waits.timeouts == []
         assert service.watching == 0
 
     def test_a_forked_childs_copy_has_no_due_time(self) -> None:
@@ -552,6 +521,25 @@ class TestWatchdogHandoff:
         service.forget_after_fork()
 
         assert (service._due, service._handed_off) == (math.inf, False)
+
+
+class _Waits:
+    """The hand-off waits of one service: each wait's limit, whether the attempt had marked its
+    hand-off when it began, and whether the visit came."""
+
+    def __init__(self, service: _WatchdogService, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.timeouts: list[float | None] = []
+        self.marked: list[bool] = []
+        self.visits: list[bool] = []
+        real_wait_for = service._condition.wait_for
+
+        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
+            self.timeouts.append(timeout)
+            self.marked.append(service._handed_off)
+            self.visits.append(real_wait_for(predicate, timeout))
+            return self.visits[-1]
+
+        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
 
 
 def wait_until(condition: Any, seconds: float = 5.0) -> None:
