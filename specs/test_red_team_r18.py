@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import textwrap
 import threading
 import time
 import tracemalloc
@@ -55,11 +56,12 @@ import pytest
 
 from recurgent import Agent
 from recurgent._async_stop import innermost
+from recurgent._lifecycle._map_executor import in_callers_context
 from recurgent._sandbox import SandboxLimits, _limits, compile_program
 from recurgent._sandbox._batch import BatchSandbox
 from recurgent._sandbox._limits import WATCHDOG, _WatchdogService
 from recurgent.outcome import Outcome
-from recurgent.testing import ScriptedProvider
+from recurgent.testing import FunctionProvider, ScriptedProvider
 from specs.forking import report_of_a_child_forked_while_held
 from specs.sandbox.support import Host, execute
 
@@ -489,6 +491,47 @@ class TestNestedAttemptsShareOneMemoryCap:
         )
 
         assert (result.error, seen) == (None, [_STOPPED_AT_64_MIB])
+
+    def test_a_map_on_threads_inside_an_attempt_counts_from_it(self) -> None:
+        """Host code mapping on two threads inside a program's host section (left open by this
+        round, closed after it): each batch runs in a copy of the caller's context, so an item
+        holding 48 MB more than the parent's 48 MB is stopped, as one run inline is."""
+        # The first item obtains the program by a call on the caller's thread: it holds nothing.
+        # The answer depends on the item, so the program is shared by batches.
+        program = "if args[0] > 1:\n" + textwrap.indent(_GROW_48_MB, "    ") + "result = args[0]"
+        mapper = Agent(
+            "mapper",
+            provider=FunctionProvider(lambda request: program),
+            log=False,
+            toolstore_root=None,
+        )
+        host = Host()
+        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+        seen: list[Any] = []
+
+        def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+            outcomes = mapper.map("grow", [1, 2, 3], concurrency=2, batch_size=1)
+            seen.extend((outcome.status, outcome.error_type) for outcome in outcomes)
+            return Outcome.ok("mapped", tool_role="helper")
+
+        host.child("helper").reply = reply
+
+        result = execute(
+            _GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
+        )
+
+        assert (result.error, seen) == (
+            None,
+            [("ok", None), ("error", "resource_limit"), ("error", "resource_limit")],
+        )
+
+    def test_outside_any_attempt_a_batch_job_is_the_work_itself(self) -> None:
+        """A map called by the host's own code carries nothing: its batches' job is unchanged."""
+
+        def work(items: Any) -> list[Any]:
+            return []
+
+        assert in_callers_context(work) is work
 
     def test_children_one_after_another_each_have_the_room_left(self) -> None:
         """Nesting, not sequence, shares the cap: a parent holding nothing calls three children

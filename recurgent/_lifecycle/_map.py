@@ -44,6 +44,7 @@ from recurgent._lifecycle._map_executor import (
     bridge_for,
     default_batch,
     executor_for,
+    in_callers_context,
     limits_for,
     successor_of,
 )
@@ -232,7 +233,8 @@ def _run_batches(
                 while queue and len(running) < workers and not hold:
                     batch = queue.popleft()
                     items: Sequence[ItemCall] = [request.calls[i] for i in batch]
-                    running[pool.submit(executor.run_batch, items)] = (batch, checks)
+                    job = in_callers_context(executor.run_batch)
+                    running[pool.submit(job, items)] = (batch, checks)
                     run.batches += 1
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 raise_if_cancelled()  # an awaited map whose task was cancelled (ADR 0096)

@@ -22,6 +22,7 @@ from recurgent._lifecycle._map_request import MapRequest
 from recurgent._map import make_executor
 from recurgent._map._needs import program_needs
 from recurgent._sandbox import ExecutionResult, HostBridge, SandboxLimits
+from recurgent._sandbox._limits import attempt_deadline, enclosing_limits
 from recurgent.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "bridge_for",
     "default_batch",
     "executor_for",
+    "in_callers_context",
     "limits_for",
     "successor_of",
 ]
@@ -150,6 +152,25 @@ class _Inline:
         except BaseException as error:  # noqa: BLE001 - re-raised by future.result()
             done.set_exception(error)
         return done
+
+
+def in_callers_context(
+    work: Callable[[Sequence[ItemCall]], list[ExecutionResult]],
+) -> Callable[[Sequence[ItemCall]], list[ExecutionResult]]:
+    """``work`` run under the deadline and memory budget of the attempt the caller runs inside,
+    if any (host code mapping in a program's host section): a batch run on the pool's thread
+    is then bounded as one run inline is (ADR 0141). Only those two are carried: the caller's
+    other context (its attempt's memory views) stays with the caller's thread."""
+    carried = enclosing_limits()
+    if carried is None:
+        return work
+    remaining, memory = carried
+
+    def bounded(items: Sequence[ItemCall]) -> list[ExecutionResult]:
+        with attempt_deadline(remaining, memory):
+            return work(items)
+
+    return bounded
 
 
 def batch_pool(workers: int) -> ThreadPoolExecutor | _Inline:

@@ -51,6 +51,7 @@ __all__ = [
     "Watchdog",
     "Watched",
     "attempt_deadline",
+    "enclosing_limits",
     "enclosing_memory",
     "enclosing_remaining",
     "monotonic_clock",
@@ -92,6 +93,14 @@ def enclosing_memory() -> tuple[int, int] | None:
     """The innermost running attempt's memory budget (baseline, cap), or ``None`` (ADR 0141)."""
     budget = _ENCLOSING_MEMORY.get()
     return None if budget is None else budget()
+
+
+def enclosing_limits() -> tuple[Callable[[], float], MemoryBudget | None] | None:
+    """What :class:`attempt_deadline` set in this context (the innermost running attempt's
+    remaining time and memory budget, as callables), or ``None`` outside any attempt: for work
+    handed to another thread on that attempt's behalf (a map's batches)."""
+    remaining = _ENCLOSING.get()
+    return None if remaining is None else (remaining, _ENCLOSING_MEMORY.get())
 
 
 def enclosing_remaining() -> float | None:
