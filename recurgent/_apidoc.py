@@ -19,6 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from recurgent._values import ShownAs
+
 __all__ = ["DEFAULT_OUTPUT", "main", "render"]
 
 DEFAULT_OUTPUT = Path("docs") / "api.md"
@@ -32,20 +34,9 @@ Start with the README's five-minute tour; `docs/outcomes.md` explains the error 
 """
 
 
-class _Source:
-    """An annotation kept as the source text it was written as (shown without quotes)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
 def _unquoted(annotation: Any) -> Any:
-    return _Source(annotation) if isinstance(annotation, str) else annotation
+    # An annotation kept as the source text it was written as (shown without quotes).
+    return ShownAs(annotation) if isinstance(annotation, str) else annotation
 
 
 def _signature(target: Any, *, bound: bool = False) -> str:

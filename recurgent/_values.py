@@ -30,6 +30,7 @@ __all__ = [
     "DISPLAY_MAX_CHARS",
     "KEPT_ATOM_KINDS",
     "SafeRepr",
+    "ShownAs",
     "describe",
     "int_text",
     "json_safe",
@@ -225,6 +226,19 @@ class _BoundedRepr(SafeRepr):
         # The text holds its parts' texts, which counted themselves: it replaces them.
         self._left = left - len(text)
         return text
+
+
+class ShownAs:
+    """An object whose ``repr`` is the text it was made with: it stands for something shown by
+    a description or by its source, without quotes."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 #: The most characters a value is shown with in full (ADR 0142). A program's answer may repeat its

@@ -41,7 +41,7 @@ from recurgent._outcome_bounds import (
     checked_error_type as _checked_error_type,
     cut_error_message as _cut_error_message,
 )
-from recurgent._values import describe, json_safe, outgrows, too_long_to_show
+from recurgent._values import ShownAs, describe, json_safe, outgrows, too_long_to_show
 from recurgent.errors import InvalidOutcomeError, error_for
 
 __all__ = [
@@ -227,18 +227,6 @@ def _build_error(
 MAX_JSON_DUMP_CHARS = 64_000_000
 
 
-class _Described:
-    """Stands for a value too long to show: its ``repr`` is the value's bounded description."""
-
-    __slots__ = ("_text",)
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-
-    def __repr__(self) -> str:
-        return self._text
-
-
 class Outcome(BaseModel):
     """The typed result of a dynamic call: ``ok`` with a value, or ``error`` with a type.
 
@@ -418,7 +406,7 @@ class Outcome(BaseModel):
         if self.status == "ok":
             value = self.value
             if too_long_to_show(value):
-                value = _Described(describe(value, use_repr=True))
+                value = ShownAs(describe(value, use_repr=True))
             yield "value", value
         else:
             yield "error_type", self.error_type
