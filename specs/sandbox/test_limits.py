@@ -412,12 +412,8 @@ class TestWatchdogHandoff:
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """With the thread asleep until a later moment, unregistering waits for nothing."""
-        service = _WatchdogService(period=30.0, linger_polls=0)
-        ticker = _CountingTicker()
-        assert service.register(ticker)  # type: ignore[arg-type]
-        assert ticker.nudged.wait(5)  # the first visit; the thread now sleeps for 30 s
+        service, ticker = _asleep_after_a_visit()
         waits = _Waits(service, monkeypatch)
-        wait_until(lambda: service._due != math.inf)
 
         service.unregister(ticker)  # type: ignore[arg-type]
 
@@ -449,11 +445,8 @@ class TestWatchdogHandoff:
         """A thread held up elsewhere (here: asleep for 30 s while its due time says it is
         awake) costs one short wait; the next attempts do not wait for it again."""
         monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 0.01)
-        service = _WatchdogService(period=30.0, linger_polls=0)
-        first, second = _CountingTicker(), _CountingTicker()
-        assert service.register(first)  # type: ignore[arg-type]
-        assert first.nudged.wait(5)
-        wait_until(lambda: service._due != math.inf)
+        service, first = _asleep_after_a_visit()
+        second = _CountingTicker()
         waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = 0.0
@@ -483,11 +476,7 @@ class TestWatchdogHandoff:
     def test_an_attempt_that_hands_over_says_so(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Unregistering past the due time marks the hand-off before it waits."""
         monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 0.01)
-        service = _WatchdogService(period=30.0, linger_polls=0)
-        ticker = _CountingTicker()
-        assert service.register(ticker)  # type: ignore[arg-type]
-        assert ticker.nudged.wait(5)
-        wait_until(lambda: service._due != math.inf)
+        service, ticker = _asleep_after_a_visit()
         waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = 0.0
@@ -521,6 +510,17 @@ class TestWatchdogHandoff:
         service.forget_after_fork()
 
         assert (service._due, service._handed_off) == (math.inf, False)
+
+
+def _asleep_after_a_visit() -> tuple[_WatchdogService, _CountingTicker]:
+    """A service with one ticker registered, whose thread has visited it once and now sleeps
+    for 30 s (its due time set)."""
+    service = _WatchdogService(period=30.0, linger_polls=0)
+    ticker = _CountingTicker()
+    assert service.register(ticker)  # type: ignore[arg-type]
+    assert ticker.nudged.wait(5)
+    wait_until(lambda: service._due != math.inf)
+    return service, ticker
 
 
 class _Waits:
