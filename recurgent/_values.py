@@ -31,6 +31,7 @@ __all__ = [
     "KEPT_ATOM_KINDS",
     "SafeRepr",
     "describe",
+    "display_text",
     "int_text",
     "json_safe",
     "key_listing",
@@ -128,7 +129,7 @@ def safe_repr(
         elif isinstance(value, str | bytes | bytearray) and len(value) > limit + _REDACT_MARGIN:
             head = repr(value[: limit + _REDACT_MARGIN])
             text = f"{head}...<{len(value) - limit - _REDACT_MARGIN} more>"
-        elif isinstance(value, list | tuple | dict) and not _fits(value, limit + _REDACT_MARGIN):
+        elif _bounded_kind(value) and not _fits(value, limit + _REDACT_MARGIN):
             text = _BoundedRepr(limit + _REDACT_MARGIN).repr(value)
         else:
             text = repr(value)
@@ -159,7 +160,7 @@ def _fits(value: Any, limit: int) -> bool:
             return False
         if isinstance(item, dict):
             stack.extend(itertools.islice(itertools.chain.from_iterable(item.items()), remaining))
-        elif isinstance(item, list | tuple | set | frozenset):
+        elif isinstance(item, list | tuple | set | frozenset | collections.deque):
             stack.extend(itertools.islice(item, remaining))
         elif not isinstance(item, _SHORT_TEXT_KINDS):
             # Its text is not known without writing it: a set of one long string, a timezone
@@ -167,6 +168,22 @@ def _fits(value: Any, limit: int) -> bool:
             # billions (red team R17). The bounded repr writes it within the limit.
             return False
     return True
+
+
+# The kinds safe_repr writes by the bounded repr when their text may be long: containers, and
+# exceptions, whose text writes their arguments' (a set, a deque or an exception were written
+# in full, then cut, red team R19).
+_BOUNDED_KINDS = (list, tuple, dict, set, frozenset, collections.deque)
+
+
+def _bounded_kind(value: Any) -> bool:
+    return isinstance(value, _BOUNDED_KINDS) or _plain_exception(value)
+
+
+def _plain_exception(value: Any) -> bool:
+    """An exception written by ``BaseException.__repr__`` (its type's name and its arguments),
+    as every exception a program may answer is; a host's own may write anything."""
+    return isinstance(value, BaseException) and type(value).__repr__ is BaseException.__repr__
 
 
 # Kinds whose text is a few dozen characters at most, or counted above (strings, ints).
@@ -221,10 +238,39 @@ class _BoundedRepr(SafeRepr):
         left = self._left
         if left <= 0:
             return "..."
-        text = super().repr1(x, level)
+        kind = type(x)
+        if kind in _REPRLIB_KINDS:
+            text = super().repr1(x, level)
+        elif _plain_exception(x):
+            # reprlib writes any other object's full repr before cutting it: an exception (or
+            # an OrderedDict, a Counter) holding ``[[s] * 100] * 100`` of a 10 000-character
+            # ``s`` wrote 100 million characters for a 2 000-character preview (red team R19).
+            args = BaseException.__dict__["args"].__get__(x)
+            if len(args) == 1:
+                inner = self.repr1(args[0], level)
+            else:
+                inner = self.repr_tuple(args, level).removeprefix("(").removesuffix(")")
+            text = f"{kind.__name__}({inner})"
+        elif isinstance(x, dict):
+            text = f"{kind.__name__}({self.repr_dict(x, level)})"
+        elif isinstance(x, _REPRLIB_CONTAINERS):
+            method = getattr(self, f"repr_{_base_container(x).__name__}")
+            text = f"{kind.__name__}({method(x, level)})"
+        else:
+            text = super().repr1(x, level)
         # The text holds its parts' texts, which counted themselves: it replaces them.
         self._left = left - len(text)
         return text
+
+
+# The kinds reprlib writes by a rule of its own (by their type's name); any other kind it writes
+# by its full repr, cut afterwards.
+_REPRLIB_CONTAINERS = (list, tuple, set, frozenset, collections.deque)
+_REPRLIB_KINDS = frozenset({*_REPRLIB_CONTAINERS, dict, str, bytes, bytearray, int})
+
+
+def _base_container(value: Any) -> type:
+    return next(kind for kind in _REPRLIB_CONTAINERS if isinstance(value, kind))
 
 
 #: The most characters a value is shown with in full (ADR 0142). A program's answer may repeat its
@@ -258,27 +304,41 @@ def describe(value: Any, *, use_repr: bool) -> str:
 
     Unlike :func:`safe_repr` the text is neither redacted nor shortened when the plain
     conversion works: it is what the caller's own value looks like. A value whose text surely
-    holds more than :data:`DISPLAY_MAX_CHARS` characters (:func:`outgrows`) is shown by the
-    bounded, redacted :func:`safe_repr` of its first 2 000 characters and a note instead.
+    holds more than :data:`DISPLAY_MAX_CHARS` characters (:func:`outgrows`), or whose text
+    turns out longer once written (escaped characters, a kind the walk does not look into), is
+    shown by the bounded, redacted :func:`safe_repr` of its first 2 000 characters and a note
+    instead.
     """
+    return display_text(value, use_repr=use_repr)[0]
+
+
+def display_text(value: Any, *, use_repr: bool) -> tuple[str, bool]:
+    """:func:`describe`'s text of ``value``, and whether it shows the value in full."""
     try:
-        if too_long_to_show(value):
-            preview = safe_repr(value, limit=_DISPLAY_PREVIEW_CHARS)
-            return (
-                f"{preview} <not shown in full: its text is over {DISPLAY_MAX_CHARS:,} "
-                "characters; the value itself is whole>"
-            )
-        return repr(value) if use_repr else str(value)
+        if not too_long_to_show(value):
+            text = repr(value) if use_repr else str(value)
+            # The walk counts a character as one, but an escaped one writes up to ten
+            # (``repr(chr(0x10FFFF))`` is ``'\\U0010ffff'``), and a kind it does not walk (a
+            # datetime, whose text writes its timezone's name) is written once, here: a string
+            # of 999 000 such characters was ten million characters of repr (red team R19).
+            if len(text) <= DISPLAY_MAX_CHARS:
+                return text, True
+        preview = safe_repr(value, limit=_DISPLAY_PREVIEW_CHARS)
+        return (
+            f"{preview} <not shown in full: its text is over {DISPLAY_MAX_CHARS:,} "
+            "characters; the value itself is whole>"
+        ), False
     except Exception as error:  # noqa: BLE001 - describing a value must not raise
         if isinstance(value, int) and not isinstance(value, bool):
-            return int_text(value)
+            return int_text(value), False  # a repr of it (rich's) would raise too
         try:
             rendered = json_safe(value, budget=DISPLAY_MAX_CHARS)
-            return (
+            text = (
                 rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
             )
         except Exception:  # noqa: BLE001 - last resort below
-            return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
+            return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>", False
+        return shorten(text, DISPLAY_MAX_CHARS), False
 
 
 #: Memory keys an agent's ``repr`` lists, and the characters shown of each (ADR 0142).

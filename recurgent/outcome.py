@@ -41,7 +41,7 @@ from recurgent._outcome_bounds import (
     checked_error_type as _checked_error_type,
     cut_error_message as _cut_error_message,
 )
-from recurgent._values import describe, json_safe, outgrows, too_long_to_show
+from recurgent._values import describe, display_text, json_safe, outgrows
 from recurgent.errors import InvalidOutcomeError, error_for
 
 __all__ = [
@@ -416,10 +416,10 @@ class Outcome(BaseModel):
         # bounded description (ADR 0142).
         yield "status", self.status
         if self.status == "ok":
-            value = self.value
-            if too_long_to_show(value):
-                value = _Described(describe(value, use_repr=True))
-            yield "value", value
+            # Its text is written here to be measured (a value whose text is long for its size,
+            # escaped characters or a datetime's timezone name, red team R19), once more by rich.
+            text, whole = display_text(self.value, use_repr=True)
+            yield "value", self.value if whole else _Described(text)
         else:
             yield "error_type", self.error_type
             yield "error_message", self.error_message
