@@ -161,6 +161,37 @@ class TestThePreviewIsWrittenWithinItsLimit:
         )
         assert peak < 1_000_000, peak
 
+    @pytest.mark.parametrize(
+        ("key", "shown"),
+        [
+            ("frozenset({(i, (s,) * 20) for i in range(100)})", "frozenset({("),
+            ("ValueError([[s] * 20] * 100)", "ValueError([['xxxxxxxxxx"),
+        ],
+        ids=["frozenset", "exception"],
+    )
+    def test_an_agents_memory_key_is_listed_within_its_limit(self, key: str, shown: str) -> None:
+        """``repr(agent)`` lists a key that is not a string by its bounded ``safe_repr``, which
+        wrote a frozenset or an exception key in full first: 45 MB traced for 20 million
+        characters before, now under 1 MB."""
+        program = f"s = 'x' * 10_000\ncontext[{key}] = 1\nresult = 1"
+        agent = Agent("t", provider=ScriptedProvider({"put": program}), log=False)
+        agent.put()
+
+        tracemalloc.start()
+        try:
+            text = repr(agent)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+        prefix = "<Agent(t) context=['conversation_history', \""
+        assert (len(text), text.startswith(prefix + shown), text[-23:]) == (
+            147,
+            True,
+            '...<1024 more chars>"]>',
+        )
+        assert peak < 1_000_000, peak
+
 
 class TestALineCutToTheCapKeepsEveryField:
     """Finding 3: the last resort cuts each field, so the fields naming the call stay."""
