@@ -246,8 +246,10 @@ class _BoundedRepr(SafeRepr):
             # an OrderedDict, a Counter) holding ``[[s] * 100] * 100`` of a 10 000-character
             # ``s`` wrote 100 million characters for a 2 000-character preview (red team R19).
             args = BaseException.__dict__["args"].__get__(x)
-            if len(args) == 1:
-                inner = self.repr1(args[0], level)
+            if level <= 0:
+                inner = "..."  # as reprlib writes a container past its depth
+            elif len(args) == 1:
+                inner = self.repr1(args[0], level - 1)
             else:
                 inner = self.repr_tuple(args, level).removeprefix("(").removesuffix(")")
             text = f"{kind.__name__}({inner})"
