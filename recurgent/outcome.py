@@ -299,7 +299,7 @@ class Outcome(BaseModel):
     def _dump_json_safely(self, data: Any, handler: SerializerFunctionWrapHandler) -> Any:
         # A value whose parts repeat (a program's answer may be ten megabytes of memory and ten
         # gigabytes of JSON) is refused before a character is written (ADR 0142).
-        if outgrows(data, MAX_JSON_DUMP_CHARS):
+        if outgrows(data, MAX_JSON_DUMP_CHARS, escapes=True):
             raise ValueError(
                 f"this outcome's JSON text would be over {MAX_JSON_DUMP_CHARS:,} characters "
                 "(a large value, or one whose parts repeat); serialize what you need of outcome.value"

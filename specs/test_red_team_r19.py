@@ -26,10 +26,12 @@ figures are runs on the shared 2-core machine; docs/security.md has them all):
    contract fields of control characters (six bytes each in JSON) had a 3 024 517-byte line,
    written as 2 050 bytes without its ``call_id``, ``trace_id``, ``parent_call_id``, ``depth``
    or ``outcome_status``. Each field is cut now, none dropped: 41 089 bytes, all 134 fields.
-4. LEFT (xfail below): ``MAX_JSON_DUMP_CHARS`` counts a character as one; JSON writes a
-   control character in six. Metadata of ``['\\x00' * 1_000_000] * 60`` (1 MB of memory)
-   passed the 64-million check: ``model_dump_json`` wrote 360 000 477 characters in 0.82 s,
-   ``to_dict`` 240 million in 0.72 s. At most six times the cap.
+4. BROKEN, fixed: ``MAX_JSON_DUMP_CHARS`` counted a character as one; JSON writes a control
+   character in six. Metadata of ``['\\x00' * 1_000_000] * 60`` (1 MB of memory) passed the
+   64-million check: ``model_dump_json`` wrote 360 000 477 characters in 0.82 s, ``to_dict``
+   240 million in 0.72 s. The dump's check counts each string's escapes: refused in 13 ms.
+   Left: the content store's check has the same gap (``'\\x00' * 2_000_000`` is written, 12
+   MB, and refused on every call: 57.5 ms against 12.5 ms), bounded at six times its limit.
 5. Held: a lone surrogate beside a secret in a call's arguments and answer (the line goes to
    the standard library's encoder, whole, the secret masked, pinned below); tuple keys, NaN,
    big ints, deep nesting (every field is ``json_safe``'d first, so pydantic-core and the
@@ -44,6 +46,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from pydantic_core import PydanticSerializationError
 
 from recurgent import Agent
 from recurgent._observability import MAX_LINE_BYTES, _fit
@@ -248,21 +251,31 @@ class TestALineCutToTheCapKeepsEveryField:
 
 
 class TestJsonDumpCountsEscapes:
-    """Finding 4, left: the dump's cap counts characters, JSON writes six for a control one."""
+    """Finding 4: the dump's check counts what JSON adds to escape a string."""
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="outgrows counts a string's characters, not its escapes: a control character "
-        "is six characters of JSON, so a dump may write up to six times MAX_JSON_DUMP_CHARS "
-        "(red team R19; counting escapes would scan every string the walk meets, on the hot "
-        "path of every answer)",
-    )
     def test_eleven_references_to_a_million_nul_characters_are_refused(self) -> None:
         """66 000 034 characters of JSON (11 x 6 000 002, 10 commas, 2 brackets), counted as
-        11 000 034."""
-        payload = ["\x00" * 1_000_000] * 11
+        11 000 034 before: ``model_dump_json`` wrote them all."""
+        outcome = _answer("result = ['\\x00' * 1_000_000] * 11")
 
-        assert outgrows(payload, MAX_JSON_DUMP_CHARS)
+        with pytest.raises(PydanticSerializationError, match="over 64,000,000 characters"):
+            outcome.model_dump_json()
+        assert outgrows(outcome.value, MAX_JSON_DUMP_CHARS, escapes=True)
+
+    def test_the_count_is_exact_for_each_kind_of_escape(self) -> None:
+        """A quote, a backslash and ``\\n`` add one; ``\\x00`` adds five; ``\\x7f`` and a
+        line separator none: the six characters below are 17 of JSON, counted exactly."""
+        text = '\x00\n"\\x\x7f\u2028'
+        written = len(json.dumps(text, ensure_ascii=False))
+
+        assert (written, outgrows(text, written - 1, escapes=True)) == (17, True)
+        assert outgrows(text, written, escapes=True) is False
+
+    def test_a_value_that_fits_still_dumps(self) -> None:
+        """A million lines of text (three million characters of JSON) dump as before."""
+        outcome = _answer("result = 'a\\n' * 1_000_000")
+
+        assert json.loads(outcome.model_dump_json())["value"] == "a\n" * 1_000_000
 
 
 class TestHeld:
