@@ -42,6 +42,10 @@ _BULKY_FIELDS = (
     "attempt_failures",
 )
 _LAST_RESORT_CHARS = 1_024
+# The last form of a line: each field a scalar, a string of at most 256 characters (1.5 KB of
+# escaped control characters) or a marker, so a few hundred fields still fit.
+_LAST_RESORT_TEXT_CHARS = 256
+_LAST_RESORT_INT_BITS = 64
 
 _DIRECTORY_LOCK = fork_safe_lock()
 _WARNED_LOCK = fork_safe_lock()
@@ -140,8 +144,33 @@ def _fit(fields: dict[str, Any]) -> bytes:
     line = _encoded(fields)
     if len(line) < MAX_LINE_BYTES:
         return line
-    # Only a pathological entry (a huge role or message) gets here: every string is cut short.
-    return _encoded(json_safe(fields, max_chars=_LAST_RESORT_CHARS, max_items=64))
+    # Only a pathological entry gets here: every field is cut to a short copy, and none is
+    # dropped. Cut as one value (64 items), the line kept its first 64 fields: a delegated
+    # child's contract fields of control characters (six bytes each) made its line 3 MB, and
+    # it was written without its call_id, trace_id or outcome_status (red team R19).
+    line = _encoded(
+        {
+            name: json_safe(
+                value, max_chars=_LAST_RESORT_CHARS, max_items=16, budget=_LAST_RESORT_CHARS
+            )
+            for name, value in fields.items()
+        }
+    )
+    if len(line) < MAX_LINE_BYTES:
+        return line
+    # Each field's own bound times the number of fields is still a bound: the scalars stay,
+    # strings are cut to a few hundred characters, the rest is omitted.
+    return _encoded({name: _shortest(value) for name, value in fields.items()})
+
+
+def _shortest(value: Any) -> Any:
+    if value is None or type(value) is bool or type(value) is float:
+        return value
+    if type(value) is int:
+        return value if value.bit_length() <= _LAST_RESORT_INT_BITS else "<omitted: line too long>"
+    if type(value) is str:
+        return json_safe(value, max_chars=_LAST_RESORT_TEXT_CHARS)
+    return "<omitted: line too long>"
 
 
 def _render(_logger: Any, _method: str, event_dict: Mapping[str, Any]) -> bytes:

@@ -32,6 +32,7 @@ __all__ = [
     "SafeRepr",
     "ShownAs",
     "describe",
+    "display_text",
     "int_text",
     "json_safe",
     "key_listing",
@@ -129,7 +130,7 @@ def safe_repr(
         elif isinstance(value, str | bytes | bytearray) and len(value) > limit + _REDACT_MARGIN:
             head = repr(value[: limit + _REDACT_MARGIN])
             text = f"{head}...<{len(value) - limit - _REDACT_MARGIN} more>"
-        elif isinstance(value, list | tuple | dict) and not _fits(value, limit + _REDACT_MARGIN):
+        elif _bounded_kind(value) and not _fits(value, limit + _REDACT_MARGIN):
             text = _BoundedRepr(limit + _REDACT_MARGIN).repr(value)
         else:
             text = repr(value)
@@ -160,7 +161,7 @@ def _fits(value: Any, limit: int) -> bool:
             return False
         if isinstance(item, dict):
             stack.extend(itertools.islice(itertools.chain.from_iterable(item.items()), remaining))
-        elif isinstance(item, list | tuple | set | frozenset):
+        elif isinstance(item, list | tuple | set | frozenset | collections.deque):
             stack.extend(itertools.islice(item, remaining))
         elif not isinstance(item, _SHORT_TEXT_KINDS):
             # Its text is not known without writing it: a set of one long string, a timezone
@@ -168,6 +169,22 @@ def _fits(value: Any, limit: int) -> bool:
             # billions (red team R17). The bounded repr writes it within the limit.
             return False
     return True
+
+
+# The kinds safe_repr writes by the bounded repr when their text may be long: containers, and
+# exceptions, whose text writes their arguments' (a set, a deque or an exception were written
+# in full, then cut, red team R19).
+_BOUNDED_KINDS = (list, tuple, dict, set, frozenset, collections.deque)
+
+
+def _bounded_kind(value: Any) -> bool:
+    return isinstance(value, _BOUNDED_KINDS) or _plain_exception(value)
+
+
+def _plain_exception(value: Any) -> bool:
+    """An exception written by ``BaseException.__repr__`` (its type's name and its arguments),
+    as every exception a program may answer is; a host's own may write anything."""
+    return isinstance(value, BaseException) and type(value).__repr__ is BaseException.__repr__
 
 
 # Kinds whose text is a few dozen characters at most, or counted above (strings, ints).
@@ -222,10 +239,41 @@ class _BoundedRepr(SafeRepr):
         left = self._left
         if left <= 0:
             return "..."
-        text = super().repr1(x, level)
+        kind = type(x)
+        if kind in _REPRLIB_KINDS:
+            text = super().repr1(x, level)
+        elif _plain_exception(x):
+            # reprlib writes any other object's full repr before cutting it: an exception (or
+            # an OrderedDict, a Counter) holding ``[[s] * 100] * 100`` of a 10 000-character
+            # ``s`` wrote 100 million characters for a 2 000-character preview (red team R19).
+            args = BaseException.__dict__["args"].__get__(x)
+            if level <= 0:
+                inner = "..."  # as reprlib writes a container past its depth
+            elif len(args) == 1:
+                inner = self.repr1(args[0], level - 1)
+            else:
+                inner = self.repr_tuple(args, level).removeprefix("(").removesuffix(")")
+            text = f"{kind.__name__}({inner})"
+        elif isinstance(x, dict):
+            text = f"{kind.__name__}({self.repr_dict(x, level)})"
+        elif isinstance(x, _REPRLIB_CONTAINERS):
+            method = getattr(self, f"repr_{_base_container(x).__name__}")
+            text = f"{kind.__name__}({method(x, level)})"
+        else:
+            text = super().repr1(x, level)
         # The text holds its parts' texts, which counted themselves: it replaces them.
         self._left = left - len(text)
         return text
+
+
+# The kinds reprlib writes by a rule of its own (by their type's name); any other kind it writes
+# by its full repr, cut afterwards.
+_REPRLIB_CONTAINERS = (list, tuple, set, frozenset, collections.deque)
+_REPRLIB_KINDS = frozenset({*_REPRLIB_CONTAINERS, dict, str, bytes, bytearray, int})
+
+
+def _base_container(value: Any) -> type:
+    return next(kind for kind in _REPRLIB_CONTAINERS if isinstance(value, kind))
 
 
 class ShownAs:
@@ -272,27 +320,41 @@ def describe(value: Any, *, use_repr: bool) -> str:
 
     Unlike :func:`safe_repr` the text is neither redacted nor shortened when the plain
     conversion works: it is what the caller's own value looks like. A value whose text surely
-    holds more than :data:`DISPLAY_MAX_CHARS` characters (:func:`outgrows`) is shown by the
-    bounded, redacted :func:`safe_repr` of its first 2 000 characters and a note instead.
+    holds more than :data:`DISPLAY_MAX_CHARS` characters (:func:`outgrows`), or whose text
+    turns out longer once written (escaped characters, a kind the walk does not look into), is
+    shown by the bounded, redacted :func:`safe_repr` of its first 2 000 characters and a note
+    instead.
     """
+    return display_text(value, use_repr=use_repr)[0]
+
+
+def display_text(value: Any, *, use_repr: bool) -> tuple[str, bool]:
+    """:func:`describe`'s text of ``value``, and whether it shows the value in full."""
     try:
-        if too_long_to_show(value):
-            preview = safe_repr(value, limit=_DISPLAY_PREVIEW_CHARS)
-            return (
-                f"{preview} <not shown in full: its text is over {DISPLAY_MAX_CHARS:,} "
-                "characters; the value itself is whole>"
-            )
-        return repr(value) if use_repr else str(value)
+        if not too_long_to_show(value):
+            text = repr(value) if use_repr else str(value)
+            # The walk counts a character as one, but an escaped one writes up to ten
+            # (``repr(chr(0x10FFFF))`` is ``'\\U0010ffff'``), and a kind it does not walk (a
+            # datetime, whose text writes its timezone's name) is written once, here: a string
+            # of 999 000 such characters was ten million characters of repr (red team R19).
+            if len(text) <= DISPLAY_MAX_CHARS:
+                return text, True
+        preview = safe_repr(value, limit=_DISPLAY_PREVIEW_CHARS)
+        return (
+            f"{preview} <not shown in full: its text is over {DISPLAY_MAX_CHARS:,} "
+            "characters; the value itself is whole>"
+        ), False
     except Exception as error:  # noqa: BLE001 - describing a value must not raise
         if isinstance(value, int) and not isinstance(value, bool):
-            return int_text(value)
+            return int_text(value), False  # a repr of it (rich's) would raise too
         try:
             rendered = json_safe(value, budget=DISPLAY_MAX_CHARS)
-            return (
+            text = (
                 rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
             )
         except Exception:  # noqa: BLE001 - last resort below
-            return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
+            return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>", False
+        return shorten(text, DISPLAY_MAX_CHARS), False
 
 
 #: Memory keys an agent's ``repr`` lists, and the characters shown of each (ADR 0142).
@@ -579,9 +641,14 @@ def json_safe(
     return walk.convert(value, 0)
 
 
-def outgrows(payload: Any, limit: int) -> bool:
+def outgrows(payload: Any, limit: int, *, escapes: bool = False) -> bool:
     """Whether ``payload``'s JSON text, and its ``repr``, surely hold more than ``limit``
     characters, found by a walk that stops once it has counted past ``limit`` (red team R12).
+
+    With ``escapes``, a string also counts the characters JSON adds to escape it (one for a
+    quote, a backslash, ``\\n``; five for ``\\u0000``), and the answer is of JSON's text only:
+    counted as one each, ``['\\x00' * 1_000_000] * 60`` passed a 64-million check and a dump
+    wrote 360 million characters (red team R19). Each string is scanned once per walk.
 
     Counts a lower bound of both (a string's characters and quotes, an int's digits, a float's
     text, bytes and the other kinds a rebuilt value may hold (:func:`_other_chars`), one per
@@ -597,11 +664,14 @@ def outgrows(payload: Any, limit: int) -> bool:
     stack = [payload]
     pop, push = stack.pop, stack.append
     texts: dict[int, tuple[Any, int]] = {}
+    escaped: dict[int, tuple[str, int]] | None = {} if escapes else None
     while stack:
         item = pop()
         kind = type(item)
         if kind is str:
             count += len(item) + 2
+            if escaped is not None and (not item.isprintable() or '"' in item or "\\" in item):
+                count += _escaped_extra(item, escaped)
         elif kind is list or kind is tuple:
             count += len(item) + 1
             if count > limit:
@@ -686,6 +756,27 @@ def _other_chars(item: Any, texts: dict[int, tuple[Any, int]]) -> tuple[int, Ite
 
 
 _REMEMBERED_TEXTS = 64
+# The control characters JSON writes in two characters (``\\n``); the others take six.
+_SHORT_ESCAPES = "\b\t\n\f\r"
+_LONG_ESCAPES = tuple(chr(code) for code in range(32) if chr(code) not in _SHORT_ESCAPES)
+
+
+def _escaped_extra(text: str, seen: dict[int, tuple[str, int]]) -> int:
+    """The characters JSON adds to ``text`` to escape it; a string met again (the same object,
+    among the last few) is not scanned again."""
+    known = seen.get(id(text))
+    if known is not None and known[0] is text:
+        return known[1]
+    extra = text.count('"') + text.count("\\")
+    if not text.isprintable():  # control characters among others; most text has none
+        extra += sum(map(text.count, _SHORT_ESCAPES))
+        extra += 5 * sum(map(text.count, _LONG_ESCAPES))
+    if len(seen) >= _REMEMBERED_TEXTS:
+        seen.clear()
+    seen[id(text)] = (text, extra)
+    return extra
+
+
 # sys.getsizeof of a Decimal whose coefficient fits the four words allocated at least (76
 # digits): a longer one is measured by its text.
 _SMALL_DECIMAL = sys.getsizeof(decimal.Decimal(0))

@@ -41,7 +41,7 @@ from recurgent._outcome_bounds import (
     checked_error_type as _checked_error_type,
     cut_error_message as _cut_error_message,
 )
-from recurgent._values import ShownAs, describe, json_safe, outgrows, too_long_to_show
+from recurgent._values import ShownAs, describe, display_text, json_safe, outgrows
 from recurgent.errors import InvalidOutcomeError, error_for
 
 __all__ = [
@@ -287,7 +287,7 @@ class Outcome(BaseModel):
     def _dump_json_safely(self, data: Any, handler: SerializerFunctionWrapHandler) -> Any:
         # A value whose parts repeat (a program's answer may be ten megabytes of memory and ten
         # gigabytes of JSON) is refused before a character is written (ADR 0142).
-        if outgrows(data, MAX_JSON_DUMP_CHARS):
+        if outgrows(data, MAX_JSON_DUMP_CHARS, escapes=True):
             raise ValueError(
                 f"this outcome's JSON text would be over {MAX_JSON_DUMP_CHARS:,} characters "
                 "(a large value, or one whose parts repeat); serialize what you need of outcome.value"
@@ -404,10 +404,10 @@ class Outcome(BaseModel):
         # bounded description (ADR 0142).
         yield "status", self.status
         if self.status == "ok":
-            value = self.value
-            if too_long_to_show(value):
-                value = ShownAs(describe(value, use_repr=True))
-            yield "value", value
+            # Its text is written here to be measured (a value whose text is long for its size,
+            # escaped characters or a datetime's timezone name, red team R19), once more by rich.
+            text, whole = display_text(self.value, use_repr=True)
+            yield "value", self.value if whole else ShownAs(text)
         else:
             yield "error_type", self.error_type
             yield "error_message", self.error_message
