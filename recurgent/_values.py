@@ -296,18 +296,7 @@ DISPLAY_MAX_CHARS = 1_000_000
 _DISPLAY_PREVIEW_CHARS = 2_000
 # The kinds whose text can be far longer than their memory (parts written once per reference);
 # any other object is shown by its own repr, which the walk would otherwise run a second time.
-_REPEATING_KINDS = (
-    str,
-    bytes,
-    bytearray,
-    list,
-    tuple,
-    dict,
-    set,
-    frozenset,
-    collections.deque,
-    BaseException,
-)
+_REPEATING_KINDS = (str, bytes, bytearray, BaseException, *_BOUNDED_KINDS)
 
 
 def too_long_to_show(value: Any) -> bool:
