@@ -1,7 +1,8 @@
-"""Random ids cut from blocks of OS randomness (ADR 0126).
+"""Random ids cut from blocks of OS randomness (ADRs 0126, 0144).
 
 Pins: an id is ``2 * count`` hex digits of bytes the OS gave, never handed out twice (the block
-advances, and is refilled when it runs out), and a forked child never repeats its parent's ids.
+advances, and is refilled when it runs out); ids of one length are cut in a batch and handed
+out in the order cut; a forked child never repeats its parent's ids.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ import re
 import pytest
 
 from recurgent import _ids
+
+
+class _TakenAfterTheCheck(list[str]):
+    """An empty batch that looked non-empty when checked."""
+
+    def __bool__(self) -> bool:
+        return True
 
 
 class TestRandomHex:
@@ -27,8 +35,39 @@ class TestRandomHex:
         monkeypatch.setattr(os, "urandom", urandom)
         monkeypatch.setattr(_ids, "_POOL", _ids._Pool())
         assert _ids.random_hex(4) == "00010203"
-        assert _ids.random_hex(2) == "0405"
+        assert _ids.random_hex(4) == "04050607"
+        # 64 ids of four bytes were cut (bytes 0-255): ids of two bytes start after them.
+        assert _ids.random_hex(2) == "0001"
+        assert _ids.random_hex(2) == "0203"
         assert draws == [4096]
+
+    def test_ids_too_long_for_a_batch_are_cut_as_many_as_fit(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        draws: list[int] = []
+
+        def urandom(size: int) -> bytes:
+            draws.append(size)
+            return bytes([len(draws)]) * size
+
+        monkeypatch.setattr(os, "urandom", urandom)
+        monkeypatch.setattr(_ids, "_POOL", _ids._Pool())
+        assert _ids.random_hex(3000) == "01" * 3000
+        assert _ids.random_hex(3000) == "02" * 3000
+        assert draws == [4096, 4096]
+
+    def test_a_thread_finding_the_batch_empty_cuts_a_new_one(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(os, "urandom", lambda size: bytes(range(256)) * (size // 256))
+        pool = _ids._Pool(per_draw=2)
+        monkeypatch.setattr(_ids, "_POOL", pool)
+        assert _ids.random_hex(1) == "00"
+        assert pool.ready == {1: ["01"]}
+        # Another thread takes the last id between the check and the pop.
+        pool.ready[1] = _TakenAfterTheCheck()
+        assert _ids.random_hex(1) == "02"
+        assert _ids.random_hex(1) == "03"
 
     def test_a_block_that_runs_out_is_replaced_not_reused(
         self, monkeypatch: pytest.MonkeyPatch

@@ -74,8 +74,10 @@ def _reproducible(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return next(counter).to_bytes(size, "big")
 
     monkeypatch.setattr(os, "urandom", urandom)
-    # Call ids and content refs are cut from blocks (ADR 0126): counted one id at a time here.
+    # Call ids and content refs are cut from blocks in batches (ADRs 0126, 0144): counted one id
+    # at a time here.
     monkeypatch.setattr(_ids._Pool, "take", lambda pool, size: urandom(size))
+    monkeypatch.setattr(_ids, "_POOL", _ids._Pool(per_draw=1))
     monkeypatch.setenv("LOG_LINE_SPEC_API_KEY", "envsecret-4321")
     with freeze_time(FROZEN):
         yield
