@@ -57,9 +57,9 @@ import pytest
 from recurgent import Agent
 from recurgent._async_stop import innermost
 from recurgent._lifecycle._map_executor import in_callers_context
-from recurgent._sandbox import SandboxLimits, _limits, compile_program
+from recurgent._sandbox import SandboxLimits, _limits, _memory, _watchdog, compile_program
 from recurgent._sandbox._batch import BatchSandbox
-from recurgent._sandbox._limits import WATCHDOG, _WatchdogService
+from recurgent._sandbox._watchdog import WATCHDOG, _WatchdogService
 from recurgent.outcome import Outcome
 from recurgent.testing import FunctionProvider, ScriptedProvider
 from specs.forking import report_of_a_child_forked_while_held
@@ -264,7 +264,7 @@ class TestAHeldUpWatchdog:
 
         assert (outcome.status, outcome.value) == ("ok", 80)
         # Forty children and the parent ended: one wait, for the 5 ms of the hand-off.
-        assert waits == [_limits._HANDOFF_SECONDS]
+        assert waits == [_watchdog._HANDOFF_SECONDS]
         assert _left_behind() == (0, 0, True)
 
     def test_a_wait_that_gives_up_releases_the_others_waiting(
@@ -285,14 +285,14 @@ class TestAHeldUpWatchdog:
             ended.append(name)
 
         with _watchdog_held_up():
-            monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 60.0)
+            monkeypatch.setattr(_watchdog, "_HANDOFF_SECONDS", 60.0)
             patient = threading.Thread(target=end_an_attempt, args=("patient",), daemon=True)
             patient.start()
             deadline = time.monotonic() + 5
             while not WATCHDOG._condition._waiters:  # type: ignore[attr-defined]
                 assert time.monotonic() < deadline, "the thread did not start waiting"
                 time.sleep(0.001)
-            monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 0.05)
+            monkeypatch.setattr(_watchdog, "_HANDOFF_SECONDS", 0.05)
             end_an_attempt("brief")
             patient.join(5)
             finished = list(ended)  # before the watchdog is let go (its visit ends any wait)
@@ -348,7 +348,7 @@ class TestForkDuringTheHandOff:
         30 s) when the parent forks. In the child nothing is registered, nobody waits on the
         condition, its due time is forgotten; its first call answers and is watched by a
         watchdog thread of its own."""
-        monkeypatch.setattr(_limits, "_HANDOFF_SECONDS", 30.0)
+        monkeypatch.setattr(_watchdog, "_HANDOFF_SECONDS", 30.0)
 
         @contextlib.contextmanager
         def waiting_in_the_hand_off() -> Iterator[None]:
@@ -413,11 +413,11 @@ class TestNestedAttemptsShareOneMemoryCap:
         programs' lists from them, so its resident size would not show their growth (the
         figures above are of the resident size, in a fresh process)."""
 
-        def traced(meter: _limits.MemoryMeter) -> int:
+        def traced(meter: _memory.MemoryMeter) -> int:
             return 0 if meter._fd is None else tracemalloc.get_traced_memory()[0]
 
         tracemalloc.start()
-        monkeypatch.setattr(_limits.MemoryMeter, "_resident", traced)
+        monkeypatch.setattr(_memory.MemoryMeter, "_resident", traced)
         try:
             yield
         finally:

@@ -31,19 +31,19 @@ from recurgent._sandbox._limits import (
     Clock,
     DeadlineExceeded,
     MemoryLimitExceeded,
-    MemoryMeter,
     OutputCollector,
     SandboxLimits,
     SizeLimitExceeded,
     Ticker,
-    Watchdog,
     attempt_deadline,
     monotonic_clock,
 )
+from recurgent._sandbox._memory import MemoryMeter
 from recurgent._sandbox._modules import ALLOWED_MODULES
 from recurgent._sandbox._namespace import VISIBLE_NAMES, AttemptNamespace
 from recurgent._sandbox._numbers import attempt_decimal_context
 from recurgent._sandbox._policy import MAIN_FUNCTION
+from recurgent._sandbox._watchdog import Watchdog
 from recurgent.errors import (
     BudgetExceededError,
     ExecutionError,

@@ -54,17 +54,17 @@ from recurgent._sandbox._forwarding import RUNNING
 from recurgent._sandbox._guards import GENERATED_FILENAME
 from recurgent._sandbox._idioms import fresh_sandbox_context
 from recurgent._sandbox._limits import (
-    WATCHDOG,
     Clock,
     DeadlineExceeded,
-    MemoryMeter,
     SandboxLimits,
     attempt_deadline,
     enclosing_memory,
     monotonic_clock,
 )
+from recurgent._sandbox._memory import MemoryMeter
 from recurgent._sandbox._namespace import open_types_and_class_hook
 from recurgent._sandbox._policy import MAIN_FUNCTION
+from recurgent._sandbox._watchdog import WATCHDOG
 from recurgent.outcome import outcome_context
 
 __all__ = ["PER_ATTEMPT_NAMES", "BatchSandbox"]

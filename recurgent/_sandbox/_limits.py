@@ -1,4 +1,4 @@
-"""Hard limits of one attempt: the deadline and its watchdog, the memory and output caps (ADR 0012).
+"""Hard limits of one attempt: the deadline, the memory and output caps (ADR 0012).
 
 The deadline is cooperative. Compiled code calls ``_next_(_ticker_, False) or _tick_()`` at the
 head of every loop body, every function body, every ``except`` handler and every comprehension
@@ -7,49 +7,36 @@ when it runs dry does ``_tick_`` read the clock. Once the attempt is stopped the
 empty and every later tick raises again, so ``except BaseException: pass`` cannot swallow the
 stop.
 
-A batch of cheap ticks alone is not enough: code that runs a thousand fast iterations and then
-slow ones (each a long C call) would go a thousand slow iterations between clock reads. One
-long-lived watchdog thread per process (:data:`WATCHDOG`) therefore empties the ticker of every
-running attempt every few milliseconds so the next tick reads the clock, and it sleeps while no
-attempt runs (ADR 0030). Every clock read also reads the process's resident memory (a
-:class:`MemoryMeter`), so a loop that keeps growing memory stops once the process has grown by
-more than the cap.
-
-Library code never ticks. Once an attempt measured by the real clock is past its deadline (or
-its memory cap), the watchdog therefore also stops the attempt's thread itself: it delivers the
-stop as an asynchronous exception into whatever Python frame runs, and again every period while
-the thread is inside the attempt (ADR 0089, :mod:`recurgent._async_stop`).
+The process's watchdog thread (:mod:`recurgent._sandbox._watchdog`) visits every running
+attempt (:meth:`Ticker.watch`): the next tick then reads the clock, and an attempt on the real
+clock that is past its deadline or memory cap is stopped in whatever Python frame runs, library
+code's too (ADR 0089). Every clock read also reads the process's resident memory (a
+:class:`~recurgent._sandbox._memory.MemoryMeter`), so a loop that keeps growing memory stops
+once the process has grown by more than the cap.
 """
 
 from __future__ import annotations
 
 import contextvars
 import itertools
-import math
-import os
-import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from recurgent._async_stop import Interrupter
-from recurgent._forksafe import fork_safe_condition, fork_safe_lock
+from recurgent._sandbox._memory import MemoryMeter
 
 __all__ = [
-    "WATCHDOG",
     "AttemptStopped",
     "Clock",
     "DeadlineExceeded",
     "MemoryLimitExceeded",
-    "MemoryMeter",
     "OutputCollector",
     "SandboxLimits",
     "SizeLimitExceeded",
     "Ticker",
     "TickingIterator",
-    "Watchdog",
-    "Watched",
     "attempt_deadline",
     "enclosing_limits",
     "enclosing_memory",
@@ -179,91 +166,6 @@ class SandboxLimits:
     max_response_bytes: int = 5 * 1024 * 1024
     default_http_timeout: float = 10.0
     max_memory_bytes: int | None = 1024 * 1024 * 1024
-
-
-_STATM_PATH = "/proc/self/statm"
-_statm_lock = fork_safe_lock()  # unheld in a forked child (ADR 0139)
-_UNOPENED = -1
-# One descriptor per process, opened on first use (None: the platform has no statm). A child
-# made by fork() inherits the parent's descriptor, which still reads the parent: the at-fork
-# hook below drops it, so the child opens its own. No pid is read per attempt (a getpid is a
-# system call each time, and a meter is made for every attempt).
-_statm: int | None = _UNOPENED
-
-
-def _statm_descriptor() -> int | None:
-    global _statm  # one process-wide descriptor, like the file it reads
-    cached = _statm
-    if cached != _UNOPENED:
-        return cached
-    with _statm_lock:
-        if _statm == _UNOPENED:
-            try:
-                _statm = os.open(_STATM_PATH, os.O_RDONLY)
-            except OSError:
-                _statm = None
-        return _statm
-
-
-def _forget_statm_after_fork() -> None:
-    global _statm  # the child opens its own descriptor (the lock: ADR 0139)
-    inherited = _statm
-    _statm = _UNOPENED
-    if inherited is not None and inherited != _UNOPENED:
-        try:
-            os.close(inherited)
-        except OSError:
-            pass
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_statm_after_fork)
-
-
-class MemoryMeter:
-    """Growth of this process's resident memory since the meter was made.
-
-    Every meter reads the one ``/proc/self/statm`` descriptor the process keeps open, so a
-    reading is one ``pread`` and making a meter (once per attempt) opens nothing. Where the
-    platform has no such file the meter reports no growth.
-    """
-
-    def __init__(self) -> None:
-        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-        self._fd = _statm_descriptor()
-        self._baseline = self._resident()
-
-    def sharing_baseline(self) -> MemoryMeter:
-        """A meter of its own (closing it closes only it) measuring from this one's baseline,
-        made without a reading: a batch's items measure from the batch's start (ADR 0111)."""
-        meter = MemoryMeter.__new__(MemoryMeter)
-        meter._page, meter._fd, meter._baseline = self._page, self._fd, self._baseline
-        return meter
-
-    def _resident(self) -> int:
-        if self._fd is None:
-            return 0
-        try:
-            return int(os.pread(self._fd, 128, 0).split()[1]) * self._page
-        except (OSError, ValueError, IndexError):
-            return 0
-
-    @property
-    def baseline(self) -> int:
-        """The resident bytes growth is measured from."""
-        return self._baseline
-
-    def measure_from(self, baseline: int) -> None:
-        """Measure from ``baseline`` when it is lower than this meter's own (never looser)."""
-        self._baseline = min(self._baseline, baseline)
-
-    def growth(self) -> int:
-        """Bytes of resident memory gained since the meter was made (0 when unknown)."""
-        return self._resident() - self._baseline if self._fd is not None else 0
-
-    def close(self) -> None:
-        """Stop reading (the shared descriptor stays open for the next meter)."""
-        self._fd = None
 
 
 class Ticker:
@@ -425,168 +327,6 @@ class Ticker:
     def _memory_message(self) -> str:
         limit = self._max_memory or 0
         return f"generated code grew the process by more than {limit // (1024 * 1024)} MiB"
-
-
-class Watched(Protocol):
-    """What the watchdog visits: a :class:`Ticker`, or a batch's current item (ADR 0124)."""
-
-    def watch(self) -> None: ...  # pragma: no cover - a protocol
-
-
-class _WatchdogService:
-    """One long-lived daemon thread that nudges every running attempt's ticker.
-
-    Attempts register while they run. With none registered for a second the thread sleeps on a
-    condition, so an idle process pays nothing; a forked child, whose copy has no thread, starts
-    its own. An attempt that ends after the thread's sleep has ended waits for its visit, which
-    hands it the interpreter lock at once (ADR 0140).
-    """
-
-    def __init__(self, period: float, linger_polls: int = 50) -> None:
-        self._period = period
-        self._linger_polls = linger_polls
-        # Unheld and with no waiters in a forked child (ADR 0139).
-        self._condition = fork_safe_condition()
-        self._tickers: dict[int, Watched] = {}
-        self._thread: threading.Thread | None = None
-        # True while the thread sleeps on the condition: only then does a new attempt wake it.
-        self._waiting = False
-        # When the thread's sleep between two visits ends (monotonic seconds; infinity while it
-        # sleeps on the condition or does not run): an attempt ending later hands it its turn.
-        # Written and compared on the real clock, never one freezegun replaces: a frozen clock
-        # on one thread and a real one on the other made every period's end wait 5 ms (R18).
-        self._due = math.inf
-        # Set by an attempt that handed the thread its turn: the process is busy, though the
-        # thread then finds no attempt registered (the ending one left first).
-        self._handed_off = False
-
-    def forget_after_fork(self) -> None:
-        """In a forked child: nothing watched and no thread (the parent's does not exist here);
-        the condition is made unheld by the fork-safe locks' hook (ADR 0139)."""
-        self._tickers = {}
-        self._thread = None
-        self._waiting = False
-        self._due = math.inf
-        self._handed_off = False
-
-    def register(self, ticker: Watched) -> bool:
-        """Watch ``ticker``; False when no thread can be started (the attempt runs unwatched)."""
-        with self._condition:
-            self._tickers[id(ticker)] = ticker
-            # A forked child's copy of the thread is not alive there (threading marks it
-            # stopped after fork): the child starts its own, with no pid read per attempt.
-            if self._thread is None or not self._thread.is_alive():
-                thread = threading.Thread(
-                    target=self._watch, name="recurgent-watchdog", daemon=True
-                )
-                try:
-                    thread.start()
-                except RuntimeError:
-                    del self._tickers[id(ticker)]
-                    return False
-                self._thread = thread
-                self._waiting = False
-            elif self._waiting:
-                self._condition.notify_all()
-        return True
-
-    def unregister(self, ticker: Watched) -> None:
-        """Stop watching ``ticker``; first let the thread visit when its sleep has ended."""
-        condition = self._condition
-        with condition:
-            self._tickers.pop(id(ticker), None)
-            due = self._due
-            if monotonic_clock() < due:
-                return
-            thread = self._thread
-            if thread is None or not thread.is_alive():
-                return
-            # The thread is awake and waits for the interpreter lock, which this thread holds.
-            # Each time this thread releases it (a system call: the memory reading, a log
-            # line), the thread is woken and mostly loses the race to take it, so it waits on
-            # through many calls, each then paying for its wake (ADR 0140). Waiting here hands
-            # it the lock at once; it visits, sets its next due time and notifies.
-            self._handed_off = True
-            if not condition.wait_for(lambda: self._due != due, _HANDOFF_SECONDS):
-                # No visit came (a thread held up elsewhere): the next attempts do not wait
-                # for it again before one more period has passed, and those already waiting
-                # for the same visit stop now, not each at the end of its own wait (R18).
-                self._due = monotonic_clock() + self._period
-                condition.notify_all()
-
-    @property
-    def watching(self) -> int:
-        """How many attempts are registered."""
-        with self._condition:
-            return len(self._tickers)
-
-    def _watch(self) -> None:
-        idle = 0
-        while True:
-            idle = self._round(idle)
-            time.sleep(self._period)
-
-    def _round(self, idle: int) -> int:
-        """One round of the thread: visit every running attempt and set the next due time;
-        return how many rounds in a row found the process idle.
-
-        After the last attempt the thread keeps polling for linger_polls rounds (one second)
-        before it sleeps on the condition: back-to-back calls then never pay for waking it (a
-        futex wake and a context switch per call), and an idle process still sleeps. A round
-        an ending attempt handed over is not idle, though that attempt has left (ADR 0140).
-        """
-        condition = self._condition
-        with condition:
-            if self._tickers or self._handed_off:
-                idle = 0
-                self._handed_off = False
-            elif idle < self._linger_polls:
-                idle += 1
-            else:
-                self._waiting = True
-                self._due = math.inf
-                condition.notify_all()  # an attempt waiting for a visit waits no longer
-                while not self._tickers:
-                    condition.wait()
-                self._waiting = False
-                idle = 0
-            tickers = list(self._tickers.values())
-        for ticker in tickers:
-            try:
-                ticker.watch()
-            except Exception:  # noqa: BLE001 - one attempt's failure must not end the watch
-                continue
-        with condition:
-            self._due = monotonic_clock() + self._period
-            condition.notify_all()  # the attempts that handed this thread its turn
-        return idle
-
-
-# The longest an ending attempt waits for the watchdog's visit it handed the turn to.
-_HANDOFF_SECONDS = 0.001
-
-WATCHDOG = _WatchdogService(period=0.02)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=WATCHDOG.forget_after_fork)
-
-
-class Watchdog:
-    """Makes one attempt's next tick read the clock every 20 ms, while it runs.
-
-    It registers the ticker with the process's single watchdog thread (:data:`WATCHDOG`)
-    between :meth:`start` and :meth:`stop`; no thread is started per attempt.
-    """
-
-    def __init__(self, ticker: Ticker) -> None:
-        self._ticker = ticker
-
-    def start(self) -> None:
-        """Start watching (a process that cannot start threads runs on without a watchdog)."""
-        WATCHDOG.register(self._ticker)
-
-    def stop(self) -> None:
-        """Stop watching."""
-        WATCHDOG.unregister(self._ticker)
 
 
 class TickingIterator:

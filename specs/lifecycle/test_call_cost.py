@@ -12,7 +12,7 @@ import pytest
 
 from recurgent import Agent
 from recurgent._cli import render_entry
-from recurgent._sandbox._limits import WATCHDOG
+from recurgent._sandbox._watchdog import WATCHDOG
 from recurgent.errors import ProviderError, UsageError
 from recurgent.providers import ProviderRequest
 from recurgent.testing import FunctionProvider, ScriptedProvider, read_log

@@ -191,16 +191,16 @@ class TestMemoryCapPerBatch:
 
     def test_one_baseline_reading_serves_every_item(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Five items, one MemoryMeter made (the batch's); each item's meter shares it."""
-        from recurgent._sandbox import _limits
+        from recurgent._sandbox import _memory
 
         made: list[object] = []
-        real_init = _limits.MemoryMeter.__init__
+        real_init = _memory.MemoryMeter.__init__
 
-        def counting_init(meter: _limits.MemoryMeter) -> None:
+        def counting_init(meter: _memory.MemoryMeter) -> None:
             made.append(meter)
             real_init(meter)
 
-        monkeypatch.setattr(_limits.MemoryMeter, "__init__", counting_init)
+        monkeypatch.setattr(_memory.MemoryMeter, "__init__", counting_init)
 
         results = _items("result = args[0] * 2", [1, 2, 3, 4, 5])
 
@@ -232,21 +232,21 @@ class TestArmedOncePerBatch:
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Five items, one registration with the process's watchdog, and none left after."""
-        from recurgent._sandbox import _limits
+        from recurgent._sandbox import _watchdog
 
         registered: list[object] = []
-        real_register = _limits.WATCHDOG.register
+        real_register = _watchdog.WATCHDOG.register
 
-        def counting(watched: _limits.Watched) -> bool:
+        def counting(watched: _watchdog.Watched) -> bool:
             registered.append(watched)
             return real_register(watched)
 
-        monkeypatch.setattr(_limits.WATCHDOG, "register", counting)
+        monkeypatch.setattr(_watchdog.WATCHDOG, "register", counting)
 
         results = _items("result = args[0] + 1", [1, 2, 3, 4, 5])
 
         assert ([r.value for r in results], len(registered)) == ([2, 3, 4, 5, 6], 1)
-        assert registered[0] not in _limits.WATCHDOG._tickers.values()
+        assert registered[0] not in _watchdog.WATCHDOG._tickers.values()
 
     def test_library_code_of_one_item_stops_at_its_own_deadline(self) -> None:
         """Pure-Python library code never ticks: the watchdog's visit reaches the current item
