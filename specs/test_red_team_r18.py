@@ -1,7 +1,7 @@
 """Red team R18: the watchdog's hand-off (ADR 0140, commit 846c464), from a hostile program.
 
 An attempt that ends after the watchdog thread's sleep has ended (``_WatchdogService._due``)
-waits on the watchdog's condition, at most ``_HANDOFF_SECONDS`` (5 ms), until the thread has
+waits on the watchdog's condition, at most ``_HANDOFF_SECONDS`` (5 ms when this ran, 1 ms since), until the thread has
 visited. Tried, from the program's side (the figures are runs on the shared 2-core machine,
 with and without the hand-off taking turns in one process; docs/security.md has them all):
 
