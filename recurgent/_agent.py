@@ -29,6 +29,7 @@ from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 from recurgent._agent_children import ChildAgents
 from recurgent._agent_state import AgentState
 from recurgent._aio import AsyncAgent
+from recurgent._display import key_listing
 from recurgent._governance._wiring import governance_of
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
@@ -39,7 +40,6 @@ from recurgent._profiles import ProfileBinding
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import generated_code_running
 from recurgent._self_model import self_model
-from recurgent._values import key_listing
 from recurgent._worker._slot import LaneSlot, Preparation
 from recurgent.errors import (
     GuardrailViolationError,

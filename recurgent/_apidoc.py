@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from recurgent._values import ShownAs
+from recurgent._display import ShownAs
 
 __all__ = ["DEFAULT_OUTPUT", "main", "render"]
 

@@ -3,6 +3,8 @@
 Every function here is total: it returns a value for any input (a huge ``int``, a broken
 ``__repr__``, a 50 MB string) and never raises. Long strings are shortened *before* they are
 redacted, so a large value costs one bounded slice, never a walk over all of it (ADR 0032).
+How a value is shown to people (an outcome's text, an agent's memory keys) is
+:mod:`recurgent._display`, built on these.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import decimal
 import fractions
 import functools
 import itertools
-import json
 import math
 import re
 import reprlib
@@ -26,21 +27,16 @@ from typing import Any
 from recurgent._redact import MASK, environment_secrets, is_secret_key, redact
 
 __all__ = [
+    "BOUNDED_KINDS",
     "DEFAULT_MAX_CHARS",
-    "DISPLAY_MAX_CHARS",
     "KEPT_ATOM_KINDS",
     "SafeRepr",
-    "ShownAs",
-    "describe",
-    "display_text",
     "int_text",
     "json_safe",
-    "key_listing",
     "outgrows",
     "safe_repr",
     "secret_values",
     "shorten",
-    "too_long_to_show",
     "utc_timestamp",
 ]
 
@@ -171,14 +167,15 @@ def _fits(value: Any, limit: int) -> bool:
     return True
 
 
-# The kinds safe_repr writes by the bounded repr when their text may be long: containers, and
-# exceptions, whose text writes their arguments' (a set, a deque or an exception were written
-# in full, then cut, red team R19).
-_BOUNDED_KINDS = (list, tuple, dict, set, frozenset, collections.deque)
+#: The kinds safe_repr writes by the bounded repr when their text may be long: containers, and
+#: exceptions, whose text writes their arguments' (a set, a deque or an exception were written
+#: in full, then cut, red team R19). :mod:`recurgent._display` counts them among the kinds
+#: whose text may outgrow their memory.
+BOUNDED_KINDS = (list, tuple, dict, set, frozenset, collections.deque)
 
 
 def _bounded_kind(value: Any) -> bool:
-    return isinstance(value, _BOUNDED_KINDS) or _plain_exception(value)
+    return isinstance(value, BOUNDED_KINDS) or _plain_exception(value)
 
 
 def _plain_exception(value: Any) -> bool:
@@ -274,99 +271,6 @@ _REPRLIB_KINDS = frozenset({*_REPRLIB_CONTAINERS, dict, str, bytes, bytearray, i
 
 def _base_container(value: Any) -> type:
     return next(kind for kind in _REPRLIB_CONTAINERS if isinstance(value, kind))
-
-
-class ShownAs:
-    """An object whose ``repr`` is the text it was made with: it stands for something shown by
-    a description or by its source, without quotes."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-#: The most characters a value is shown with in full (ADR 0142). A program's answer may repeat its
-#: parts: ten megabytes of memory make ten gigabytes of text, which a notebook displaying the
-#: outcome, or an f-string, would otherwise write.
-DISPLAY_MAX_CHARS = 1_000_000
-_DISPLAY_PREVIEW_CHARS = 2_000
-# The kinds whose text can be far longer than their memory (parts written once per reference);
-# any other object is shown by its own repr, which the walk would otherwise run a second time.
-_REPEATING_KINDS = (str, bytes, bytearray, BaseException, *_BOUNDED_KINDS)
-
-
-def too_long_to_show(value: Any) -> bool:
-    """Whether ``value``'s text surely holds more than :data:`DISPLAY_MAX_CHARS` characters."""
-    return isinstance(value, _REPEATING_KINDS) and outgrows(value, DISPLAY_MAX_CHARS)
-
-
-def describe(value: Any, *, use_repr: bool) -> str:
-    """``repr(value)`` or ``str(value)`` for display; never raises (huge ints, broken dunders).
-
-    Unlike :func:`safe_repr` the text is neither redacted nor shortened when the plain
-    conversion works: it is what the caller's own value looks like. A value whose text surely
-    holds more than :data:`DISPLAY_MAX_CHARS` characters (:func:`outgrows`), or whose text
-    turns out longer once written (escaped characters, a kind the walk does not look into), is
-    shown by the bounded, redacted :func:`safe_repr` of its first 2 000 characters and a note
-    instead.
-    """
-    return display_text(value, use_repr=use_repr)[0]
-
-
-def display_text(value: Any, *, use_repr: bool) -> tuple[str, bool]:
-    """:func:`describe`'s text of ``value``, and whether it shows the value in full."""
-    try:
-        if not too_long_to_show(value):
-            text = repr(value) if use_repr else str(value)
-            # The walk counts a character as one, but an escaped one writes up to ten
-            # (``repr(chr(0x10FFFF))`` is ``'\\U0010ffff'``), and a kind it does not walk (a
-            # datetime, whose text writes its timezone's name) is written once, here: a string
-            # of 999 000 such characters was ten million characters of repr (red team R19).
-            if len(text) <= DISPLAY_MAX_CHARS:
-                return text, True
-        preview = safe_repr(value, limit=_DISPLAY_PREVIEW_CHARS)
-        return (
-            f"{preview} <not shown in full: its text is over {DISPLAY_MAX_CHARS:,} "
-            "characters; the value itself is whole>"
-        ), False
-    except Exception as error:  # noqa: BLE001 - describing a value must not raise
-        if isinstance(value, int) and not isinstance(value, bool):
-            return int_text(value), False  # a repr of it (rich's) would raise too
-        try:
-            rendered = json_safe(value, budget=DISPLAY_MAX_CHARS)
-            text = (
-                rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
-            )
-        except Exception:  # noqa: BLE001 - last resort below
-            return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>", False
-        return shorten(text, DISPLAY_MAX_CHARS), False
-
-
-#: Memory keys an agent's ``repr`` lists, and the characters shown of each (ADR 0142).
-SHOWN_KEYS = 50
-SHOWN_KEY_CHARS = 80
-
-
-def key_listing(keys: Collection[Any]) -> str:
-    """``repr`` of the first :data:`SHOWN_KEYS` of ``keys`` as text, each cut to
-    :data:`SHOWN_KEY_CHARS` characters, and how many more there are.
-
-    A key that is not a string is shown by its bounded :func:`safe_repr`: memory may hold a
-    tuple key whose parts repeat, whose plain ``str`` is gigabytes (ADR 0142).
-    """
-    # Taken in one C-level step: another thread may add a key while the text is made.
-    head = list(itertools.islice(keys, SHOWN_KEYS))
-    shown = [
-        shorten(key, SHOWN_KEY_CHARS) if type(key) is str else safe_repr(key, limit=SHOWN_KEY_CHARS)
-        for key in head
-    ]
-    listed = repr(shown)
-    more = len(keys) - len(shown)
-    return f"{listed[:-1]}, ...<{more} more>]" if more > 0 else listed
 
 
 class _Walk:

@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
+from recurgent._display import ShownAs, describe, display_text
 from recurgent._outcome_attribution import (
     UNKNOWN_METHOD as _UNKNOWN_METHOD,
     UNKNOWN_ROLE as _UNKNOWN_ROLE,
@@ -41,7 +42,7 @@ from recurgent._outcome_bounds import (
     checked_error_type as _checked_error_type,
     cut_error_message as _cut_error_message,
 )
-from recurgent._values import ShownAs, describe, display_text, json_safe, outgrows
+from recurgent._values import json_safe, outgrows
 from recurgent.errors import InvalidOutcomeError, error_for
 
 __all__ = [

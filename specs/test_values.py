@@ -14,7 +14,6 @@ from freezegun import freeze_time
 from recurgent import Agent, Outcome
 from recurgent._values import (
     SafeRepr,
-    describe,
     int_text,
     json_safe,
     safe_repr,
@@ -227,24 +226,6 @@ class TestBounds:
     def test_safe_repr_of_huge_int(self) -> None:
         """safe_repr(10 ** 5000) is its leading digits and digit count."""
         assert safe_repr(10**5000) == "10000000000000000000...<5001 digits>"
-
-    def test_describe_never_raises(self) -> None:
-        """describe() falls back to JSON text when repr/str raise."""
-        assert describe([10**5000], use_repr=True) == '["10000000000000000000...<5001 digits>"]'
-        assert describe(10**5000, use_repr=False) == "10000000000000000000...<5001 digits>"
-        assert describe({"a": 1}, use_repr=True) == "{'a': 1}"
-
-    def test_describe_of_a_broken_repr(self) -> None:
-        """An object whose __repr__ and __str__ raise is described by type and error."""
-
-        class Broken:
-            def __repr__(self) -> str:
-                raise RuntimeError("no")
-
-            __str__ = __repr__
-
-        assert describe(Broken(), use_repr=True) == "<unrepresentable Broken: RuntimeError>"
-        assert str(Outcome.ok(Broken())) == "<unrepresentable Broken: RuntimeError>"
 
 
 class TestSafeReprClass:

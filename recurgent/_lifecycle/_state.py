@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from recurgent._call import CallFrame
 from recurgent._content_store import ContentReads, ContentWrite, content_log_fields
+from recurgent._display import describe
 from recurgent._lifecycle._log_view import LogView
 from recurgent._lifecycle._patterns import PatternReport, pattern_log_fields
 from recurgent._lifecycle._role_continuity import NO_AGENCY_FIELDS
 from recurgent._parsing import format_traceback
 from recurgent._secret_index import SecretIndex
 from recurgent._store import StoredRun
-from recurgent._values import describe, utc_timestamp
+from recurgent._values import utc_timestamp
 from recurgent.errors import RecurgentError
 from recurgent.outcome import Outcome
 
