@@ -29,11 +29,12 @@ from recurgent._lifecycle._stored_tools import (
 )
 from recurgent._options import KNOWN_OPTIONS
 from recurgent._registry import TOOLS_KEY, integrity_violation, record_tool_use, register_tool
+from recurgent._repr import safe_repr, shorten
 from recurgent._runtime_config import inherited_settings
 from recurgent._sandbox import HandleOps
 from recurgent._store import Store
 from recurgent._store._registry import PURPOSE_UNAVAILABLE
-from recurgent._values import outgrows, safe_repr, shorten
+from recurgent._values import outgrows
 from recurgent.errors import BudgetExceededError, GuardrailViolationError, UsageError
 from recurgent.outcome import Outcome
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from recurgent._deliverables import as_deliverable, validate_deliverable
-from recurgent._values import safe_repr
+from recurgent._repr import safe_repr
 from recurgent.errors import UsageError
 
 __all__ = [

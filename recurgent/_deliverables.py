@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
 from recurgent._json_schema import check_json_schema, is_json_schema, location, vet_json_schema
-from recurgent._values import safe_repr
+from recurgent._repr import safe_repr
 from recurgent.errors import UsageError
 from recurgent.outcome import Outcome
 

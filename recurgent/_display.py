@@ -2,8 +2,8 @@
 
 A value's own ``repr`` or ``str`` is shown as it is, unless its text surely holds more than
 :data:`DISPLAY_MAX_CHARS` characters: then a bounded, redacted preview and a note stand for it
-(ADR 0142). :func:`describe` never raises. Built on :mod:`recurgent._values` (``safe_repr``,
-``json_safe``, ``outgrows``), which imports nothing from here.
+(ADR 0142). :func:`describe` never raises. Built on :mod:`recurgent._repr` (``safe_repr``) and
+:mod:`recurgent._values` (``json_safe``, ``outgrows``), which import nothing from here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from recurgent._values import BOUNDED_KINDS, int_text, json_safe, outgrows, safe_repr, shorten
+from recurgent._repr import BOUNDED_KINDS, int_text, safe_repr, shorten
+from recurgent._values import json_safe, outgrows
 
 __all__ = [
     "DISPLAY_MAX_CHARS",
@@ -58,12 +59,12 @@ def too_long_to_show(value: Any) -> bool:
 def describe(value: Any, *, use_repr: bool) -> str:
     """``repr(value)`` or ``str(value)`` for display; never raises (huge ints, broken dunders).
 
-    Unlike :func:`~recurgent._values.safe_repr` the text is neither redacted nor shortened when
+    Unlike :func:`~recurgent._repr.safe_repr` the text is neither redacted nor shortened when
     the plain conversion works: it is what the caller's own value looks like. A value whose text
     surely holds more than :data:`DISPLAY_MAX_CHARS` characters
     (:func:`~recurgent._values.outgrows`), or whose text turns out longer once written (escaped
     characters, a kind the walk does not look into), is shown by the bounded, redacted
-    :func:`~recurgent._values.safe_repr` of its first 2 000 characters and a note instead.
+    :func:`~recurgent._repr.safe_repr` of its first 2 000 characters and a note instead.
     """
     return display_text(value, use_repr=use_repr)[0]
 
@@ -106,7 +107,7 @@ def key_listing(keys: Collection[Any]) -> str:
     """``repr`` of the first :data:`SHOWN_KEYS` of ``keys`` as text, each cut to
     :data:`SHOWN_KEY_CHARS` characters, and how many more there are.
 
-    A key that is not a string is shown by its bounded :func:`~recurgent._values.safe_repr`:
+    A key that is not a string is shown by its bounded :func:`~recurgent._repr.safe_repr`:
     memory may hold a tuple key whose parts repeat, whose plain ``str`` is gigabytes (ADR 0142).
     """
     # Taken in one C-level step: another thread may add a key while the text is made.

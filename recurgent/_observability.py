@@ -20,7 +20,8 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_json
 
 from recurgent._forksafe import fork_safe_lock
-from recurgent._values import json_safe, safe_repr
+from recurgent._repr import safe_repr
+from recurgent._values import json_safe
 
 __all__ = ["MAX_LINE_BYTES", "CallLogger", "LogWriteError"]
 

@@ -18,9 +18,9 @@ from recurgent._contracts import CONTRACT_FIELDS, ContractSource, compose_contra
 from recurgent._hosts import host_entry_covered, normalize_host_entry
 from recurgent._log_path import default_log_path
 from recurgent._profiles._model import normalize_profile, normalize_version
+from recurgent._repr import safe_repr
 from recurgent._runtime_config import RuntimeSettings, current_settings
 from recurgent._store._paths import default_root
-from recurgent._values import safe_repr
 from recurgent._worker._manifest import DependencyPolicy
 from recurgent.errors import UsageError
 from recurgent.providers import Provider, resolve_provider

@@ -32,8 +32,9 @@ from recurgent._registry import (
     overlapping_methods,
     ranked_tools,
 )
+from recurgent._repr import SafeRepr
 from recurgent._sandbox import ALLOWED_MODULES, SandboxLimits
-from recurgent._values import SafeRepr, json_safe, outgrows
+from recurgent._values import json_safe, outgrows
 
 __all__ = [
     "PROMPT_VERSION",

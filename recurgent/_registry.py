@@ -15,8 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from recurgent._repr import safe_repr
 from recurgent._tool_telemetry import ToolObservation, merge_observations, reflects
-from recurgent._values import safe_repr, utc_timestamp
+from recurgent._values import utc_timestamp
 from recurgent.errors import GuardrailViolationError
 
 __all__ = [

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from recurgent._forksafe import fork_safe_lock
 from recurgent._os_user import os_user_name
-from recurgent._values import safe_repr
+from recurgent._repr import safe_repr
 from recurgent.errors import UsageError
 
 __all__ = [

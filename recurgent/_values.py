@@ -3,8 +3,9 @@
 Every function here is total: it returns a value for any input (a huge ``int``, a broken
 ``__repr__``, a 50 MB string) and never raises. Long strings are shortened *before* they are
 redacted, so a large value costs one bounded slice, never a walk over all of it (ADR 0032).
-How a value is shown to people (an outcome's text, an agent's memory keys) is
-:mod:`recurgent._display`, built on these.
+A value of no JSON kind becomes its bounded ``repr``, :func:`~recurgent._repr.safe_repr`
+(:mod:`recurgent._repr`, which imports nothing from here). How a value is shown to people (an
+outcome's text, an agent's memory keys) is :mod:`recurgent._display`, built on these.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import functools
 import itertools
 import math
 import re
-import reprlib
 import sys
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -25,37 +25,24 @@ from enum import Enum
 from typing import Any
 
 from recurgent._redact import MASK, environment_secrets, is_secret_key, redact
+from recurgent._repr import (
+    DEFAULT_MAX_CHARS,
+    INT_BITS_AS_NUMBER,
+    REDACT_MARGIN,
+    int_text,
+    safe_repr,
+    shorten,
+)
 
 __all__ = [
-    "BOUNDED_KINDS",
-    "DEFAULT_MAX_CHARS",
     "KEPT_ATOM_KINDS",
-    "SafeRepr",
-    "int_text",
     "json_safe",
     "outgrows",
-    "safe_repr",
     "secret_values",
-    "shorten",
     "utc_timestamp",
 ]
 
 _MAX_DEPTH = 32
-DEFAULT_MAX_CHARS = 65_536
-"""Longest string a history record or log copy keeps; longer ones end in a marker."""
-
-# Text is cut this far past its limit before redaction, so a secret straddling the cut is still
-# recognised and masked whole, then the text is cut to its limit.
-_REDACT_MARGIN = 1_024
-# Ints up to this size stay JSON numbers (well under CPython's 4300-digit str() limit, which
-# json.dumps and json.loads both obey); bigger ones become text.
-_INT_BITS_AS_NUMBER = 10_000
-# Above this size even the leading digits cost more than a log line is worth: a power of ten
-# and a division, 2 ms at 100 000 bits and 72 ms at a million (a program's list of one such int
-# a thousand times over took 67 s to render, red team R14).
-_INT_BITS_WITH_DIGITS = 100_000
-_LOG10_2 = math.log10(2)
-_LEADING_DIGITS = 20
 
 
 # The text of the last second stamped: every call stamps two or three times within one second,
@@ -79,198 +66,6 @@ def utc_timestamp(moment: datetime.datetime | None = None) -> str:
         moment = moment.astimezone(datetime.UTC)
     # isoformat is one C call (strftime costs several times more).
     return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` itself when it fits in ``limit`` characters, else its head and a length marker."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}...<{len(text) - limit} more chars>"
-
-
-def int_text(value: int) -> str:
-    """Decimal text of any int, without CPython's int-to-str digit limit getting in the way.
-
-    Ints too long for ``str()`` become their leading digits and the digit count, e.g.
-    ``10000000000000000000...<5001 digits>``.
-    """
-    magnitude = abs(int(value))
-    bits = magnitude.bit_length()
-    sign = "-" if value < 0 else ""
-    if bits <= _INT_BITS_AS_NUMBER:
-        return sign + str(magnitude)
-    if bits > _INT_BITS_WITH_DIGITS:
-        return f"{sign}<int with about {int(bits * _LOG10_2) + 1} digits>"
-    digits = int(bits * _LOG10_2) + 1
-    if 10 ** (digits - 1) > magnitude:
-        digits -= 1
-    leading = magnitude // 10 ** (digits - _LEADING_DIGITS)
-    return f"{sign}{leading}...<{digits} digits>"
-
-
-def safe_repr(
-    value: Any, secrets: Sequence[str] | None = None, *, limit: int = DEFAULT_MAX_CHARS
-) -> str:
-    """``repr`` that never raises, never triggers dynamic dispatch, and is at most ``limit`` long.
-
-    A long string or bytes value is sliced before ``repr`` runs, so its size does not matter.
-
-    Args:
-        value: Any object.
-        secrets: Passed to :func:`~recurgent._redact.redact`.
-        limit: Characters kept (a longer repr ends in a ``...<N more chars>`` marker).
-    """
-    try:
-        if isinstance(value, int) and not isinstance(value, bool):
-            text = int_text(value)
-        elif isinstance(value, str | bytes | bytearray) and len(value) > limit + _REDACT_MARGIN:
-            head = repr(value[: limit + _REDACT_MARGIN])
-            text = f"{head}...<{len(value) - limit - _REDACT_MARGIN} more>"
-        elif _bounded_kind(value) and not _fits(value, limit + _REDACT_MARGIN):
-            text = _BoundedRepr(limit + _REDACT_MARGIN).repr(value)
-        else:
-            text = repr(value)
-        return shorten(redact(text[: limit + _REDACT_MARGIN], secrets), limit)
-    except Exception as error:  # noqa: BLE001 - a broken __repr__ must not break logging
-        return f"<unrepresentable {type(value).__name__}: {type(error).__name__}>"
-
-
-def _fits(value: Any, limit: int) -> bool:
-    """Whether a container's repr is surely short: its strings and elements add up under limit.
-
-    Visits at most ``limit`` elements, so the check costs no more than the repr it avoids.
-    """
-    remaining = limit
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        remaining -= 4 + (len(item) if isinstance(item, str | bytes | bytearray) else 0)
-        if type(item) is int:
-            # Its digits: ``[n] * 300`` of 4 299 digits was 1.3 million characters of repr; an
-            # int past the text limit made the repr raise (red team R14): the bounded repr
-            # writes a long one as its leading digits.
-            bits = item.bit_length()
-            if bits > _INT_BITS_AS_NUMBER:
-                return False
-            remaining -= bits * 3 // 10
-        if remaining < 0:
-            return False
-        if isinstance(item, dict):
-            stack.extend(itertools.islice(itertools.chain.from_iterable(item.items()), remaining))
-        elif isinstance(item, list | tuple | set | frozenset | collections.deque):
-            stack.extend(itertools.islice(item, remaining))
-        elif not isinstance(item, _SHORT_TEXT_KINDS):
-            # Its text is not known without writing it: a set of one long string, a timezone
-            # named by a million characters, counted as four, made ``[x] * 16_000`` a repr of
-            # billions (red team R17). The bounded repr writes it within the limit.
-            return False
-    return True
-
-
-#: The kinds safe_repr writes by the bounded repr when their text may be long: containers, and
-#: exceptions, whose text writes their arguments' (a set, a deque or an exception were written
-#: in full, then cut, red team R19). :mod:`recurgent._display` counts them among the kinds
-#: whose text may outgrow their memory.
-BOUNDED_KINDS = (list, tuple, dict, set, frozenset, collections.deque)
-
-
-def _bounded_kind(value: Any) -> bool:
-    return isinstance(value, BOUNDED_KINDS) or _plain_exception(value)
-
-
-def _plain_exception(value: Any) -> bool:
-    """An exception written by ``BaseException.__repr__`` (its type's name and its arguments),
-    as every exception a program may answer is; a host's own may write anything."""
-    return isinstance(value, BaseException) and type(value).__repr__ is BaseException.__repr__
-
-
-# Kinds whose text is a few dozen characters at most, or counted above (strings, ints).
-_SHORT_TEXT_KINDS = (
-    str,
-    bytes,
-    bytearray,
-    int,
-    float,
-    complex,
-    type(None),
-    datetime.date,
-    datetime.timedelta,
-)
-
-
-class SafeRepr(reprlib.Repr):
-    """``reprlib.Repr`` whose ints never hit CPython's int-to-str limit (``10 ** 5000``)."""
-
-    def repr_int(self, x: int, level: int) -> str:
-        text = int_text(x)
-        if len(text) <= self.maxlong:
-            return text
-        return text[: max(0, self.maxlong - 3)] + "..."
-
-    def repr_bytes(self, x: bytes, level: int) -> str:
-        # reprlib has no bytes rule and would repr all of a 50 MB value before cutting it.
-        if len(x) <= self.maxstring:
-            return repr(x)
-        return repr(x[: self.maxstring]) + "..."
-
-    repr_bytearray = repr_bytes
-
-
-class _BoundedRepr(SafeRepr):
-    """A repr of a big container that slices each string, shows at most a few elements, and
-    writes ``...`` for every part reached once ``limit`` characters are written.
-
-    Without the total, ``((('x' * 60_000,) * 100,) * 100,) * 30`` (a dict key in a refused
-    result's path) was 300 000 strings of 1 224 characters each: 6.3 s and 1.1 GB after the
-    program's deadline (red team R17).
-    """
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.maxstring = self.maxother = self.maxlong = limit
-        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 100
-        self.maxlevel = 8
-        self._left = limit
-
-    def repr1(self, x: Any, level: int) -> str:
-        left = self._left
-        if left <= 0:
-            return "..."
-        kind = type(x)
-        if kind in _REPRLIB_KINDS:
-            text = super().repr1(x, level)
-        elif _plain_exception(x):
-            # reprlib writes any other object's full repr before cutting it: an exception (or
-            # an OrderedDict, a Counter) holding ``[[s] * 100] * 100`` of a 10 000-character
-            # ``s`` wrote 100 million characters for a 2 000-character preview (red team R19).
-            args = BaseException.__dict__["args"].__get__(x)
-            if level <= 0:
-                inner = "..."  # as reprlib writes a container past its depth
-            elif len(args) == 1:
-                inner = self.repr1(args[0], level - 1)
-            else:
-                inner = self.repr_tuple(args, level).removeprefix("(").removesuffix(")")
-            text = f"{kind.__name__}({inner})"
-        elif isinstance(x, dict):
-            text = f"{kind.__name__}({self.repr_dict(x, level)})"
-        elif isinstance(x, _REPRLIB_CONTAINERS):
-            method = getattr(self, f"repr_{_base_container(x).__name__}")
-            text = f"{kind.__name__}({method(x, level)})"
-        else:
-            text = super().repr1(x, level)
-        # The text holds its parts' texts, which counted themselves: it replaces them.
-        self._left = left - len(text)
-        return text
-
-
-# The kinds reprlib writes by a rule of its own (by their type's name); any other kind it writes
-# by its full repr, cut afterwards.
-_REPRLIB_CONTAINERS = (list, tuple, set, frozenset, collections.deque)
-_REPRLIB_KINDS = frozenset({*_REPRLIB_CONTAINERS, dict, str, bytes, bytearray, int})
-
-
-def _base_container(value: Any) -> type:
-    return next(kind for kind in _REPRLIB_CONTAINERS if isinstance(value, kind))
 
 
 class _Walk:
@@ -306,7 +101,7 @@ class _Walk:
             result = shorten(clean, limit)
             self.spend(len(result))
             return result
-        head = raw[: limit + _REDACT_MARGIN]
+        head = raw[: limit + REDACT_MARGIN]
         clean = redact(head.encode("utf-8", "replace").decode("utf-8"), self.secrets)
         if len(raw) > len(head):
             # The slice hid the tail: count it from the original length.
@@ -328,7 +123,7 @@ class _Walk:
             return item
         if isinstance(item, int):
             bits = item.bit_length()
-            if bits <= _INT_BITS_AS_NUMBER:
+            if bits <= INT_BITS_AS_NUMBER:
                 # Its digits: a budget counting 8 for a 3 000-digit int kept 125 000 of them
                 # within a million characters (red team R14).
                 self.spend(max(8, bits * 3 // 10))
@@ -343,7 +138,7 @@ class _Walk:
         if isinstance(item, str):
             return self.text(item)
         if isinstance(item, bytes | bytearray):
-            head = bytes(item[: (self.max_chars + _REDACT_MARGIN) * 4])
+            head = bytes(item[: (self.max_chars + REDACT_MARGIN) * 4])
             text = self.text(head.decode("utf-8", "replace"))
             if len(head) < len(item):
                 text += f"...<{len(item) - len(head)} more bytes>"
@@ -516,7 +311,7 @@ def json_safe(
     # The commonest values of a record or a log field need no walk (and no secrets read).
     if value is None or kind is bool or (kind is float and math.isfinite(value)):
         return value
-    if kind is int and value.bit_length() <= _INT_BITS_AS_NUMBER:
+    if kind is int and value.bit_length() <= INT_BITS_AS_NUMBER:
         return value
     if (kind is list or kind is tuple or kind is dict) and not value:
         return {} if kind is dict else []

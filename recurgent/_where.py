@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recurgent._values import safe_repr
+from recurgent._repr import safe_repr
 
 __all__ = ["Location", "Where", "where_in_memory"]
 

@@ -49,7 +49,8 @@ from __future__ import annotations
 import datetime
 
 from recurgent import Agent
-from recurgent._values import _BoundedRepr, _fits, outgrows, safe_repr
+from recurgent._repr import _BoundedRepr, _fits, safe_repr
+from recurgent._values import outgrows
 from recurgent.testing import ScriptedProvider
 
 _TZ = "import datetime\ntz = datetime.timezone(datetime.timedelta(0), 'x' * 1_000_000)\n"

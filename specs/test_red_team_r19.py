@@ -50,7 +50,8 @@ from pydantic_core import PydanticSerializationError
 
 from recurgent import Agent
 from recurgent._observability import MAX_LINE_BYTES, _fit
-from recurgent._values import outgrows, safe_repr
+from recurgent._repr import safe_repr
+from recurgent._values import outgrows
 from recurgent.outcome import MAX_JSON_DUMP_CHARS, Outcome
 from recurgent.testing import ScriptedProvider
 

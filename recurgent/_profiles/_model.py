@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from recurgent._values import safe_repr
+from recurgent._repr import safe_repr
 from recurgent.errors import UsageError
 
 __all__ = [

@@ -141,7 +141,7 @@ class TestLongIntsRenderCheaply:
     def test_leading_digits_stop_at_a_hundred_thousand_bits(self) -> None:
         """An int of 99 999 bits keeps its leading digits; one of 100 001 bits is its digit
         count (before: leading digits up to a million bits, 72 ms each there)."""
-        from recurgent._values import int_text
+        from recurgent._repr import int_text
 
         assert int_text((1 << 99_999) - 1) == "49950104650719225397...<30103 digits>"
         assert int_text((1 << 100_001) - 1) == "<int with about 30104 digits>"
@@ -169,7 +169,7 @@ class TestSafeReprCountsDigits:
     def test_a_list_of_long_ints_is_shown_from_the_bounded_repr(self) -> None:
         """``safe_repr([n] * 300)`` of a 4 299-digit ``n`` is 3 805 characters, each int as its
         leading digits (before: 65 556, the first 65 536 characters of its 1.3 million)."""
-        from recurgent._values import safe_repr
+        from recurgent._repr import safe_repr
 
         text = safe_repr([_DIGITS] * 300)
 
@@ -179,7 +179,7 @@ class TestSafeReprCountsDigits:
     def test_an_int_past_the_text_limit_is_shown(self) -> None:
         """``safe_repr([1 << 20000])`` names the int's leading digits (before: "<unrepresentable
         list: ValueError>"); short ints are shown as ``repr`` shows them."""
-        from recurgent._values import safe_repr
+        from recurgent._repr import safe_repr
 
         assert safe_repr([1 << 20000]) == "[39802768403379665923...<6021 digits>]"
         assert safe_repr([1, 2, 10**30]) == "[1, 2, 1000000000000000000000000000000]"
