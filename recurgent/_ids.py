@@ -46,6 +46,8 @@ class _Pool:
 
     def refill(self, count: int) -> str:
         """Cut the next ids of ``count`` bytes from the block; return the first of them."""
+        if count <= 0:
+            return ""  # as secrets.token_hex(0)
         per_draw = max(1, min(self._per_draw, _BLOCK_BYTES // count))
         drawn = self.take(count * per_draw)
         ids = [drawn[start : start + count].hex() for start in range(0, len(drawn), count)]

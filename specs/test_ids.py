@@ -79,6 +79,9 @@ class TestRandomHex:
         assert taken == ["01" * 1024] * 4
         assert _ids.random_hex(8) == "02" * 8
 
+    def test_an_id_of_no_bytes_is_empty_text(self) -> None:
+        assert (_ids.random_hex(0), _ids.random_hex(0)) == ("", "")
+
     def test_ids_are_hex_of_the_asked_length_and_all_different(self) -> None:
         ids = [_ids.random_hex(8) for _ in range(5000)]
         assert all(re.fullmatch(r"[0-9a-f]{16}", one) for one in ids)

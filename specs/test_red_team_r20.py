@@ -56,14 +56,19 @@ figures are runs on the shared 2-core machine, Python 3.11 with the GIL):
    stopped while the parent answers (traced memory, as R18, and real resident memory in a
    forked child, above).
 
-Not holes, noted: ``random_hex(0)`` now raises ``ZeroDivisionError`` (it was ``''``); no caller
-passes 0. An asynchronous signal handler that forks between ``random_hex``'s check and its pop
-leaves the child popping its parent's list (the old code likewise handed the child the bytes
-its parent had just drawn): host code only, and unchanged in kind. Outside the brief: a lambda
-whose body is a call of a call of ``__import__`` (``lambda: str(__import__('uuid'))``) makes
-``compile_program`` raise ``AttributeError`` (``'Call' object has no attribute 'lineno'``, in
-``_policy.visit_Lambda``) instead of ``InvalidCodeError``; an agent reports it as a
-``provider`` error. The program is refused either way.
+Fixed after the report (specs in ``specs/test_ids.py`` and
+``specs/sandbox/test_fast_paths.py::TestTextCallsAreLocated``): ``random_hex(0)`` raised
+``ZeroDivisionError`` (it was ``''``; no caller passes 0) and is ``''`` again. A lambda whose
+body is ``str()`` of anything but a name (``lambda: str(12)``, not only the reported
+``lambda: str(__import__('uuid'))``) failed to compile with ``AttributeError`` (``'Call' object
+has no attribute 'lineno'``): the checked ``_str_(str, ...)`` call the policy puts in its place
+had no location, and the lambda's tick takes its body's. The agent reported a ``provider``
+error for a valid program; a comprehension's ``for j in str('ab')`` failed the same way (45 of
+1 050 expression-in-context programs tried). The checked call now takes the call's location:
+0 of 1 050 fail. Noted, not a hole: an asynchronous signal handler that forks between
+``random_hex``'s check and its pop leaves the child popping its parent's list (the old code
+likewise handed the child the bytes its parent had just drawn): host code only, unchanged in
+kind.
 """
 
 from __future__ import annotations

@@ -292,6 +292,9 @@ def text_call(visited: ast.Call, anchor: ast.AST, counters: Iterable[str] = ()) 
     ):
         return visited
     checked = call("_str_", name("str"), args[0])
+    # Placed where the call was: a lambda's tick takes its body's location (red team R20:
+    # ``lambda: str(12)`` failed to compile, reported as a provider error).
+    copy_locations(checked, anchor)  # type: ignore[arg-type]
     if not isinstance(args[0], ast.Name):
         return checked
     return choose(_type_in(args[0].id, "_PLAIN_TEXT_"), visited, checked, anchor)
