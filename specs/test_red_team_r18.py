@@ -46,7 +46,6 @@ import os
 import textwrap
 import threading
 import time
-import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,22 +56,22 @@ import pytest
 from recurgent import Agent
 from recurgent._async_stop import innermost
 from recurgent._lifecycle._map_executor import in_callers_context
-from recurgent._sandbox import SandboxLimits, _limits, _memory, _watchdog, compile_program
+from recurgent._sandbox import SandboxLimits, _limits, _watchdog, compile_program
 from recurgent._sandbox._batch import BatchSandbox
 from recurgent._sandbox._watchdog import WATCHDOG, _WatchdogService
 from recurgent.outcome import Outcome
 from recurgent.testing import FunctionProvider, ScriptedProvider
 from specs.forking import report_of_a_child_forked_while_held
-from specs.sandbox.support import Host, execute
+from specs.sandbox.support import (
+    CAP_64_MIB,
+    GROW_48_MB,
+    STOPPED_AT_64_MIB,
+    Host,
+    execute,
+    traced_memory,
+)
 
 _GROWING = "s = 'a' * 1000\nwhile True:\n    s = s + s"
-# A list of six million references (one 48 MB block) held until the attempt ends; then enough
-# ticks that the attempt reads its clock and memory at least once after growing.
-_GROW_48_MB = "keep = [0] * 6_000_000\nfor i in range(20_000):\n    pass\n"
-_CAP_64_MIB = 64 * 2**20
-_STOPPED_AT_64_MIB = (
-    "Resource limit in tester.run: generated code grew the process by more than 64 MiB"
-)
 _SPINNING = "n = 0\nfor i in range(300000):\n    n += i\nresult = n"
 
 
@@ -227,7 +226,7 @@ class TestAnEnclosingStopAndTheHandOff:
             limits=SandboxLimits(timeout_seconds=60.0),
         )
 
-        assert (result.error, result.value) == (None, [_STOPPED_AT_64_MIB] * 3)
+        assert (result.error, result.value) == (None, [STOPPED_AT_64_MIB] * 3)
         assert hand_offs.innermost == [(True, True)] * 3 + [None]
         assert hand_offs.escaped == []
         assert _left_behind() == (0, 0, True)
@@ -393,7 +392,7 @@ def _child_that_grows(host: Host, limits: SandboxLimits) -> list[str]:
     seen: list[str] = []
 
     def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
-        result = execute(_GROW_48_MB + "result = 'grown'", limits=limits)
+        result = execute(GROW_48_MB + "result = 'grown'", limits=limits)
         seen.append("grown" if result.error is None else str(result.error))
         return Outcome.ok(seen[-1], tool_role="helper")
 
@@ -415,33 +414,25 @@ class TestNestedAttemptsShareOneMemoryCap:
         memory: a process that has run other specs keeps freed blocks resident and serves the
         programs' lists from them, so its resident size would not show their growth (the
         figures above are of the resident size, in a fresh process)."""
-
-        def traced(meter: _memory.MemoryMeter) -> int:
-            return 0 if meter._fd is None else tracemalloc.get_traced_memory()[0]
-
-        tracemalloc.start()
-        monkeypatch.setattr(_memory.MemoryMeter, "_resident", traced)
-        try:
+        with traced_memory(monkeypatch):
             yield
-        finally:
-            tracemalloc.stop()
 
     def test_a_child_counts_what_its_parent_grew(self) -> None:
         """A parent holding 48 MB (under its 64 MiB cap) delegates to a child that holds 48 MB
         more (under its own cap from its own start): 96 MB since the parent started, so the
         child is stopped; the parent, its memory back under the cap, answers."""
         host = Host()
-        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
         seen = _child_that_grows(host, limits)
 
         result = execute(
-            _GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
+            GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
         )
 
         assert (result.error, result.value, seen) == (
             None,
-            _STOPPED_AT_64_MIB,
-            [_STOPPED_AT_64_MIB],
+            STOPPED_AT_64_MIB,
+            [STOPPED_AT_64_MIB],
         )
 
     def test_a_child_without_a_cap_has_its_parents(self) -> None:
@@ -450,39 +441,39 @@ class TestNestedAttemptsShareOneMemoryCap:
         seen = _child_that_grows(host, SandboxLimits(timeout_seconds=60.0, max_memory_bytes=None))
 
         result = execute(
-            _GROW_48_MB + "result = delegate('helper').work().value",
+            GROW_48_MB + "result = delegate('helper').work().value",
             host=host,
-            limits=SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB),
+            limits=SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB),
         )
 
-        assert (result.error, seen) == (None, [_STOPPED_AT_64_MIB])
+        assert (result.error, seen) == (None, [STOPPED_AT_64_MIB])
 
     def test_a_batch_items_child_counts_from_the_batch(self) -> None:
         """An item of a batch (``Agent.map``) delegating the same way: its child is stopped."""
         host = Host()
-        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
         seen = _child_that_grows(host, limits)
         batch = BatchSandbox(host.bridge(), limits=limits, network="deny")
-        program = compile_program(_GROW_48_MB + "result = delegate('helper').work().value")
+        program = compile_program(GROW_48_MB + "result = delegate('helper').work().value")
 
         [result] = batch.run_items(program, [((1,), {})])
 
         assert (result.error, result.value, seen) == (
             None,
-            _STOPPED_AT_64_MIB,
-            [_STOPPED_AT_64_MIB],
+            STOPPED_AT_64_MIB,
+            [STOPPED_AT_64_MIB],
         )
 
     def test_a_batch_run_inside_an_attempt_counts_from_it(self) -> None:
         """A batch whose items run inside an enclosing attempt's host section (a host function
         mapping over items): the item holding 48 MB more than the parent's 48 MB is stopped."""
         host = Host()
-        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
         seen: list[str] = []
 
         def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
             batch = BatchSandbox(Host().bridge(), limits=limits, network="deny")
-            program = compile_program(_GROW_48_MB + "result = 'grown'")
+            program = compile_program(GROW_48_MB + "result = 'grown'")
             [item] = batch.run_items(program, [((1,), {})])
             seen.append("grown" if item.error is None else str(item.error))
             return Outcome.ok(seen[-1], tool_role="helper")
@@ -490,10 +481,10 @@ class TestNestedAttemptsShareOneMemoryCap:
         host.child("helper").reply = reply
 
         result = execute(
-            _GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
+            GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
         )
 
-        assert (result.error, seen) == (None, [_STOPPED_AT_64_MIB])
+        assert (result.error, seen) == (None, [STOPPED_AT_64_MIB])
 
     def test_a_map_on_threads_inside_an_attempt_counts_from_it(self) -> None:
         """Host code mapping on two threads inside a program's host section (left open by this
@@ -501,7 +492,7 @@ class TestNestedAttemptsShareOneMemoryCap:
         holding 48 MB more than the parent's 48 MB is stopped, as one run inline is."""
         # The first item obtains the program by a call on the caller's thread: it holds nothing.
         # The answer depends on the item, so the program is shared by batches.
-        program = "if args[0] > 1:\n" + textwrap.indent(_GROW_48_MB, "    ") + "result = args[0]"
+        program = "if args[0] > 1:\n" + textwrap.indent(GROW_48_MB, "    ") + "result = args[0]"
         mapper = Agent(
             "mapper",
             provider=FunctionProvider(lambda request: program),
@@ -509,7 +500,7 @@ class TestNestedAttemptsShareOneMemoryCap:
             toolstore_root=None,
         )
         host = Host()
-        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
         seen: list[Any] = []
 
         def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
@@ -520,7 +511,7 @@ class TestNestedAttemptsShareOneMemoryCap:
         host.child("helper").reply = reply
 
         result = execute(
-            _GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
+            GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
         )
 
         assert (result.error, seen) == (
@@ -540,7 +531,7 @@ class TestNestedAttemptsShareOneMemoryCap:
         """Nesting, not sequence, shares the cap: a parent holding nothing calls three children
         in turn, each holding 48 MB and letting go when it ends; all three answer."""
         host = Host()
-        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+        limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
         seen = _child_that_grows(host, limits)
 
         result = execute(

@@ -80,7 +80,6 @@ import multiprocessing
 import os
 import sys
 import threading
-import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -93,14 +92,16 @@ from recurgent._sandbox._watchdog import WATCHDOG
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider
 from specs.forking import report_of_a_child_forked_while_held
-from specs.sandbox.support import Host, execute, leaking
-
-_CAP_64_MIB = 64 * 2**20
-_STOPPED_AT_64_MIB = (
-    "Resource limit in tester.run: generated code grew the process by more than 64 MiB"
+from specs.sandbox.support import (
+    CAP_64_MIB,
+    GROW_48_MB,
+    STOPPED_AT_64_MIB,
+    Host,
+    execute,
+    leaking,
+    traced_memory,
 )
-# 48 MB held, then enough ticks that the attempt reads its clock and memory after growing.
-_GROW_48_MB = "keep = [0] * 6_000_000\nfor i in range(20_000):\n    pass\n"
+
 # Up to 40 steps of 48 MB (1.9 GB) when nothing stops it: bounded, so a broken meter shows as
 # an answer, not as the machine's memory running out.
 _GROWING = "keep = []\nfor i in range(40):\n    keep.append([0] * 6_000_000)\nresult = 'grew'"
@@ -479,13 +480,13 @@ def _nested_growth(limits: SandboxLimits) -> tuple[Any, Any, list[str]]:
     seen: list[str] = []
 
     def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
-        result = execute(_GROW_48_MB + "result = 'grown'", limits=limits)
+        result = execute(GROW_48_MB + "result = 'grown'", limits=limits)
         seen.append("grown" if result.error is None else str(result.error))
         return Outcome.ok(seen[-1], tool_role="helper")
 
     host.child("helper").reply = reply
     result = execute(
-        _GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
+        GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
     )
     return result.error, result.value, seen
 
@@ -517,10 +518,10 @@ class TestAForkedChildsLimits:
             spin, add = agent.spin(), agent.add()
             reads = os.readlink(f"/proc/self/fd/{_memory._statm}") == f"/proc/{os.getpid()}/statm"
             watched = WATCHDOG._thread is not None and WATCHDOG._thread.is_alive()
-            limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+            limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
             grown = execute(_GROWING, limits=limits)
             nested = _nested_growth(limits)
-            stopped_child = nested[2] == [_STOPPED_AT_64_MIB]
+            stopped_child = nested[2] == [STOPPED_AT_64_MIB]
             seen = [forgotten, spin.error_type, add.value, reads, watched]
             seen += [str(grown.error), grown.value, nested[0], nested[1], stopped_child]
             return repr(tuple(seen))
@@ -530,7 +531,7 @@ class TestAForkedChildsLimits:
         )
 
         forgotten = ((0, None, True), "timeout", 42, True, True)
-        stopped = (_STOPPED_AT_64_MIB, None, None, _STOPPED_AT_64_MIB, True)
+        stopped = (STOPPED_AT_64_MIB, None, None, STOPPED_AT_64_MIB, True)
         assert report == repr(forgotten + stopped)
 
 
@@ -592,30 +593,22 @@ class TestTheMemoryCap:
     def _traced_memory(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         """The meters read the bytes Python has allocated, as in R18: a process that ran other
         specs serves lists from freed blocks it keeps resident."""
-
-        def traced(meter: _memory.MemoryMeter) -> int:
-            return 0 if meter._fd is None else tracemalloc.get_traced_memory()[0]
-
-        tracemalloc.start()
-        monkeypatch.setattr(_memory.MemoryMeter, "_resident", traced)
-        try:
+        with traced_memory(monkeypatch):
             yield
-        finally:
-            tracemalloc.stop()
 
     def test_a_growing_program(self) -> None:
         """48 MB more a step: stopped past 64 MiB."""
         result = execute(
-            _GROWING, limits=SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+            _GROWING, limits=SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
         )
 
-        assert (str(result.error), result.value) == (_STOPPED_AT_64_MIB, None)
+        assert (str(result.error), result.value) == (STOPPED_AT_64_MIB, None)
 
     def test_a_nested_child_counts_what_its_parent_grew(self) -> None:
         """48 MB in the parent and 48 MB in its child: the child is stopped, the parent
         answers with the child's error."""
         error, value, seen = _nested_growth(
-            SandboxLimits(timeout_seconds=60.0, max_memory_bytes=_CAP_64_MIB)
+            SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
         )
 
-        assert (error, value, seen) == (None, _STOPPED_AT_64_MIB, [_STOPPED_AT_64_MIB])
+        assert (error, value, seen) == (None, STOPPED_AT_64_MIB, [STOPPED_AT_64_MIB])

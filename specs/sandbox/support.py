@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
-from collections.abc import Callable
+import tracemalloc
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from recurgent._sandbox import (
     ExecutionResult,
@@ -15,6 +19,7 @@ from recurgent._sandbox import (
     SandboxLimits,
     compile_program,
 )
+from recurgent._sandbox._memory import MemoryMeter
 from recurgent.outcome import Outcome
 
 SECRET_KEY = "sk-live-secret-123456"
@@ -176,3 +181,29 @@ _LEAK = (
 def leaking(late: str, rest: str) -> str:
     """A program that leaks a generator whose late cleanup runs ``late``, then runs ``rest``."""
     return _LEAK.format(late=late) + rest
+
+
+# The memory-cap specs (red teams R18, R20): a cap of 64 MiB, what a program stopped by it
+# answers, and 48 MB held then enough ticks that the attempt reads its memory after growing.
+CAP_64_MIB = 64 * 2**20
+STOPPED_AT_64_MIB = (
+    "Resource limit in tester.run: generated code grew the process by more than 64 MiB"
+)
+GROW_48_MB = "keep = [0] * 6_000_000\nfor i in range(20_000):\n    pass\n"
+
+
+@contextlib.contextmanager
+def traced_memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Memory meters read the bytes Python has allocated (``tracemalloc``) for the resident
+    size: a process that has run other specs keeps freed blocks resident and serves a
+    program's lists from them, so its resident size would not show their growth."""
+
+    def traced(meter: MemoryMeter) -> int:
+        return 0 if meter._fd is None else tracemalloc.get_traced_memory()[0]
+
+    tracemalloc.start()
+    monkeypatch.setattr(MemoryMeter, "_resident", traced)
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
