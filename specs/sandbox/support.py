@@ -192,17 +192,18 @@ STOPPED_AT_64_MIB = (
 GROW_48_MB = "keep = [0] * 6_000_000\nfor i in range(20_000):\n    pass\n"
 
 
+def traced_resident(meter: MemoryMeter) -> int:
+    """A meter's reading as the bytes Python has allocated (while ``tracemalloc`` traces)."""
+    return 0 if meter._fd is None else tracemalloc.get_traced_memory()[0]
+
+
 @contextlib.contextmanager
 def traced_memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Memory meters read the bytes Python has allocated (``tracemalloc``) for the resident
-    size: a process that has run other specs keeps freed blocks resident and serves a
-    program's lists from them, so its resident size would not show their growth."""
-
-    def traced(meter: MemoryMeter) -> int:
-        return 0 if meter._fd is None else tracemalloc.get_traced_memory()[0]
-
+    """Memory meters read :func:`traced_resident` for the resident size: a process that has
+    run other specs keeps freed blocks resident and serves a program's lists from them, so its
+    resident size would not show their growth."""
     tracemalloc.start()
-    monkeypatch.setattr(MemoryMeter, "_resident", traced)
+    monkeypatch.setattr(MemoryMeter, "_resident", traced_resident)
     try:
         yield
     finally:
