@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from RestrictedPython.transformer import (
@@ -177,6 +178,11 @@ class SandboxPolicy(RestrictingNodeTransformer):
         in_class = self._class_body_depth > 0 and self._function_depth == 0
         self.check_name(node, node.name, allow_magic_methods=in_class)
         self.check_function_argument_names(node)
+        # Decorators and defaults run in the enclosing scope when the def runs:
+        # visited there, a print in them uses that scope's collector, not the function's
+        # (which does not exist yet). RestrictedPython visits them in the function's print
+        # scope: `def g(p=print(1))` ran to a NameError on `_print`.
+        header = self._visit_header(node)
         saved_class, self._class_body_depth = self._class_body_depth, 0
         self._function_depth += 1
         try:
@@ -186,10 +192,25 @@ class SandboxPolicy(RestrictingNodeTransformer):
         finally:
             self._function_depth -= 1
             self._class_body_depth = saved_class
+            header.attach(node)
         if is_generator(node):
             node.body = close_quietly(node.body)
         node.body = _with_tick(node.body, node)
         return node
+
+    def _visit_header(self, node: ast.FunctionDef) -> _Header:
+        """Visit the decorators and defaults of ``def`` (run in the enclosing scope) and take
+        them off ``node`` until :meth:`_Header.attach` puts them back, so the body's visit
+        leaves them alone. Annotations stay: the program is compiled with postponed
+        annotations, so they never run."""
+        arguments = node.args
+        header = _Header(
+            decorators=[self.visit(d) for d in node.decorator_list],
+            defaults=[self.visit(d) for d in arguments.defaults],
+            kw_defaults=[None if d is None else self.visit(d) for d in arguments.kw_defaults],
+        )
+        node.decorator_list, arguments.defaults, arguments.kw_defaults = [], [], []
+        return header
 
     def visit_Lambda(self, node: ast.Lambda) -> Any:
         # A lambda ticks when called, like a def: lambdas alone can recurse exponentially
@@ -480,6 +501,21 @@ class SandboxPolicy(RestrictingNodeTransformer):
                 "pattern or use isinstance()",
             )
         return self.node_contents_visit(node)
+
+
+@dataclass(slots=True)
+class _Header:
+    """The visited parts of a ``def`` that run in the enclosing scope (see ``_visit_header``)."""
+
+    decorators: list[ast.expr]
+    defaults: list[ast.expr]
+    kw_defaults: list[ast.expr | None]
+
+    def attach(self, node: ast.FunctionDef) -> None:
+        """Put the visited parts back on the (visited) ``def``."""
+        node.decorator_list = self.decorators
+        node.args.defaults = self.defaults
+        node.args.kw_defaults = self.kw_defaults
 
 
 def _strip_write(target: ast.expr) -> ast.expr:

@@ -8,6 +8,9 @@ Generated code is written like a module, but runs as the body of ``def __recurge
 * a name a helper declares ``global`` is global in the main function too, so ``global counter``
   in a helper reaches the top-level ``counter`` as it would in a module (the globals are the
   attempt's own namespace, so nothing outlives the attempt);
+* a top-level name a class body both binds and reads (``size = size * 2`` in a class) is global
+  in the main function too, since a class body reads such a name from the globals, never from
+  the enclosing function's locals;
 * a program that never assigns ``result`` and never returns, and whose last statement is an
   expression, has that expression's value as its result, as a notebook cell does
   (``result_inferred``); a closing ``if __name__ == "__main__":`` block counts as the top
@@ -21,7 +24,7 @@ Generated code is written like a module, but runs as the body of ``def __recurge
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from recurgent._sandbox._fastpaths import name as _name
@@ -80,6 +83,50 @@ def _declared_global(statements: list[ast.stmt]) -> set[str]:
         for node in ast.walk(statement):
             if isinstance(node, ast.Global):
                 names.update(node.names)
+    return names
+
+
+def _bound_names(nodes: Iterable[ast.AST]) -> set[str]:
+    """Names the nodes bind in the scope they belong to."""
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names
+
+
+def _read_through_globals(statements: list[ast.stmt]) -> set[str]:
+    """Names a class body in the main scope both binds and reads, as ``size = size * 2``.
+
+    A class body reads a name it binds from its own namespace, then the globals, never from
+    the enclosing function's locals: in the main function such a read of a top-level name
+    failed with ``NameError`` (or found a builtin of that name), where a script reads the
+    module's global. Classes nested in those class bodies read the same way.
+    """
+    names: set[str] = set()
+    pending = [node for node in _main_scope(statements) if isinstance(node, ast.ClassDef)]
+    while pending:
+        # The body's own scope, with the headers of the scopes nested in it.
+        scope = list(_main_scope(pending.pop().body))
+        loaded = {
+            node.id
+            for node in scope
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        } | {
+            node.target.id
+            for node in scope
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+        }
+        names |= loaded & _bound_names(scope)
+        pending.extend(node for node in scope if isinstance(node, ast.ClassDef))
     return names
 
 
@@ -152,7 +199,14 @@ def wrap_in_main(module: ast.Module, original: ast.Module) -> WrappedProgram:
         original: The program as written, which decides hoisted globals and the inferred result.
     """
     scope = list(_main_scope(original.body))
-    hoisted = sorted(_declared_global(original.body))
+    declared = _declared_global(original.body)
+    # A top-level name a class body reads through the globals is a global of the main
+    # function, as it is of a script (a name some scope declares nonlocal stays local).
+    nonlocal_names = {
+        name for node in ast.walk(original) if isinstance(node, ast.Nonlocal) for name in node.names
+    }
+    read_through = _read_through_globals(original.body) & _bound_names(scope)
+    hoisted = sorted(declared | (read_through - nonlocal_names))
     body = list(module.body)
     tail = _tail(body)
     written = _tail(original.body)
@@ -162,7 +216,7 @@ def wrap_in_main(module: ast.Module, original: ast.Module) -> WrappedProgram:
         and bool(written)
         and isinstance(written[-1], ast.Expr)
         and not _binds_result(scope)
-        and _RESULT not in hoisted
+        and _RESULT not in declared
         and not any(isinstance(node, ast.Return) for node in scope)
     )
     if infer:

@@ -45,6 +45,72 @@ class TestGlobalsInHelpers:
         assert value_of(source) == "done"
 
 
+class TestClassBodiesReadTopLevelNames:
+    """A class body reads a name it also binds from its own namespace, then the globals, never
+    from the enclosing function's locals. Run as the main function's body, such a read of a
+    top-level name failed with ``NameError`` (or found the builtin of that name) where a script
+    reads the module's global; the wrapper makes those names globals of the main function
+    (compile fuzzing, 2026-12-04)."""
+
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            ("size = 3\nclass Grid:\n    size = size * 2\nresult = Grid.size", 6),
+            (
+                "def helper():\n    return 1\nclass A:\n    helper = staticmethod(helper)\n"
+                "result = A.helper()",
+                1,
+            ),
+            ("x = 1\nclass A:\n    x += 1\nresult = A.x", 2),
+            ("x = 1\nclass A:\n    y = x\n    x = 2\nresult = [A.x, A.y]", [2, 1]),
+            ("x = 1\nclass O:\n    class I:\n        x = x + 1\nresult = O.I.x", 2),
+            (
+                "import re\nclass P:\n    re = re\n    pat = re.compile('a')\nresult = P.pat.pattern",
+                "a",
+            ),
+            ("for k in range(2):\n    class A:\n        k = k\nresult = A.k", 1),
+            ("result = 0\nclass A:\n    result = result + 1\nresult = A.result", 1),
+            (
+                "if __name__ == '__main__':\n    n = 4\n    class A:\n        n = n\n    result = A.n",
+                4,
+            ),
+        ],
+    )
+    def test_the_class_reads_the_top_level_name(self, source: str, expected: object) -> None:
+        assert value_of(source) == expected
+
+    def test_a_builtins_name_bound_at_the_top_is_read_from_there(self) -> None:
+        """``max = 5`` then ``max = max`` in a class: 5, not the builtin ``max``."""
+        assert value_of("max = 5\nclass A:\n    max = max\nresult = A.max") == 5
+
+    def test_the_hoisted_name_still_works_in_helpers(self) -> None:
+        """Helpers read and ``global``-write the hoisted name as in a script."""
+        source = (
+            "total = 1\nclass A:\n    total = total + 1\n"
+            "def add():\n    global total\n    total += 10\n"
+            "def read():\n    return total\nadd()\nresult = [A.total, read()]"
+        )
+        assert value_of(source) == [2, 11]
+
+    def test_a_name_a_scope_declares_nonlocal_stays_a_local(self) -> None:
+        """``nonlocal`` of a top-level name (the main function makes it legal) needs the main
+        function's local: such a name is not hoisted, so the program still compiles."""
+        source = (
+            "x = 1\ndef bump():\n    nonlocal x\n    x += 1\nbump()\n"
+            "class A:\n    y = x\nresult = A.y"
+        )
+        assert value_of(source) == 2
+
+    def test_a_function_defined_in_a_function_reads_as_python_does(self) -> None:
+        """Inside a function of the program, the class body misses the function's local in
+        plain Python too: the wrapper changes only the main function."""
+        source = (
+            "def f():\n    x = 1\n    class A:\n        x = x\n    return A.x\n"
+            "try:\n    result = f()\nexcept NameError as error:\n    result = str(error)"
+        )
+        assert value_of(source) == "name 'x' is not defined"
+
+
 class TestInferredResult:
     """A program without ``result`` or ``return`` ending in an expression returns its value."""
 
