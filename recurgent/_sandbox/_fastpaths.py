@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from RestrictedPython.transformer import copy_locations
 
+from recurgent._scopes import SCOPES
+
 __all__ = [
     "COMPACT_INT",
     "MAX_TREE_LEAVES",
@@ -201,9 +203,6 @@ def method_call(visited: ast.expr, anchor: ast.Call) -> ast.expr:
     return choose(test, native, guarded, anchor)
 
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
-
 def rebinds(tree: ast.AST, identifier: str) -> bool:
     """Whether the program binds ``identifier`` anywhere (assignment, definition, parameter,
     import, ``global``/``nonlocal``, deletion)."""
@@ -247,7 +246,7 @@ def range_counter(loop: ast.For) -> str | None:
     pending: list[ast.AST] = [*loop.body]
     while pending:
         node = pending.pop()
-        if isinstance(node, _SCOPES):
+        if isinstance(node, SCOPES):
             continue  # a nested scope binds its own names
         if rebinds(node, target.id) and not isinstance(
             node, ast.For | ast.While | ast.If | ast.With | ast.Try

@@ -29,6 +29,8 @@ from collections.abc import Iterator
 
 from RestrictedPython.transformer import copy_locations
 
+from recurgent._scopes import SCOPES
+
 __all__ = ["CLOSING", "GENERATOR_EXIT", "close_quietly", "is_generator"]
 
 #: The frame-local flag a rewritten generator keeps (generated code cannot name it).
@@ -38,7 +40,6 @@ CLOSING = "_closing_"
 GENERATOR_EXIT = "_GeneratorExit_"
 
 # Nested scopes: a yield inside one belongs to that scope, not to the function being rewritten.
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 # Statement lists of compound statements (and of their handlers and match cases).
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
@@ -69,7 +70,7 @@ def close_quietly(body: list[ast.stmt]) -> list[ast.stmt]:
 def _marked(statements: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for statement in statements:
-        if not isinstance(statement, _SCOPES):
+        if not isinstance(statement, SCOPES):
             _mark_bodies(statement)
         if _yields(statement, include_bodies=False):
             out.extend(_guarded(statement))
@@ -126,7 +127,7 @@ def _yields(node: ast.AST, *, include_bodies: bool) -> bool:
     """A ``yield`` of the current scope in ``node`` (in its own expressions only, or anywhere)."""
     if isinstance(node, ast.Yield | ast.YieldFrom):
         return True
-    nodes = _header(node) if isinstance(node, _SCOPES) else _walk(node, include_bodies)
+    nodes = _header(node) if isinstance(node, SCOPES) else _walk(node, include_bodies)
     return any(isinstance(child, ast.Yield | ast.YieldFrom) for child in nodes)
 
 
@@ -135,7 +136,7 @@ def _walk(node: ast.AST, include_bodies: bool) -> Iterator[ast.AST]:
         if isinstance(child, ast.stmt) and not include_bodies:
             continue
         yield child
-        if isinstance(child, _SCOPES):
+        if isinstance(child, SCOPES):
             yield from _header(child)
         else:
             yield from _walk(child, include_bodies)

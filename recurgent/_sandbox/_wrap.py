@@ -24,16 +24,15 @@ Generated code is written like a module, but runs as the body of ``def __recurge
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from recurgent._sandbox._fastpaths import name as _name
 from recurgent._sandbox._policy import MAIN_FUNCTION, tick_statement
+from recurgent._scopes import bound_names, scope_nodes
 
 __all__ = ["WrappedProgram", "forgotten_result", "wrap_in_main"]
 
 _RESULT = "result"
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _DEFINITIONS = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -54,28 +53,6 @@ class WrappedProgram:
     result_inferred: bool
 
 
-def _main_scope(statements: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node that runs in the main function's own scope (nested scopes excluded)."""
-    stack: list[ast.AST] = list(reversed(statements))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, _SCOPES):
-            # The decorators, defaults and bases run in the enclosing scope; the body does not.
-            outer: list[ast.AST] = []
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                outer.extend(node.decorator_list)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                outer.extend(node.args.defaults)
-                outer.extend(d for d in node.args.kw_defaults if d is not None)
-            if isinstance(node, ast.ClassDef):
-                outer.extend(node.bases)
-                outer.extend(k.value for k in node.keywords)
-            stack.extend(outer)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def _declared_global(statements: list[ast.stmt]) -> set[str]:
     """Names any scope of the program declares ``global``."""
     names: set[str] = set()
@@ -83,23 +60,6 @@ def _declared_global(statements: list[ast.stmt]) -> set[str]:
         for node in ast.walk(statement):
             if isinstance(node, ast.Global):
                 names.update(node.names)
-    return names
-
-
-def _bound_names(nodes: Iterable[ast.AST]) -> set[str]:
-    """Names the nodes bind in the scope they belong to."""
-    names: set[str] = set()
-    for node in nodes:
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).partition(".")[0])
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.add(node.rest)
     return names
 
 
@@ -112,10 +72,10 @@ def _read_through_globals(statements: list[ast.stmt]) -> set[str]:
     module's global. Classes nested in those class bodies read the same way.
     """
     names: set[str] = set()
-    pending = [node for node in _main_scope(statements) if isinstance(node, ast.ClassDef)]
+    pending = [node for node in scope_nodes(statements) if isinstance(node, ast.ClassDef)]
     while pending:
         # The body's own scope, with the headers of the scopes nested in it.
-        scope = list(_main_scope(pending.pop().body))
+        scope = list(scope_nodes(pending.pop().body))
         loaded = {
             node.id
             for node in scope
@@ -125,7 +85,7 @@ def _read_through_globals(statements: list[ast.stmt]) -> set[str]:
             for node in scope
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
         }
-        names |= loaded & _bound_names(scope)
+        names |= loaded & bound_names(scope)
         pending.extend(node for node in scope if isinstance(node, ast.ClassDef))
     return names
 
@@ -148,7 +108,7 @@ def forgotten_result(module: ast.Module) -> str | None:
     Called on the program as written, before the policy transforms it.
     """
     body = module.body
-    scope = list(_main_scope(body))
+    scope = list(scope_nodes(body))
     if _binds_result(scope) or _RESULT in _declared_global(body):
         return None
     if any(isinstance(node, ast.Return) for node in scope):
@@ -198,14 +158,14 @@ def wrap_in_main(module: ast.Module, original: ast.Module) -> WrappedProgram:
         module: The program after the sandbox policy transformed it.
         original: The program as written, which decides hoisted globals and the inferred result.
     """
-    scope = list(_main_scope(original.body))
+    scope = list(scope_nodes(original.body))
     declared = _declared_global(original.body)
     # A top-level name a class body reads through the globals is a global of the main
     # function, as it is of a script (a name some scope declares nonlocal stays local).
     nonlocal_names = {
         name for node in ast.walk(original) if isinstance(node, ast.Nonlocal) for name in node.names
     }
-    read_through = _read_through_globals(original.body) & _bound_names(scope)
+    read_through = _read_through_globals(original.body) & bound_names(scope)
     hoisted = sorted(declared | (read_through - nonlocal_names))
     body = list(module.body)
     tail = _tail(body)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from recurgent._scopes import bound_names, scope_nodes
 
 __all__ = [
     "FORWARDERS",
@@ -20,14 +22,12 @@ __all__ = [
     "NETWORK_CALLS",
     "PURE_BUILTINS",
     "READERS",
-    "SCOPES",
     "STATEFUL_MODULES",
     "Aliases",
     "Function",
     "Signature",
     "is_error",
     "is_outcome",
-    "own_nodes",
     "refuses",
     "signature_of",
     "target_names",
@@ -71,7 +71,6 @@ READERS = frozenset(
     }
 )  # fmt: skip
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
@@ -178,24 +177,6 @@ def refuses(body: list[ast.stmt]) -> bool:
     return False
 
 
-def own_nodes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
-    """Every node of a scope's body, nested scopes' bodies excluded (their heads included)."""
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, SCOPES):
-            if isinstance(node, (*FUNCTIONS, ast.ClassDef)):
-                stack.extend(node.decorator_list)
-            if isinstance(node, (*FUNCTIONS, ast.Lambda)):
-                stack.extend(node.args.defaults)
-                stack.extend(d for d in node.args.kw_defaults if d is not None)
-            if isinstance(node, ast.ClassDef):
-                stack.extend(node.bases)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
 @dataclass(frozen=True, slots=True)
 class Signature:
     params: tuple[str, ...]
@@ -212,22 +193,14 @@ def signature_of(function: Function) -> Signature:
     body: list[ast.AST] = (
         [function.body] if isinstance(function, ast.Lambda) else list(function.body)
     )
-    bound: set[str] = set(params) | set(extra)
-    declared: set[str] = set()
-    loaded: set[str] = set()
-    for node in own_nodes(body):
-        if isinstance(node, ast.Global | ast.Nonlocal):
-            declared.update(node.names)
-        elif isinstance(node, ast.Name):
-            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (*FUNCTIONS, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            bound.add(node.rest)
+    nodes = list(scope_nodes(body))
+    declared = {
+        name for node in nodes if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names
+    }
+    loaded = {
+        node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    bound = set(params) | set(extra) | bound_names(nodes)
     local = frozenset(bound - declared)
     return Signature(
         params,
