@@ -67,6 +67,7 @@ from specs.sandbox.support import (
     GROW_48_MB,
     STOPPED_AT_64_MIB,
     Host,
+    child_that_grows,
     execute,
     traced_memory,
 )
@@ -386,20 +387,6 @@ class TestForkDuringTheHandOff:
         assert _left_behind() == (0, 0, True)
 
 
-def _child_that_grows(host: Host, limits: SandboxLimits) -> list[str]:
-    """Make ``helper.work()`` a nested attempt on the caller's thread (as a delegated child's
-    is) that holds 48 MB more; returns the list its results are written to."""
-    seen: list[str] = []
-
-    def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
-        result = execute(GROW_48_MB + "result = 'grown'", limits=limits)
-        seen.append("grown" if result.error is None else str(result.error))
-        return Outcome.ok(seen[-1], tool_role="helper")
-
-    host.child("helper").reply = reply
-    return seen
-
-
 class TestNestedAttemptsShareOneMemoryCap:
     """Finding 4 (BROKEN before this round): each attempt measured its memory growth from its
     own start, and an enclosing attempt is not checked while its child runs (its host section),
@@ -423,7 +410,7 @@ class TestNestedAttemptsShareOneMemoryCap:
         child is stopped; the parent, its memory back under the cap, answers."""
         host = Host()
         limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
-        seen = _child_that_grows(host, limits)
+        seen = child_that_grows(host, limits)
 
         result = execute(
             GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
@@ -438,7 +425,7 @@ class TestNestedAttemptsShareOneMemoryCap:
     def test_a_child_without_a_cap_has_its_parents(self) -> None:
         """A nested attempt with no memory cap of its own is held to the enclosing one's."""
         host = Host()
-        seen = _child_that_grows(host, SandboxLimits(timeout_seconds=60.0, max_memory_bytes=None))
+        seen = child_that_grows(host, SandboxLimits(timeout_seconds=60.0, max_memory_bytes=None))
 
         result = execute(
             GROW_48_MB + "result = delegate('helper').work().value",
@@ -452,7 +439,7 @@ class TestNestedAttemptsShareOneMemoryCap:
         """An item of a batch (``Agent.map``) delegating the same way: its child is stopped."""
         host = Host()
         limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
-        seen = _child_that_grows(host, limits)
+        seen = child_that_grows(host, limits)
         batch = BatchSandbox(host.bridge(), limits=limits, network="deny")
         program = compile_program(GROW_48_MB + "result = delegate('helper').work().value")
 
@@ -532,7 +519,7 @@ class TestNestedAttemptsShareOneMemoryCap:
         in turn, each holding 48 MB and letting go when it ends; all three answer."""
         host = Host()
         limits = SandboxLimits(timeout_seconds=60.0, max_memory_bytes=CAP_64_MIB)
-        seen = _child_that_grows(host, limits)
+        seen = child_that_grows(host, limits)
 
         result = execute(
             "h = delegate('helper')\nresult = [h.work().value for i in range(3)]",

@@ -101,6 +101,7 @@ from specs.sandbox.support import (
     GROW_48_MB,
     STOPPED_AT_64_MIB,
     Host,
+    child_that_grows,
     execute,
     leaking,
     traced_memory,
@@ -482,14 +483,7 @@ def _nested_growth(limits: SandboxLimits) -> tuple[Any, Any, list[str]]:
     """A program holding 48 MB delegates to a child attempt (on its thread) holding 48 MB
     more: the program's error and value, and what the child saw."""
     host = Host()
-    seen: list[str] = []
-
-    def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
-        result = execute(GROW_48_MB + "result = 'grown'", limits=limits)
-        seen.append("grown" if result.error is None else str(result.error))
-        return Outcome.ok(seen[-1], tool_role="helper")
-
-    host.child("helper").reply = reply
+    seen = child_that_grows(host, limits)
     result = execute(
         GROW_48_MB + "result = delegate('helper').work().value", host=host, limits=limits
     )

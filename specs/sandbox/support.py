@@ -208,3 +208,18 @@ def traced_memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
     finally:
         tracemalloc.stop()
+
+
+def child_that_grows(host: Host, limits: SandboxLimits) -> list[str]:
+    """Make ``helper.work()`` of ``host`` a nested attempt on the caller's thread (as a
+    delegated child's is) that holds 48 MB more; returns the list its results are written to
+    (``grown``, or the error that stopped it)."""
+    seen: list[str] = []
+
+    def reply(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+        result = execute(GROW_48_MB + "result = 'grown'", limits=limits)
+        seen.append("grown" if result.error is None else str(result.error))
+        return Outcome.ok(seen[-1], tool_role="helper")
+
+    host.child("helper").reply = reply
+    return seen
