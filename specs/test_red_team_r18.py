@@ -245,7 +245,7 @@ class TestAHeldUpWatchdog:
 
         def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
             waits.append(timeout)
-            return real_wait_for(predicate, timeout)
+            return bool(real_wait_for(predicate, timeout))
 
         provider = ScriptedProvider(
             {
@@ -331,7 +331,7 @@ class TestAFrozenClock:
 
         def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
             waits.append(timeout)
-            return real_wait_for(predicate, timeout)
+            return bool(real_wait_for(predicate, timeout))
 
         monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
 
