@@ -69,6 +69,7 @@ from specs.sandbox.support import (
     Host,
     child_that_grows,
     execute,
+    recorded_wait_timeouts,
     traced_memory,
 )
 
@@ -240,13 +241,6 @@ class TestAHeldUpWatchdog:
         """Forty children end in a row while the watchdog is due and held up: the first waits
         its 5 ms and the visit does not come; it moves the due time one period on (made 600 s
         here, so no later one comes due during the call), and none of the other 39 waits."""
-        waits: list[float | None] = []
-        real_wait_for = WATCHDOG._condition.wait_for
-
-        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
-            waits.append(timeout)
-            return bool(real_wait_for(predicate, timeout))
-
         provider = ScriptedProvider(
             {
                 ("tester", "run"): (
@@ -258,7 +252,7 @@ class TestAHeldUpWatchdog:
         )
         agent = Agent("tester", provider=provider, guardrail_recovery_budget=0, log=False)
         with _watchdog_held_up():
-            monkeypatch.setattr(WATCHDOG._condition, "wait_for", recording_wait_for)
+            waits = recorded_wait_timeouts(monkeypatch, WATCHDOG._condition)
             monkeypatch.setattr(WATCHDOG, "_period", 600.0)
             try:
                 outcome = agent.run()
@@ -326,14 +320,7 @@ class TestAFrozenClock:
         while service._due == math.inf:
             assert _limits.monotonic_clock() < deadline, "the thread did not set its due time"
             time.sleep(0.001)
-        waits: list[float | None] = []
-        real_wait_for = service._condition.wait_for
-
-        def recording_wait_for(predicate: Any, timeout: float | None = None) -> bool:
-            waits.append(timeout)
-            return bool(real_wait_for(predicate, timeout))
-
-        monkeypatch.setattr(service._condition, "wait_for", recording_wait_for)
+        waits = recorded_wait_timeouts(monkeypatch, service._condition)
 
         with freezegun.freeze_time("2026-12-04 12:00:00"):
             service.unregister(ticker)

@@ -104,6 +104,7 @@ from specs.sandbox.support import (
     child_that_grows,
     execute,
     leaking,
+    recorded_wait_timeouts,
     traced_memory,
     traced_resident,
 )
@@ -423,14 +424,7 @@ class TestTheSplitsTargets:
         """The specs patch ``_watchdog._HANDOFF_SECONDS``: the watchdog's wait uses the value
         patched, not one bound at import."""
         service = _watchdog._WatchdogService(period=30.0, linger_polls=0)
-        timeouts: list[float | None] = []
-        real_wait_for = service._condition.wait_for
-
-        def recording(predicate: Any, timeout: float | None = None) -> bool:
-            timeouts.append(timeout)
-            return bool(real_wait_for(predicate, timeout))
-
-        monkeypatch.setattr(service._condition, "wait_for", recording)
+        timeouts = recorded_wait_timeouts(monkeypatch, service._condition)
         monkeypatch.setattr(_watchdog, "_HANDOFF_SECONDS", 0.0125)
         stop = threading.Event()
         alive = threading.Thread(target=stop.wait, args=(5,), daemon=True)

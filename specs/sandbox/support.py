@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import textwrap
+import threading
 import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -223,3 +224,19 @@ def child_that_grows(host: Host, limits: SandboxLimits) -> list[str]:
 
     host.child("helper").reply = reply
     return seen
+
+
+def recorded_wait_timeouts(
+    monkeypatch: pytest.MonkeyPatch, condition: threading.Condition
+) -> list[float | None]:
+    """The timeout of every ``condition.wait_for`` from now on (the watchdog's hand-off
+    waits), in order; each wait still happens."""
+    timeouts: list[float | None] = []
+    real_wait_for = condition.wait_for
+
+    def recording(predicate: Any, timeout: float | None = None) -> bool:
+        timeouts.append(timeout)
+        return bool(real_wait_for(predicate, timeout))
+
+    monkeypatch.setattr(condition, "wait_for", recording)
+    return timeouts
