@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from recurgent._parsing import parse_python
+from recurgent._scopes import bound_names, scope_nodes
 from recurgent._store._flow_calls import CallFlow, FlowState
 from recurgent._store._flow_syntax import (
     FORWARDERS,
@@ -379,12 +380,20 @@ class _Walk(CallFlow):
         else:
             heads += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
         tainted = self._any(heads, state) or state.pc
+        # A decorator is called with the definition: what the call returns (a program function
+        # returning a tainted global) or changes is the decorator's, as at any call (red team
+        # R21: ``@d`` whose body returned ``x = args[0]`` was judged to ignore the input).
+        for decorator in node.decorator_list:
+            call = ast.Call(func=decorator, args=[ast.Name(node.name, ast.Load())], keywords=[])
+            tainted |= self._call(ast.copy_location(call, decorator), state)
         if isinstance(node, ast.ClassDef):
-            # The class body runs now, in its own scope: what it taints makes the class tainted.
+            # The class body runs now, in its own scope: what it taints makes the class tainted,
+            # a name it binds again with a tainted value too (``x = x`` of a tainted ``x``).
             body = state.fork()
             self._block(node.body, body)
             state.absorb(body)
             tainted |= bool(body.tainted - state.tainted)
+            tainted |= bool(bound_names(scope_nodes(node.body)) & body.tainted)
         self._bind_name(node.name, tainted, state)
 
     # ------------------------------------------------------------------- stores
@@ -461,7 +470,21 @@ class _Walk(CallFlow):
         if isinstance(node, ast.Call):
             return self._call(node, state)
         if isinstance(node, ast.Lambda):
-            return self._function(node, {}, state, ((), ()))[0]
+            # Its defaults run now, in this scope (a walrus in them binds here), and are its
+            # parameters' values when a call leaves them out (red team R21).
+            spec = node.args
+            positional = [*spec.posonlyargs, *spec.args][
+                len(spec.posonlyargs) + len(spec.args) - len(spec.defaults) :
+            ]
+            taints = {
+                a.arg: self._expr(d, state) for a, d in zip(positional, spec.defaults, strict=True)
+            }
+            taints |= {
+                a.arg: self._expr(d, state)
+                for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True)
+                if d is not None
+            }
+            return self._function(node, taints, state, ((), ()))[0]
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             return self._comprehension(node, state)
         if isinstance(node, ast.NamedExpr):
