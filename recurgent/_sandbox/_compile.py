@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from recurgent._parsing import compile_tree
 from recurgent._sandbox._guards import GENERATED_FILENAME
 from recurgent._sandbox._policy import SandboxPolicy
+from recurgent._sandbox._qualnames import module_qualnames
 from recurgent._sandbox._wrap import forgotten_result, wrap_in_main
 from recurgent.errors import InvalidCodeError
 from recurgent.program import parse_code
@@ -73,6 +74,8 @@ def compile_program(source: str) -> CompiledProgram:
         raise InvalidCodeError(
             "Generated code is nested too deeply to compile; split long expressions into statements"
         ) from None
+    # Named as in a module (`f`, `A.m`), not `__recurgent_main__.<locals>.f` (ADR 0145).
+    code = module_qualnames(code)
     return CompiledProgram(
         source=source, code=code, tree=original, result_inferred=wrapped.result_inferred
     )
