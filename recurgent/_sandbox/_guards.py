@@ -252,12 +252,13 @@ class AttributePolicy:
         )
         if name == "__class__":
             return type_of(obj)
-        if name in ("__name__", "__qualname__") and named:
+        if name in ("__name__", "__qualname__") and (named or _named_by_function(obj)):
             return getattr(obj, name)
         if name == "__doc__" and (named or is_sandbox_made(obj)):
             doc = getattr(obj, "__doc__", None)
             return doc if isinstance(doc, str) else None
-        if name == "__dict__" and is_sandbox_made(obj) and hasattr(obj, "__dict__"):
+        made = is_sandbox_made(obj)
+        if name == "__dict__" and made and hasattr(obj, "__dict__"):
             # A copy: reading the program's own state is harmless, writing through it is not
             # needed, and a class's own dunder entries (descriptors) stay out of reach.
             return {
@@ -265,9 +266,13 @@ class AttributePolicy:
                 for key, value in vars(obj).items()
                 if not (isinstance(obj, type) and key.startswith("__"))
             }
+        kind = type(obj).__name__
+        if name == "__dict__" and made:
+            # The program's own object without one (a generator): as Python says (ADR 0147).
+            raise AttributeError(f"{kind!r} object has no attribute '__dict__'")
         raise AttributeError(
-            f"{name!r} of {type(obj).__name__} objects is not accessible: names starting with "
-            "'_' are private in the sandbox, except on objects your code created"
+            f"{name!r} of {kind} objects is not accessible: names starting with '_' are "
+            f"private in the sandbox; {_READABLE_ON[name]}"
         )
 
     def _class_attribute(self, cls: type, name: str) -> Any:
@@ -386,6 +391,37 @@ class AttributePolicy:
 
 
 _ABSENT: Any = object()
+
+# Where each readable dunder is served, for the refusal (ADR 0147): the message names what the
+# program can use, and claims no exception that does not hold for the object refused.
+_READABLE_ON = {
+    "__name__": (
+        "'__name__' and '__qualname__' are readable on classes, functions, methods and "
+        "generators (type(x).__name__ names the class of any object)"
+    ),
+    "__doc__": (
+        "'__doc__' is readable on classes and functions, and on the instances, methods and "
+        "generators of your own classes and functions"
+    ),
+    "__dict__": (
+        "'__dict__' (and vars()) is readable on your own classes, their instances and your "
+        "functions"
+    ),
+}
+_READABLE_ON["__qualname__"] = _READABLE_ON["__name__"]
+
+
+def _named_by_function(obj: Any) -> bool:
+    """A generator, or a method of a plain function: its names are its function's (ADR 0147).
+
+    Both are ``str`` by construction (their setters refuse anything else), and reading them
+    runs no code: a generator keeps its own copy, a method forwards to its function's.
+    """
+    kind = type(obj)
+    if kind is types.GeneratorType:
+        return True
+    return kind is types.MethodType and type(obj.__func__) is types.FunctionType
+
 
 # Attributes of a class that build an int from bytes or hand out a class's bases (ADR 0123).
 _INT_GUARDED = frozenset({"from_bytes", "mro"})

@@ -61,8 +61,9 @@ ALLOWED_DUNDER_METHODS = frozenset(
 )
 
 # Dunder attributes generated code may read (through the guard, never natively). The guard
-# decides per object: names of classes and functions, the class of anything (sealed for host
-# classes), docstrings, and a copy of the attribute dict of objects the program made.
+# decides per object: names of classes, functions, methods and generators (ADR 0147), the class
+# of anything (sealed for host classes), docstrings, and a copy of the attribute dict of objects
+# the program made.
 READABLE_DUNDER_ATTRIBUTES = frozenset(
     {"__name__", "__qualname__", "__class__", "__doc__", "__dict__"}
 )
