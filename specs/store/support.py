@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import recurgent._store as store_module
+import recurgent._store._lookup as lookup_module
 from recurgent import Agent
 from recurgent._store import CallRecord, Lookup, Store, checksum
 from recurgent._store._cacheability import Cacheability
@@ -101,5 +101,5 @@ def host_agent_without_a_model(root: Path, trace: str) -> Agent:
 def past_the_recheck_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """Move the artifact cache's clock an hour on (ADR 0138): a change another process made (a
     spec's own rename or edit stands in for one) is seen at the next lookup."""
-    cache = store_module._ARTIFACTS
+    cache = lookup_module.ARTIFACTS
     monkeypatch.setattr(cache, "_clock", lambda: time.monotonic() + 3600.0)

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-import recurgent._store as store_module
 import recurgent._store._cache as cache_module
+import recurgent._store._lookup as lookup_module
+import recurgent._store._tools as tools_module
 from recurgent._store import Store, checksum
 from recurgent._store._cache import IdentityCache
 from recurgent._store._cli import main as tools_main
@@ -51,7 +52,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         seen.append(path)
         return read_json(path, **kwargs)
 
-    monkeypatch.setattr(store_module, "read_json", counting)
+    monkeypatch.setattr(lookup_module, "read_json", counting)
     return seen
 
 
@@ -215,13 +216,13 @@ class TestRegistryReads:
         store = _store(tmp_path)
         store.register_tool("converter", {"purpose": "convert"})
         seen: list[Path] = []
-        original = store_module.load_tools
+        original = tools_module.load_tools
 
         def counting(root: Path) -> Any:
             seen.append(root)
             return original(root)
 
-        monkeypatch.setattr(store_module, "load_tools", counting)
+        monkeypatch.setattr(tools_module, "load_tools", counting)
 
         entries = [store.registry_entries() for _ in range(3)]
 
@@ -388,7 +389,7 @@ class TestRecheckWindow:
 
     def test_the_artifact_cache_rechecks_every_50_ms(self) -> None:
         """The window persisted calls use."""
-        assert (store_module.ARTIFACT_RECHECK_SECONDS, store_module._ARTIFACTS._recheck) == (
+        assert (lookup_module.ARTIFACT_RECHECK_SECONDS, lookup_module.ARTIFACTS._recheck) == (
             0.05,
             0.05,
         )

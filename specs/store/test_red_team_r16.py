@@ -39,8 +39,8 @@ from typing import Any
 
 import pytest
 
-import recurgent._store as store_module
 import recurgent._store._cache as cache_module
+import recurgent._store._lookup as lookup_module
 from recurgent._profiles._namespace import forget_namespace, namespace_path
 from recurgent._runtime_config import configure_runtime
 from recurgent._store import ArtifactRecord, Lookup, Promotion, Store, checksum
@@ -57,7 +57,7 @@ from specs.store.support import call, frozen, host_lookup
 def frozen_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """The artifact cache's clock stands still: a window once opened ends only by a change of
     this process (``CHANGES``), never by time."""
-    monkeypatch.setattr(store_module._ARTIFACTS, "_clock", lambda: 1000.0)
+    monkeypatch.setattr(lookup_module.ARTIFACTS, "_clock", lambda: 1000.0)
 
 
 def _store(tmp_path: Path) -> Store:
