@@ -76,7 +76,11 @@ class TestOutgrowsCountsWhatTheTextHolds:
 
     def test_a_long_flat_list_is_refused_without_a_copy(self) -> None:
         """Ten million ints against a limit of two million: refused after reading the length,
-        peak allocation under a kilobyte (before: an 80 000 176-byte copy on the walk's stack)."""
+        peak allocation under 64 KiB (before: an 80 000 176-byte copy on the walk's stack).
+
+        tracemalloc counts every thread's allocations, and a watchdog or flush thread left by
+        an earlier spec in the same worker may allocate a few kilobytes meanwhile (2 533 bytes
+        seen once under load): the bound is far above that and far below a copy."""
         flat = [0] * 10_000_000
         tracemalloc.start()
         try:
@@ -86,7 +90,7 @@ class TestOutgrowsCountsWhatTheTextHolds:
             tracemalloc.stop()
 
         assert refused is True
-        assert peak < 1_024
+        assert peak < 65_536
 
 
 class TestTheStoreAndTheRecordCountDigits:
