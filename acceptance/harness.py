@@ -134,7 +134,7 @@ def log_shape(entries: Sequence[Mapping[str, Any]]) -> list[LogLine]:
 
 def single_trace(entries: Sequence[Mapping[str, Any]]) -> str:
     """The one trace id every entry shares (fails when there are several, or no entries)."""
-    traces = {entry["trace_id"] for entry in entries}
+    traces: set[str] = {entry["trace_id"] for entry in entries}
     assert len(traces) == 1, f"expected one trace id, got {sorted(traces)}"
     return traces.pop()
 

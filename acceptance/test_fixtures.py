@@ -315,7 +315,7 @@ class TestFeedServer:
         server.set_fault("nyt", "forbidden")
         error = fetch_error(server.url("nyt"))
         assert error.code == 403
-        assert b"Forbidden" in error.body  # type: ignore[attr-defined]
+        assert b"Forbidden" in error.body
         assert server.hits["nyt"] == 1
 
     def test_malformed_does_not_parse(self, server: FeedServer) -> None:

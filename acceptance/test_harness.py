@@ -30,7 +30,7 @@ class TestUnknownRoutes:
         """No program for calculator.tan: a provider error naming the route, in both modes."""
         outcome = offline_provider.agent(CALCULATOR).tan(1)
 
-        assert outcome.error_type == "provider"
+        assert outcome.error_type == "provider" and outcome.error_message is not None
         assert "No scripted program for 'calculator'.tan" in outcome.error_message
         assert (offline_provider.take_unrouted()) == [
             "No scripted program for 'calculator'.tan with arguments [1]"

@@ -161,7 +161,7 @@ class TestDelegate:
         parent, _ = _agent()
 
         with pytest.raises(UsageError, match="delegation_contract must be a mapping"):
-            parent.delegate("helper", delegation_contract="x")
+            parent.delegate("helper", delegation_contract="x")  # type: ignore[arg-type]  # on purpose
 
         assert "tools" not in parent.runtime_context
 
@@ -171,7 +171,8 @@ class TestDelegate:
         """Non-runtime options are ignored; in debug mode stderr lists them sorted."""
         parent, _ = _agent("planner", debug=True)
 
-        child = parent.delegate("helper", methods=["x"], capabilities=["y"])
+        # Options of the original's delegate that this runtime ignores: unknown to the types.
+        child = parent.delegate("helper", methods=["x"], capabilities=["y"])  # type: ignore[call-arg]
 
         assert repr(child) == "<Agent(helper) context=[]>"
         assert capsys.readouterr().err == (
@@ -185,7 +186,7 @@ class TestDelegate:
         """Without debug, ignored options print nothing."""
         parent, _ = _agent()
 
-        parent.delegate("helper", methods=["x"])
+        parent.delegate("helper", methods=["x"])  # type: ignore[call-arg]  # ignored option
 
         assert capsys.readouterr().err == ""
 

@@ -57,7 +57,7 @@ class TestSameAgent:
             with pytest.raises(AttributeError):
                 getattr(calc.aio, name)
         with pytest.raises(UsageError, match="'aio' is reserved by Agent"):
-            calc.aio = 1  # type: ignore[misc]
+            calc.aio = 1  # type: ignore[misc, assignment]  # read-only, set on purpose
         assert "aio" in dir(calc) and not calc.responds_to("aio=")
 
     def test_delegate_and_tool_give_async_views(self) -> None:

@@ -266,8 +266,13 @@ class TestTheInterrupter:
         started = threading.Event()
         waiting = Interrupter()
         spinning = Interrupter()
+
+        def wait_for_release() -> bool:
+            started.set()
+            return release.wait()
+
         threads = [
-            threading.Thread(target=waiting.run, args=(lambda: started.set() or release.wait(),)),
+            threading.Thread(target=waiting.run, args=(wait_for_release,)),
             threading.Thread(target=spinning.run, args=(lambda: _spin_python(0.5),)),
         ]
         for thread in threads:

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any, Unpack
 
 from recurgent import Agent
 from recurgent._history import (
@@ -16,6 +17,7 @@ from recurgent._history import (
     history_records,
     outcome_summary,
 )
+from recurgent._option_types import AgentOptionsDict
 from recurgent._values import json_safe
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider, read_log
@@ -25,11 +27,12 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
 def _agent(
-    replies: object, *, method: str = "echo", **options: object
+    replies: object, *, method: str = "echo", **options: Unpack[AgentOptionsDict]
 ) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider({method: replies})
     options.setdefault("log", False)
-    return Agent("assistant", provider=provider, **options), provider
+    options["provider"] = provider
+    return Agent("assistant", **options), provider
 
 
 class TestOneRecordPerCall:
@@ -314,7 +317,7 @@ class TestHistoryHelpers:
 
     def test_append_record_returns_the_new_length(self) -> None:
         """append_record answers the history length after appending."""
-        memory: dict[str, object] = {}
+        memory: dict[str, Any] = {}
 
         size = append_record(
             memory,
@@ -329,7 +332,7 @@ class TestHistoryHelpers:
             duration_ms=1.26,
         )
 
-        [record] = memory["conversation_history"]  # type: ignore[misc]
+        [record] = memory["conversation_history"]
         assert (size, record["speaker"], record["duration_ms"], record["args"]) == (
             1,
             "tool",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from recurgent import Agent
@@ -50,7 +51,7 @@ class TestViewIsADict:
         rows = [1, 2]
         memory: dict[str, Any] = {"rows": rows}
 
-        reads = [
+        reads: list[Callable[[MemoryView], Any]] = [
             lambda v: v["rows"],
             lambda v: v.get("rows"),
             lambda v: next(iter(v.values())),

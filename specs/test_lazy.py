@@ -91,7 +91,7 @@ class TestLazyNames:
         """Each name in __all__ is identical to the same name in the module it comes from."""
         import importlib
 
-        from recurgent import _LAZY_EXPORTS  # type: ignore[attr-defined]
+        from recurgent import _LAZY_EXPORTS
 
         for name, home in _LAZY_EXPORTS.items():
             assert getattr(recurgent, name) is getattr(importlib.import_module(home), name), name

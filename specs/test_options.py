@@ -204,14 +204,14 @@ class TestOptionTypes:
     def test_refused(self, options: dict[str, object], message: str) -> None:
         """Each bad value raises UsageError whose message starts with option, expectation, value."""
         with pytest.raises(UsageError) as raised:
-            Agent("worker", log=False, **options)
+            Agent("worker", log=False, **options)  # type: ignore[arg-type]  # bad values on purpose
 
         assert str(raised.value).startswith(message)
 
     def test_error_message_is_bounded(self) -> None:
         """A huge wrong value is shown shortened (at most 200 characters plus a marker)."""
         with pytest.raises(UsageError) as raised:
-            Agent("worker", log=False, trace_id=["x" * 10_000])
+            Agent("worker", log=False, trace_id=["x" * 10_000])  # type: ignore[arg-type]  # on purpose
 
         assert len(str(raised.value)) < 300
         assert str(raised.value).startswith("trace_id must be a non-empty str, got ['xxxx")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -131,7 +132,8 @@ class TestError:
 
     def test_non_mapping_metadata_is_kept_as_detail(self) -> None:
         """A metadata value that is not a mapping is kept under "detail"."""
-        assert Outcome.error(error_type="x", metadata="context").metadata == {"detail": "context"}
+        outcome = Outcome.error(error_type="x", metadata="context")  # type: ignore[arg-type]  # on purpose
+        assert outcome.metadata == {"detail": "context"}
 
     @pytest.mark.parametrize("value", ["true", 1, "yes", None, False])
     def test_retriable_is_true_only_for_true(self, value: Any) -> None:
@@ -577,12 +579,13 @@ class TestErrorFieldBounds:
     )
     def test_other_error_types_raise_a_typed_error(self, error_type: str) -> None:
         """One past the cap, or any character outside the identifier set, raises the typed error."""
-        for build in (
+        builds: tuple[Callable[[], Outcome], ...] = (
             lambda: Outcome.error(error_type, "m"),
             lambda: Outcome.error(error_type=error_type),
             lambda: Outcome(status="error", error_type=error_type),
             lambda: Outcome.model_validate({"status": "error", "error_type": error_type}),
-        ):
+        )
+        for build in builds:
             with pytest.raises(InvalidOutcomeError) as raised:
                 build()
             assert str(raised.value).startswith(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 
 from recurgent import Agent, Outcome
+from recurgent._option_types import AgentOptionsDict
 from recurgent.errors import (
     ExecutionTimeoutError,
     OutcomeError,
@@ -19,8 +21,9 @@ from recurgent.errors import (
 from recurgent.testing import ScriptedProvider, read_log
 
 
-def _agent(replies: dict[object, object], **options: object) -> Agent:
-    return Agent("calculator", provider=ScriptedProvider(replies), log=False, **options)
+def _agent(replies: dict[object, object], **options: Unpack[AgentOptionsDict]) -> Agent:
+    merged: AgentOptionsDict = {"provider": ScriptedProvider(replies), "log": False, **options}
+    return Agent("calculator", **merged)
 
 
 class TestFlags:

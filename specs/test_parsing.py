@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import threading
 import types
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -20,7 +20,7 @@ class _BlockingAst:
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def parse(self, source: str, filename: str, mode: str) -> ast.Module:
+    def parse(self, source: str, filename: str, mode: Literal["exec"]) -> ast.Module:
         self.entered.set()
         assert self.release.wait(10)
         return ast.parse(source, filename, mode)
@@ -87,7 +87,7 @@ def test_a_parse_inside_a_parse_on_one_thread_does_not_deadlock(
 
     class _Reentrant:
         @staticmethod
-        def parse(source: str, filename: str, mode: str) -> ast.Module:
+        def parse(source: str, filename: str, mode: Literal["exec"]) -> ast.Module:
             started.append(source)
             if len(started) == 1:
                 inner.append(parse_python("inner = 1", "<generated>"))
@@ -114,7 +114,7 @@ class _SpoiledAst:
         self.message = message
         self.calls = 0
 
-    def parse(self, source: str, filename: str, mode: str) -> ast.Module:
+    def parse(self, source: str, filename: str, mode: Literal["exec"]) -> ast.Module:
         self.calls += 1
         if self.calls <= self.spoiled:
             raise SystemError(f"{self.message} (before=3, after=6)")

@@ -202,7 +202,7 @@ class TestRanking:
     def test_lifecycle_ranks_first(self) -> None:
         """durable, probation, unknown or candidate, degraded, whatever the counts; the state
         comes from lifecycle_state or an original-style version_scorecards map."""
-        tools = {
+        tools: dict[str, dict[str, Any]] = {
             "degraded": {"lifecycle_state": "degraded", "success_count": 50},
             "candidate": {"lifecycle_state": "candidate"},
             "durable": {"version_scorecards": {"a": {"lifecycle_state": "durable"}}},
@@ -248,7 +248,7 @@ class TestRanking:
 
     def test_at_most_the_limit_is_returned(self) -> None:
         """Twenty tools are cut to twelve."""
-        tools = {f"tool_{n:02d}": {} for n in range(20)}
+        tools: dict[str, dict[str, Any]] = {f"tool_{n:02d}": {} for n in range(20)}
 
         assert len(ranked_tools({"tools": tools})) == 12
 

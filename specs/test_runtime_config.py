@@ -5,11 +5,13 @@ from __future__ import annotations
 import getpass
 import threading
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 
 import recurgent
 from recurgent import Agent, UsageError, configure_runtime, reset_runtime_config, runtime_config
+from recurgent._option_types import AgentOptionsDict
 from recurgent._runtime_config import SETTING_NAMES, RuntimeSettings
 from recurgent.testing import ScriptedProvider
 
@@ -31,8 +33,9 @@ _DEFAULTS = {
 }
 
 
-def _agent(**options: object) -> Agent:
-    return Agent.for_("calculator", provider=ScriptedProvider([]), log=False, **options)
+def _agent(**options: Unpack[AgentOptionsDict]) -> Agent:
+    merged: AgentOptionsDict = {"provider": ScriptedProvider(), "log": False, **options}
+    return Agent.for_("calculator", **merged)
 
 
 class TestDefaults:

@@ -10,6 +10,7 @@ import pytest
 from recurgent import Agent, _secret_index as secret_index
 from recurgent._redact import MASK
 from recurgent._secret_index import REWALK_AFTER, SecretIndex
+from recurgent._values import secret_values
 from recurgent.testing import ScriptedProvider, read_log
 
 
@@ -18,7 +19,7 @@ class _CountingWalk:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.walked: list[Any] = []
-        real = secret_index.secret_values
+        real = secret_values  # what the index imported, patched below
 
         def counting(*values: Any) -> tuple[str, ...]:
             self.walked.extend(list(value) for value in values)

@@ -102,9 +102,9 @@ class TestSelfModel:
         agent, provider = _calc()
 
         with pytest.raises(TypeError):
-            agent.self_model()  # type: ignore[misc]
+            agent.self_model()  # type: ignore[misc, operator]  # a property, called on purpose
         with pytest.raises(UsageError, match="'self_model' is reserved by Agent"):
-            agent.self_model = 1  # type: ignore[misc]
+            agent.self_model = 1  # type: ignore[misc, assignment]  # read-only, set on purpose
         with pytest.raises(UsageError, match="'role_profile' is reserved by Agent"):
             agent.role_profile = {}  # type: ignore[misc]
         assert provider.calls == 0

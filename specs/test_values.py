@@ -205,7 +205,7 @@ class TestSecretValues:
 
     def test_each_container_is_searched_up_to_64_entries(self) -> None:
         """Row 64 (the 64th) is searched, row 65 is not: the walk is bounded per container."""
-        rows = [{"id": index} for index in range(100)]
+        rows: list[dict[str, int | str]] = [{"id": index} for index in range(100)]
         rows[63] = {"id": 63, "password": "inside-the-cap"}
         rows[64] = {"id": 64, "password": "past-the-cap"}
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 TRIAGE_ROLE = "support ticket triage: route each ticket (a CSV row) to one queue"
 
 TRIAGE = """\
@@ -21,4 +26,4 @@ else:
 result = queue
 """
 
-PROGRAMS = {(TRIAGE_ROLE, "triage"): TRIAGE}
+PROGRAMS: dict[ProgramKey, str | None] = {(TRIAGE_ROLE, "triage"): TRIAGE}

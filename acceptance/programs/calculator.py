@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 ROLE = "calculator"
 
 ADD = """\
@@ -112,7 +117,7 @@ for record in context.get("conversation_history", []):
 result = calls
 """
 
-PROGRAMS = {
+PROGRAMS: dict[ProgramKey, str | None] = {
     (ROLE, "add"): ADD,
     (ROLE, "multiply"): MULTIPLY,
     (ROLE, "sqrt"): SQRT,

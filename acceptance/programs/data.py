@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 CSV_ROLE = (
     "CSV data explorer for sales_2024.csv; the data is messy (mixed date formats, blank and "
     "non-numeric quantities, missing sales reps, stray spaces), so validate before computing"
@@ -283,7 +288,7 @@ for step in range(n):
 result = previous
 """
 
-PROGRAMS = {
+PROGRAMS: dict[ProgramKey, str | None] = {
     (CSV_ROLE, "load"): CSV_LOAD,
     (CSV_ROLE, "row_count"): CSV_ROW_COUNT,
     (CSV_ROLE, "column_names"): CSV_COLUMN_NAMES,

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 ROLE = "philosophy_symposium_host"
 PHILOSOPHERS = ("philosopher_0", "philosopher_1", "philosopher_2")
 
@@ -161,7 +166,7 @@ result = {
 }
 """
 
-PROGRAMS = {
+PROGRAMS: dict[ProgramKey, str | None] = {
     (ROLE, "host"): HOST,
     (ROLE, "debate_takeaways"): TAKEAWAYS,
     **{(philosopher, "respond"): RESPOND for philosopher in PHILOSOPHERS},

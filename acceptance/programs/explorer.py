@@ -8,6 +8,11 @@ memory. The loopback server is ``acceptance/api_server.py``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 ROLE = "REST API explorer"
 
 # Shared by every level that reads the API: the URL from memory, one GET, typed errors.
@@ -165,7 +170,7 @@ return {
 """
 )
 
-PROGRAMS = {
+PROGRAMS: dict[ProgramKey, str | None] = {
     (ROLE, "users"): USERS,
     ("users_collection", "count"): COUNT,
     ("users_collection", "find"): FIND,

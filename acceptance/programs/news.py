@@ -6,6 +6,11 @@ substitutes it. The recorded Ruby runs fetched the real feeds at the same paths.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 ROLE = "personal assistant that remembers conversation history"
 FETCHER = "http_fetcher"
 PARSER = "rss_parser"
@@ -341,7 +346,7 @@ for node in root.findall(".//item"):
 result = {"items": items, "feed_title": channel_title}
 """
 
-PROGRAMS = {
+PROGRAMS: dict[ProgramKey, str | None] = {
     (ROLE, "ask", "Google News"): ASK_NEWS,
     (ROLE, "ask", "source"): ASK_SOURCE,
     (ROLE, "ask", "markdown"): ASK_FORMAT,

@@ -3,6 +3,11 @@ the whole debate as markdown from its earlier answer, read back through ``conten
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 ROLE = "debate_show_host"
 PANELIST_ROLES = tuple(f"panelist_{index}" for index in range(5))
 
@@ -157,7 +162,7 @@ for stance, count in sorted(summary["stances"].items()):
 return "\\n".join(lines)
 """
 
-PROGRAMS = {
+PROGRAMS: dict[ProgramKey, str | None] = {
     (ROLE, "moderate"): MODERATE,
     (ROLE, "moderation_overview"): OVERVIEW,
     **{(role, "argue"): ARGUE for role in PANELIST_ROLES},

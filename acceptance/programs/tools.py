@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.programs import ProgramKey
+
 BUILDER_ROLE = "observability_demo_tool_builder"
 FINANCE_TOOL = "stable_finance_tool"
 PLACES_TOOL = "flaky_places_tool"
@@ -156,7 +161,7 @@ result = {"status": status, "json": json.loads(text), "provenance": provenance_f
 """
 )
 
-PROGRAMS = {
+PROGRAMS: dict[ProgramKey, str | None] = {
     (BUILDER_ROLE, "run"): BUILDER_RUN,
     (FINANCE_TOOL, "analyze"): FINANCE_ANALYZE,
     # A tool whose model keeps answering with no program at all.

@@ -108,7 +108,7 @@ class TestDefaultdictFactories:
 
     def test_an_unchanged_host_factory_writes_nothing(self) -> None:
         """Reading a key through the guarded factory commits the key, not a factory patch."""
-        groups = collections.defaultdict(_make)
+        groups: collections.defaultdict[str, str] = collections.defaultdict(_make)
         memory: dict[str, Any] = {"d": groups}
         journal, _ = _journal(memory)
         journal.view["d"]["a"]
@@ -146,7 +146,7 @@ class TestDefaultdictFactories:
         """``rows.pop`` of a host list is withheld: a missing key on the copy is a ``KeyError``
         and pops nothing from the host's list (it used to); memory keeps its factory."""
         rows: list[Any] = ["kept"]
-        groups = collections.defaultdict(rows.pop)
+        groups: collections.defaultdict[str, Any] = collections.defaultdict(rows.pop)
         memory: dict[str, Any] = {"d": groups}
         journal, _ = _journal(memory)
         copy = journal.view["d"]

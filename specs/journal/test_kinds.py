@@ -237,7 +237,9 @@ class TestCopiedHostObjects:
         assert result.error is None
         after = [root.attrib, root[0], root[0].attrib, tree.getroot(), table.data, chain.maps]
         assert [a is b for a, b in zip([*after, chain.maps[0]], inner, strict=True)] == [True] * 7
-        assert (root.get("a"), root[0].get("b"), tree.getroot().get("c")) == ("2", "3", "4")
+        top = tree.getroot()
+        assert top is not None
+        assert (root.get("a"), root[0].get("b"), top.get("c")) == ("2", "3", "4")
         assert (dict(table), chain.maps[0]) == ({"a": 1, "z": 1}, {"a": 1, "z": 1})
 
     def test_the_attempt_sees_its_own_changes(self) -> None:
@@ -272,7 +274,7 @@ class TestCopiedHostObjects:
     def test_a_host_write_made_meanwhile_survives_rollback(self) -> None:
         """Rollback drops the copies: a host write to the original during the attempt stays."""
         root = _tree()
-        memory = {"tree": root, "hook": None}
+        memory: dict[str, Any] = {"tree": root, "hook": None}
 
         def host_write() -> int:
             root.set("host", "yes")

@@ -22,7 +22,7 @@ class TestHostPatches:
 
     def test_a_rebound_wrapper_attribute_is_set_on_the_original(self) -> None:
         """A wrapper whose ``data`` the attempt rebound gets the new (rebuilt) data in place."""
-        table = collections.UserDict(a=1)
+        table: collections.UserDict[str, Any] = collections.UserDict(a=1)
         journal = Journal({"t": table})
         journal.view["t"].data = {"b": [2]}
 

@@ -225,7 +225,7 @@ class TestAsyncProviders:
             generate_program = "not a function"
 
         with pytest.raises(UsageError, match="generate_program"):
-            Agent("calc", provider=NotAProvider(), log=False)
+            Agent("calc", provider=NotAProvider(), log=False)  # type: ignore[arg-type]  # on purpose
 
 
 class TestProviderRetriable:
@@ -234,7 +234,7 @@ class TestProviderRetriable:
     def test_non_retriable_provider_error_is_not_retried(self) -> None:
         """retriable=False ends the call after one request, with retriable False."""
         error = ProviderError("401 Unauthorized: check OPENAI_API_KEY")
-        error.retriable = False
+        error.retriable = False  # type: ignore[misc]  # this instance's own flag (a ClassVar)
         provider = FunctionProvider(lambda request: error)
         agent = Agent("calc", provider=provider, log=False, max_generation_attempts=3)
 

@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 from types import TracebackType
 
+import pytest
+
 from recurgent import Agent
 from recurgent._journal import Patch, Writes
 from recurgent._lifecycle._commit import commit
@@ -107,7 +109,7 @@ class _SpyLock:
 class TestCommitsHoldTheMemoryLock:
     """Two commits never interleave: the second waits for the agent's memory lock."""
 
-    def test_concurrent_commits_apply_whole(self, monkeypatch) -> None:
+    def test_concurrent_commits_apply_whole(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Commit A pauses between its two patches until commit B has run or is waiting for
         the lock. With the lock B waits, A finishes first and both lists read [a, b]; without
         it B runs in the gap and the second list reads [b, a] (a torn commit). No sleeps: A

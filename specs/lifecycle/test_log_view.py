@@ -27,7 +27,7 @@ from recurgent._lifecycle._log_view import (
 from recurgent._redact import MASK, redact
 from recurgent._values import json_safe
 
-SECRET_SETS = (
+SECRET_SETS: tuple[dict[str, str], ...] = (
     {},
     {"api_key": "abcd1234"},
     {"password": "snapshot", "token": "0000", "db_secret": "ré-sécret-✓"},

@@ -515,7 +515,9 @@ class TestProgramsKept:
                 promotion_policy_version=None,
             )
 
-        def general(programs: dict[str, LastProgram], method: str, code: str, life: str | None):
+        def general(
+            programs: dict[str, LastProgram], method: str, code: str, life: str | None
+        ) -> list[tuple[str, LastProgram]]:
             table = dict(programs)
             table.pop(method, None)
             table[method] = LastProgram(code, life, None, None)

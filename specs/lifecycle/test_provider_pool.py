@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from recurgent._lifecycle._workers import ProviderPool, _Done, _Job
 
@@ -18,9 +19,11 @@ class TestDispatch:
         while pool._idle != 1:  # the warm worker is back waiting for work
             time.sleep(0.001)
         both = threading.Barrier(2, timeout=5)
-        jobs = [
-            _Job(lambda name=name: both.wait() >= 0 and name, key=i) for i, name in enumerate("ab")
-        ]
+
+        def after_both(name: str) -> Callable[[], object]:
+            return lambda: both.wait() >= 0 and name
+
+        jobs = [_Job(after_both(name), key=i) for i, name in enumerate("ab")]
         with pool._lock:  # both dispatched before the idle worker can wake and take one
             for job in jobs:
                 pool._dispatch(job)

@@ -147,6 +147,7 @@ class TestEnforcement:
         outcome = agent.increment()
 
         assert (outcome.error_type, provider.calls) == ("guardrail_retry_exhausted", 3)
+        assert outcome.error_message is not None
         assert outcome.error_message.startswith(USER_FACING_EXHAUSTION)
         assert outcome.metadata["guardrail_subtype"] == "role_profile_continuity_violation"
         assert agent.runtime_context["value"] == 2
@@ -162,6 +163,7 @@ class TestEnforcement:
 
         message = agent.increment().error_message
 
+        assert message is not None
         assert message.count("role_profile_continuity_violation") == 1
         assert message == (
             f"{USER_FACING_EXHAUSTION} Last cause: role_profile_continuity_violation: state key "

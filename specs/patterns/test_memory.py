@@ -96,7 +96,7 @@ class TestFile:
         """The 51st event drops the oldest; past ROLES_KEPT roles the one recorded longest ago
         goes."""
         root = tmp_path / "store"
-        roles = {f"r{i}": {"events": []} for i in range(ROLES_KEPT)}
+        roles: dict[str, Any] = {f"r{i}": {"events": []} for i in range(ROLES_KEPT)}
         _write(root, {"schema_version": 1, "roles": roles})
         book = FilePatterns(root)
         for at in range(1, EVENTS_KEPT + 2):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -56,7 +56,7 @@ def provider(server: LoopbackServer, clock: FakeClock) -> AnthropicProvider:
     return AnthropicProvider(api_key=KEY, base_url=server.root, retry_policy=clock.policy())
 
 
-def replies(*answers: Reply) -> object:
+def replies(*answers: Reply) -> Callable[[Received], Reply]:
     """A responder giving ``answers`` in order, repeating the last."""
     queue = list(answers)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from recurgent.errors import ProviderAuthError, ProviderError, ProviderTimeoutError, UsageError
@@ -16,7 +18,9 @@ from recurgent.providers._retry import (
 from specs.providers.support import FakeClock
 
 
-def flaky(failures: int, result: str = "ok") -> tuple[list[float | None], object]:
+def flaky(
+    failures: int, result: str = "ok"
+) -> tuple[list[float | None], Callable[[float | None], str]]:
     """A send function failing ``failures`` times, recording the time left it was given."""
     calls: list[float | None] = []
 
@@ -51,7 +55,7 @@ class TestBackoff:
         clock = FakeClock()
         calls, send = flaky(2)
 
-        result = clock.policy().run(send, transient, timeout=10.0, service="Test")  # type: ignore[arg-type]
+        result = clock.policy().run(send, transient, timeout=10.0, service="Test")
 
         assert result == "ok"
         assert calls == [10.0, 9.75, 9.25]
@@ -63,7 +67,7 @@ class TestBackoff:
         calls, send = flaky(5)
 
         with pytest.raises(ProviderError) as excinfo:
-            clock.policy(max_retries=1).run(send, transient, timeout=None, service="Test")  # type: ignore[arg-type]
+            clock.policy(max_retries=1).run(send, transient, timeout=None, service="Test")
 
         assert (excinfo.value.message, excinfo.value.metadata) == (
             "transient: reset",
@@ -78,7 +82,7 @@ class TestBackoff:
         final = Failure(ProviderAuthError("no", metadata={"status": 401}), retry=False)
 
         with pytest.raises(ProviderAuthError):
-            clock.policy().run(send, lambda error: final, timeout=None, service="Test")  # type: ignore[arg-type]
+            clock.policy().run(send, lambda error: final, timeout=None, service="Test")
 
         assert (len(calls), clock.sleeps) == (1, [])
 
@@ -87,7 +91,7 @@ class TestBackoff:
         _, send = flaky(5)
 
         with pytest.raises(ProviderError) as excinfo:
-            FakeClock().policy(max_retries=0).run(send, transient, timeout=None, service="T")  # type: ignore[arg-type]
+            FakeClock().policy(max_retries=0).run(send, transient, timeout=None, service="T")
 
         assert (excinfo.value.__cause__, excinfo.value.__context__) == (None, None)
 
@@ -111,7 +115,7 @@ class TestBackoff:
         calls, send = flaky(0)
 
         with pytest.raises(ProviderTimeoutError) as excinfo:
-            FakeClock().policy().run(send, transient, timeout=0.0, service="Test")  # type: ignore[arg-type]
+            FakeClock().policy().run(send, transient, timeout=0.0, service="Test")
 
         assert excinfo.value.message == "Test request timed out after 0s (0 tries)"
         assert calls == []

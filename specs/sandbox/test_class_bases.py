@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from recurgent.errors import InvalidCodeError
+from recurgent.errors import ExecutionError, InvalidCodeError
 
 from .support import error_of, execute, value_of
 
@@ -332,5 +332,5 @@ class TestRefusedBases:
         rebuilt statement had lost it)."""
         source = "import csv\n\nx = 1\nclass Rows(csv.DictReader):\n    pass\n"
         result = execute(source)
-        assert result.error is not None
+        assert isinstance(result.error, ExecutionError)
         assert result.error.line == 4

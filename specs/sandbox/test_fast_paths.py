@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
+from recurgent._sandbox import compile_program
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._policy import SandboxPolicy
 from recurgent._sandbox._sizes import sized_dunder
-from recurgent.errors import InvalidCodeError
+from recurgent.errors import ExecutionError, InvalidCodeError
 
-from .support import Host, compile_program, error_of, execute, value_of
+from .support import Host, error_of, execute, value_of
 
 LIMIT = "the sandbox limit is 10000000"
 BITS_LIMIT = "the sandbox limit is 1000000 bits"
@@ -45,6 +46,7 @@ def sandboxed(source: str) -> Any:
     """``result`` of ``source`` in the sandbox, or the root exception class it failed with."""
     result = execute(source)
     if result.error is not None:
+        assert isinstance(result.error, ExecutionError)
         return result.error.root_class
     return result.value
 
@@ -190,7 +192,8 @@ class TestNumericTrees:
         """A handle, an Outcome or a module in a tree fails with Python's TypeError."""
         source = f"{receiver}\nn = 3\nresult = x * n % 2"
 
-        assert execute(source).error.root_class == root_class  # type: ignore[union-attr]
+        error = execute(source).error
+        assert isinstance(error, ExecutionError) and error.root_class == root_class
 
     @pytest.mark.parametrize(
         ("source", "message"),
@@ -410,6 +413,7 @@ class TestAttributeWrites:
                 1,
             )
         else:
+            assert isinstance(result.error, ExecutionError)
             assert result.error.root_class == "AttributeError"
 
     def test_a_handle_attribute_is_read_and_set_on_the_agent(self) -> None:

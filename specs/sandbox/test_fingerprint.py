@@ -63,7 +63,7 @@ def _value_print(value: Any) -> Any:
     if isinstance(value, types.FunctionType):
         return _function_print(value)
     if isinstance(value, type):
-        table = {}
+        table: dict[str, Any] = {}
         for name, member in vars(value).items():
             if isinstance(member, types.FunctionType):
                 table[name] = _function_print(member)
@@ -127,13 +127,18 @@ def _outcome(call: Callable[[], Any]) -> Any:
         return f"raised {type(error).__name__}"
 
 
+def _span(match: re.Match[str] | None) -> tuple[int, int]:
+    assert match is not None
+    return match.span()
+
+
 def host_behaviour() -> dict[str, Any]:
     """What the host's own calls of library functions with process-wide caches return."""
     return {
         "datetime.strptime": _outcome(lambda: datetime.datetime.strptime("2026-12-02", "%Y-%m-%d")),
         "time.strptime": _outcome(lambda: tuple(time.strptime("2026-12-02", "%Y-%m-%d"))),
         "ZoneInfo": _outcome(lambda: (str(zoneinfo.ZoneInfo("UTC")), zoneinfo.ZoneInfo("UTC"))),
-        "re.compile": _outcome(lambda: re.compile("a+").match("caab", 1).span()),
+        "re.compile": _outcome(lambda: _span(re.compile("a+").match("caab", 1))),
         "re.sub": _outcome(lambda: re.sub("a+", "-", "baab")),
         "regex.compile": _outcome(lambda: regex.compile("a+").match("aa").span()),
         "urlsplit": _outcome(lambda: tuple(urllib.parse.urlsplit("http://example.com/x"))),

@@ -107,8 +107,11 @@ class TestExact:
 
     def test_shared_tuples_are_walked_once(self) -> None:
         """Three levels of a shared tuple (10**9 members) convert at once."""
-        row = (0,) * 1000
-        deep = ((row,) * 1000,) * 1000
+        # Declared as tuples of any length: mypy multiplies a tuple by a literal count into a
+        # fixed-length tuple type, and 10**9 items took it minutes and gigabytes.
+        row: tuple[int, ...] = (0,) * 1000
+        level: tuple[tuple[int, ...], ...] = (row,) * 1000
+        deep: tuple[tuple[tuple[int, ...], ...], ...] = (level,) * 1000
         started = time.monotonic()
         assert exact(deep) is deep
         assert time.monotonic() - started < 2.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from recurgent.errors import InvalidCodeError
+from recurgent.errors import ExecutionError, InvalidCodeError
 
 from .support import execute, value_of
 
@@ -64,5 +64,5 @@ class TestRefusalLines:
         """Line 5, not the line 1 of RestrictedPython's template."""
         source = f"import csv\n\n\nx = 1\n{statement}\n    pass\n"
         result = execute(source)
-        assert result.error is not None
+        assert isinstance(result.error, ExecutionError)
         assert result.error.line == 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -297,10 +298,12 @@ class TestGeneratedCodeRunning:
             seen.append(("direct", generated_code_running()))
             return 1
 
+        def forwarded(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
+            seen.append(("forwarded", generated_code_running()))
+            return Outcome.ok(2)
+
         host = Host(memory={"probe": probe})
-        host.child("helper").reply = lambda method, args, kwargs: (
-            seen.append(("forwarded", generated_code_running())) or Outcome.ok(2)
-        )
+        host.child("helper").reply = forwarded
 
         value = value_of("result = context['probe']() + delegate('helper').run().value", host=host)
 
@@ -390,6 +393,7 @@ class TestAttemptIsolationThroughAgent:
         agent.define()
         outcome = agent.use()
 
+        assert outcome.error_message is not None
         assert (outcome.status, outcome.error_type, "leaked_helper" in outcome.error_message) == (
             "error",
             "execution",

@@ -32,6 +32,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
+        assert isinstance(self.server, _Server)  # typed as any socketserver.BaseServer
         port = self.server.server_address[1]
         if self.path == "/text":
             self._send(200, "héllo".encode(), {"X-Answer": "42"})

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from recurgent._sandbox import compile_program
 from recurgent.errors import InvalidCodeError
 
-from .support import compile_program, execute, value_of
+from .support import execute, value_of
 
 
 class TestPrintInAFunctionsHeader:

@@ -151,7 +151,7 @@ class TestMemoryElementAttributesStayStrings:
     def test_a_value_the_host_stored_may_stay_while_others_change(self) -> None:
         """A non-string the host put there itself is left; a new string attribute commits."""
         tree = ElementTree.Element("root")
-        tree.attrib["n"] = [1]
+        tree.attrib["n"] = [1]  # type: ignore[assignment]  # a non-str value, on purpose
         host = Host(memory={"tree": tree})
 
         result = execute("context['tree'].set('k', 'v')\nresult = 1", host=host)

@@ -74,6 +74,7 @@ class TestPathsWrittenOutOnlyWhenNamed:
         outcome = _agent(run="result = {'k' * 1_000_000: [len]}").run()
 
         assert (outcome.status, outcome.error_type) == ("error", "non_serializable_result")
+        assert outcome.error_message is not None
         assert len(outcome.error_message) == 350
         assert outcome.error_message.startswith("the result['" + "k" * 188)
         assert "...<1024 more chars>][0] holds a function;" in outcome.error_message
@@ -96,6 +97,7 @@ class TestPathsWrittenOutOnlyWhenNamed:
         outcome = agent.second()
 
         assert (outcome.status, outcome.error_type) == ("error", "non_serializable_result")
+        assert outcome.error_message is not None
         assert len(outcome.error_message) == 366
         assert outcome.error_message.startswith("context['" + "k" * 188)
         assert agent._agent.memory[_KEY] == []

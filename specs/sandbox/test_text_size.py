@@ -19,6 +19,7 @@ from recurgent._sandbox._text_size import check_text, estimated_text
 from specs.sandbox.support import error_of, value_of
 
 _ROW = [0, 1, 22, 333]
+point = collections.namedtuple("point", "x y")
 
 
 @pytest.mark.parametrize(
@@ -33,7 +34,7 @@ _ROW = [0, 1, 22, 333]
         collections.deque([1, 2]),
         collections.Counter("abca"),
         collections.OrderedDict(a=1),
-        collections.namedtuple("point", "x y")(1, 2),
+        point(1, 2),
         [b"\x00\xff", bytearray(b"ab")],
         frozenset({1, 2}),
         {1, 2},

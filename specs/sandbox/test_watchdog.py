@@ -37,34 +37,34 @@ class TestWatchdogLinger:
         """After linger_polls idle periods it waits; registering again wakes it to nudge."""
         service = _WatchdogService(period=0.001, linger_polls=3)
         first = _CountingTicker()
-        assert service.register(first)  # type: ignore[arg-type]
+        assert service.register(first)
         assert first.nudged.wait(5)
-        service.unregister(first)  # type: ignore[arg-type]
+        service.unregister(first)
         deadline = time.monotonic() + 5
         while not service._waiting and time.monotonic() < deadline:
             time.sleep(0.005)
         assert service._waiting is True
 
         second = _CountingTicker()
-        assert service.register(second)  # type: ignore[arg-type]
+        assert service.register(second)
 
         assert second.nudged.wait(5)
         assert service.watching == 1
-        service.unregister(second)  # type: ignore[arg-type]
+        service.unregister(second)
 
     def test_an_attempt_during_the_linger_is_watched_without_a_wake(self) -> None:
         """Registered while the thread still polls, a ticker is nudged and nothing waits."""
         service = _WatchdogService(period=0.001, linger_polls=2_000)
         first, second = _CountingTicker(), _CountingTicker()
-        assert service.register(first)  # type: ignore[arg-type]
+        assert service.register(first)
         assert first.nudged.wait(5)
-        service.unregister(first)  # type: ignore[arg-type]
+        service.unregister(first)
 
-        assert service.register(second)  # type: ignore[arg-type]
+        assert service.register(second)
 
         assert second.nudged.wait(5)
         assert service._waiting is False
-        service.unregister(second)  # type: ignore[arg-type]
+        service.unregister(second)
 
 
 class TestWatchdogHandoff:
@@ -79,7 +79,7 @@ class TestWatchdogHandoff:
         service, ticker = _asleep_after_a_visit()
         waits = _Waits(service, monkeypatch)
 
-        service.unregister(ticker)  # type: ignore[arg-type]
+        service.unregister(ticker)
 
         assert waits.timeouts == []
         assert service.watching == 0
@@ -92,13 +92,13 @@ class TestWatchdogHandoff:
         monkeypatch.setattr(_watchdog, "_HANDOFF_SECONDS", 5.0)
         service = _WatchdogService(period=0.001, linger_polls=10_000)
         ticker = _CountingTicker()
-        assert service.register(ticker)  # type: ignore[arg-type]
+        assert service.register(ticker)
         assert ticker.nudged.wait(5)
         waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = past = time.monotonic() - 1.0
 
-        service.unregister(ticker)  # type: ignore[arg-type]
+        service.unregister(ticker)
 
         assert waits.visits == [True]
         assert service._due > past + 1.0
@@ -116,9 +116,9 @@ class TestWatchdogHandoff:
             service._due = 0.0
         before = time.monotonic()
 
-        service.unregister(first)  # type: ignore[arg-type]
-        assert service.register(second)  # type: ignore[arg-type]
-        service.unregister(second)  # type: ignore[arg-type]
+        service.unregister(first)
+        assert service.register(second)
+        service.unregister(second)
 
         assert waits.timeouts == [0.01]
         assert service._due >= before + 30.0
@@ -145,7 +145,7 @@ class TestWatchdogHandoff:
         with service._condition:
             service._due = 0.0
 
-        service.unregister(ticker)  # type: ignore[arg-type]
+        service.unregister(ticker)
 
         assert waits.marked == [True]
 
@@ -157,9 +157,9 @@ class TestWatchdogHandoff:
         waits = _Waits(service, monkeypatch)
         with service._condition:
             service._due = 0.0
-            service._tickers[id(ticker)] = ticker  # type: ignore[assignment]
+            service._tickers[id(ticker)] = ticker
 
-        service.unregister(ticker)  # type: ignore[arg-type]
+        service.unregister(ticker)
 
         assert waits.timeouts == []
         assert service.watching == 0
@@ -181,7 +181,7 @@ def _asleep_after_a_visit() -> tuple[_WatchdogService, _CountingTicker]:
     for 30 s (its due time set)."""
     service = _WatchdogService(period=30.0, linger_polls=0)
     ticker = _CountingTicker()
-    assert service.register(ticker)  # type: ignore[arg-type]
+    assert service.register(ticker)
     assert ticker.nudged.wait(5)
     wait_until(lambda: service._due != math.inf)
     return service, ticker

@@ -26,6 +26,7 @@ from recurgent._store._files import (
     write_json,
 )
 from recurgent._store._paths import artifact_path, registry_path
+from recurgent._store._registry import load_tools
 from specs.store.support import call, frozen
 
 
@@ -216,7 +217,7 @@ class TestRegistryReads:
         store = _store(tmp_path)
         store.register_tool("converter", {"purpose": "convert"})
         seen: list[Path] = []
-        original = tools_module.load_tools
+        original = load_tools  # what the store imported, patched below
 
         def counting(root: Path) -> Any:
             seen.append(root)

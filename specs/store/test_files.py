@@ -68,7 +68,7 @@ class TestWrite:
         def boom(src: Any, dst: Any) -> None:
             raise OSError("disk gone")
 
-        monkeypatch.setattr(_files.os, "replace", boom)
+        monkeypatch.setattr(os, "replace", boom)  # the os module _files renames with
         with pytest.raises(OSError, match="disk gone"):
             write_json(path, {"v": "new"}, root=tmp_path)
 

@@ -470,7 +470,7 @@ class TestOverrides:
         for state in ("probation", "degraded", "candidate"):
             record = _calls(None, 1)
             apply_override(record, DA, "durable", actor="a", reason=None, now=STAMPS[1])
-            apply_override(record, DA, state, actor="a", reason=None, now=STAMPS[2])  # type: ignore[arg-type]
+            apply_override(record, DA, state, actor="a", reason=None, now=STAMPS[2])
             assert record.lifecycle is not None
             assert (state_of(record, DA), record.lifecycle.incumbent_durable_checksum) == (
                 state,

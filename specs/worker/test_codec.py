@@ -147,6 +147,12 @@ class _OtherZone(datetime.tzinfo):
     def utcoffset(self, _: object) -> datetime.timedelta:
         return datetime.timedelta(0)
 
+    def dst(self, _: object) -> None:
+        return None
+
+    def tzname(self, _: object) -> None:
+        return None
+
 
 @pytest.mark.parametrize(
     ("value", "problem"),

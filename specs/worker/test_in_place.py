@@ -188,6 +188,7 @@ def test_patches_of_a_key_the_worker_did_not_report_changed_are_ignored() -> Non
 
     result = run(ProcessExecutor(_stub(answer)), "return 0", host=host)
 
+    assert result.writes is not None
     assert (result.writes.empty, host.memory["other"]) == (True, [0])
 
 

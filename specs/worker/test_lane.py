@@ -108,7 +108,9 @@ def test_manifest_grows_and_empty_declarations_keep_the_worker(tmp_path: Path) -
     assert None not in (first, second, third)
     assert environments.calls == [["a>=0"], ["a>=0", "b>=0"]]
     assert [entry.name for entry in lane.manifest] == ["a", "b"]
-    assert third is not None and third.supervisor is FakeSupervisor.made[1]
+    assert third is not None
+    supervisor: object = third.supervisor  # a FakeSupervisor, typed as the real one
+    assert supervisor is FakeSupervisor.made[1]
 
 
 def test_an_environment_change_replaces_the_worker_once(tmp_path: Path) -> None:

@@ -162,7 +162,8 @@ def test_effective_manifest_commits_only_when_asked() -> None:
     """A candidate does not change the manifest until committed (commit after success)."""
     manifest = EffectiveManifest()
     candidate = manifest.candidate((ManifestEntry("a", ">=0"),), role="r")
-    assert manifest.entries == ()
+    before = manifest.entries
+    assert before == ()
     manifest.commit(candidate)
     assert manifest.entries == (ManifestEntry("a", ">=0"),)
 

@@ -18,7 +18,7 @@ import fractions
 import math
 import random
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -64,7 +64,7 @@ CALLS: list[tuple[str, tuple[Any, ...]]] = [
 ]
 
 
-def _agent(isolation: str) -> Agent:
+def _agent(isolation: Literal["in_process", "process"]) -> Agent:
     provider = ScriptedProvider(
         {
             **{("twin", name): code for name, code in PROGRAMS.items()},
@@ -137,7 +137,9 @@ class Headline(BaseModel):
 
 
 @pytest.mark.parametrize("isolation", ["in_process", "process"])
-def test_typed_deliverables_give_the_caller_model_instances(isolation: str) -> None:
+def test_typed_deliverables_give_the_caller_model_instances(
+    isolation: Literal["in_process", "process"],
+) -> None:
     """``deliverable=list[Headline]``: the caller gets model instances either way."""
     agent = Agent(
         "news",

@@ -84,7 +84,12 @@ def test_outcomes_and_agents_cross_in_envelopes() -> None:
         "who": {"__recurgent_agent__": {"id": 7, "role": "helper"}}
     }
     seen: list[tuple[int, str]] = []
-    decoded = from_wire(wire, lambda number, role: seen.append((number, role)) or agent)
+
+    def agent_for(number: int, role: str) -> object:
+        seen.append((number, role))
+        return agent
+
+    decoded = from_wire(wire, agent_for)
     assert decoded[0].is_ok and decoded[0].value["who"] is agent
     assert decoded[0].tool_role == "t"
     assert seen == [(7, "helper")]
@@ -94,6 +99,7 @@ def test_errors_keep_their_taxonomy_across_the_pipe() -> None:
     """error_type, root fields and guardrail subtype survive a round trip."""
     error = ResourceLimitError("too big", root_class="MemoryError", root_message="", line=3)
     back = error_from_wire(error_to_wire(error))
+    assert isinstance(back, ResourceLimitError)
     assert (type(back), back.message, back.root_class, back.line) == (
         ResourceLimitError,
         "too big",

@@ -222,7 +222,7 @@ class TestOptions:
     def test_invalid_isolation_is_refused(self) -> None:
         """isolation accepts only 'in_process' and 'process'."""
         with pytest.raises(UsageError, match="isolation must be 'in_process' or 'process'"):
-            Agent("x", isolation="container", log=False)
+            Agent("x", isolation="container", log=False)  # type: ignore[arg-type]  # on purpose
 
     def test_unknown_policy_key_is_refused(self) -> None:
         """dependency_policy names its known keys when given another."""

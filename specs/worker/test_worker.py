@@ -12,7 +12,7 @@ import pytest
 from recurgent._execution import Executor
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._imports import installed_top_level_names
-from recurgent.errors import ExecutionTimeoutError, WorkerCrashError
+from recurgent.errors import ExecutionError, ExecutionTimeoutError, WorkerCrashError
 from recurgent.outcome import Outcome
 from specs.sandbox.support import FakeAgent, Host
 from specs.worker.support import run, supervisor
@@ -139,12 +139,12 @@ def test_sys_exit_never_kills_the_worker(plain_executor: ProcessExecutor) -> Non
 def test_errors_of_the_program_keep_their_taxonomy(plain_executor: ProcessExecutor) -> None:
     """1/0 is an execution error with root class and line; a syntax error is invalid_code."""
     result = run(plain_executor, "x = 1\nreturn x / 0")
-    assert result.error is not None
+    assert isinstance(result.error, ExecutionError)
     assert (result.error.error_type, result.error.root_class, result.error.line) == (
         "execution",
         "ZeroDivisionError",
         2,
-    )  # type: ignore[attr-defined]
+    )
     assert (
         result.error.message == "Execution error in tester.run: ZeroDivisionError: division by zero"
     )
