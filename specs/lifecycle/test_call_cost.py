@@ -13,7 +13,7 @@ import pytest
 from recurgent import Agent
 from recurgent._cli import render_entry
 from recurgent._sandbox._watchdog import WATCHDOG
-from recurgent.errors import ProviderError, UsageError
+from recurgent.errors import ProviderAuthError, ProviderError, UsageError
 from recurgent.providers import ProviderRequest
 from recurgent.testing import FunctionProvider, ScriptedProvider, read_log
 
@@ -229,12 +229,12 @@ class TestAsyncProviders:
 
 
 class TestProviderRetriable:
-    """A provider error's own ``retriable`` flag decides whether generation retries."""
+    """A provider error's class decides whether generation retries (``retriable``, ADR 0003)."""
 
     def test_non_retriable_provider_error_is_not_retried(self) -> None:
-        """retriable=False ends the call after one request, with retriable False."""
-        error = ProviderError("401 Unauthorized: check OPENAI_API_KEY")
-        error.retriable = False  # type: ignore[misc]  # this instance's own flag (a ClassVar)
+        """A ProviderAuthError (not retriable) ends the call after one request, with retriable
+        False."""
+        error = ProviderAuthError("401 Unauthorized: check OPENAI_API_KEY")
         provider = FunctionProvider(lambda request: error)
         agent = Agent("calc", provider=provider, log=False, max_generation_attempts=3)
 
