@@ -115,7 +115,6 @@ class AttemptNamespace(ForwardedCalls):
             _getattr_=policy.getattr,
             _write_=policy.write,
             _getiter_=lambda obj: cheap_tick() and obj,
-            _apply_=lambda function, *a, **k: function(*a, **k),
             _print_=lambda _getattr: self._output,
             _tick_=self._ticker.tick,
             _next_=next,

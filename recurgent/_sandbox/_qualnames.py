@@ -29,24 +29,32 @@ def _short(qualname: str) -> str:
 def _class_qualname_index(code: types.CodeType) -> int | None:
     """The index in ``co_consts`` of the name a class body stores to ``__qualname__``.
 
-    ``None`` for any other code: a function's (optimized) body, or a body whose first
-    ``__qualname__`` store is not of a constant equal to its own ``co_qualname``.
+    ``None`` for any other code: a function's (optimized) body, a body whose first
+    ``__qualname__`` store is not of a constant equal to its own ``co_qualname``, or one that
+    loads that constant again. CPython merges equal constants of one code object, so a string
+    the body itself holds with that very text (``x = '__recurgent_main__.<locals>.A'``, or a
+    docstring) is the same entry: renaming it would change the program's string, so the class
+    keeps its name (red-team R22).
     """
     if code.co_flags & inspect.CO_OPTIMIZED:
         return None
     previous = None
+    stored = None
     for instruction in dis.get_instructions(code):
-        if instruction.opname == "STORE_NAME" and instruction.argval == "__qualname__":
+        if stored is not None:
+            if instruction.opname == "LOAD_CONST" and instruction.arg == stored:
+                return None
+        elif instruction.opname == "STORE_NAME" and instruction.argval == "__qualname__":
             if (
-                previous is not None
-                and previous.opname == "LOAD_CONST"
-                and previous.argval == code.co_qualname
-                and isinstance(previous.arg, int)
+                previous is None
+                or previous.opname != "LOAD_CONST"
+                or previous.argval != code.co_qualname
+                or not isinstance(previous.arg, int)
             ):
-                return previous.arg
-            return None
+                return None
+            stored = previous.arg
         previous = instruction
-    return None
+    return stored
 
 
 def module_qualnames(code: types.CodeType) -> types.CodeType:
