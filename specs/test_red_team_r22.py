@@ -46,8 +46,9 @@ Tried:
    again changes nothing, and two sources whose definitions end up with equal names
    (a top-level ``def f`` and a ``global f`` defined in a helper) keep apart entries and code.
 
-Out of scope, noted: ``str(*[x])`` of a shared structure skips ``_str_``'s estimate as
-``f = str; f(x)`` does (ADR 0092 leaves ``str`` not called by its name to the memory cap).
+Found out of scope and fixed after the round: ``str(*[x])`` of a shared structure skipped
+``_str_``'s estimate; every form of ``str`` called by its name is now checked (ADR 0092
+amended, ``specs/sandbox/test_text_size.py``).
 """
 
 from __future__ import annotations

@@ -279,16 +279,21 @@ def text_value(value: ast.expr, anchor: ast.AST, counters: Iterable[str] = ()) -
 def text_call(visited: ast.Call, anchor: ast.AST, counters: Iterable[str] = ()) -> ast.expr:
     """``str(x)``: native when ``x`` is a plain scalar, else ``_str_(str, x)``, which caps the
     builtin's text of a structure (red-team H10) and calls whatever ``str`` names otherwise.
-    A ``range()`` counter (``counters``) is an int: its call stays native, unchecked."""
+    A ``range()`` counter (``counters``) is an int: its call stays native, unchecked. Any
+    other form with arguments (``str(*parts)``, ``str(object=x)``) is ``_str_spread_(str,
+    ...)``, capped the same way once its arguments are known."""
     func, args = visited.func, visited.args
-    if (
-        not isinstance(func, ast.Name)
-        or func.id != "str"
-        or len(args) != 1
-        or visited.keywords
-        or isinstance(args[0], ast.Starred)
-        or (isinstance(args[0], ast.Name) and args[0].id in counters)
-    ):
+    if not isinstance(func, ast.Name) or func.id != "str" or not (args or visited.keywords):
+        return visited
+    if len(args) != 1 or visited.keywords or isinstance(args[0], ast.Starred):
+        # ``str(*parts)``, ``str(object=x)``, ``str(data, "utf-8")``: the same cap, checked once
+        # the arguments are known (red team R22; ``f = str; f(x)`` is ADR 0092's gap).
+        spread = ast.Call(
+            func=name("_str_spread_"), args=[name("str"), *args], keywords=visited.keywords
+        )
+        copy_locations(spread, anchor)  # type: ignore[arg-type]
+        return spread
+    if isinstance(args[0], ast.Name) and args[0].id in counters:
         return visited
     checked = call("_str_", name("str"), args[0])
     # Placed where the call was: a lambda's tick takes its body's location (red team R20:

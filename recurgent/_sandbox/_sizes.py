@@ -303,6 +303,16 @@ def _str_(maker: Any, value: Any) -> Any:
     return maker(value)
 
 
+def _str_spread_(maker: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``str(*args, **kwargs)`` in any other form than one positional argument: the builtin's
+    text of one object (``str(*[x])``, ``str(object=x)``) is capped as :func:`_str_` caps it;
+    decoding bytes (``str(data, "utf-8")``) makes at most one character per byte."""
+    if maker is str and len(args) + len(kwargs) == 1:
+        value = args[0] if args else kwargs.get("object", "")
+        check_text(value, "str()")
+    return maker(*args, **kwargs)
+
+
 #: Types whose text never expands: the fast path converts them natively.
 PLAIN_TEXT = frozenset({str, int, float, bool, type(None)})
 
@@ -321,6 +331,7 @@ def size_hooks() -> dict[str, Any]:
         "_inplace_": _inplace_,
         "_format_": _format_,
         "_str_": _str_,
+        "_str_spread_": _str_spread_,
         "_text_": text_hook,
         "_STR_": str,
         "_PLAIN_TEXT_": PLAIN_TEXT,

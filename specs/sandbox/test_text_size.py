@@ -116,6 +116,39 @@ def test_library_conversions_of_a_shared_structure_are_refused(convert: str, ref
 
 @pytest.mark.parametrize(
     "call",
+    ["str(*[x])", "str(object=x)", "str(**{'object': x})", "str(*(), object=x)"],
+)
+def test_str_by_name_with_spread_or_keyword_arguments_is_capped(call: str) -> None:
+    """``str`` called by its name in any form converts one object under the same cap as
+    ``str(x)`` (red team R22: ``str(*[x])`` built 60 million characters in one C call). The estimate
+    stops once past the cap, so the message names where it stopped."""
+    source = f"x = [[0] * 10**4] * 2000\nresult = len({call})\n"
+    error_type, message = error_of(source)
+    assert (error_type, message) == (
+        "resource_limit",
+        "Resource limit in tester.run: str() would create 10001002 items; the sandbox limit is"
+        " 10000000",
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("str(*[12])", "12"),
+        ("str(object=[1, 2])", "[1, 2]"),
+        ("str(b'ab', 'utf-8')", "ab"),
+        ("str(*[b'\\xff'], errors='replace', encoding='utf-8')", "\ufffd"),
+        ("str(encoding='utf-8')", ""),
+        ("str()", ""),
+    ],
+)
+def test_str_by_name_in_other_forms_converts_as_python_does(call: str, expected: str) -> None:
+    """Spread, keyword and decoding forms of ``str`` give Python's own text when they fit."""
+    assert value_of(f"result = {call}") == expected
+
+
+@pytest.mark.parametrize(
+    "call",
     ["type(re.I)(x)", "type(re.I)(1)", "re.RegexFlag(x)", "uuid.SafeUUID(x)"],
 )
 def test_a_host_enum_class_constructs_nothing(call: str) -> None:
