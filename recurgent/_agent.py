@@ -17,29 +17,31 @@ namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``de
 ``starmap`` (one program over many items, ADR 0110), ``role_profile``
 and ``self_model`` (properties, ADRs 0083 and 0085) and the proposal methods (``propose``,
 ``proposals``, ``proposal``, ``approve_proposal``, ``reject_proposal``, ``apply_proposal``;
-ADR 0086), which never reach a provider. Making, keeping and reaching child agents is the
-base class's (``_agent_children.ChildAgents``, ADR 0067).
+ADR 0086), which never reach a provider. The facade's base classes hold three concerns
+(ADR 0067): making, keeping and reaching child agents (``_agent_children.ChildAgents``),
+``map``/``starmap`` (``_agent_map.MappedCalls``), and the role profile, self model and
+proposal methods (``_agent_governance.AgentGovernance``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 
 from recurgent._agent_children import ChildAgents
+from recurgent._agent_governance import AgentGovernance
+from recurgent._agent_map import MappedCalls
 from recurgent._agent_state import AgentState
 from recurgent._aio import AsyncAgent
 from recurgent._display import key_listing
-from recurgent._governance._wiring import governance_of
 from recurgent._lifecycle import AgentRuntime, run_call
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
-from recurgent._option_types import AgentOptionsDict, DynamicAttribute, MapExecutorOption
+from recurgent._option_types import AgentOptionsDict, DynamicAttribute
 from recurgent._options import parse_options
 from recurgent._profiles import ProfileBinding
 from recurgent._registry import TOOLS_KEY, integrity_violation
 from recurgent._sandbox import generated_code_running
-from recurgent._self_model import self_model
 from recurgent._worker._slot import LaneSlot, Preparation
 from recurgent.errors import (
     GuardrailViolationError,
@@ -117,7 +119,7 @@ class _DynamicMethod:
         return f"<dynamic method {self._agent._agent.role}.{self._name}>"
 
 
-class Agent(ChildAgents):
+class Agent(ChildAgents, MappedCalls, AgentGovernance):
     """An object whose unknown methods are written by an LLM when first called.
 
     Args:
@@ -207,119 +209,10 @@ class Agent(ChildAgents):
         return self._agent.memory
 
     @property
-    def role_profile(self) -> dict[str, Any] | None:
-        """The active role profile (a copy), or ``None`` (ADR 0083).
-
-        Set with the ``role_profile=``/``role_profile_version=`` options or an applied
-        proposal; kept per role in the tool store's ``role_profiles.json``.
-        """
-        profiles = self._agent.profiles
-        return profiles.active_copy() if profiles is not None else None
-
-    @property
-    def self_model(self) -> dict[str, Any] | None:
-        """What the agent knows about itself (ADR 0085): ``awareness_level`` (``l1``/``l2``/
-        ``l3``), ``authority``, the active contract and role-profile versions and the snapshot
-        refs of its last call; ``None`` when ``self_model_capture_enabled`` is off."""
-        internals = self._agent
-        settings = internals.options.settings
-        if not settings.self_model_capture_enabled:
-            return None
-        profiles = internals.profiles
-        return self_model(
-            settings,
-            internals.options.contract,
-            profiles.active_version() if profiles is not None else None,
-            internals.self_model.last,
-        )
-
-    @property
     def aio(self) -> AsyncAgent:
         """The async view of this agent: ``await agent.aio.method(...)`` runs the call without
         blocking the event loop; same memory, log and Outcome (ADR 0096)."""
         return AsyncAgent(self)
-
-    def map(
-        self,
-        method: str,
-        items: Iterable[Any],
-        /,
-        *,
-        executor: MapExecutorOption = None,
-        batch_size: int | None = None,
-        concurrency: int | None = None,
-        progress: bool = False,
-        timeout_seconds: float | None = None,
-    ) -> list[Outcome]:
-        """Call ``method(item)`` for every item with one program; one Outcome per item, in order.
-
-        The program is obtained once, by the first item's ordinary call (stored, repaired or
-        generated); concurrent maps of the method share it. The other items run it in batches
-        on ``executor`` (``"in_process"``, ``"process"`` or ``"ray"``; ``None``: as an ordinary
-        call would), each its own attempt with its own deadline (``timeout_seconds``, default
-        the agent's ``execution_timeout_seconds``) against a read-only snapshot of memory. A
-        failed item is its error Outcome; a program that fails on many items is repaired once.
-        ``progress=True`` shows a bar on stderr. The log gets one summary line (ADRs 0110-0113).
-
-        Raises:
-            UsageError: a bad argument, an executor that cannot be used (Ray not installed),
-                items that cannot reach it, or a program needing what it cannot serve.
-        """
-        return self._map(
-            method, items, False, executor, batch_size, concurrency, progress, timeout_seconds
-        )
-
-    def starmap(
-        self,
-        method: str,
-        items: Iterable[Iterable[Any]],
-        /,
-        *,
-        executor: MapExecutorOption = None,
-        batch_size: int | None = None,
-        concurrency: int | None = None,
-        progress: bool = False,
-        timeout_seconds: float | None = None,
-    ) -> list[Outcome]:
-        """:meth:`map`, calling ``method(*item)``: each item is the call's positional arguments."""
-        return self._map(
-            method, items, True, executor, batch_size, concurrency, progress, timeout_seconds
-        )
-
-    def _map(
-        self,
-        method: str,
-        items: Iterable[Any],
-        star: bool,
-        executor: object,
-        batch_size: int | None,
-        concurrency: int | None,
-        progress: bool,
-        timeout_seconds: float | None,
-    ) -> list[Outcome]:
-        from recurgent._lifecycle._map import run_map
-        from recurgent._lifecycle._map_request import map_request
-
-        internals = self._agent
-        if generated_code_running():
-            raise GuardrailViolationError(
-                f"Generated code called {internals.role}.map directly; agents are reachable "
-                "only through tool()/delegate() handles",
-                subtype="unforwarded_agent_call",
-            )
-        request = map_request(
-            method,
-            items,
-            star=star,
-            executor=executor,
-            batch_size=batch_size,
-            concurrency=concurrency,
-            progress=progress,
-            timeout_seconds=timeout_seconds,
-            host_call=not internals.built_by_program,
-            reserved=RESERVED_NAMES,
-        )
-        return run_map(self._runtime(), request)
 
     def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
@@ -386,62 +279,6 @@ class Agent(ChildAgents):
             UsageError: no tool of that name is recorded.
         """
         return self._tool(name, options, None)
-
-    # ----------------------------------------------------------------- proposals (ADR 0086)
-
-    def propose(
-        self,
-        /,
-        proposal_type: str,
-        *,
-        target: Any = None,
-        proposed_diff_summary: str = "",
-        evidence_refs: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Outcome:
-        """Record a proposal (status ``proposed``); the Outcome's value is the record, whose
-        ``id`` is ``prop-`` and 16 hex digits. Anyone may propose; no provider is asked.
-
-        Raises:
-            UsageError: a blank ``proposal_type``, or a field that is not JSON data or is over
-                its bound.
-        """
-        return governance_of(self._agent).propose(
-            proposal_type,
-            target=target,
-            proposed_diff_summary=proposed_diff_summary,
-            evidence_refs=evidence_refs,
-            metadata=metadata,
-        )
-
-    def proposals(self, /, status: str | None = None, limit: int | None = None) -> Outcome:
-        """The proposals (a list, oldest first), only those with ``status``, the last ``limit``."""
-        return governance_of(self._agent).proposals(status=status, limit=limit)
-
-    def proposal(self, proposal_id: str, /) -> Outcome:
-        """One proposal's record, or the ``not_found`` error Outcome."""
-        return governance_of(self._agent).proposal(proposal_id)
-
-    def approve_proposal(
-        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
-    ) -> Outcome:
-        """Approve a proposed proposal; ``actor`` (default: the OS user) must be a maintainer
-        (``authority_denied`` otherwise; ADR 0087)."""
-        return governance_of(self._agent).approve(proposal_id, actor=actor, note=note)
-
-    def reject_proposal(
-        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
-    ) -> Outcome:
-        """Reject a proposed or approved proposal (maintainers only, as ``approve_proposal``)."""
-        return governance_of(self._agent).reject(proposal_id, actor=actor, note=note)
-
-    def apply_proposal(
-        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
-    ) -> Outcome:
-        """Apply an approved proposal: ``role_profile_update`` and
-        ``content_retention_policy_update`` change the runtime (ADR 0088); other types only
-        become ``applied`` (maintainers only, as ``approve_proposal``)."""
-        return governance_of(self._agent).apply(proposal_id, actor=actor, note=note)
 
     # ----------------------------------------------------------------- dispatch
 
