@@ -17,32 +17,32 @@ namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``de
 ``starmap`` (one program over many items, ADR 0110), ``role_profile``
 and ``self_model`` (properties, ADRs 0083 and 0085) and the proposal methods (``propose``,
 ``proposals``, ``proposal``, ``approve_proposal``, ``reject_proposal``, ``apply_proposal``;
-ADR 0086), which never reach a provider. The facade's base classes hold three concerns
-(ADR 0067): making, keeping and reaching child agents (``_agent_children.ChildAgents``),
-``map``/``starmap`` (``_agent_map.MappedCalls``), and the role profile, self model and
-proposal methods (``_agent_governance.AgentGovernance``).
+ADR 0086), which never reach a provider. Its bases hold the rest (ADR 0067): the agent's
+parts, their wiring to the lifecycle and the checks on memory writes
+(``_agent_wiring.AgentWiring``), and making, keeping and reaching child agents
+(``_agent_children.ChildAgents``); ``map``/``starmap`` hand their items to
+``_agent_map.map_items``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 
-from recurgent._agent_children import ChildAgents
-from recurgent._agent_governance import AgentGovernance
-from recurgent._agent_map import MappedCalls
+from recurgent._agent_map import map_items
+from recurgent._agent_names import PROBE_NAMES, PUBLIC_NAMES, RESERVED_NAMES
 from recurgent._agent_state import AgentState
+from recurgent._agent_wiring import AgentWiring
 from recurgent._aio import AsyncAgent
 from recurgent._display import key_listing
-from recurgent._lifecycle import AgentRuntime, run_call
-from recurgent._lifecycle._generation import check_provider
-from recurgent._observability import CallLogger
-from recurgent._option_types import AgentOptionsDict, DynamicAttribute
+from recurgent._governance._wiring import governance_of
+from recurgent._lifecycle import run_call
+from recurgent._option_types import AgentOptionsDict, DynamicAttribute, MapExecutorOption
 from recurgent._options import parse_options
-from recurgent._profiles import ProfileBinding
-from recurgent._registry import TOOLS_KEY, integrity_violation
+from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import generated_code_running
-from recurgent._worker._slot import LaneSlot, Preparation
+from recurgent._self_model import self_model
+from recurgent._worker._slot import Preparation
 from recurgent.errors import (
     GuardrailViolationError,
     RecurgentError,
@@ -50,52 +50,8 @@ from recurgent.errors import (
 )
 from recurgent.outcome import Outcome
 from recurgent.program import parse_program
-from recurgent.providers import Provider, route_provider
-from recurgent.providers._preflight import check_route
 
 __all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
-
-_PUBLIC = frozenset(
-    {
-        "for_",
-        "prepare",
-        "remember",
-        "runtime_context",
-        "delegate",
-        "tool",
-        "responds_to",
-        "getdoc",
-        "propose",
-        "proposals",
-        "proposal",
-        "approve_proposal",
-        "reject_proposal",
-        "apply_proposal",
-        "role_profile",
-        "self_model",
-        "aio",
-        "map",
-        "starmap",
-    }
-)
-
-# Public names that introspection machinery looks up on any object it is shown. Each would
-# otherwise be a dynamic method, and the ones a tool *calls* would become provider requests. Names
-# starting with "_" (IPython's _repr_*_, _ipython_*_, _ipython_canary_method_should_not_exist_,
-# _getAttributeNames, _fields; dunders such as __wrapped__, __signature__, __length_hint__) are
-# refused by the underscore rule and need no entry. ``getdoc`` is a real method (ADR 0031).
-PROBE_NAMES = frozenset(
-    {
-        # IPython < 1.0 completion (dir2) called obj.trait_names(); Traits/traitlets detection.
-        "trait_names",
-        # pytest reads module-level objects' marks while collecting.
-        "pytestmark",
-        # rich's "does this object claim every attribute?" canary.
-        "awehoi1234_wdfjwljet234_234wdfoijsdfmmnxpi492",
-    }
-)
-RESERVED_NAMES = _PUBLIC | PROBE_NAMES
-"""Names ``agent.name = value`` refuses: the Agent's own attributes and the probe names."""
 
 
 class _DynamicMethod:
@@ -119,7 +75,7 @@ class _DynamicMethod:
         return f"<dynamic method {self._agent._agent.role}.{self._name}>"
 
 
-class Agent(ChildAgents, MappedCalls, AgentGovernance):
+class Agent(AgentWiring):
     """An object whose unknown methods are written by an LLM when first called.
 
     Args:
@@ -144,32 +100,7 @@ class Agent(ChildAgents, MappedCalls, AgentGovernance):
         object.__setattr__(
             self, "_agent", AgentState(role=role.strip(), options=parse_options(options))
         )
-        internals = self._agent
-        if internals.options.provider is not None:
-            check_provider(internals.options.provider)
-        else:
-            # Fail fast (ADR 0097): a missing key or SDK is a UsageError here, not a
-            # provider error on the first call.
-            internals.provider = check_route(internals.options.model)
-        if internals.options.log is not None:
-            internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
-        opts = internals.options
-        internals.workers = LaneSlot(
-            policy=opts.dependency_policy,
-            isolation=opts.isolation,
-            network=opts.network,
-            cache_root=opts.environment_cache_root,
-            role=internals.role,
-        )
-        self._open_store()
-        # After the store: the profile is published where this agent's programs are kept.
-        store = internals.store
-        internals.profiles = ProfileBinding(
-            internals.role,
-            store.root if store is not None else None,
-            profile=opts.role_profile,
-            version=opts.role_profile_version,
-        )
+        self._build_parts()
 
     @classmethod
     def for_(cls, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
@@ -209,10 +140,84 @@ class Agent(ChildAgents, MappedCalls, AgentGovernance):
         return self._agent.memory
 
     @property
+    def role_profile(self) -> dict[str, Any] | None:
+        """The active role profile (a copy), or ``None`` (ADR 0083).
+
+        Set with the ``role_profile=``/``role_profile_version=`` options or an applied
+        proposal; kept per role in the tool store's ``role_profiles.json``.
+        """
+        profiles = self._agent.profiles
+        return profiles.active_copy() if profiles is not None else None
+
+    @property
+    def self_model(self) -> dict[str, Any] | None:
+        """What the agent knows about itself (ADR 0085): ``awareness_level`` (``l1``/``l2``/
+        ``l3``), ``authority``, the active contract and role-profile versions and the snapshot
+        refs of its last call; ``None`` when ``self_model_capture_enabled`` is off."""
+        internals = self._agent
+        settings = internals.options.settings
+        if not settings.self_model_capture_enabled:
+            return None
+        profiles = internals.profiles
+        return self_model(
+            settings,
+            internals.options.contract,
+            profiles.active_version() if profiles is not None else None,
+            internals.self_model.last,
+        )
+
+    @property
     def aio(self) -> AsyncAgent:
         """The async view of this agent: ``await agent.aio.method(...)`` runs the call without
         blocking the event loop; same memory, log and Outcome (ADR 0096)."""
         return AsyncAgent(self)
+
+    def map(
+        self,
+        method: str,
+        items: Iterable[Any],
+        /,
+        *,
+        executor: MapExecutorOption = None,
+        batch_size: int | None = None,
+        concurrency: int | None = None,
+        progress: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> list[Outcome]:
+        """Call ``method(item)`` for every item with one program; one Outcome per item, in order.
+
+        The program is obtained once, by the first item's ordinary call (stored, repaired or
+        generated); concurrent maps of the method share it. The other items run it in batches
+        on ``executor`` (``"in_process"``, ``"process"`` or ``"ray"``; ``None``: as an ordinary
+        call would), each its own attempt with its own deadline (``timeout_seconds``, default
+        the agent's ``execution_timeout_seconds``) against a read-only snapshot of memory. A
+        failed item is its error Outcome; a program that fails on many items is repaired once.
+        ``progress=True`` shows a bar on stderr. The log gets one summary line (ADRs 0110-0113).
+
+        Raises:
+            UsageError: a bad argument, an executor that cannot be used (Ray not installed),
+                items that cannot reach it, or a program needing what it cannot serve.
+        """
+        return map_items(
+            self, method, items, False, executor, batch_size, concurrency, progress, timeout_seconds
+        )
+
+    def starmap(
+        self,
+        method: str,
+        items: Iterable[Iterable[Any]],
+        /,
+        *,
+        executor: MapExecutorOption = None,
+        batch_size: int | None = None,
+        concurrency: int | None = None,
+        progress: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> list[Outcome]:
+        """:meth:`map`, calling ``method(*item)``: each item is the call's positional arguments."""
+        return map_items(
+            self, method, items, True, executor, batch_size, concurrency, progress, timeout_seconds
+        )
 
     def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
@@ -250,7 +255,7 @@ class Agent(ChildAgents, MappedCalls, AgentGovernance):
             return bool(base) and not base.startswith("_") and base not in RESERVED_NAMES
         if name in PROBE_NAMES:
             return False
-        return name in self._agent.memory or name in _PUBLIC
+        return name in self._agent.memory or name in PUBLIC_NAMES
 
     def delegate(self, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Create a child agent (a tool) that inherits this agent's settings.
@@ -279,6 +284,62 @@ class Agent(ChildAgents, MappedCalls, AgentGovernance):
             UsageError: no tool of that name is recorded.
         """
         return self._tool(name, options, None)
+
+    # ----------------------------------------------------------------- proposals (ADR 0086)
+
+    def propose(
+        self,
+        /,
+        proposal_type: str,
+        *,
+        target: Any = None,
+        proposed_diff_summary: str = "",
+        evidence_refs: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Record a proposal (status ``proposed``); the Outcome's value is the record, whose
+        ``id`` is ``prop-`` and 16 hex digits. Anyone may propose; no provider is asked.
+
+        Raises:
+            UsageError: a blank ``proposal_type``, or a field that is not JSON data or is over
+                its bound.
+        """
+        return governance_of(self._agent).propose(
+            proposal_type,
+            target=target,
+            proposed_diff_summary=proposed_diff_summary,
+            evidence_refs=evidence_refs,
+            metadata=metadata,
+        )
+
+    def proposals(self, /, status: str | None = None, limit: int | None = None) -> Outcome:
+        """The proposals (a list, oldest first), only those with ``status``, the last ``limit``."""
+        return governance_of(self._agent).proposals(status=status, limit=limit)
+
+    def proposal(self, proposal_id: str, /) -> Outcome:
+        """One proposal's record, or the ``not_found`` error Outcome."""
+        return governance_of(self._agent).proposal(proposal_id)
+
+    def approve_proposal(
+        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
+    ) -> Outcome:
+        """Approve a proposed proposal; ``actor`` (default: the OS user) must be a maintainer
+        (``authority_denied`` otherwise; ADR 0087)."""
+        return governance_of(self._agent).approve(proposal_id, actor=actor, note=note)
+
+    def reject_proposal(
+        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
+    ) -> Outcome:
+        """Reject a proposed or approved proposal (maintainers only, as ``approve_proposal``)."""
+        return governance_of(self._agent).reject(proposal_id, actor=actor, note=note)
+
+    def apply_proposal(
+        self, proposal_id: str, /, *, actor: str | None = None, note: str | None = None
+    ) -> Outcome:
+        """Apply an approved proposal: ``role_profile_update`` and
+        ``content_retention_policy_update`` change the runtime (ADR 0088); other types only
+        become ``applied`` (maintainers only, as ``approve_proposal``)."""
+        return governance_of(self._agent).apply(proposal_id, actor=actor, note=note)
 
     # ----------------------------------------------------------------- dispatch
 
@@ -319,7 +380,7 @@ class Agent(ChildAgents, MappedCalls, AgentGovernance):
         memory_names = (
             key for key in list(self._agent.memory) if type(key) is str and key.isidentifier()
         )
-        return sorted({*_PUBLIC, *(n for n in memory_names if n not in PROBE_NAMES)})
+        return sorted({*PUBLIC_NAMES, *(n for n in memory_names if n not in PROBE_NAMES)})
 
     def __repr__(self) -> str:
         return f"<Agent({self._agent.role}) context={key_listing(self._agent.memory)}>"
@@ -375,62 +436,3 @@ class Agent(ChildAgents, MappedCalls, AgentGovernance):
         # agents calling each other from two threads cannot deadlock.
         host_call = not (from_program or internals.built_by_program)
         return run_call(self._runtime(), name, tuple(args), dict(kwargs), host_call=host_call)
-
-    # ----------------------------------------------------------------- runtime wiring
-
-    def _runtime(self) -> AgentRuntime:
-        internals = self._agent
-        if internals.runtime is None:
-            internals.runtime = AgentRuntime(
-                role=internals.role,
-                options=internals.options,
-                memory=internals.memory,
-                provider=self._provider,
-                logger=internals.logger,
-                delegate=lambda name, opts, invocation: self._ops(
-                    self._delegate(name, opts, invocation, api="delegate"), registered=name
-                ),
-                tool=lambda name, opts, invocation: self._ops(
-                    self._tool(name, opts, invocation), registered=name
-                ),
-                remember=self._remember_from_code,
-                handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
-                lock=internals.lock,
-                store=internals.store,
-                workers=internals.workers,
-                content=internals.content,
-                patterns=internals.patterns,
-                profiles=internals.profiles,
-                self_model=internals.self_model,
-            )
-        return internals.runtime
-
-    def _provider(self) -> Provider:
-        internals = self._agent
-        if internals.options.provider is not None:
-            return internals.options.provider
-        if internals.provider is None:
-            internals.provider = route_provider(internals.options.model)
-        return internals.provider
-
-    def _remember_from_code(self, entries: Mapping[str, Any]) -> None:
-        self.remember(**dict(entries))
-
-    def _observe_setters(self, names: list[str]) -> None:
-        profiles = self._agent.profiles
-        if profiles is not None:
-            profiles.observe_setter(names)
-
-    def _check_crossing(self, entries: Mapping[str, Any]) -> None:
-        # isolation="process": memory must be data its worker can receive (ADR 0094).
-        if self._agent.workers is not None:
-            self._agent.workers.check_memory(entries)
-
-    def _check_registry_write(self, entries: Mapping[str, Any], *, phase: str) -> None:
-        if TOOLS_KEY not in entries:
-            return
-        violation = integrity_violation(
-            {TOOLS_KEY: entries[TOOLS_KEY]}, phase=phase, role=self._agent.role, method=phase
-        )
-        if violation is not None:
-            raise violation

@@ -65,30 +65,30 @@ def _is_ours(owner: Any) -> bool:
 
 
 def _members(cls: type) -> Iterator[tuple[str, str, str]]:
-    """(name, header, docstring) of each public method and property recurgent defines, sorted
-    by name over all its bases: moving a method to a private base does not reorder the page."""
-    found: dict[str, Any] = {}
+    """(name, header, docstring) of each public method and property recurgent defines."""
+    seen: set[str] = set()
     for owner in cls.__mro__:
-        if _is_ours(owner):
-            for name, raw in vars(owner).items():
-                if not name.startswith("_"):
-                    found.setdefault(name, raw)
-    for name, raw in sorted(found.items()):
-        label = f"{cls.__name__}.{name}"
-        if isinstance(raw, property):
-            yield name, f"{label}  (property)", _doc(raw)
-        elif isinstance(raw, classmethod):
-            yield name, f"{label}{_signature(raw.__func__, bound=True)}", _doc(raw.__func__)
-        elif isinstance(raw, staticmethod):
-            yield name, f"{label}{_signature(raw.__func__)}", _doc(raw.__func__)
-        elif inspect.isfunction(raw):
-            yield name, f"{label}{_signature(raw, bound=True)}", _doc(raw)
-        elif hasattr(type(raw), "__get__") and _is_ours(type(raw)):
-            # A descriptor of our own (Outcome.ok): what the class attribute is, and the
-            # descriptor's own summary of what an instance sees.
-            on_class = getattr(cls, name)
-            note = _doc(type(raw)).splitlines()[0]
-            yield name, f"{label}{_signature(on_class)}", f"{note}\n\n{_doc(on_class)}"
+        if not _is_ours(owner):
+            continue
+        for name, raw in sorted(vars(owner).items()):
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            label = f"{cls.__name__}.{name}"
+            if isinstance(raw, property):
+                yield name, f"{label}  (property)", _doc(raw)
+            elif isinstance(raw, classmethod):
+                yield name, f"{label}{_signature(raw.__func__, bound=True)}", _doc(raw.__func__)
+            elif isinstance(raw, staticmethod):
+                yield name, f"{label}{_signature(raw.__func__)}", _doc(raw.__func__)
+            elif inspect.isfunction(raw):
+                yield name, f"{label}{_signature(raw, bound=True)}", _doc(raw)
+            elif hasattr(type(raw), "__get__") and _is_ours(type(raw)):
+                # A descriptor of our own (Outcome.ok): what the class attribute is, and the
+                # descriptor's own summary of what an instance sees.
+                on_class = getattr(cls, name)
+                note = _doc(type(raw)).splitlines()[0]
+                yield name, f"{label}{_signature(on_class)}", f"{note}\n\n{_doc(on_class)}"
 
 
 def _is_private(owner: type) -> bool:
