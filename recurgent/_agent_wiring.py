@@ -73,32 +73,39 @@ class AgentWiring(ChildAgents):
     def _runtime(self) -> AgentRuntime:
         internals = self._agent
         if internals.runtime is None:
-            # Imported here, once per agent: recurgent._agent imports this module (its base).
-            from recurgent._agent import Agent
-
-            internals.runtime = AgentRuntime(
-                role=internals.role,
-                options=internals.options,
-                memory=internals.memory,
-                provider=self._provider,
-                logger=internals.logger,
-                delegate=lambda name, opts, invocation: self._ops(
-                    self._delegate(name, opts, invocation, api="delegate"), registered=name
-                ),
-                tool=lambda name, opts, invocation: self._ops(
-                    self._tool(name, opts, invocation), registered=name
-                ),
-                remember=self._remember_from_code,
-                handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
-                lock=internals.lock,
-                store=internals.store,
-                workers=internals.workers,
-                content=internals.content,
-                patterns=internals.patterns,
-                profiles=internals.profiles,
-                self_model=internals.self_model,
-            )
+            internals.runtime = self._new_runtime()
         return internals.runtime
+
+    def _new_runtime(self) -> AgentRuntime:
+        """The lifecycle's view of this agent, made on its first call and kept in its state."""
+        # Imported here, once per agent: recurgent._agent imports this module (its base). Not
+        # in _runtime, which every call runs: a name its lambdas captured would be a cell made
+        # at each of its calls.
+        from recurgent._agent import Agent
+
+        internals = self._agent
+        return AgentRuntime(
+            role=internals.role,
+            options=internals.options,
+            memory=internals.memory,
+            provider=self._provider,
+            logger=internals.logger,
+            delegate=lambda name, opts, invocation: self._ops(
+                self._delegate(name, opts, invocation, api="delegate"), registered=name
+            ),
+            tool=lambda name, opts, invocation: self._ops(
+                self._tool(name, opts, invocation), registered=name
+            ),
+            remember=self._remember_from_code,
+            handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
+            lock=internals.lock,
+            store=internals.store,
+            workers=internals.workers,
+            content=internals.content,
+            patterns=internals.patterns,
+            profiles=internals.profiles,
+            self_model=internals.self_model,
+        )
 
     def _provider(self) -> Provider:
         internals = self._agent
