@@ -17,8 +17,11 @@ namespace is only ``for_``, ``prepare``, ``remember``, ``runtime_context``, ``de
 ``starmap`` (one program over many items, ADR 0110), ``role_profile``
 and ``self_model`` (properties, ADRs 0083 and 0085) and the proposal methods (``propose``,
 ``proposals``, ``proposal``, ``approve_proposal``, ``reject_proposal``, ``apply_proposal``;
-ADR 0086), which never reach a provider. Making, keeping and reaching child agents is the
-base class's (``_agent_children.ChildAgents``, ADR 0067).
+ADR 0086), which never reach a provider. Its bases hold the rest (ADR 0067): the agent's
+parts, their wiring to the lifecycle and the checks on memory writes
+(``_agent_wiring.AgentWiring``), and making, keeping and reaching child agents
+(``_agent_children.ChildAgents``); ``map``/``starmap`` hand their items to
+``_agent_map.map_items``.
 """
 
 from __future__ import annotations
@@ -26,21 +29,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 
-from recurgent._agent_children import ChildAgents
+from recurgent._agent_map import map_items
+from recurgent._agent_names import PROBE_NAMES, PUBLIC_NAMES, RESERVED_NAMES
 from recurgent._agent_state import AgentState
+from recurgent._agent_wiring import AgentWiring
 from recurgent._aio import AsyncAgent
 from recurgent._display import key_listing
 from recurgent._governance._wiring import governance_of
-from recurgent._lifecycle import AgentRuntime, run_call
-from recurgent._lifecycle._generation import check_provider
-from recurgent._observability import CallLogger
+from recurgent._lifecycle import run_call
 from recurgent._option_types import AgentOptionsDict, DynamicAttribute, MapExecutorOption
 from recurgent._options import parse_options
-from recurgent._profiles import ProfileBinding
-from recurgent._registry import TOOLS_KEY, integrity_violation
+from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import generated_code_running
 from recurgent._self_model import self_model
-from recurgent._worker._slot import LaneSlot, Preparation
+from recurgent._worker._slot import Preparation
 from recurgent.errors import (
     GuardrailViolationError,
     RecurgentError,
@@ -48,52 +50,8 @@ from recurgent.errors import (
 )
 from recurgent.outcome import Outcome
 from recurgent.program import parse_program
-from recurgent.providers import Provider, route_provider
-from recurgent.providers._preflight import check_route
 
 __all__ = ["PROBE_NAMES", "RESERVED_NAMES", "Agent"]
-
-_PUBLIC = frozenset(
-    {
-        "for_",
-        "prepare",
-        "remember",
-        "runtime_context",
-        "delegate",
-        "tool",
-        "responds_to",
-        "getdoc",
-        "propose",
-        "proposals",
-        "proposal",
-        "approve_proposal",
-        "reject_proposal",
-        "apply_proposal",
-        "role_profile",
-        "self_model",
-        "aio",
-        "map",
-        "starmap",
-    }
-)
-
-# Public names that introspection machinery looks up on any object it is shown. Each would
-# otherwise be a dynamic method, and the ones a tool *calls* would become provider requests. Names
-# starting with "_" (IPython's _repr_*_, _ipython_*_, _ipython_canary_method_should_not_exist_,
-# _getAttributeNames, _fields; dunders such as __wrapped__, __signature__, __length_hint__) are
-# refused by the underscore rule and need no entry. ``getdoc`` is a real method (ADR 0031).
-PROBE_NAMES = frozenset(
-    {
-        # IPython < 1.0 completion (dir2) called obj.trait_names(); Traits/traitlets detection.
-        "trait_names",
-        # pytest reads module-level objects' marks while collecting.
-        "pytestmark",
-        # rich's "does this object claim every attribute?" canary.
-        "awehoi1234_wdfjwljet234_234wdfoijsdfmmnxpi492",
-    }
-)
-RESERVED_NAMES = _PUBLIC | PROBE_NAMES
-"""Names ``agent.name = value`` refuses: the Agent's own attributes and the probe names."""
 
 
 class _DynamicMethod:
@@ -117,7 +75,7 @@ class _DynamicMethod:
         return f"<dynamic method {self._agent._agent.role}.{self._name}>"
 
 
-class Agent(ChildAgents):
+class Agent(AgentWiring):
     """An object whose unknown methods are written by an LLM when first called.
 
     Args:
@@ -142,32 +100,7 @@ class Agent(ChildAgents):
         object.__setattr__(
             self, "_agent", AgentState(role=role.strip(), options=parse_options(options))
         )
-        internals = self._agent
-        if internals.options.provider is not None:
-            check_provider(internals.options.provider)
-        else:
-            # Fail fast (ADR 0097): a missing key or SDK is a UsageError here, not a
-            # provider error on the first call.
-            internals.provider = check_route(internals.options.model)
-        if internals.options.log is not None:
-            internals.logger = CallLogger(internals.options.log, debug=internals.options.debug)
-        opts = internals.options
-        internals.workers = LaneSlot(
-            policy=opts.dependency_policy,
-            isolation=opts.isolation,
-            network=opts.network,
-            cache_root=opts.environment_cache_root,
-            role=internals.role,
-        )
-        self._open_store()
-        # After the store: the profile is published where this agent's programs are kept.
-        store = internals.store
-        internals.profiles = ProfileBinding(
-            internals.role,
-            store.root if store is not None else None,
-            profile=opts.role_profile,
-            version=opts.role_profile_version,
-        )
+        self._build_parts()
 
     @classmethod
     def for_(cls, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
@@ -265,8 +198,8 @@ class Agent(ChildAgents):
             UsageError: a bad argument, an executor that cannot be used (Ray not installed),
                 items that cannot reach it, or a program needing what it cannot serve.
         """
-        return self._map(
-            method, items, False, executor, batch_size, concurrency, progress, timeout_seconds
+        return map_items(
+            self, method, items, False, executor, batch_size, concurrency, progress, timeout_seconds
         )
 
     def starmap(
@@ -282,44 +215,9 @@ class Agent(ChildAgents):
         timeout_seconds: float | None = None,
     ) -> list[Outcome]:
         """:meth:`map`, calling ``method(*item)``: each item is the call's positional arguments."""
-        return self._map(
-            method, items, True, executor, batch_size, concurrency, progress, timeout_seconds
+        return map_items(
+            self, method, items, True, executor, batch_size, concurrency, progress, timeout_seconds
         )
-
-    def _map(
-        self,
-        method: str,
-        items: Iterable[Any],
-        star: bool,
-        executor: object,
-        batch_size: int | None,
-        concurrency: int | None,
-        progress: bool,
-        timeout_seconds: float | None,
-    ) -> list[Outcome]:
-        from recurgent._lifecycle._map import run_map
-        from recurgent._lifecycle._map_request import map_request
-
-        internals = self._agent
-        if generated_code_running():
-            raise GuardrailViolationError(
-                f"Generated code called {internals.role}.map directly; agents are reachable "
-                "only through tool()/delegate() handles",
-                subtype="unforwarded_agent_call",
-            )
-        request = map_request(
-            method,
-            items,
-            star=star,
-            executor=executor,
-            batch_size=batch_size,
-            concurrency=concurrency,
-            progress=progress,
-            timeout_seconds=timeout_seconds,
-            host_call=not internals.built_by_program,
-            reserved=RESERVED_NAMES,
-        )
-        return run_map(self._runtime(), request)
 
     def remember(self, /, **entries: Any) -> Agent:
         """Write entries into memory and return the same agent.
@@ -357,7 +255,7 @@ class Agent(ChildAgents):
             return bool(base) and not base.startswith("_") and base not in RESERVED_NAMES
         if name in PROBE_NAMES:
             return False
-        return name in self._agent.memory or name in _PUBLIC
+        return name in self._agent.memory or name in PUBLIC_NAMES
 
     def delegate(self, role: str, **options: Unpack[AgentOptionsDict]) -> Agent:
         """Create a child agent (a tool) that inherits this agent's settings.
@@ -482,7 +380,7 @@ class Agent(ChildAgents):
         memory_names = (
             key for key in list(self._agent.memory) if type(key) is str and key.isidentifier()
         )
-        return sorted({*_PUBLIC, *(n for n in memory_names if n not in PROBE_NAMES)})
+        return sorted({*PUBLIC_NAMES, *(n for n in memory_names if n not in PROBE_NAMES)})
 
     def __repr__(self) -> str:
         return f"<Agent({self._agent.role}) context={key_listing(self._agent.memory)}>"
@@ -538,62 +436,3 @@ class Agent(ChildAgents):
         # agents calling each other from two threads cannot deadlock.
         host_call = not (from_program or internals.built_by_program)
         return run_call(self._runtime(), name, tuple(args), dict(kwargs), host_call=host_call)
-
-    # ----------------------------------------------------------------- runtime wiring
-
-    def _runtime(self) -> AgentRuntime:
-        internals = self._agent
-        if internals.runtime is None:
-            internals.runtime = AgentRuntime(
-                role=internals.role,
-                options=internals.options,
-                memory=internals.memory,
-                provider=self._provider,
-                logger=internals.logger,
-                delegate=lambda name, opts, invocation: self._ops(
-                    self._delegate(name, opts, invocation, api="delegate"), registered=name
-                ),
-                tool=lambda name, opts, invocation: self._ops(
-                    self._tool(name, opts, invocation), registered=name
-                ),
-                remember=self._remember_from_code,
-                handle_for_agent=lambda obj: self._ops(obj) if isinstance(obj, Agent) else None,
-                lock=internals.lock,
-                store=internals.store,
-                workers=internals.workers,
-                content=internals.content,
-                patterns=internals.patterns,
-                profiles=internals.profiles,
-                self_model=internals.self_model,
-            )
-        return internals.runtime
-
-    def _provider(self) -> Provider:
-        internals = self._agent
-        if internals.options.provider is not None:
-            return internals.options.provider
-        if internals.provider is None:
-            internals.provider = route_provider(internals.options.model)
-        return internals.provider
-
-    def _remember_from_code(self, entries: Mapping[str, Any]) -> None:
-        self.remember(**dict(entries))
-
-    def _observe_setters(self, names: list[str]) -> None:
-        profiles = self._agent.profiles
-        if profiles is not None:
-            profiles.observe_setter(names)
-
-    def _check_crossing(self, entries: Mapping[str, Any]) -> None:
-        # isolation="process": memory must be data its worker can receive (ADR 0094).
-        if self._agent.workers is not None:
-            self._agent.workers.check_memory(entries)
-
-    def _check_registry_write(self, entries: Mapping[str, Any], *, phase: str) -> None:
-        if TOOLS_KEY not in entries:
-            return
-        violation = integrity_violation(
-            {TOOLS_KEY: entries[TOOLS_KEY]}, phase=phase, role=self._agent.role, method=phase
-        )
-        if violation is not None:
-            raise violation

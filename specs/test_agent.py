@@ -353,6 +353,24 @@ class TestConstruction:
             "total",
         ]
 
+    def test_bases_add_no_instance_dict(self) -> None:
+        """The facade's bases (its parts and their wiring, its children; ADR 0067) add no slot:
+        an agent still has no ``__dict__``, so a name it does not define is never stored on it."""
+        agent, _ = _agent()
+
+        assert (
+            [base.__name__ for base in Agent.__mro__],
+            [vars(cls).get("__slots__") for cls in Agent.__mro__[:-1]],
+            hasattr(agent, "__dict__"),
+        ) == (["Agent", "AgentWiring", "ChildAgents", "object"], [("_agent",), (), ()], False)
+
+    def test_public_surface_and_call_path_are_the_facade_own(self) -> None:
+        """Every public name is defined on Agent itself, so ``help(Agent)`` and a type checker
+        name ``Agent`` for each; so are the attribute hook and the dispatch of a dynamic call."""
+        public = {name for name in dir(Agent) if not name.startswith("_")}
+
+        assert public | {"__getattr__", "_dispatch"} <= set(vars(Agent))
+
     @pytest.mark.parametrize("role", ["", "   ", None, 5])
     def test_role_must_be_a_non_empty_string(self, role: Any) -> None:
         """A blank or non-string role raises UsageError."""
