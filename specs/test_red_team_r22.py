@@ -60,7 +60,6 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -73,7 +72,7 @@ from recurgent.errors import InvalidCodeError
 from recurgent.outcome import Outcome
 from recurgent.program import MAX_SYNTAX_DEPTH
 from recurgent.testing import ScriptedProvider
-from specs.sandbox.support import error_of, value_of
+from specs.sandbox.support import error_of, names_as_a_module, value_of
 from specs.worker.support import run, supervisor
 
 _OLD = "__recurgent_main__.<locals>.A"
@@ -81,13 +80,6 @@ _ONLY_PLAIN = (
     "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) can leave "
     "the sandbox"
 )
-
-
-def _as_a_module(source: str) -> Any:
-    """``names`` after running ``source`` as a module, in plain Python."""
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    exec(compile(source, "<module>", "exec"), namespace)  # the spec's own text
-    return namespace["names"]
 
 
 def _plain_error(source: str) -> str:
@@ -305,7 +297,7 @@ class TestNamesAsInAModule:
         assert value_of(self._SOURCE + f"result = {self._NAMES}") == self._EXPECTED
 
     def test_plain_python_agrees(self) -> None:
-        assert _as_a_module(self._SOURCE + f"names = {self._NAMES}") == self._EXPECTED
+        assert names_as_a_module(self._SOURCE + f"names = {self._NAMES}") == self._EXPECTED
 
     def test_no_code_object_keeps_the_wrapper(self) -> None:
         code = compile_program(self._SOURCE + "result = 1").code

@@ -179,6 +179,14 @@ _LEAK = (
 )
 
 
+def names_as_a_module(source: str) -> Any:
+    """``names`` after running ``source`` as a module in plain Python: what a program's
+    definitions should be named (ADR 0145)."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(source, "<module>", "exec"), namespace)  # the spec's own text
+    return namespace["names"]
+
+
 def leaking(late: str, rest: str) -> str:
     """A program that leaks a generator whose late cleanup runs ``late``, then runs ``rest``."""
     return _LEAK.format(late=late) + rest

@@ -22,7 +22,7 @@ from recurgent._sandbox._qualnames import module_qualnames
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider
 
-from .support import execute, value_of
+from .support import execute, names_as_a_module, value_of
 
 _WRAPPER = "__recurgent_main__.<locals>"
 _MISSING = "def f(a):\n    return a\nreturn f()"
@@ -50,13 +50,6 @@ _NAMES = (
     "g.__qualname__, g().__qualname__, (lambda: 0).__qualname__, f().__qualname__, "
     "gen.__qualname__]"
 )
-
-
-def _as_a_module(source: str) -> object:
-    """What plain Python gives for ``names`` after running ``source`` as a module."""
-    namespace: dict[str, object] = {"__name__": "__main__"}
-    exec(compile(source, "<module>", "exec"), namespace)  # the spec's own text
-    return namespace["names"]
 
 
 def _error_text(source: str) -> str:
@@ -94,9 +87,9 @@ class TestQualifiedNames:
             "gen",
         ]
 
-    def test_the_names_equal_the_same_source_run_as_a_module(self) -> None:
+    def test_the_names_equal_the_same_source_runnames_as_a_module(self) -> None:
         """Read in the sandbox and by plain Python, the list is the same."""
-        assert value_of(_DEFINITIONS + f"result = {_NAMES}") == _as_a_module(
+        assert value_of(_DEFINITIONS + f"result = {_NAMES}") == names_as_a_module(
             _DEFINITIONS + f"names = {_NAMES}"
         )
 
