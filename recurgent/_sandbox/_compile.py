@@ -16,7 +16,7 @@ from recurgent._sandbox._guards import GENERATED_FILENAME
 from recurgent._sandbox._policy import SandboxPolicy
 from recurgent._sandbox._qualnames import module_qualnames
 from recurgent._sandbox._wrap import forgotten_result, wrap_in_main
-from recurgent.errors import InvalidCodeError
+from recurgent.errors import InvalidCodeError, RecurgentError
 from recurgent.program import parse_code
 
 __all__ = ["CompiledProgram", "compile_program"]
@@ -38,7 +38,8 @@ def compile_program(source: str) -> CompiledProgram:
 
     Raises:
         InvalidCodeError: a syntax error, or a construct the policy refuses (with RestrictedPython's
-            ``Line N: ...`` messages, which models repair well).
+            ``Line N: ...`` messages, which models repair well), or any other failure while
+            compiling (the sandbox's own, named as such: ADR 0148).
     """
     tree = parse_code(source, filename=GENERATED_FILENAME)
     original = parse_code(source, filename=GENERATED_FILENAME)
@@ -57,6 +58,10 @@ def compile_program(source: str) -> CompiledProgram:
             raise InvalidCodeError("Generated code breaks the sandbox policy: " + "; ".join(errors))
         wrapped = wrap_in_main(transformed, original)
         code = compile_tree(wrapped.module, GENERATED_FILENAME)
+        # Named as in a module (`f`, `A.m`), not `__recurgent_main__.<locals>.f` (ADR 0145).
+        code = module_qualnames(code)
+    except RecurgentError:
+        raise
     except SyntaxError as error:
         raise InvalidCodeError(
             f"Generated code has invalid Python syntax: line {error.lineno}: {error.msg}"
@@ -74,8 +79,18 @@ def compile_program(source: str) -> CompiledProgram:
         raise InvalidCodeError(
             "Generated code is nested too deeply to compile; split long expressions into statements"
         ) from None
-    # Named as in a module (`f`, `A.m`), not `__recurgent_main__.<locals>.f` (ADR 0145).
-    code = module_qualnames(code)
+    except MemoryError:
+        raise InvalidCodeError(
+            "Generated code is too large to compile; write a shorter program"
+        ) from None
+    except Exception as error:
+        # A bug of the policy or its compile steps on some valid program (red teams R20, R22
+        # found two): the program cannot run as written, and the call says so, not that the
+        # provider failed. Another way of writing it usually compiles (ADR 0148).
+        raise InvalidCodeError(
+            "Generated code could not be compiled by the sandbox (an internal error: "
+            f"{type(error).__name__}: {str(error)[:300]}); write the failing statement another way"
+        ) from error
     return CompiledProgram(
         source=source, code=code, tree=original, result_inferred=wrapped.result_inferred
     )
