@@ -451,8 +451,8 @@ class TestStarredCallsNameTheProgramsFunction:
         assert error_of(f"def f():\n    pass\nresult = {call}") == (
             "execution",
             "Execution error in tester.run: AttributeError: '__globals__' is not accessible: "
-            "names starting with '_' are private in the sandbox, except single-underscore "
-            "names on objects your code created",
+            "names starting with '_' are private in the sandbox; single-underscore names are "
+            "readable on your own classes, their instances and your functions",
         )
 
     @pytest.mark.parametrize(

@@ -234,9 +234,17 @@ class AttributePolicy:
             # super().__mul__ of a str or list subclass is the builtin operator: cap it too.
             method = getattr(obj, name)
             return sized_dunder(method, name) if name in SIZED_DUNDERS else method
+        if is_private_name(name) and name.startswith(_ABC_STATE) and _owned(obj):
+            raise AttributeError(
+                f"{name!r} is not accessible: it is the abc module's own state, private in the "
+                "sandbox even on your classes"
+            )
+        # Which objects the single-underscore exception covers, said so a model that called
+        # map() or a host method does not take their results for its own.
         raise AttributeError(
-            f"{name!r} is not accessible: names starting with '_' are private in the sandbox, "
-            "except single-underscore names on objects your code created"
+            f"{name!r} is not accessible: names starting with '_' are private in the sandbox; "
+            "single-underscore names are readable on your own classes, their instances and your "
+            "functions"
         )
 
     @staticmethod

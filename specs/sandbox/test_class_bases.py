@@ -303,11 +303,13 @@ class TestCollectionsBases:
         assert value_of(source) == [2, "HI!", ["b", "a"], {"x": [1]}]
 
     def test_abcmetas_state_stays_private(self) -> None:
-        """``_abc_impl``, which ABCMeta sets on the program's class, is the runtime's."""
+        """``_abc_impl``, which ABCMeta sets on the program's class, is the runtime's: the
+        refusal says so, not that single-underscore names of the program's classes are
+        readable (which holds for every other such name)."""
         source = "from collections import UserDict\nclass D(UserDict):\n    pass\nD._abc_impl"
         assert error_of(source)[1].endswith(
-            "AttributeError: '_abc_impl' is not accessible: names starting with '_' are private "
-            "in the sandbox, except single-underscore names on objects your code created"
+            "AttributeError: '_abc_impl' is not accessible: it is the abc module's own state, "
+            "private in the sandbox even on your classes"
         )
 
 

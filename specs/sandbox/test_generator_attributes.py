@@ -148,7 +148,8 @@ class TestInternalsStayRefused:
         assert error_of(source) == (
             "execution",
             f"{_ERROR}{name!r} is not accessible: names starting with '_' are private in the "
-            "sandbox, except single-underscore names on objects your code created",
+            "sandbox; single-underscore names are readable on your own classes, their instances "
+            "and your functions",
         )
 
     def test_a_generators_name_cannot_be_set(self) -> None:

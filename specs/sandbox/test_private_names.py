@@ -120,6 +120,36 @@ class TestReadableDunders:
         assert (kind, "private in the sandbox" in message) == ("execution", True)
 
 
+class TestTheRefusalSaysWhoseNamesAreReadable:
+    """A refused single-underscore name says which objects the exception covers: a model that
+    called ``map()`` does not take the map object for its own (the text said "except on objects
+    your code created")."""
+
+    def test_a_builtins_result_is_not_the_programs_own(self) -> None:
+        """``map(str, [1])._x``: refused, naming the program's classes, instances and functions."""
+        assert error_of("result = map(str, [1])._x") == (
+            "execution",
+            "Execution error in tester.run: AttributeError: '_x' is not accessible: names "
+            "starting with '_' are private in the sandbox; single-underscore names are readable "
+            "on your own classes, their instances and your functions",
+        )
+
+    def test_the_abc_modules_state_on_an_own_instance_says_whose_it_is(self) -> None:
+        """``D()._abc_impl`` of the program's ABC-based class: the abc module's state."""
+        source = (
+            "from collections import UserDict\nclass D(UserDict):\n    pass\nresult = D()._abc_impl"
+        )
+        assert error_of(source) == (
+            "execution",
+            "Execution error in tester.run: AttributeError: '_abc_impl' is not accessible: it "
+            "is the abc module's own state, private in the sandbox even on your classes",
+        )
+
+    def test_an_own_single_underscore_name_still_reads(self) -> None:
+        """The control: ``_x`` of the program's own class reads as in Python."""
+        assert value_of("class A:\n    _x = 1\nresult = [A._x, A()._x]") == [1, 1]
+
+
 class TestVars:
     """``vars(obj)`` is ``obj.__dict__``: a copy for the program's own objects, refused otherwise."""
 

@@ -235,7 +235,8 @@ class TestForwardedOperations:
         assert outcome.error_type == "execution"
         assert (outcome.error_message or "").endswith(
             "AttributeError: '__self__' is not accessible: names starting with '_' are private "
-            "in the sandbox, except single-underscore names on objects your code created"
+            "in the sandbox; single-underscore names are readable on your own classes, their "
+            "instances and your functions"
         )
 
 
