@@ -391,6 +391,7 @@ class TestStrSpread:
             "str(object=x)",
             "str(**{'object': x})",
             "str(x, *[], **{})",
+            "str(*[], object=x)",
         ],
     )
     def test_every_form_is_capped(self, call: str) -> None:
@@ -411,6 +412,12 @@ class TestStrSpread:
         """``str(b, *['ascii'], **{'errors': 'strict'})`` and ``str(*[b, 'ascii'])``."""
         source = "result = [str(*[b'ab', 'ascii']), str(b'ab', *['ascii'], **{'errors': 'strict'})]"
         assert value_of(source) == ["ab", "ab"]
+
+    def test_an_encoding_with_a_structure_is_refused_by_python(self) -> None:
+        """``str(object=x, errors='strict')`` decodes, so a structure is a ``TypeError``."""
+        assert error_of(f"{self._SHARED}result = str(object=x, errors='strict')") == (
+            _type_error("decoding to str: need a bytes-like object, list found")
+        )
 
     def test_a_looping_str_method_stops_at_the_deadline(self) -> None:
         """``str(*[L()])`` with ``__str__`` looping forever is the program's own loop."""
