@@ -30,6 +30,7 @@ from recurgent._sandbox._gate import MappingGatedCall
 from recurgent._sandbox._integers import checked_from_bytes
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
+from recurgent._sandbox._reflection import named
 from recurgent._sandbox._sizes import check_format_spec
 from recurgent._sandbox._text_size import check_text
 
@@ -423,7 +424,8 @@ def user_string_binder(name: str, binder: Binder) -> Binder:
     as UserString's are."""
 
     def bind(obj: Any) -> Callable[..., Any]:
-        checked = binder(obj.data)
+        # Named as the method: a wrong call's message names it, not the binder (red team R23).
+        checked = named(binder(obj.data), name)
 
         def method(*args: Any, **kwargs: Any) -> Any:
             if name == "replace":

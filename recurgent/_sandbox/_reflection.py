@@ -23,9 +23,47 @@ from typing import Any
 
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class, is_sandbox_made
 
-__all__ = ["SealedCallable", "SealedWithHelpers", "reflection_overrides", "seal"]
+__all__ = ["SealedCallable", "SealedWithHelpers", "named", "reflection_overrides", "seal"]
 
 _MISSING: Any = object()
+
+
+def _name_in_message(error: TypeError, call: Callable[..., Any], label: str) -> None:
+    """Name ``label`` where ``error``'s message starts with ``call``'s qualified name (a host
+    name the program never wrote)."""
+    function = getattr(call, "func", call)  # a partial's function
+    function = getattr(function, "__func__", function)  # a bound method's
+    host = getattr(function, "__qualname__", None) if type(function) is types.FunctionType else None
+    if host is None or host == label or len(error.args) != 1:
+        return
+    message = error.args[0]
+    if type(message) is str and message.startswith(f"{host}()"):
+        error.args = (label + message[len(host) :],)
+
+
+def named(call: Callable[..., Any], label: str) -> Callable[..., Any]:
+    """``call`` named ``label`` for Python's messages about a wrong call, which name a
+    function's qualified name (``_padding.<locals>.bind.<locals>.padded() got an unexpected
+    keyword argument``, red team R23), for a wrapper that calls it from its own frame (where
+    :class:`SealedCallable` cannot tell a wrong call from an error inside). A closure is named
+    in place, being made for this one wrapper; a module-level function is copied (the copy
+    shares its code, globals and defaults); a bound method's or partial's function likewise."""
+    if type(call) is types.FunctionType:
+        if call.__qualname__ == label:
+            return call
+        if call.__closure__ is not None:
+            call.__qualname__ = label
+            return call
+        renamed = types.FunctionType(call.__code__, call.__globals__, label, call.__defaults__)
+        renamed.__kwdefaults__ = call.__kwdefaults__
+        renamed.__qualname__ = label
+        renamed.__dict__.update(call.__dict__)
+        return renamed
+    if isinstance(call, types.MethodType):
+        return types.MethodType(named(call.__func__, label), call.__self__)
+    if isinstance(call, functools.partial):
+        return functools.partial(named(call.func, label), *call.args, **call.keywords)
+    return call
 
 
 class SealedCallable:
@@ -45,7 +83,16 @@ class SealedCallable:
         self._sealed_call = call
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-        return self._sealed_call(*args, **kwargs)
+        try:
+            return self._sealed_call(*args, **kwargs)
+        except TypeError as error:
+            traceback = error.__traceback__
+            if traceback is not None and traceback.tb_next is None:
+                # Raised by the call itself, binding the arguments (no frame of the callee
+                # ran): Python named the runtime's function, ``make_builtins.<locals>.
+                # guarded_getattr() takes ...``; the program called getattr (red team R23).
+                _name_in_message(error, self._sealed_call, self.__name__)
+            raise
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError(f"{self.__name__} cannot be copied or pickled in the sandbox")

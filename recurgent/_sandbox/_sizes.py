@@ -306,7 +306,8 @@ def _str_(maker: Any, value: Any) -> Any:
 def _str_spread_(maker: Any, /, *args: Any, **kwargs: Any) -> Any:
     """``str(*args, **kwargs)`` in any other form than one positional argument: the builtin's
     text of one object (``str(*[x])``, ``str(object=x)``) is capped as :func:`_str_` caps it;
-    decoding bytes (``str(data, "utf-8")``) makes at most one character per byte."""
+    decoding bytes (``str(data, "utf-8")``) makes at most four characters per byte (``\\xff``
+    under ``errors="backslashreplace"``, as ``data.decode`` does; red team R23)."""
     if maker is str and len(args) + len(kwargs) == 1:
         value = args[0] if args else kwargs.get("object", "")
         check_text(value, "str()")
