@@ -521,6 +521,6 @@ class TestNamesOfMethodsAndGenerators:
         assert error_of(f"result = getattr(print, '{name}')") == (
             "execution",
             f"Execution error in tester.run: AttributeError: '{name}' is not accessible: names "
-            "starting with '_' are private in the sandbox, except single-underscore names on "
-            "objects your code created",
+            "starting with '_' are private in the sandbox; single-underscore names are readable "
+            "on your own classes, their instances and your functions",
         )
