@@ -49,9 +49,9 @@ Tried against today's changes (a hostile program, written by an attacker who rea
 4. ``__name__``/``__qualname__`` of methods and generators (ADR 0147). Held: host methods read
    as plain Python's (``list.append``, ``generator.send``); a handle's method reads
    ``dynamic_call``, a stdlib generator its stdlib name (``_make_iterencode.<locals>.
-   _iterencode``): names only, no path, object or value. Noted: ``repr(print)`` shows the
-   output collector's class and address (the bound method's repr); ``__self__`` and
-   ``__func__`` stay refused.
+   _iterencode``): names only, no path, object or value. ``print`` is a sealed function
+   (``<function print>``, after the round: it was a bound method of the output collector,
+   whose repr showed its class and address); ``__self__`` and ``__func__`` stay refused.
 """
 
 from __future__ import annotations
@@ -362,8 +362,12 @@ class TestMessagesNameWhatTheProgramCalled:
 
     def test_print_reads_as_print(self) -> None:
         """``print.__name__`` and ``__qualname__`` were ``_call_print`` and
-        ``OutputCollector._call_print``."""
-        assert value_of("result = [print.__name__, print.__qualname__]") == ["print", "print"]
+        ``OutputCollector._call_print``; its repr showed the collector's class and address."""
+        assert value_of("result = [print.__name__, print.__qualname__, repr(print)]") == [
+            "print",
+            "print",
+            "<function print>",
+        ]
 
     def test_renamed_functions_still_check(self) -> None:
         """Only messages change: ``getattr`` still guards, ``sum`` still counts."""

@@ -22,10 +22,13 @@ import itertools
 import time
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recurgent._async_stop import Interrupter
 from recurgent._sandbox._memory import MemoryMeter
+
+if TYPE_CHECKING:
+    from recurgent._sandbox._reflection import SealedCallable
 
 __all__ = [
     "AttemptStopped",
@@ -354,8 +357,23 @@ class OutputCollector:
         self._parts: list[str] = []
         self._size = 0
         self.truncated = False
+        self._sealed_print: SealedCallable | None = None
 
-    def _call_print(
+    @property
+    def _call_print(self) -> SealedCallable:
+        """What a program's ``print`` is (RestrictedPython compiles ``print`` and ``print(...)``
+        to ``_print._call_print``): sealed, so a wrong call's message names ``print``, its repr
+        is ``<function print>``, and no bound method hands out this collector (red team R23).
+        """
+        sealed = self._sealed_print
+        if sealed is None:
+            # Imported here: the reflection module's imports reach this one.
+            from recurgent._sandbox._reflection import SealedCallable
+
+            sealed = self._sealed_print = SealedCallable(self._print_line, "print")
+        return sealed
+
+    def _print_line(
         self,
         *objects: Any,
         sep: str | None = " ",
@@ -380,10 +398,6 @@ class OutputCollector:
         size = sum(map(length, texts)) + length(separator) * max(0, len(texts) - 1)
         check_items(size + length(terminator), "print()")
         self.write(separator.join(texts) + terminator)
-
-    # What generated code reads as print's name, and what Python's messages about a wrong call
-    # name (`print() got an unexpected keyword argument`), not this class (red team R23).
-    _call_print.__name__ = _call_print.__qualname__ = "print"
 
     def write(self, text: str) -> None:
         """Append text, truncating once the cap is reached."""

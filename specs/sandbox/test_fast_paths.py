@@ -125,8 +125,8 @@ class TestEmittedForms:
         """``print.x`` is read through the guard instead of crashing the compiler."""
         assert error_of("result = print.x") == (
             "execution",
-            "Execution error in tester.run: AttributeError: attribute 'x' of method objects is "
-            "not accessible in the sandbox; attributes are readable on plain values (str, list, "
+            "Execution error in tester.run: AttributeError: attribute 'x' of SealedCallable objects "
+            "is not accessible in the sandbox; attributes are readable on plain values (str, list, "
             "dict, numbers, ...), on objects your code created, on imported modules, on "
             "Outcomes and on agent handles",
         )
