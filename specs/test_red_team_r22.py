@@ -54,7 +54,6 @@ amended, ``specs/sandbox/test_text_size.py``).
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import types
@@ -72,7 +71,12 @@ from recurgent.errors import InvalidCodeError
 from recurgent.outcome import Outcome
 from recurgent.program import MAX_SYNTAX_DEPTH
 from recurgent.testing import ScriptedProvider
-from specs.sandbox.support import error_of, names_as_a_module, value_of
+from specs.sandbox.support import (
+    error_of,
+    names_as_a_module,
+    reprs_without_addresses,
+    value_of,
+)
 from specs.worker.support import run, supervisor
 
 _OLD = "__recurgent_main__.<locals>.A"
@@ -556,7 +560,7 @@ class TestNothingNamesTheWrapper:
             "result = [repr(A().m), repr(functools.partial(f, 1)), repr(P), repr(P(1)), "
             "repr(C), repr(C.R)]"
         )
-        shown = [re.sub(r" at 0x[0-9a-f]+", "", text) for text in value_of(source)]
+        shown = reprs_without_addresses(source)
         assert shown == [
             "<bound method A.m of <__main__.A object>>",
             "functools.partial(<function f>, 1)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import textwrap
 import threading
 import tracemalloc
@@ -177,6 +178,11 @@ _LEAK = (
     "loop = [x]\n"
     "loop.append(loop)\n"
 )
+
+
+def reprs_without_addresses(source: str) -> list[str]:
+    """The texts ``source``'s result lists, each `` at 0x...`` address taken out."""
+    return [re.sub(r" at 0x[0-9a-f]+", "", text) for text in value_of(source)]
 
 
 def names_as_a_module(source: str) -> Any:

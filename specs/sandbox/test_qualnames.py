@@ -22,7 +22,7 @@ from recurgent._sandbox._qualnames import module_qualnames
 from recurgent.outcome import Outcome
 from recurgent.testing import ScriptedProvider
 
-from .support import execute, names_as_a_module, value_of
+from .support import execute, names_as_a_module, reprs_without_addresses, value_of
 
 _WRAPPER = "__recurgent_main__.<locals>"
 _MISSING = "def f(a):\n    return a\nreturn f()"
@@ -125,7 +125,7 @@ class TestQualifiedNames:
             "    yield 1\n"
             "result = [repr(f), repr(A), repr(A()), repr(f())]"
         )
-        shown = [re.sub(r" at 0x[0-9a-f]+", "", text) for text in value_of(source)]
+        shown = reprs_without_addresses(source)
         assert shown == [
             "<function f>",
             "<class '__main__.A'>",
