@@ -33,13 +33,21 @@ and generator names), by a hostile program:
    Held: ``' '.join(map(''.join, zip(*xs)))``, ``dict(zip(*xs))``, ``sum(zip(x, x), ())``
    (stops at the deadline), ``sorted(*[x], key=str)``, ``max(*x, key=str)``,
    ``str(*[x], **{})``, ``print(**{'sep': ...})`` within the cap.
+6. Star-unpacking in calls and displays (not today's change; met on the way). BROKEN, fixed:
+   ``[*r, *r, *r, *r, *r, *r, *r, *r, *r, *r]`` with ``r = range(10**7)`` built a hundred
+   million items in one C call (4 s, returned ``100000000``, the memory cap never read);
+   ``max(*r, ...)`` the same as arguments (13 s against a 5 s deadline). ``*x`` in a call or
+   display now unpacks ``_star_(x)``: a list or tuple of at most 1 000 items as it is, an exact
+   sized builtin while the attempt has unpacked fewer than ten million items so, anything else
+   (and past the budget) through a ticking iterator. Assignment targets are untouched.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from recurgent._sandbox import SandboxLimits
+from recurgent._sandbox import SandboxLimits, compile_program
+from recurgent.errors import InvalidCodeError
 from specs.sandbox.support import FakeClock, error_of, execute, value_of
 
 _PRIVATE = (
@@ -314,3 +322,77 @@ class TestHugeSingleCalls:
             "result = [len(sorted(*[x], key=str)), len(max(*x, key=str))]\n"
         )
         assert value_of(source) == [1000, 1000]
+
+
+class TestStarUnpackingTicks:
+    """``*x`` in a call or display unpacks through ``_star_`` (fixed in R24): before,
+    ``[*r, *r, ...]`` and ``max(*r, *r, ...)`` of ten ranges of ten million built a hundred
+    million items in one C call (4 s returning ``100000000``; 13 s against a 5 s deadline)."""
+
+    @pytest.mark.parametrize(
+        "source",
+        [
+            "xs = [0] * 200000\nresult = len([*iter(xs)])",
+            "xs = [0] * 200000\nresult = max(*iter(xs))",
+            "xs = [0] * 200000\nresult = len({*map(abs, xs)})",
+        ],
+    )
+    def test_an_iterator_ticks(self, source: str) -> None:
+        """An iterator that does not tick itself is unpacked item by item under the clock:
+        the attempt ends as ``timeout`` (before the fix it answered)."""
+        result = execute(
+            source, limits=SandboxLimits(timeout_seconds=1.0), clock=FakeClock(step=0.05)
+        )
+        assert result.error is not None
+        assert result.error.error_type == "timeout"
+
+    def test_a_sized_builtin_ticks_past_the_attempts_budget(self) -> None:
+        """Ten million items of lists and ranges unpack natively in one attempt; the next
+        million ticks (before the fix: 11000000)."""
+        result = execute(
+            "r = range(10**6)\nresult = len([*r, *r, *r, *r, *r, *r, *r, *r, *r, *r, *r])",
+            limits=SandboxLimits(timeout_seconds=1.0),
+            clock=FakeClock(step=0.05),
+        )
+        assert result.error is not None
+        assert result.error.error_type == "timeout"
+
+    def test_a_short_sized_star_stays_native(self) -> None:
+        """Ten million items, within the budget, under the same clock."""
+        result = execute(
+            "r = range(10**6)\nresult = len([*r, *r, *r, *r, *r, *r, *r, *r, *r, *r])",
+            limits=SandboxLimits(timeout_seconds=1.0),
+            clock=FakeClock(step=0.05),
+        )
+        assert (result.error, result.value) == (None, 10**7)
+
+    def test_unpacking_answers_as_pythons(self) -> None:
+        """Targets are untouched; displays, calls and dicts unpack as in Python."""
+        source = (
+            "a, *b = [1, 2, 3]\n"
+            "d = {'k': 1}\n"
+            "result = [a, b, [*'ab'], sorted({*'ba'}), (*[1],), [*d], max(*[3, 9], *(4,)),\n"
+            "          [*(i for i in range(3))], {**d, 'j': 2}]\n"
+        )
+        assert value_of(source) == [
+            1,
+            [2, 3],
+            ["a", "b"],
+            ["a", "b"],
+            (1,),
+            ["k"],
+            9,
+            [0, 1, 2],
+            {"k": 1, "j": 2},
+        ]
+
+    def test_not_iterable_keeps_pythons_message(self) -> None:
+        """``max(*5)`` is worded by Python."""
+        assert error_of("result = max(*5)") == _execution(
+            "TypeError: max() argument after * must be an iterable, not int"
+        )
+
+    def test_the_helper_is_not_a_program_name(self) -> None:
+        """``_star_`` is refused in a program's text, as every underscore name is."""
+        with pytest.raises(InvalidCodeError):
+            compile_program("result = _star_([1])")
