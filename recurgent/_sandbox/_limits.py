@@ -388,6 +388,11 @@ class OutputCollector:
         from recurgent._sandbox._text_size import check_texts
 
         check_texts(objects, "print()")  # a shared structure's text (H10)
+        # As Python's print: a separator or end that is not text is refused, not converted
+        # (red team R24: `str(sep)` of a shared list built 300 MB before the line was counted).
+        for option, given in (("sep", sep), ("end", end)):
+            if given is not None and not isinstance(given, str):
+                raise TypeError(f"{option} must be None or a string, not {type(given).__name__}")
         texts = [str(o) for o in objects]
         separator = " " if sep is None else str(sep)
         terminator = "\n" if end is None else str(end)
