@@ -110,7 +110,7 @@ class TestLibraryAttributeWork:
         ("source", "kind"),
         [
             ("import copy\nresult = copy.copy(getattr)", "SealedCallable"),
-            ("import copy\nresult = copy.deepcopy([print])", "method"),
+            ("import copy\nresult = copy.deepcopy([print])", "SealedCallable"),
             ("import copy\nresult = list(copy.copy(zip(*[[1, 2]] * 20)))", "TickingIterator"),
             (
                 "import copy\nresult = list(copy.deepcopy(zip(*[[1, 2]] * 20)))",
