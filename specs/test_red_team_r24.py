@@ -392,6 +392,35 @@ class TestStarUnpackingTicks:
             "TypeError: max() argument after * must be an iterable, not int"
         )
 
+    @pytest.mark.parametrize(
+        "unpacking", ["[*A()]", "f(*A())", "(*A(),)", "{*A()}", "max(*A(), *[1])"]
+    )
+    def test_a_failing_iter_of_the_programs_class_runs_once(self, unpacking: str) -> None:
+        """A program class whose ``__iter__`` raises ``TypeError`` has it called once, and its
+        own message is the error, as in Python (the helper called it twice: ADR 0150's
+        caveat, closed)."""
+        source = (
+            "calls = []\n"
+            "class A:\n"
+            "    def __iter__(self):\n"
+            "        calls.append(1)\n"
+            "        raise TypeError('no items today')\n"
+            "def f(*a):\n"
+            "    return a\n"
+            "try:\n"
+            f"    {unpacking}\n"
+            "except TypeError as error:\n"
+            "    result = [str(error), len(calls)]\n"
+        )
+        assert value_of(source) == ["no items today", 1]
+
+    def test_a_not_iterable_program_object_keeps_pythons_message(self) -> None:
+        """An instance of a program class with neither ``__iter__`` nor ``__getitem__`` is
+        worded by Python where it is unpacked."""
+        assert error_of("class A:\n    pass\nresult = [*A()]") == _execution(
+            "TypeError: Value after * must be an iterable, not A"
+        )
+
     def test_the_helper_is_not_a_program_name(self) -> None:
         """``_star_`` is refused in a program's text, as every underscore name is."""
         with pytest.raises(InvalidCodeError):

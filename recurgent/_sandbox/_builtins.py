@@ -290,7 +290,8 @@ def make_builtins(
         # million built a hundred million items, past the deadline and the memory cap, which
         # reads the process only between ticks (red team R24). A short list or tuple unpacks
         # as it is; a longer sized builtin too while the attempt's budget lasts; anything
-        # else ticks per item. Not iterable: Python's own message.
+        # else ticks per item. Not iterable: Python's own message where it unpacks; a
+        # program's own __iter__ that raised is not called a second time.
         kind = type(value)
         if kind in _SIZED_STAR:
             size = len(value)
@@ -302,6 +303,8 @@ def make_builtins(
         try:
             return TickingIterator(builtins.iter(value), tick)
         except TypeError:
+            if any("__iter__" in klass.__dict__ for klass in kind.__mro__):
+                raise
             return value
 
     def guarded_setattr(obj: Any, name: str, value: Any) -> None:
