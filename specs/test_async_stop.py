@@ -59,6 +59,22 @@ class TestLibraryCodeStopsAtTheDeadline:
         assert "execution_timeout_seconds=0.3" in str(result.error)
         assert time.process_time() - started < 1.0
 
+    def test_a_stop_wrapped_by_a_codec_reads_as_the_deadline(self) -> None:
+        """A codec's Python code stopped at the deadline is reported by CPython as "encoding
+        with 'punycode' codec failed (DeadlineExceeded: )": the timeout says what the ticker
+        says instead (ADR 0151)."""
+        result = execute(
+            "s = chr(0x10FFFF) * 900_000\nresult = len(s.encode('punycode'))",
+            limits=SandboxLimits(timeout_seconds=0.2),
+        )
+
+        assert result.error is not None
+        assert (result.error.error_type, str(result.error)) == (
+            "timeout",
+            "Execution timeout in tester.run: generated code exceeded "
+            "execution_timeout_seconds=0.2",
+        )
+
     def test_a_program_that_swallows_the_stop_still_ends(self) -> None:
         """``except BaseException: pass`` around the library call does not keep it running."""
         source = (

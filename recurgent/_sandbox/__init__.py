@@ -170,6 +170,12 @@ class ExecutionSandbox(AttemptNamespace):
     def _failure(self, error: BaseException, where: str) -> RecurgentError:
         """The typed failure of an attempt that raised ``error`` (never Ctrl-C or a cancel);
         a batch's items are translated here too (ADR 0111)."""
+        if isinstance(error, DeadlineExceeded | MemoryLimitExceeded) and isinstance(
+            error.__cause__, type(error)
+        ):
+            # Library code wrapped the stop ("encoding with 'punycode' codec failed
+            # (DeadlineExceeded: )", CPython's codec machinery): the stop itself is reported.
+            error = error.__cause__
         if isinstance(error, DeadlineExceeded):
             # A stop delivered to the thread (ADR 0089) carries no text: the ticker's has it.
             text = str(error) or str(self._ticker.stop or "")

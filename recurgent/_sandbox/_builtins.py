@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from recurgent._sandbox._encodings import checked_encode
 from recurgent._sandbox._guards import SEALED_TYPE_OF, AttributePolicy
 from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._limits import TickingIterator
@@ -179,20 +180,53 @@ def _checked_pow(base: Any, exponent: Any, mod: Any = None) -> Any:
     return pow_(base, exponent)
 
 
-def _checked_bytes(source: Any = _MISSING, *args: Any) -> bytes:
+def _checked_bytes(
+    source: Any = _MISSING, encoding: Any = _MISSING, errors: Any = _MISSING
+) -> bytes:
+    options = _given(encoding, errors)
     if source is _MISSING:
-        return b""
+        return builtins.bytes(**options)
     if isinstance(source, int):
         check_items(source, "bytes()")
-    return builtins.bytes(source, *args)
+    if _encodes(source, options):
+        # Text encoded: as str.encode, counted before it is built (ADR 0151).
+        return checked_encode(source, encoding, options.get("errors", "strict"), "bytes()")
+    return builtins.bytes(source, **options)
 
 
-def _checked_bytearray(source: Any = _MISSING, *args: Any) -> bytearray:
+def _checked_bytearray(
+    source: Any = _MISSING, encoding: Any = _MISSING, errors: Any = _MISSING
+) -> bytearray:
+    options = _given(encoding, errors)
     if source is _MISSING:
-        return bytearray()
+        return builtins.bytearray(**options)
     if isinstance(source, int):
         check_items(source, "bytearray()")
-    return builtins.bytearray(source, *args)
+    if _encodes(source, options):
+        errors = options.get("errors", "strict")
+        return builtins.bytearray(checked_encode(source, encoding, errors, "bytearray()"))
+    return builtins.bytearray(source, **options)
+
+
+def _encodes(source: Any, options: dict[str, Any]) -> bool:
+    """Whether ``bytes(source, **options)`` encodes text (a wrong option type is left to
+    Python's own message)."""
+    return (
+        isinstance(source, str)
+        and "encoding" in options
+        and all(isinstance(value, str) for value in options.values())
+    )
+
+
+def _given(encoding: Any, errors: Any) -> dict[str, Any]:
+    """The options ``bytes()`` was given after its source, passed on as they were (Python words
+    a missing encoding or one given without text itself)."""
+    options: dict[str, Any] = {}
+    if encoding is not _MISSING:
+        options["encoding"] = encoding
+    if errors is not _MISSING:
+        options["errors"] = errors
+    return options
 
 
 def _checked_sum(tick: Callable[[], bool]) -> Callable[..., Any]:

@@ -3,6 +3,7 @@
 The attribute policy hands out these versions of ``str.format``/``format_map`` (through
 :class:`SafeFormatter`, which also resolves ``{0.attr}`` through the attribute policy),
 ``ljust``/``rjust``/``center``/``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``,
+``str.encode`` and ``bytes.decode`` (``_encodings``),
 ``int.to_bytes``, ``re.Pattern.sub``/``subn``, ``re.Match.expand``, ``Counter.elements``, the
 sized methods of ``random.Random`` (a host's generator in memory, red-team F16) and its
 ``shuffle``, ``sample`` and ``choices``, which tick (``_draws``, G5, H3), ``seek`` of
@@ -26,13 +27,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from recurgent._sandbox._draws import ticking_draws
+from recurgent._sandbox._encodings import bind_decode, bind_encode
 from recurgent._sandbox._gate import MappingGatedCall
 from recurgent._sandbox._integers import checked_from_bytes
 from recurgent._sandbox._limits import TickingIterator
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._reflection import named
 from recurgent._sandbox._sizes import check_format_spec
-from recurgent._sandbox._text_size import check_text
+from recurgent._sandbox._text_size import check_repr, check_text
 
 __all__ = [
     "ITEM_WRITTEN_TYPES",
@@ -75,6 +77,12 @@ class SafeFormatter(string.Formatter):
         for is_attribute, key in rest:
             obj = self._getattr_guard(obj, key) if is_attribute else obj[key]
         return obj, first
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion == "r" or conversion == "a":
+            # Counted before it is written: a string's escapes too (ADR 0151).
+            check_repr(value, "str.format", ascii_only=conversion == "a")
+        return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> Any:
         check_format_spec(format_spec)
@@ -409,12 +417,13 @@ def _element_adders(tick: Callable[[], bool]) -> dict[str, Binder]:
     return {"append": bind_append, "extend": bind_extend, "insert": bind_insert}
 
 
-# UserString's text methods that return a UserString; format, format_map and join return a str.
+# UserString's text methods that return a UserString; format, format_map and join return a str,
+# encode bytes.
 _USER_STRING_WRAPPED = frozenset(
     {"center", "ljust", "rjust", "zfill", "expandtabs", "replace", "translate"}
 )
 #: The UserString methods served as str's checked ones over the wrapper's ``data``.
-USER_STRING_CHECKED = _USER_STRING_WRAPPED | {"format", "format_map", "join"}
+USER_STRING_CHECKED = _USER_STRING_WRAPPED | {"format", "format_map", "join", "encode"}
 
 
 def user_string_binder(name: str, binder: Binder) -> Binder:
@@ -476,6 +485,8 @@ def _stateless_methods() -> dict[str, tuple[tuple[type, ...], Binder]]:
         "replace": (_TEXT, _bind_replace),
         "join": (_TEXT, _bind_join),
         "translate": (_TEXT, _bind_translate),
+        "encode": ((str,), bind_encode),
+        "decode": ((bytes, bytearray), bind_decode),
         "to_bytes": ((int,), _bind_to_bytes),
         # (0).from_bytes is int.from_bytes: a number past the bit cap from bytes (ADR 0123).
         "from_bytes": ((int,), lambda obj: functools.partial(checked_from_bytes, type(obj))),

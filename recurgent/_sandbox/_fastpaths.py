@@ -61,6 +61,8 @@ SPECIAL_ATTRIBUTES = frozenset(
         "replace",
         "join",
         "translate",
+        "encode",
+        "decode",
         "mro",
         "fromkeys",
         "to_bytes",

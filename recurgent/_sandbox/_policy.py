@@ -99,6 +99,10 @@ def _with_tick(body: list[ast.stmt], anchor: ast.AST) -> list[ast.stmt]:
     return [tick, *body]
 
 
+# f-string conversions that write a value's repr: !r and !a.
+_REPR_CONVERSIONS = frozenset({ord("r"), ord("a")})
+
+
 class SandboxPolicy(RestrictingNodeTransformer):
     """RestrictedPython's transformer, extended for recurgent (see the module docstring)."""
 
@@ -471,12 +475,14 @@ class SandboxPolicy(RestrictingNodeTransformer):
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
         node = self.node_contents_visit(node)
-        if node.format_spec is None:
+        if node.format_spec is None and node.conversion not in _REPR_CONVERSIONS:
             # f"{x}" of a shared structure builds its text in one C call: estimated first (H10).
             node.value = text_value(node.value, node, self._counters or ())
             return node
-        # f"{x:>{width}}" -> f"{_format_(x, conversion, f'>{width}')}" so widths are capped.
-        checked = _call("_format_", node.value, ast.Constant(node.conversion), node.format_spec)
+        # f"{x:>{width}}" -> f"{_format_(x, conversion, f'>{width}')}" so widths are capped;
+        # f"{x!r}" too, so a string's escapes are counted (ADR 0151).
+        spec = node.format_spec if node.format_spec is not None else ast.Constant("")
+        checked = _call("_format_", node.value, ast.Constant(node.conversion), spec)
         copy_locations(checked, node)
         return ast.FormattedValue(value=checked, conversion=-1, format_spec=None)
 

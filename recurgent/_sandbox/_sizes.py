@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from recurgent._sandbox._encodings import checked_decode
 from recurgent._sandbox._generators import GENERATOR_EXIT
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import (
@@ -31,7 +32,13 @@ from recurgent._sandbox._measure import (
     int_bits,
     true_length,
 )
-from recurgent._sandbox._text_size import check_text, check_texts, text_hook
+from recurgent._sandbox._text_size import (
+    check_repr,
+    check_text,
+    check_texts,
+    repr_length,
+    text_hook,
+)
 
 __all__ = [
     "MAX_INT_BITS",
@@ -61,7 +68,7 @@ MAX_INVERSE_MODULUS_BITS = 2**16
 # round(x, n) of an int, Fraction or Decimal builds 10 ** abs(n): about 3.3 bits per digit.
 MAX_ROUND_DIGITS = MAX_INT_BITS * 3 // 10
 _WIDTH = re.compile(r"(\d+)")
-_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
+_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?([a-zA-Z%])")
 
 
 def _repeat_count(sequence: Any, count: Any) -> None:
@@ -158,7 +165,8 @@ def _check_percent(a: Any, b: Any) -> None:
         return
     template = str.__str__(a) if isinstance(a, str) else bytes.decode(a, "latin-1")
     stars = 0
-    for width, precision in _PERCENT_FIELD.findall(template):
+    fields_found = _PERCENT_FIELD.findall(template)
+    for width, precision, _ in fields_found:
         for part in (width, precision):
             if part == "*":
                 stars += 1
@@ -177,7 +185,15 @@ def _check_percent(a: Any, b: Any) -> None:
         values, repeats = tuple(dict.values(b)), fields
     else:
         repeats = min(fields, len(values))
-    check_items(len(template) + repeats * max(map(_sized, values), default=0), "%-formatting")
+    conversions = {conversion for _, _, conversion in fields_found}
+    # %r and %a write a value's repr, a string's escapes too (ADR 0151): ascii's length is at
+    # least repr's, so it bounds either.
+    sized = _repr_sized if "r" in conversions or "a" in conversions else _sized
+    check_items(len(template) + repeats * max(map(sized, values), default=0), "%-formatting")
+
+
+def _repr_sized(value: Any) -> int:
+    return max(_sized(value), repr_length(value, ascii_only=True))
 
 
 def _mod_(a: Any, b: Any) -> Any:
@@ -265,7 +281,11 @@ def _inplace_(op: str, a: Any, b: Any) -> Any:
 
 
 def _format_(value: Any, conversion: int, spec: str) -> str:
-    check_text(value, "an f-string")  # a shared structure's text (H10)
+    if conversion == ord("r") or conversion == ord("a"):
+        # A string's escapes too (ADR 0151).
+        check_repr(value, "an f-string", ascii_only=conversion == ord("a"))
+    else:
+        check_text(value, "an f-string")  # a shared structure's text (H10)
     if conversion == ord("s"):
         value = str(value)
     elif conversion == ord("r"):
@@ -284,14 +304,16 @@ def checked_format(value: Any, spec: str = "") -> str:
 
 
 def checked_repr(value: Any, /) -> str:
-    """The sandbox's ``repr()``: the text of a structure is capped (H10)."""
-    check_text(value, "repr()")
+    """The sandbox's ``repr()``: the text of a structure (H10) and a string's escapes (ADR
+    0151) are capped."""
+    check_repr(value, "repr()")
     return repr(value)
 
 
 def checked_ascii(value: Any, /) -> str:
-    """The sandbox's ``ascii()``: the text of a structure is capped (H10)."""
-    check_text(value, "ascii()")
+    """The sandbox's ``ascii()``: the text of a structure (H10) and a string's escapes (ADR
+    0151) are capped."""
+    check_repr(value, "ascii()", ascii_only=True)
     return ascii(value)
 
 
@@ -306,12 +328,26 @@ def _str_(maker: Any, value: Any) -> Any:
 def _str_spread_(maker: Any, /, *args: Any, **kwargs: Any) -> Any:
     """``str(*args, **kwargs)`` in any other form than one positional argument: the builtin's
     text of one object (``str(*[x])``, ``str(object=x)``) is capped as :func:`_str_` caps it;
-    decoding bytes (``str(data, "utf-8")``) makes at most four characters per byte (``\\xff``
-    under ``errors="backslashreplace"``, as ``data.decode`` does; red team R23)."""
+    decoding bytes (``str(data, "utf-8", "backslashreplace")``) is ``data.decode``'s, checked
+    (ADR 0151). Any other form is Python's own (its errors worded by Python)."""
     if maker is str and len(args) + len(kwargs) == 1:
         value = args[0] if args else kwargs.get("object", "")
         check_text(value, "str()")
+    elif maker is str and len(args) <= 3 and set(kwargs) <= _STR_OPTIONS:
+        named = dict(zip(("object", "encoding", "errors"), args, strict=False))
+        if named.keys().isdisjoint(kwargs):
+            named.update(kwargs)
+            data = named.get("object", b"")
+            encoding = named.get("encoding", "utf-8")
+            errors = named.get("errors", "strict")
+            if type(data) in _DECODED and isinstance(encoding, str) and isinstance(errors, str):
+                # Bytes decoded: as bytes.decode, counted before it is built (ADR 0151).
+                return checked_decode(data, encoding, errors, "str()")
     return maker(*args, **kwargs)
+
+
+_STR_OPTIONS = frozenset({"object", "encoding", "errors"})
+_DECODED = frozenset({bytes, bytearray})
 
 
 #: Types whose text never expands: the fast path converts them natively.

@@ -18,12 +18,21 @@ from __future__ import annotations
 import collections
 import decimal
 import fractions
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from recurgent._sandbox._measure import MAX_ITEMS, check_items
 
-__all__ = ["TEXT_CONTAINERS", "check_text", "check_texts", "estimated_text", "text_hook"]
+__all__ = [
+    "TEXT_CONTAINERS",
+    "check_repr",
+    "check_text",
+    "check_texts",
+    "estimated_text",
+    "measured_length",
+    "repr_length",
+    "text_hook",
+]
 
 #: Containers whose text is their items' text: the kinds a conversion expands.
 TEXT_CONTAINERS = frozenset(
@@ -182,11 +191,67 @@ def estimated_text(root: Any, limit: int = MAX_ITEMS) -> int:
 
 
 def check_text(value: Any, what: str) -> None:
-    """Refuse converting ``value`` (a container, or an exception printing its ``args``) to
-    text when its text would pass the item cap."""
+    """Refuse converting ``value`` (a container, an exception printing its ``args``, bytes
+    written as their ``repr``) to text when its text would pass the item cap."""
     texted = _texted(value)
     if _is_container(texted):
         check_items(estimated_text(texted), what)
+    elif isinstance(texted, bytes | bytearray):
+        check_items(_written_length(texted, repr, _bytes_bound(texted)), what)
+
+
+def check_repr(value: Any, what: str, *, ascii_only: bool = False) -> None:
+    """Refuse ``repr(value)`` (``ascii(value)`` with ``ascii_only``) when its text would pass
+    the item cap: a string's escapes write up to ten characters for one (``\\U0010ffff``)."""
+    check_items(repr_length(value, ascii_only=ascii_only), what)
+
+
+def repr_length(value: Any, *, ascii_only: bool = False) -> int:
+    """About ``len(repr(value))`` (``ascii`` with ``ascii_only``), at or above it for the kinds
+    :func:`estimated_text` knows, strings and bytes measured when their bound passes the cap."""
+    texted = _texted(value)
+    if _is_container(texted):
+        return estimated_text(texted)
+    if isinstance(texted, str):
+        text = str.__str__(texted)
+        escapes = not str.isprintable(text) or (ascii_only and not str.isascii(text))
+        if escapes:
+            bound = str.__len__(text) * 10 + 2  # \U0010ffff for a character
+        else:
+            bound = str.__len__(text) + 2 + str.count(text, "\\") + str.count(text, "'")
+        return _written_length(text, ascii if ascii_only else repr, bound)
+    if isinstance(texted, bytes | bytearray):
+        return _written_length(texted, repr, _bytes_bound(texted))
+    return _scalar_text(texted)
+
+
+# Characters (or bytes) written per step when a text's written length is measured.
+_MEASURE_STEP = 1 << 16
+
+
+def _bytes_bound(data: bytes | bytearray) -> int:
+    return len(data) * 4 + 14  # b'...' or bytearray(b'...'), \xNN for a byte
+
+
+def _written_length(value: Any, write: Callable[[Any], str], bound: int) -> int:
+    """The length of ``write(value)`` (``repr`` or ``ascii``), at most ``bound``: the bound
+    when it is under the cap, else measured until past the cap."""
+    return bound if bound <= MAX_ITEMS else measured_length(value, write, MAX_ITEMS)
+
+
+def measured_length(value: Any, write: Callable[[Any], str], stop_past: int) -> int:
+    """``len(write(value))`` of a string or bytes, or more, written a step at a time (so no
+    more than a step's text is ever built to tell it) until the count passes ``stop_past``.
+    Each step's quotes are its own: a quote counts once more, so the figure stays at or above
+    the whole text's."""
+    wrapper = len(write(value[:0]))
+    quotes: int = value.count("'" if isinstance(value, str) else b"'")
+    total = wrapper + quotes
+    for start in range(0, len(value), _MEASURE_STEP):
+        total += len(write(value[start : start + _MEASURE_STEP])) - wrapper
+        if total > stop_past:
+            break
+    return total
 
 
 def check_texts(values: Iterable[Any], what: str) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from recurgent._sandbox import _text_size
 from recurgent._sandbox._limits import SizeLimitExceeded
 from recurgent._sandbox._measure import MAX_ITEMS
-from recurgent._sandbox._text_size import check_text, estimated_text
+from recurgent._sandbox._text_size import check_text, estimated_text, measured_length
 from specs.sandbox.support import error_of, value_of
 
 _ROW = [0, 1, 22, 333]
@@ -163,3 +164,89 @@ def test_a_host_enum_class_constructs_nothing(call: str) -> None:
 def test_a_host_enums_members_still_work() -> None:
     """``re.I`` and friends combine and compare as before."""
     assert value_of("import re\nresult = [int(re.I | re.M), re.I == re.IGNORECASE]") == [10, True]
+
+
+class TestEscapedText:
+    """``repr``/``ascii`` of a string, and the text of bytes, write escapes: up to ten
+    characters for one (``\\U0010ffff``), four for a byte (ADR 0151). They are counted before
+    the text is built; what fits is Python's own text."""
+
+    @pytest.mark.parametrize(
+        ("conversion", "what"),
+        [
+            ("repr(s)", "repr()"),
+            ("ascii(s)", "ascii()"),
+            ("f'{s!r}'", "an f-string"),
+            ("f'{s!a:>5}'", "an f-string"),
+            ("'%r' % (s,)", "%-formatting"),
+            ("'%a' % s", "%-formatting"),
+            ("'{!r}'.format(s)", "str.format"),
+            ("'{k!a}'.format_map({'k': s})", "str.format"),
+        ],
+    )
+    def test_a_strings_escapes_are_counted(self, conversion: str, what: str) -> None:
+        """Two million astral characters would be twenty million characters of text (built in
+        one C call before; refused now, having written a step of it)."""
+        error_type, message = error_of(f"s = chr(0x10FFFF) * 2 * 10**6\nresult = len({conversion})")
+        assert (error_type, message.startswith(f"Resource limit in tester.run: {what} would")) == (
+            "resource_limit",
+            True,
+        )
+
+    @pytest.mark.parametrize(
+        "conversion", ["str(b)", "f'{b}'", "repr(b)", "'%s' % [b]", "print(b)"]
+    )
+    def test_bytes_escapes_are_counted(self, conversion: str) -> None:
+        """Three million zero bytes are twelve million characters as text."""
+        error_type, _ = error_of(f"b = bytes(3 * 10**6)\nresult = {conversion}")
+        assert error_type == "resource_limit"
+
+    def test_what_fits_is_pythons(self) -> None:
+        """A long printable string, one with a few escapes, bytes and an ascii() of non-ASCII
+        text, each within the cap, convert as Python converts them."""
+        assert value_of(
+            "s = 'x' * 5 * 10**6\n"
+            "t = 'y\\n' * 2 * 10**6\n"
+            "b = bytes(2 * 10**6)\n"
+            "result = [len(repr(s)), len(repr(t)), len(str(b)), len(ascii('é' * 10**6)),\n"
+            "          repr('\\x00\\'\"'), ascii('é\\U0010ffff'), f'{s[:3]!r}', '%r' % 'a']\n"
+        ) == [
+            5_000_002,
+            6_000_002,
+            8_000_003,
+            4_000_002,
+            "'\\x00\\'\"'",
+            "'\\xe9\\U0010ffff'",
+            "'xxx'",
+            "'a'",
+        ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a'b",
+        'a"b',
+        "a'b\"c",
+        "\\\\'\n\t\x00é\U0010ffff" * 3,
+        "'" * 9 + '"',
+        '"' * 9,
+        "é" * 20,
+        "",
+    ],
+)
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_a_measured_repr_is_at_least_the_real_one(
+    text: str, ascii_only: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Measured a few characters at a time (each step choosing its own quotes), the length is
+    never below the whole text's, and above it by at most its single quotes."""
+    monkeypatch.setattr(_text_size, "_MEASURE_STEP", 3)
+    write = ascii if ascii_only else repr
+    real = len(write(text))
+    measured = measured_length(text, write, 10**6)
+    assert (measured >= real, measured - real <= text.count("'")) == (True, True)
+    data = text.encode("utf-8", "surrogatepass")
+    assert (
+        len(repr(data)) <= measured_length(data, repr, 10**6) <= len(repr(data)) + data.count(b"'")
+    )
