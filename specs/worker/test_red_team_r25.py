@@ -20,6 +20,7 @@ installed checkout, it adds nothing new.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -489,42 +490,66 @@ def test_a_failed_call_leaves_memory_as_it_was(worker_paths: tuple[str, ...], me
     assert (agent.runtime_context.get("a"), "b" in agent.runtime_context) == (1, False)
 
 
+SURROGATES: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "answered": ("return '\\ud800x'", ()),
+    "printed": ("print('\\ud800')\nreturn 1", ()),
+    "raised": ("raise ValueError('\\ud800')", ()),
+    "remembered": ("remember(k='\\ud800')\nreturn 1", ()),
+    "argument": ("return len(args[0])", ("caf\udce9",)),
+}
+
+
+def _surrogate_twins(method: str) -> tuple[Outcome, Outcome]:
+    code, args = SURROGATES[method]
+    here = _agent("in_process", {method: code})
+    there = _agent("process", {method: code})
+    try:
+        return getattr(here, method)(*args), getattr(there, method)(*args)
+    finally:
+        _shutdown(there)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason=(
         "R25: a str with a lone surrogate crosses the pipe as a \\udXXX escape that "
-        "pydantic-core's JSON parser refuses ('unexpected end of hex escape'), so the run is a "
-        "worker_crash (in process: ok, the same text); proposed fix: parse lines with json.loads "
-        "and validate_python in recurgent/_worker/_protocol.py (parse_line), or carry such text "
-        "in an envelope in recurgent/_worker/_codec.py (_Encoder.walk)"
+        "pydantic-core's JSON parser refuses ('unexpected end of hex escape'), so an answer, a "
+        "printed line, an error message, a remember() or an argument holding one is a "
+        "worker_crash (in process: the same text); proposed fix: parse lines with json.loads and "
+        "validate_python in recurgent/_worker/_protocol.py (parse_line), or carry such text in "
+        "an envelope in recurgent/_worker/_codec.py (_Encoder.walk)"
     ),
 )
-def test_a_lone_surrogate_in_an_answer_crosses_as_in_process(
-    worker_paths: tuple[str, ...],
+@pytest.mark.parametrize("method", list(SURROGATES))
+def test_a_lone_surrogate_crosses_the_pipe_as_in_process(
+    worker_paths: tuple[str, ...], method: str
 ) -> None:
-    """``return '\\ud800x'`` answers the same text in a worker as in process."""
-    agent = _agent("process", {"surrogate": "return '\\ud800x'"})
-    try:
-        outcome = agent.surrogate()
-    finally:
-        _shutdown(agent)
-    assert (outcome.status, outcome.value) == ("ok", "\ud800x")
+    """Text with a lone surrogate, answered, printed, raised, remembered or passed in: the
+    worker's Outcome has the in-process status, error type and value."""
+    here, there = _surrogate_twins(method)
+    assert (there.status, there.error_type, there.value) == (
+        here.status,
+        here.error_type,
+        here.value,
+    )
 
 
-def test_a_lone_surrogate_in_an_answer_is_a_worker_crash_today(
-    worker_paths: tuple[str, ...],
+@pytest.mark.parametrize("method", list(SURROGATES))
+def test_a_lone_surrogate_is_a_worker_crash_today(
+    worker_paths: tuple[str, ...], method: str
 ) -> None:
-    """What the strict xfail above replaces: the same program is a ``worker_crash`` whose
-    message names the parser's refusal, while the in-process agent answers the text."""
-    programs = {"surrogate": "return '\\ud800x'"}
-    here = _agent("in_process", programs)
-    there = _agent("process", programs)
-    try:
-        expected, outcome = here.surrogate(), there.surrogate()
-    finally:
-        _shutdown(there)
-    assert (expected.status, expected.value) == ("ok", "\ud800x")
-    assert outcome.error_type == "worker_crash"
+    """What the strict xfail above replaces: in process each program answers (``raised`` is
+    its own ``execution`` error); in a worker each is a ``worker_crash`` naming the parser's
+    refusal (pydantic-core's ``json_invalid``, "unexpected end of hex escape"), on the parent's
+    side or, for an argument, the worker's (which exits)."""
+    here, there = _surrogate_twins(method)
+    assert here.error_type == ("execution" if method == "raised" else None)
+    assert there.error_type == "worker_crash"
+    message = there.error_message or ""
+    if method == "argument":
+        assert "recurgent worker: unreadable message" in message and "json_invalid" in message
+    else:
+        assert "Invalid JSON: unexpected end of hex escape" in message
 
 
 @pytest.mark.xfail(
@@ -647,3 +672,78 @@ def test_a_confined_worker_cannot_write_files_of_any_size() -> None:
         worker.shutdown()
     assert raw.error is None, raw.error
     assert raw.value != -1
+
+
+# --- Found on the way: in-place nesting and a shared value fanned out ---------------------
+
+DEEPEN = (
+    "x = context['deep']\nwhile x:\n    x = x[0]\ny = []\nfor _ in range(60):\n"
+    "    y = [y]\nx.append(y)\nreturn 1"
+)
+
+
+def _depth(value: Any) -> int:
+    depth = 0
+    while isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    return depth
+
+
+def test_a_worker_refuses_memory_nested_past_the_cap_in_place(
+    worker_paths: tuple[str, ...],
+) -> None:
+    """Two calls each append a 61-level list at the innermost list of memory: the first
+    leaves 61 levels, the second (122 levels) is ``non_serializable_result`` naming the 64-level
+    cap, and memory keeps 61 levels."""
+    agent = _agent("process", {"deepen": DEEPEN})
+    agent.deep = []
+    try:
+        first, second = agent.deepen(), agent.deepen()
+    finally:
+        _shutdown(agent)
+    assert (first.status, second.error_type) == ("ok", "non_serializable_result")
+    assert "is nested more than 64 levels deep" in (second.error_message or "")
+    assert _depth(agent.runtime_context["deep"]) == 61
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "R25 (in process, found on the way): the write check walks only what a call adds, "
+        "from where it is attached, so each call can nest memory 64 more levels in place "
+        "(122 after two calls; after seven a read of the key is a RecursionError); proposed "
+        "fix: count the depth of a patched container's path in the in-process memory write "
+        "check (recurgent/_sandbox/_boundary.py, _Rebuilder, with the journal's patch paths)"
+    ),
+)
+def test_in_process_memory_is_not_nested_past_the_cap_in_place() -> None:
+    """The in-process agent refuses the second deepening as the worker does."""
+    agent = _agent("in_process", {"deepen": DEEPEN})
+    agent.deep = []
+    first, second = agent.deepen(), agent.deepen()
+    assert (first.status, second.error_type) == ("ok", "non_serializable_result")
+
+
+def test_a_shared_value_fanned_out_stops_at_the_message_cap_without_growing_the_host(
+    worker_paths: tuple[str, ...],
+) -> None:
+    """``[s] * 500`` of one million-character string is 1 MB in process but 500 MB as a
+    tree on the pipe: the parent stops reading at its 64 MiB message cap (``worker_crash``),
+    its own peak grows by less than 256 MiB, and the next call answers."""
+    programs = {
+        "fan": "s = 'a' * 10**6\nreturn [s] * 500",
+        "one": "return 1",
+    }
+    agent = _agent("process", programs, timeout=10.0)
+    try:
+        assert agent.one().value == 1
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        outcome = agent.fan()
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        following = agent.one()
+    finally:
+        _shutdown(agent)
+    assert outcome.error_type == "worker_crash"
+    assert "worker sent a message over 67108864 bytes" in (outcome.error_message or "")
+    assert after - before < 256 * 1024  # KiB
+    assert following.value == 1
