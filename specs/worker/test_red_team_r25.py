@@ -648,6 +648,63 @@ def test_an_escaped_program_in_bubblewrap_does_not_see_the_project_checkout(
     assert raw.value == []
 
 
+_REMOUNT = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+outcome = []
+try:
+    open({path!r}, 'a').close()
+    outcome.append('written')
+except OSError as error:
+    outcome.append(error.strerror)
+# MS_REMOUNT | MS_BIND without MS_RDONLY: make the read-only bind writable.
+outcome.append(libc.mount(None, {folder!r}.encode(), None, 32 | 4096, None))
+try:
+    with open({path!r}, 'w') as handle:
+        handle.write('changed by the worker')
+    outcome.append('written')
+except OSError as error:
+    outcome.append(error.strerror)
+result = outcome
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="bubblewrap keeps capabilities only for root")
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "R25: run by root, bubblewrap keeps every capability in the worker (CapEff "
+        "000001fffeffffff, no user namespace), so a program that escaped the policy remounts "
+        "a read-only bind read-write and changes host files (the runtime's own package and "
+        "site-packages are such binds); proposed fix: --unshare-user with an unprivileged "
+        "--uid/--gid and --cap-drop ALL in recurgent/_worker/_isolation.py (bwrap_command)"
+    ),
+)
+def test_an_escaped_program_cannot_write_through_a_read_only_bind(
+    worker_paths: tuple[str, ...], tmp_path: Path
+) -> None:
+    """A host directory bound read-only stays unchanged whatever raw Python in the worker
+    does: the plain write is refused (read-only file system), and so is the remount."""
+    folder = tmp_path / "bound"
+    folder.mkdir()
+    target = folder / "file.txt"
+    target.write_text("original")
+    worker = supervisor(
+        isolation=confined(use_bwrap=True, network="deny"),
+        host_paths=(*worker_paths, str(folder)),
+        pool=WorkerPool(idle_timeout_seconds=None, reaper=False),
+    )
+    executor = ProcessExecutor(worker)
+    try:
+        raw = executor.run_raw(_REMOUNT.format(path=str(target), folder=str(folder)))
+    finally:
+        worker.shutdown()
+    assert raw.error is None, raw.error
+    assert raw.value[0] == "Read-only file system"
+    assert target.read_text() == "original"
+
+
 @pytest.mark.xfail(
     strict=True,
     reason=(
