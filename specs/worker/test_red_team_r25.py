@@ -768,7 +768,8 @@ def test_a_worker_refuses_memory_nested_past_the_cap_in_place(
     reason=(
         "R25 (in process, found on the way): the write check walks only what a call adds, "
         "from where it is attached, so each call can nest memory 64 more levels in place "
-        "(122 after two calls; after seven a read of the key is a RecursionError); proposed "
+        "(122 after two calls; after six, about 360 levels, the next write and every read of "
+        "the key end in RecursionError); proposed "
         "fix: count the depth of a patched container's path in the in-process memory write "
         "check (recurgent/_sandbox/_boundary.py, _Rebuilder, with the journal's patch paths)"
     ),
@@ -804,3 +805,30 @@ def test_a_shared_value_fanned_out_stops_at_the_message_cap_without_growing_the_
     assert "worker sent a message over 67108864 bytes" in (outcome.error_message or "")
     assert after - before < 256 * 1024  # KiB
     assert following.value == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "R25: every run re-sends and re-encodes the whole of memory inside the run's deadline "
+        "(the worker decodes the request, then to_wire and a json.dumps per key to find the "
+        "writes), so memory holding [7] * 6_000_000 turns 'return 1' into a timeout at a 1 s "
+        "deadline (in process: 0.00 s; at a 30 s deadline about 5 s a call); proposed fix: "
+        "have the worker announce when the program starts and ends (after decoding the "
+        "request, before encoding the answer) and count the parent's deadline from there "
+        "(recurgent/_worker/_child.py run_request/_finish, _supervisor.py _run_locked), or "
+        "keep memory in the worker between runs and send changes only"
+    ),
+)
+def test_a_large_memory_does_not_spend_the_programs_deadline(
+    worker_paths: tuple[str, ...],
+) -> None:
+    """With six million items in memory, ``return 1`` answers within a 1 s deadline in a
+    worker, as in process."""
+    agent = _agent("process", {"one": "return 1"}, timeout=DEADLINE)
+    agent.big = [7] * 6_000_000
+    try:
+        outcome = agent.one()
+    finally:
+        _shutdown(agent)
+    assert (outcome.status, outcome.value) == ("ok", 1)
