@@ -4,15 +4,15 @@ The same programs run on an in-process agent and on a process-isolated one: the 
 and builtin rules of R22 to R24 (star-unpacking, ``print``'s options, ``str`` spread, qualified
 names) answer alike; hangs that sleep, swallow the stop or backtrack in a regex end by the
 deadline plus the parent's grace and the next call works; what one call leaves in a warm
-worker's modules does not reach the next; hostile answers come back as typed Outcomes with memory unchanged on
-failure. Strict xfails pin what broke (each reason names the finding and a proposed fix): a
-lone surrogate in any text on the pipe is a ``worker_crash`` (host memory holding one stops
-every call), a datetime made by ``email.utils`` reaches ``_strptime``'s caches without
-retiring the worker, the size of memory is spent from the program's deadline and, for a
-program that escaped the policy, bubblewrap shows the project checkout above the package,
-keeps root's capabilities (a read-only bind is remounted and written) and no file-size limit
-bounds what a worker writes. Found on the way, in process: in-place writes nest memory past
-the 64-level cap, about 60 levels a call.
+worker's modules does not reach the next; hostile answers come back as typed Outcomes with
+memory unchanged on failure. Strict xfails pin what broke (each reason names the finding and
+a proposed fix): a lone surrogate in any text on the pipe is a ``worker_crash`` (host memory
+holding one stops every call), a datetime made by ``email.utils`` reaches ``_strptime``'s
+caches without retiring the worker, the size of memory is spent from the program's deadline
+and, for a program that escaped the policy, bubblewrap shows the project checkout above the
+package, keeps root's capabilities (a read-only bind is remounted and written) and no
+file-size limit bounds what a worker writes. Found on the way, in process: in-place writes
+nest memory past the 64-level cap, about 60 levels a call.
 
 A worker imports the ``recurgent`` its interpreter finds under ``python -I``; when that is not
 this checkout's (a git worktree beside an editable install), the module's fixture adds that
