@@ -406,17 +406,14 @@ class Journal:
         if may_delete:
             writes.delete.extend(key for key in base if not dict.__contains__(view, key))
         copied = self._copied
-        # Most attempts copy no container: no patch maker to build.
-        fresh = (
-            Fresh(lambda value, where: rebuild(value, where, resolve=resolve), resolve)
-            if copied
-            else None
-        )
         for entry in copied:
             if entry.kind is not None:
-                assert fresh is not None
                 patch = entry.kind.diff(
-                    entry.copy, entry.original, entry.contents, entry.path, fresh
+                    entry.copy,
+                    entry.original,
+                    entry.contents,
+                    entry.path,
+                    _fresh(rebuild, resolve, len(entry.path)),
                 )
             else:
                 patch = container_patch(entry, rebuild, resolve, self._back)
@@ -427,3 +424,8 @@ class Journal:
         if self._after:
             writes.after.extend(self._after)
         return writes
+
+
+def _fresh(rebuild: Rebuild, resolve: Callable[[Any], Any | None], depth: int) -> Fresh:
+    """The patch maker of a host-kind container whose items sit ``depth`` levels down."""
+    return Fresh(lambda value, where: rebuild(value, where, resolve=resolve, depth=depth), resolve)

@@ -64,6 +64,8 @@ def container_patch(
     nothing). ``back`` maps a key or member the attempt got from memory to memory's own."""
     copy, before = entry.copy, entry.contents
     where = _where(entry.path)
+    # The container sits len(path) - 1 levels below memory's top: its items one more.
+    depth = len(entry.path)
     if isinstance(copy, dict):
         now = ordered_items(copy)
         if len(now) == len(before) and all(
@@ -75,8 +77,10 @@ def container_patch(
         host_keys: list[Any] = []
         for key, value in now:
             if old.get(key, MISSING) is not value:
-                plain_key = rebuild(key, Where(where, " key"), resolve=resolve)
-                changed[plain_key] = rebuild(value, Where(where, (plain_key,)), resolve=resolve)
+                plain_key = rebuild(key, Where(where, " key"), resolve=resolve, depth=depth)
+                changed[plain_key] = rebuild(
+                    value, Where(where, (plain_key,)), resolve=resolve, depth=depth
+                )
                 host_keys.append(plain_key)
             else:
                 host_keys.append(back(key))
@@ -102,7 +106,7 @@ def container_patch(
         if now_ids.keys() == before_ids.keys():
             return None
         added = [
-            rebuild(item, Where(where, " member"), resolve=resolve)
+            rebuild(item, Where(where, " member"), resolve=resolve, depth=depth)
             for key, item in now_ids.items()
             if key not in before_ids
         ]
@@ -118,11 +122,13 @@ def container_patch(
     if unchanged_prefix:
         # Appends only: commit them with extend, so appends made meanwhile by others stay.
         tail = [
-            rebuild(item, Where(where, prefix + i), resolve=resolve)
+            rebuild(item, Where(where, prefix + i), resolve=resolve, depth=depth)
             for i, item in enumerate(items[prefix:])
         ]
         return Patch(entry.original, entry.path, "extend", items=tail)
-    rebuilt = [rebuild(item, Where(where, i), resolve=resolve) for i, item in enumerate(items)]
+    rebuilt = [
+        rebuild(item, Where(where, i), resolve=resolve, depth=depth) for i, item in enumerate(items)
+    ]
     return Patch(entry.original, entry.path, "replace", items=rebuilt)
 
 

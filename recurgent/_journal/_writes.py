@@ -32,11 +32,18 @@ class Rebuild(Protocol):
 
     ``resolve`` maps an object the attempt got from memory to what memory holds for it (the
     original of a copy, or the object itself when memory already held it), and returns ``None``
-    for an object the attempt made, which the boundary then rebuilds.
+    for an object the attempt made, which the boundary then rebuilds. ``depth``: how deep in
+    memory ``value`` sits (an item of a container patched in place is as deep as the
+    container's path is long), so the nesting cap counts from memory's top (red team R25).
     """
 
     def __call__(
-        self, value: Any, where: Location, *, resolve: Callable[[Any], Any | None]
+        self,
+        value: Any,
+        where: Location,
+        *,
+        resolve: Callable[[Any], Any | None],
+        depth: int = 0,
     ) -> Any: ...  # pragma: no cover - a protocol
 
 

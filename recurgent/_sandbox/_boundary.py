@@ -349,6 +349,7 @@ def rebuild(
     attribution: Attribution | None = None,
     suffix: str = "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) "
     "can leave the sandbox",
+    depth: int = 0,
 ) -> Any:
     """``value`` rebuilt from plain types for the host.
 
@@ -364,12 +365,14 @@ def rebuild(
         attribution: For the attempt's result: the call every Outcome the program made names;
             ``None`` keeps every Outcome's role and method.
         suffix: Appended to the refusal message.
+        depth: How deep ``value`` already sits (an item written into a container of memory):
+            the nesting cap counts from there.
 
     Raises:
         NonSerializableResultError: ``value`` holds something that is not plain data.
     """
     try:
-        return _Rebuilder(resolve, handles, keep, attribution).value(value, where, 0)
+        return _Rebuilder(resolve, handles, keep, attribution).value(value, where, depth)
     except _Refused as refused:
         raise NonSerializableResultError(f"{refused.args[0]}; {suffix}") from None
     except RecursionError:

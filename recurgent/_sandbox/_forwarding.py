@@ -186,9 +186,16 @@ class ForwardedCalls:
     def _memory_writes(self) -> Writes:
         """The attempt's memory writes, each new value rebuilt (handles refused)."""
 
-        def plain(value: Any, where: Location, *, resolve: Callable[[Any], Any | None]) -> Any:
+        def plain(
+            value: Any, where: Location, *, resolve: Callable[[Any], Any | None], depth: int = 0
+        ) -> Any:
             return rebuild(
-                value, where, resolve=resolve, keep=self._is_agent, suffix=_MEMORY_SUFFIX
+                value,
+                where,
+                resolve=resolve,
+                keep=self._is_agent,
+                suffix=_MEMORY_SUFFIX,
+                depth=depth,
             )
 
         return self._journal.prepare(plain)

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ __all__ = [
     "Environment",
     "EnvironmentManager",
     "default_cache_root",
+    "host_binds",
     "host_paths",
     "run_command",
 ]
@@ -92,6 +93,18 @@ def host_paths() -> tuple[str, ...]:
         if path not in paths:
             paths.append(path)
     return tuple(paths)
+
+
+def host_binds(paths: Iterable[str]) -> list[str]:
+    """What bubblewrap binds for ``paths`` (:func:`host_paths` or a caller's): the directory
+    holding the ``recurgent`` package is bound as the package alone, unless it is a
+    site-packages directory. A source checkout's ``.git``, ``pyproject.toml`` and any ``.env``
+    stay outside the worker (red team R25, ADR 0152); the package's parent, put on the path,
+    still finds it."""
+    package = Path(recurgent.__file__).resolve().parent
+    sites = {str(Path(sysconfig.get_paths()[key]).resolve()) for key in ("purelib", "platlib")}
+    checkout = str(package.parent)
+    return [str(package) if path == checkout and path not in sites else path for path in paths]
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,12 @@ def scrubbed_environment(
     return environment
 
 
+#: What a worker may write to one file (and to its ``/tmp``): programs cannot open files, so this
+#: bounds what code that escaped the policy could write to the host's disk or RAM (red team
+#: R25, ADR 0152).
+FILE_BYTES = 64 * 1024**2
+
+
 @dataclass(frozen=True, slots=True)
 class IsolationSettings:
     """The confinement of one agent's workers.
@@ -75,6 +81,8 @@ class IsolationSettings:
         max_cpu_seconds: Hard ``RLIMIT_CPU`` over the worker's life; each run also gets a soft
             limit of its deadline (set by the worker itself before it runs the program).
         max_open_files: ``RLIMIT_NOFILE``.
+        max_file_bytes: ``RLIMIT_FSIZE`` (no file the worker writes grows past it), and the
+            size of bubblewrap's ``/tmp`` (a RAM-backed tmpfs).
         network: The agent's network policy (``"allow"``, ``"deny"`` or host names): anything
             but ``"deny"`` keeps the network namespace shared.
         use_bwrap: ``None``: bubblewrap when it works; ``False``: never; ``True``: required.
@@ -84,6 +92,7 @@ class IsolationSettings:
     max_address_space_bytes: int = 4 * 1024**3
     max_cpu_seconds: int = 3600
     max_open_files: int = 256
+    max_file_bytes: int = FILE_BYTES
     network: object = "allow"
     use_bwrap: bool | None = None
 
@@ -112,6 +121,9 @@ def limit_resources(settings: IsolationSettings) -> Callable[[], None]:
         )
         resource.setrlimit(
             resource.RLIMIT_NOFILE, (settings.max_open_files, settings.max_open_files)
+        )
+        resource.setrlimit(
+            resource.RLIMIT_FSIZE, (settings.max_file_bytes, settings.max_file_bytes)
         )
 
     return apply
@@ -168,18 +180,24 @@ def bwrap_command(
     read_only: Iterable[str],
     scratch: Path,
     network: bool,
+    tmp_bytes: int = FILE_BYTES,
 ) -> list[str]:
     """Wrap ``command`` in bubblewrap with the binds and namespaces of ADR 0041."""
     argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not network:
         argv.append("--unshare-net")
+    if os.geteuid() == 0:
+        # Run by root, bubblewrap keeps every capability in the sandbox: code that escaped the
+        # policy could remount a read-only bind and write host files (red team R25, ADR 0152).
+        # Unprivileged, it already drops them (and refuses the option in setuid mode).
+        argv += ["--cap-drop", "ALL"]
     for path in _SYSTEM_DIRS:
         argv += ["--ro-bind-try", path, path]
     argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     if network:
         for path in _NETWORK_FILES:
             argv += ["--ro-bind-try", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     seen: set[str] = set()
     for path in sorted(read_only, key=len):
         real = str(Path(path).resolve())

@@ -223,7 +223,19 @@ def parse_line(line: bytes) -> Any:
     Raises:
         ValueError: not JSON, not a known message, or a different ``ipc_version``.
     """
-    return _MESSAGE.validate_json(line)
+    try:
+        return _MESSAGE.validate_json(line)
+    except ValueError as refused:
+        if b"\\ud" not in line and b"\\uD" not in line:
+            raise
+        # A lone surrogate (text decoded with surrogateescape, a program's chr(0xDCE9)) is
+        # written by json.dumps as its escape, which pydantic's JSON parser refuses: Python's
+        # reads it, and the message is validated as Python data (red team R25).
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise refused from None
+        return _MESSAGE.validate_python(data)
 
 
 _ERROR_CLASSES: dict[str, type[RecurgentError]] = {

@@ -35,6 +35,10 @@ STATEFUL_MODULES: dict[str, str] = {
     "html.parser": "the standard re's pattern cache (set_cdata_mode compiles program text)",
     "string": "the standard re's pattern cache (a Template subclass compiles its pattern)",
     "datetime": "_strptime's format and regex caches (datetime.strptime)",
+    # Its functions are pure (make_msgid and the charset registry are denied), but the
+    # datetimes parsedate_to_datetime and localtime return reach datetime.strptime (R25).
+    "email": "reaches email.utils",
+    "email.utils": "returns datetimes, whose strptime fills _strptime's caches",
     "time": "_strptime's format and regex caches (time.strptime)",
     "zoneinfo": "ZoneInfo's cache of instances by key",
     "typing": "typing's cache of subscripted generics (Literal[...] holds any value)",
@@ -80,8 +84,6 @@ STATELESS_MODULES: dict[str, str] = {
     "uuid": "uuid1 and its clock state are denied",
     # ADR 0105.
     "contextlib": "context managers are the program's; redirect_* and chdir are denied",
-    "email": "reaches email.utils",
-    "email.utils": "pure functions; make_msgid and the charset registry are denied",
     "graphlib": "sorters are the program's objects",
     "shlex": "split lexes a fresh lexer per call; quote's pattern is compiled at import only",
 }

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recurgent._worker import _pool
-from recurgent._worker._env import host_paths as runtime_paths
+from recurgent._worker._env import host_binds, host_paths as runtime_paths
 from recurgent._worker._isolation import (
     IsolationSettings,
     backend_for,
@@ -146,7 +146,7 @@ class WorkerSupervisor:
             return command
         bwrap = bwrap_path()
         assert bwrap is not None
-        read_only = [*interpreter_paths(self._python), *self._host_paths]
+        read_only = [*interpreter_paths(self._python), *host_binds(self._host_paths)]
         if self._env_dir is not None:
             read_only.append(str(self._env_dir))
         return bwrap_command(
@@ -155,6 +155,7 @@ class WorkerSupervisor:
             read_only=read_only,
             scratch=scratch,
             network=network_allowed(self._isolation.network),
+            tmp_bytes=self._isolation.max_file_bytes,
         )
 
     @property

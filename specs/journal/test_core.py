@@ -5,8 +5,11 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 
+import pytest
+
 from recurgent._journal import Journal, MemoryView
 from recurgent._sandbox import rebuild
+from recurgent.errors import NonSerializableResultError
 
 
 class TestOrderedDicts:
@@ -130,3 +133,44 @@ class TestUntouched:
             (False, True),
             (False, True),
         ]
+
+
+class TestNestingCountsFromMemorysTop:
+    """A value written into a container memory holds is as deep as that container's path says:
+    the 64-level cap counts from memory's top (red team R25, ADR 0152)."""
+
+    @staticmethod
+    def _innermost_after(levels: int, added: int) -> tuple[Journal, list[object]]:
+        chain: list[object] = []
+        innermost = chain
+        for _ in range(levels):
+            inner: list[object] = []
+            innermost.append(inner)
+            innermost = inner
+        journal = Journal({"deep": chain})
+        copy = journal.view["deep"]
+        for _ in range(levels):
+            copy = copy[0]
+        value: list[object] = []
+        for _ in range(added):
+            value = [value]
+        copy.append(value)
+        return journal, chain
+
+    def test_past_the_cap_in_place_is_refused(self) -> None:
+        """Sixty levels in memory and five more appended at the innermost list: refused, where
+        the five counted alone passed."""
+        journal, _ = self._innermost_after(60, 4)
+        with pytest.raises(NonSerializableResultError, match="nested more than 64 levels deep"):
+            journal.prepare(rebuild)
+
+    def test_within_the_cap_in_place_commits(self) -> None:
+        """Sixty levels and two appended (63 below the top): committed into memory's list."""
+        journal, chain = self._innermost_after(60, 2)
+        memory = {"deep": chain}
+        journal.prepare(rebuild).apply(memory)
+        innermost: object = chain
+        depth = 0
+        while isinstance(innermost, list) and innermost:
+            innermost, depth = innermost[0], depth + 1
+        assert depth == 63

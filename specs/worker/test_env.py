@@ -6,17 +6,20 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+import recurgent
 from recurgent._worker._env import (
     CommandResult,
     Environment,
     EnvironmentManager,
     default_cache_root,
+    host_binds,
 )
 from recurgent._worker._manifest import DependencyPolicy, ManifestEntry, normalize_manifest
 from recurgent.errors import DependencyInstallError, DependencyResolutionError
@@ -289,3 +292,14 @@ def test_an_environment_from_the_real_index(tmp_path: Path) -> None:
     probe = [str(env.python), "-I", "-c", "import six; print(six.__name__)"]
     assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout == "six\n"
     assert manager.ensure(env.manifest).cache_hit is True
+
+
+def test_bubblewrap_binds_the_package_not_the_checkout_above_it() -> None:
+    """For a source tree, the directory above the ``recurgent`` package (the checkout, with
+    ``.git`` and any ``.env``) is bound as the package alone; site-packages and any other path
+    are bound as they are (red team R25, ADR 0152)."""
+    package = Path(recurgent.__file__).resolve().parent
+    site = str(Path(sysconfig.get_paths()["purelib"]).resolve())
+    binds = host_binds([str(package.parent), site, "/opt/other"])
+    expected_first = str(package.parent) if str(package.parent) == site else str(package)
+    assert binds == [expected_first, site, "/opt/other"]

@@ -68,7 +68,12 @@ def test_bwrap_command_binds_read_only_and_unshares_the_network_when_denied(tmp_
         "--unshare-uts",
         "--unshare-net",
     ]
-    assert argv[argv.index("--tmpfs") : argv.index("--tmpfs") + 2] == ["--tmpfs", "/tmp"]
+    assert argv[argv.index("--tmpfs") - 2 : argv.index("--tmpfs") + 2] == [
+        "--size",
+        str(64 * 1024**2),
+        "--tmpfs",
+        "/tmp",
+    ]
     assert argv[argv.index("--tmpfs") + 2 : argv.index("--tmpfs") + 5] == [
         "--ro-bind",
         str(tmp_path),
@@ -80,6 +85,24 @@ def test_bwrap_command_binds_read_only_and_unshares_the_network_when_denied(tmp_
         "b", ["py"], read_only=[], scratch=tmp_path, network=True
     )
     assert "/home" not in argv and "--bind" in argv
+
+
+@pytest.mark.parametrize(("uid", "dropped"), [(0, True), (1000, False)])
+def test_bwrap_command_drops_roots_capabilities(
+    uid: int, dropped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run by root, bubblewrap would keep every capability in the worker (a read-only bind
+    could be remounted, red team R25): all are dropped. Unprivileged, bubblewrap drops them
+    itself and refuses the option in setuid mode, so it is not passed."""
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+    argv = bwrap_command("b", ["py"], read_only=[], scratch=tmp_path, network=False, tmp_bytes=5)
+    assert (argv[6:8] == ["--cap-drop", "ALL"], "--cap-drop" in argv) == (dropped, dropped)
+    assert argv[argv.index("--size") : argv.index("--size") + 4] == [
+        "--size",
+        "5",
+        "--tmpfs",
+        "/tmp",
+    ]
 
 
 def test_without_process_isolation_there_is_no_confinement() -> None:

@@ -47,6 +47,20 @@ def test_unknown_fields_versions_and_kinds_are_refused() -> None:
         parse_line(b"not json")
 
 
+def test_text_with_a_lone_surrogate_round_trips() -> None:
+    """``json.dumps`` writes a lone surrogate as its escape, which pydantic's parser refuses:
+    the line is read by the standard library's instead, the same message back (red team R25,
+    ADR 0152); a line that is not JSON at all is still refused."""
+    message = ForwardRequest(
+        call_id="c1", forward_id=1, op="tool", name="caf\udce9", kwargs={"q": "\ud800x"}
+    )
+    line = dump_line(message)
+    assert b"\\udce9" in line
+    assert parse_line(line) == message
+    with pytest.raises(ValueError):
+        parse_line(b'{"kind":"forward", "name": "\\ud800')
+
+
 def test_json_values_cross_unchanged() -> None:
     """JSON types cross as they are (other plain values in envelopes: test_codec.py)."""
     value = {"a": [1, 2.5, "x", None, True], "b": {"c": []}}

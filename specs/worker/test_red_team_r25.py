@@ -5,14 +5,14 @@ and builtin rules of R22 to R24 (star-unpacking, ``print``'s options, ``str`` sp
 names) answer alike; hangs that sleep, swallow the stop or backtrack in a regex end by the
 deadline plus the parent's grace and the next call works; what one call leaves in a warm
 worker's modules does not reach the next; hostile answers come back as typed Outcomes with
-memory unchanged on failure. Strict xfails pin what broke (each reason names the finding and
-a proposed fix): a lone surrogate in any text on the pipe is a ``worker_crash`` (host memory
-holding one stops every call), a datetime made by ``email.utils`` reaches ``_strptime``'s
-caches without retiring the worker, the size of memory is spent from the program's deadline
-and, for a program that escaped the policy, bubblewrap shows the project checkout above the
-package, keeps root's capabilities (a read-only bind is remounted and written) and no
-file-size limit bounds what a worker writes. Found on the way, in process: in-place writes
-nest memory past the 64-level cap, about 60 levels a call.
+memory unchanged on failure. Broken, fixed and pinned (ADR 0152): a lone surrogate in any
+text on the pipe was a ``worker_crash`` (host memory holding one stopped every call), a
+datetime made by ``email.utils`` reached ``_strptime``'s caches without retiring the worker,
+and, for a program that escaped the policy, bubblewrap showed the project checkout above the
+package, kept root's capabilities (a read-only bind was remounted and written) and no
+file-size limit bounded what a worker wrote. Found on the way, in process, fixed: in-place
+writes nested memory past the 64-level cap, about 60 levels a call. Still open, a strict xfail:
+the size of memory is spent from the program's deadline.
 
 A worker imports the ``recurgent`` its interpreter finds under ``python -I``; when that is not
 this checkout's (a git worktree beside an editable install), the module's fixture adds that
@@ -367,47 +367,12 @@ def test_a_change_to_a_shared_class_or_module_is_refused_in_a_worker_as_in_proce
     assert check.value == [[("a", 2), ("b", 1)], "[1, 2]", False, False]
 
 
-def test_a_datetime_from_email_utils_reaches_strptime_without_an_import_of_datetime(
-    worker_paths: tuple[str, ...], tmp_path: Path
-) -> None:
-    """The program imports only ``email.utils`` (classified stateless) and calls ``strptime``
-    on the datetime it parsed: the call answers, and the worker is not retired although
-    ``_strptime``'s process-wide caches were filled (an ``import datetime`` retires it). Pins
-    the gap the strict xfail below names."""
-    log = tmp_path / "calls.jsonl"
-    programs = {
-        "parsed": (
-            "import email.utils\n"
-            "d = email.utils.parsedate_to_datetime('Mon, 20 Nov 1995 19:12:08 -0500')\n"
-            "return d.strptime('2024 07', '%Y %W').year"
-        ),
-        "direct": "import datetime\nreturn datetime.datetime.strptime('2024', '%Y').year",
-    }
-    agent = _agent("process", programs, log=log)
-    try:
-        assert (agent.parsed().value, agent.direct().value) == (2024, 2024)
-    finally:
-        _shutdown(agent)
-
-    parsed, direct = read_log(log)
-    assert (parsed["worker_retired"], direct["worker_retired"]) == (None, "module:datetime")
-    assert direct["worker_pid"] == parsed["worker_pid"]
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "R25: a datetime made by email.utils (parsedate_to_datetime, localtime) reaches "
-        "_strptime's process-wide caches, and the worker is not retired because the source "
-        "imports only a module classified stateless; proposed fix: classify email and "
-        "email.utils as reaching datetime in recurgent/_worker/_retire.py (STATEFUL_MODULES), "
-        "or have the worker report the datetime/ZoneInfo types a run made"
-    ),
-)
 def test_a_run_that_reached_strptime_through_email_utils_retires_its_worker(
     worker_paths: tuple[str, ...], tmp_path: Path
 ) -> None:
-    """The second wall must not depend on the program importing ``datetime`` by name."""
+    """The second wall does not depend on the program importing ``datetime`` by name: a run
+    that imports ``email.utils`` (whose datetimes reach ``_strptime``'s process-wide caches)
+    retires its worker, as one importing ``datetime`` does (it was not retired, ADR 0152)."""
     log = tmp_path / "calls.jsonl"
     program = (
         "import email.utils\n"
@@ -421,7 +386,7 @@ def test_a_run_that_reached_strptime_through_email_utils_retires_its_worker(
         _shutdown(agent)
 
     (entry,) = read_log(log)
-    assert entry["worker_retired"] is not None
+    assert entry["worker_retired"] == "module:email"
 
 
 # --- 4. The protocol: hostile answers as data ------------------------------------------------
@@ -472,15 +437,13 @@ FAILED_WRITES: dict[str, str] = {
     "stores_a_function": "context['a'] = 2\ncontext['b'] = lambda: 1\nreturn 1",
     "raises_after_writing": "context['a'] = 3\nraise ValueError('no')",
     "stores_too_deep": "x = 1\nfor _ in range(70):\n    x = [x]\ncontext['a'] = 4\ncontext['b'] = x",
-    "stores_a_lone_surrogate": "context['a'] = 5\ncontext['b'] = '\\ud800'\nreturn 1",
 }
 
 
 @pytest.mark.parametrize("method", list(FAILED_WRITES))
 def test_a_failed_call_leaves_memory_as_it_was(worker_paths: tuple[str, ...], method: str) -> None:
     """A program that writes memory and then fails (a function stored, an exception, a value
-    nested too deep, a lone surrogate the pipe cannot carry): the Outcome is an error and memory
-    holds exactly what it held before."""
+    nested too deep): the Outcome is an error and memory holds exactly what it held before."""
     agent = _agent("process", FAILED_WRITES)
     agent.a = 1
     try:
@@ -499,6 +462,7 @@ SURROGATES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "raised": ("raise ValueError('\\ud800')", ()),
     "remembered": ("remember(k='\\ud800')\nreturn 1", ()),
     "argument": ("return len(args[0])", ("caf\udce9",)),
+    "stored": ("context['b'] = '\\ud800'\nreturn context['b']", ()),
 }
 
 
@@ -512,23 +476,14 @@ def _surrogate_twins(method: str) -> tuple[Outcome, Outcome]:
         _shutdown(there)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "R25: a str with a lone surrogate crosses the pipe as a \\udXXX escape that "
-        "pydantic-core's JSON parser refuses ('unexpected end of hex escape'), so an answer, a "
-        "printed line, an error message, a remember() or an argument holding one is a "
-        "worker_crash (in process: the same text); proposed fix: parse lines with json.loads and "
-        "validate_python in recurgent/_worker/_protocol.py (parse_line), or carry such text in "
-        "an envelope in recurgent/_worker/_codec.py (_Encoder.walk)"
-    ),
-)
 @pytest.mark.parametrize("method", list(SURROGATES))
 def test_a_lone_surrogate_crosses_the_pipe_as_in_process(
     worker_paths: tuple[str, ...], method: str
 ) -> None:
-    """Text with a lone surrogate, answered, printed, raised, remembered or passed in: the
-    worker's Outcome has the in-process status, error type and value."""
+    """Text with a lone surrogate, answered, printed, raised, remembered, stored or passed in:
+    the worker's Outcome has the in-process status, error type and value (each was a
+    ``worker_crash``: pydantic-core's JSON parser refuses the escape ``json.dumps`` writes;
+    the protocol reads such a line with the standard library's, ADR 0152)."""
     here, there = _surrogate_twins(method)
     assert (there.status, there.error_type, there.value) == (
         here.status,
@@ -537,37 +492,11 @@ def test_a_lone_surrogate_crosses_the_pipe_as_in_process(
     )
 
 
-@pytest.mark.parametrize("method", list(SURROGATES))
-def test_a_lone_surrogate_is_a_worker_crash_today(
-    worker_paths: tuple[str, ...], method: str
-) -> None:
-    """What the strict xfail above replaces: in process each program answers (``raised`` is
-    its own ``execution`` error); in a worker each is a ``worker_crash`` naming the parser's
-    refusal (pydantic-core's ``json_invalid``, "unexpected end of hex escape"), on the parent's
-    side or, for an argument, the worker's (which exits)."""
-    here, there = _surrogate_twins(method)
-    assert here.error_type == ("execution" if method == "raised" else None)
-    assert there.error_type == "worker_crash"
-    message = there.error_message or ""
-    if method == "argument":
-        assert "recurgent worker: unreadable message" in message and "json_invalid" in message
-    else:
-        assert "Invalid JSON: unexpected end of hex escape" in message
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "R25: host memory holding a lone surrogate (a file name decoded with surrogateescape) "
-        "makes every call of an isolated agent a worker_crash: the worker's parser refuses the "
-        "run request and the worker exits; proposed fix: as for answers, in "
-        "recurgent/_worker/_protocol.py (parse_line) or recurgent/_worker/_codec.py"
-    ),
-)
 def test_memory_with_a_lone_surrogate_does_not_stop_an_isolated_agent(
     worker_paths: tuple[str, ...],
 ) -> None:
-    """An agent whose memory holds ``'caf\\udce9'`` answers ``return 1``, as in process."""
+    """An agent whose memory holds ``'caf\\udce9'`` answers ``return 1``, as in process (the
+    worker refused the run request and exited, on every call)."""
     agent = _agent("process", {"one": "return 1"})
     agent.name = "caf\udce9"
     try:
@@ -627,19 +556,11 @@ def test_an_escaped_program_in_bubblewrap_has_no_network_no_host_pids_and_no_sec
 
 
 @needs_bwrap
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "R25: bubblewrap binds the directory above the recurgent package read-only; for a "
-        "source or editable install that is the project checkout (pyproject.toml, .git, .venv, "
-        "any .env), readable by a program that escaped the policy; proposed fix: bind only the "
-        "package directory in recurgent/_worker/_env.py (host_paths)"
-    ),
-)
 def test_an_escaped_program_in_bubblewrap_does_not_see_the_project_checkout(
     walled: ProcessExecutor,
 ) -> None:
-    """The files beside the ``recurgent`` package of this checkout stay outside the worker."""
+    """The files beside the ``recurgent`` package of this checkout stay outside the worker
+    (the whole checkout was bound: ``pyproject.toml``, ``.git``, any ``.env``; ADR 0152)."""
     root = Path(recurgent.__file__).resolve().parent.parent
     beside = sorted(
         str(path) for path in root.iterdir() if path.name != "recurgent" and path.is_file()
@@ -673,22 +594,16 @@ result = outcome
 
 
 @needs_bwrap
-@pytest.mark.skipif(os.geteuid() != 0, reason="bubblewrap keeps capabilities only for root")
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "R25: run by root, bubblewrap keeps every capability in the worker (CapEff "
-        "000001fffeffffff, no user namespace), so a program that escaped the policy remounts "
-        "a read-only bind read-write and changes host files (the runtime's own package and "
-        "site-packages are such binds); proposed fix: --unshare-user with an unprivileged "
-        "--uid/--gid and --cap-drop ALL in recurgent/_worker/_isolation.py (bwrap_command)"
-    ),
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="only root's capabilities are at stake (unprivileged, bubblewrap drops them)",
 )
 def test_an_escaped_program_cannot_write_through_a_read_only_bind(
     worker_paths: tuple[str, ...], tmp_path: Path
 ) -> None:
     """A host directory bound read-only stays unchanged whatever raw Python in the worker
-    does: the plain write is refused (read-only file system), and so is the remount."""
+    does: the plain write is refused (read-only file system), and so is the remount (run by
+    root, bubblewrap kept every capability until ADR 0152 dropped them)."""
     folder = tmp_path / "bound"
     folder.mkdir()
     target = folder / "file.txt"
@@ -708,18 +623,9 @@ def test_an_escaped_program_cannot_write_through_a_read_only_bind(
     assert target.read_text() == "original"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "R25: a confined worker has no RLIMIT_FSIZE and its scratch directory is a bind of "
-        "the host's temporary directory (bwrap's /tmp a RAM-backed tmpfs without --size), so a "
-        "program that escaped the policy can fill the host's disk or memory past RLIMIT_AS; "
-        "proposed fix: set RLIMIT_FSIZE in recurgent/_worker/_isolation.py (limit_resources) "
-        "and give bwrap_command's tmpfs a --size"
-    ),
-)
 def test_a_confined_worker_cannot_write_files_of_any_size() -> None:
-    """``RLIMIT_FSIZE`` of a confined worker is finite."""
+    """``RLIMIT_FSIZE`` of a confined worker is its ``max_file_bytes``, 64 MiB (it had none:
+    code that escaped the policy could fill the host's disk, ADR 0152)."""
     worker = supervisor(
         isolation=confined(), pool=WorkerPool(idle_timeout_seconds=None, reaper=False)
     )
@@ -731,7 +637,7 @@ def test_a_confined_worker_cannot_write_files_of_any_size() -> None:
     finally:
         worker.shutdown()
     assert raw.error is None, raw.error
-    assert raw.value != -1
+    assert raw.value == 64 * 1024**2
 
 
 # --- Found on the way: in-place nesting and a shared value fanned out ---------------------
@@ -766,23 +672,16 @@ def test_a_worker_refuses_memory_nested_past_the_cap_in_place(
     assert _depth(agent.runtime_context["deep"]) == 61
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "R25 (in process, found on the way): the write check walks only what a call adds, "
-        "from where it is attached, so each call can nest memory 64 more levels in place "
-        "(122 after two calls; after six, about 360 levels, the next write and every read of "
-        "the key end in RecursionError); proposed "
-        "fix: count the depth of a patched container's path in the in-process memory write "
-        "check (recurgent/_sandbox/_boundary.py, _Rebuilder, with the journal's patch paths)"
-    ),
-)
 def test_in_process_memory_is_not_nested_past_the_cap_in_place() -> None:
-    """The in-process agent refuses the second deepening as the worker does."""
+    """The in-process agent refuses the second deepening as the worker does: the nesting cap
+    counts from memory's top, not from where a call attaches its value (each call could add 61
+    levels in place, until reads of the key failed with ``RecursionError``; ADR 0152)."""
     agent = _agent("in_process", {"deepen": DEEPEN})
     agent.deep = []
     first, second = agent.deepen(), agent.deepen()
     assert (first.status, second.error_type) == ("ok", "non_serializable_result")
+    assert "is nested more than 64 levels deep" in (second.error_message or "")
+    assert _depth(agent.runtime_context["deep"]) == 61
 
 
 def test_a_shared_value_fanned_out_stops_at_the_message_cap_without_growing_the_host(
