@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 
 __all__ = ["bind_decode", "bind_encode", "checked_decode", "checked_encode"]
 
 _STEP = 1 << 16
+_Part = TypeVar("_Part", bytes, str)
 # Handlers that put at most what the codec itself writes (or one character) for a character
 # (or byte) they handle.
 _PLAIN_ERRORS = frozenset({"strict", "ignore", "replace", "surrogateescape", "surrogatepass"})
@@ -101,15 +102,23 @@ def checked_encode(
         return str.encode(text, encoding, errors)
     exact = str.__str__(text)
     encoder = make_encoder(errors)
-    parts: list[bytes] = []
+    return b"".join(
+        _in_steps(lambda start, final: _encoded(encoder, exact, start, final=final), length, what)
+    )
+
+
+def _in_steps(step: Callable[[int, bool], _Part], length: int, what: str) -> list[_Part]:
+    """The parts ``step(start, final)`` converts, a step at a time, refused once their total
+    passes the item cap. The last step (empty when the length is a whole number of steps) is
+    final."""
+    parts: list[_Part] = []
     total = 0
     for start in range(0, length + 1, _STEP):
-        # The last step (empty when the length is a whole number of steps) is final.
-        part = _encoded(encoder, exact, start, final=start + _STEP > length)
+        part = step(start, start + _STEP > length)
         total += len(part)
         check_items(total, what)
         parts.append(part)
-    return b"".join(parts)
+    return parts
 
 
 def _encoded(encoder: Any, text: str, start: int, *, final: bool) -> bytes:
@@ -152,14 +161,9 @@ def checked_decode(
         return decode(data, encoding, errors)
     exact = bytes(data)
     decoder = make_decoder(errors)
-    parts: list[str] = []
-    total = 0
-    for start in range(0, length + 1, _STEP):
-        part = _decoded(decoder, exact, start, final=start + _STEP > length)
-        total += len(part)
-        check_items(total, what)
-        parts.append(part)
-    return "".join(parts)
+    return "".join(
+        _in_steps(lambda start, final: _decoded(decoder, exact, start, final=final), length, what)
+    )
 
 
 def _decoded(decoder: Any, data: bytes, start: int, *, final: bool) -> str:
