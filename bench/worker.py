@@ -79,6 +79,24 @@ def run_on(executor: Any, source: str) -> Any:
     return result.value
 
 
+def memory_costs(executor: Any, repeats: int) -> None:
+    """A warm ``return 1`` with memory of growing size: memory crosses to the worker on every
+    run (its decoding is inside the run's deadline), and only the keys a run changed come back
+    (ADR 0152). Printed as times and as a ratio to an empty memory."""
+    program = Program(code="return 1")
+    base_ms = 0.0
+    for items in (0, 100_000, 1_000_000):
+        memory = {"rows": [7] * items} if items else {}
+        best, _ = best_ms(
+            lambda m=memory: executor.run(program, ExecutionInputs(memory=dict(m)), LIMITS, BRIDGE),
+            repeats,
+        )
+        base_ms = base_ms or best
+        print(
+            f"return 1, memory of {items:>9,} items: {best:8.2f} ms   ({best / base_ms:6.1f}x empty)"
+        )
+
+
 class _Clock:
     """A monotonic clock the benchmark moves past the idle timeout."""
 
@@ -179,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             )
 
         pool_costs(max(1, min(options.repeats, 5)))
+        memory_costs(worker, max(1, min(options.repeats, 5)))
 
         with tempfile.TemporaryDirectory() as scratch:
             wheels = build_wheel(Path(scratch) / "wheels").parent

@@ -247,6 +247,28 @@ def _memory_writes(
     return written, deleted
 
 
+def _written(
+    request: RunRequest, memory: dict[str, Any], done: ExecutionResult, forwarder: _Forwarder
+) -> tuple[dict[str, Any], list[str]]:
+    """What a run wrote to memory, as wire values, and the keys it deleted.
+
+    Only the keys the run's journal says it changed are encoded: memory it left alone is
+    neither encoded nor compared, so a run's cost does not grow with it (red team R25, ADR
+    0152). A run that failed commits nothing. Writes whose keys are unknown (or that do not
+    encode as a plain mapping) are found by comparing every key, as before.
+    """
+    writes = done.writes
+    if done.error is not None or done.violations or writes is None:
+        return {}, []
+    touched = writes.touched_keys()
+    if touched is not None:
+        changed = {key: memory[key] for key in dict.fromkeys(touched) if key in memory}
+        encoded = to_wire(changed, "context", forwarder.reference)
+        if type(encoded) is dict and all(type(key) is str for key in encoded):
+            return encoded, [key for key in writes.delete if key not in memory]
+    return _memory_writes(request.memory, to_wire(memory, "context", forwarder.reference))
+
+
 def _commit(done: ExecutionResult, memory: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Commit a successful run's writes to the worker's copy of memory, as the sandbox would.
 
@@ -318,8 +340,7 @@ def _finish(
     try:
         if error is None:
             value = to_wire(done.value, "the result", forwarder.reference)
-        encoded_memory = to_wire(memory, "context", forwarder.reference)
-        written, deleted = _memory_writes(request.memory, encoded_memory)
+        written, deleted = _written(request, memory, done, forwarder)
         wired = _wire_patches(patches, written, forwarder)
     except Unencodable as problem:
         if error is None:

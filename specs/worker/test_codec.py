@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from recurgent._worker._codec import Unencodable, from_wire, to_wire
+from recurgent._worker._codec import Unencodable, _plain_scalars, from_wire, to_wire
 from recurgent._worker._protocol import RunResult, dump_line, parse_line
 from recurgent.outcome import Outcome
 
@@ -203,3 +203,38 @@ def test_a_malformed_envelope_is_refused(wire: Any) -> None:
     and decoding never calls anything a worker names (``open`` is not an exception class)."""
     with pytest.raises((ValueError, TypeError, KeyError)):
         from_wire({"k": [wire]}, _no_agent_for)
+
+
+@pytest.mark.parametrize(
+    ("items", "fast"),
+    [
+        ([7] * 1000, True),
+        (["a", None, True, "b"] * 250, True),
+        ([1.5, -0.0, 1e308] * 300, True),
+        ([], True),
+        ([1, 2**10_001], False),
+        ([1.5, math.inf], False),
+        ([1.5, math.nan], False),
+        ([1, True], False),
+        ([1, 1.5], False),
+        ([[1], 2], False),
+    ],
+)
+def test_a_list_of_plain_scalars_crosses_whole(items: list[Any], fast: bool) -> None:
+    """A list whose items all cross as they are is copied at C speed both ways; any item that
+    needs an envelope (a long int, a non-finite float) or a mix of numbers and flags takes the
+    item-by-item way. Either way the value arrives equal, with its types (red team R25)."""
+    assert _plain_scalars(items) is fast
+    back = _through_the_pipe(items)
+    assert [(type(a), a) for a in back if a == a] == [(type(b), b) for b in items if b == b]
+    assert len(back) == len(items)
+
+
+def test_a_lines_writer_refuses_nan_and_writes_what_json_reads() -> None:
+    """``dump_line`` writes with pydantic-core, falling back to the standard library for a lone
+    surrogate and for any ``NaN``/``Infinity`` in the text, which it refuses as a number and
+    keeps as text (red team R25)."""
+    texts = RunResult(call_id="c", status="ok", value=["NaN", "Infinity", "é", "caf\udce9"])
+    assert parse_line(dump_line(texts)) == texts
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        dump_line(RunResult(call_id="c", status="ok", value=[math.nan]))

@@ -219,3 +219,18 @@ def test_an_agents_memory_list_keeps_its_identity_across_worker_calls() -> None:
     assert (counts, failed.error_type) == ([2, 3], "execution")
     assert agent.runtime_context["seen"] is seen
     assert seen == ["start", "a", "b"]
+
+
+def test_only_the_keys_a_run_changed_come_back(executor: ProcessExecutor) -> None:
+    """The worker reports the keys its journal changed, as the in-process sandbox commits them:
+    a key rewritten with an equal value is written, keys left alone are neither encoded nor
+    sent (the worker compared every key of memory after each run; red team R25, ADR 0152)."""
+    host = Host(memory={"same": [1], "left": list(range(1000)), "gone": 1})
+
+    result = run_uncommitted(executor, "context['same'] = [1]\ndel context['gone']\nreturn 0", host)
+
+    assert (result.writes.set, result.writes.delete, result.writes.patches) == (
+        {"same": [1]},
+        ["gone"],
+        [],
+    )
