@@ -525,13 +525,17 @@ def walled(worker_paths: tuple[str, ...]) -> Iterator[ProcessExecutor]:
 
 @needs_bwrap
 def test_an_escaped_program_in_bubblewrap_has_no_network_no_host_pids_and_no_secrets(
-    walled: ProcessExecutor, monkeypatch: pytest.MonkeyPatch
+    walled: ProcessExecutor, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Raw Python in the worker: a connection to a listener on this host's loopback is refused
     (its own network namespace) and the listener accepts nothing, it is pid 2 under bwrap's
-    pid 1 and cannot signal this process's pid, the environment has no API key, and ``/tmp``
-    holds only its own scratch directory."""
+    pid 1 and cannot signal this process's pid, the environment has no API key, and a file in
+    the host's temporary directory is not there (``/tmp`` is its own: it holds its scratch
+    directory and the mount points of what is bound, which may live under the host's
+    ``/tmp``)."""
     assert os.getpid() > 2
+    marker = tmp_path / "host-only.txt"
+    marker.write_text("host")
     walled.supervisor.shutdown()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
     server = LoopbackServer()
@@ -546,12 +550,12 @@ def test_an_escaped_program_in_bubblewrap_has_no_network_no_host_pids_and_no_sec
             f"try:\n    os.kill({os.getpid()}, 0)\n    host = 'reached'\n"
             "except OSError as error:\n    host = error.strerror\n"
             "result = [net, os.getpid(), host, 'OPENAI_API_KEY' in os.environ,"
-            " os.listdir('/tmp') == [os.path.basename(os.getcwd())]]"
+            f" os.path.exists({str(marker)!r})]"
         )
     finally:
         server.close()
     assert raw.error is None, raw.error
-    assert raw.value == ["Connection refused", 2, "No such process", False, True]
+    assert raw.value == ["Connection refused", 2, "No such process", False, False]
     assert (server.accepted, raw.log_fields["isolation_backend"]) == (0, "bwrap")
 
 
