@@ -60,14 +60,16 @@ Left, as strict xfails: a ``UserString`` subclass whose ``data`` is a property (
 characters from ``repr``); ``UserString(x)`` converting a shared list in its ``__init__``
 (100 000 400 characters); a part shared inside one fresh value counted where first reached (a
 1 020-level path stored in one write); ``ElementTree.tostring`` escapes (45 000 007 characters
-from nine million ``&``) and ``bytes.hex(sep)`` (26 999 999 from nine million bytes), library
-C calls bounded only by the memory cap.
+from nine million ``&``), ``bytes.hex(sep)`` (26 999 999 from nine million bytes) and
+``json.dumps`` of astral text (108 000 002 characters written for one string before the
+pieces' count refuses them), library C calls bounded only by the memory cap.
 """
 
 from __future__ import annotations
 
 import codecs
 import encodings.aliases
+import json.encoder as json_encoder
 import random
 from collections.abc import Callable
 from typing import Any
@@ -582,3 +584,28 @@ class TestLibraryEscapesLeft:
         """Nine million bytes written with ``':'`` between them."""
         error_type, _ = error_of("b = b'\\x00' * 9 * 10**6\nresult = len(b.hex(':'))")
         assert error_type == "resource_limit"
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="R26: the sandbox's JSONEncoder counts pieces after they are built, and "
+        "encode_basestring_ascii writes one string's piece in one C call, twelve characters for "
+        "an astral one (108 000 003 built before the refusal); proposed fix: iterencode with a "
+        "string encoder that bounds each string first (12 a character past the BMP, 6 for "
+        "other escapes)",
+    )
+    def test_json_of_astral_text(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Nine million U+1F600 in a list: the encoder writes 108 000 002 characters before
+        the count refuses them; the spec asks that none past the cap is written."""
+        written: list[int] = []
+        real = json_encoder.encode_basestring_ascii
+
+        def recording(text: str) -> str:
+            piece = real(text)
+            written.append(len(piece))
+            return piece
+
+        monkeypatch.setattr(json_encoder, "encode_basestring_ascii", recording)
+        error_type, _ = error_of(
+            "import json\nresult = len(json.dumps([chr(0x1F600) * 9 * 10**6]))"
+        )
+        assert (error_type, max(written, default=0) <= 10**7) == ("resource_limit", True)
