@@ -43,16 +43,18 @@ Broken, and fixed:
   wrappers are walked as a container of their data (``_WRAPPED``, ``_wrapped_data``).
 - **Memory's own value nested past the cap.** ``rebuild`` returned an object memory already
   held (``resolve``) without counting its levels: ``context['k'] = [[...60 levels...
-  [context['k']]]]`` grew memory by 60 levels a call (180 after three; after six the write and
-  every read of the key failed with ``RecursionError``, ADR 0152's symptom through another
-  door); appending ``context['a']`` at the innermost list of ``context['b']`` stored 121 levels.
-  Fixed in ``_boundary._Rebuilder.value`` (``_deeper_than``): placed below the top, memory's
+  [context['k']]]]`` grew memory by 60 levels a call (180 after three, 360 after six; the
+  seventh write and every read of the key then failed with ``RecursionError``, ADR 0152's
+  symptom through another door); appending ``context['a']`` at the innermost list of
+  ``context['b']`` stored 121 levels, and doing it again stored a cycle. Fixed in ``_boundary._Rebuilder.value`` (``_deeper_than``): placed below the top, memory's
   value is refused when its own levels pass the cap.
 - **The surrogate fallback let a deep line through, then the parent recursed.** pydantic's
   parser refuses nesting past 200 (a ``ValueError``: a broken worker). With a ``\\ud`` escape
-  in the line, ``json.loads`` accepted 900 levels (and raised ``RecursionError``, not a
-  ``ValueError``, at 100 000): the parent's ``from_wire`` then raised ``RecursionError`` out of
-  the call, where ``worker_crash`` was the answer before. Fixed in
+  in the line, ``json.loads`` accepted 900 levels, and ``from_wire`` of that value raises
+  ``RecursionError``, which ``ProcessExecutor``'s answer handling does not catch; at 100 000
+  levels ``parse_line`` itself raised ``RecursionError``, which ``WorkerProcess.receive`` does
+  not turn into ``WorkerExited``, so the run escaped as a raw exception and the worker was not
+  discarded (read from the code; ``worker_crash`` was the answer before). Fixed in
   ``_worker/_protocol.parse_line``: the fallback refuses what the fast path refuses (past 200
   levels, or past ``json``'s recursion limit) with a ``ValueError``.
 - **``bytes.hex(sep)`` uncounted** (found on the way, not today's change): three characters a
@@ -63,8 +65,9 @@ Left, as strict xfails: a ``UserString`` subclass whose ``data`` is a property (
 characters from ``repr``); ``UserString(x)`` converting a shared list in its ``__init__``
 (100 000 400 characters); a part shared inside one fresh value counted where first reached (a
 1 020-level path stored in one write); ``ElementTree.tostring`` escapes (45 000 007 characters
-from nine million ``&``) and ``json.dumps`` of astral text (108 000 002 characters written for one string before the
-pieces' count refuses them), library C calls bounded only by the memory cap.
+from nine million ``&``) and ``json.dumps`` of astral text (108 000 002 characters written
+for one string before the pieces' count refuses them), library C calls bounded only by the
+memory cap.
 """
 
 from __future__ import annotations
@@ -443,7 +446,7 @@ class TestMemorysOwnValueKeepsItsLevels:
 
     def test_wrapping_memorys_value_each_call(self) -> None:
         """``context['k'] = [[...[context['k']]...]]``: the first call stores 60 levels, the
-        second is refused and memory keeps 60 (six calls made the key unreadable before)."""
+        second is refused and memory keeps 60 (after six calls the key was unreadable before)."""
         agent = _agent(
             {
                 "grow": "y = context.get('k', [])\nfor _ in range(60):\n    y = [y]\n"
