@@ -60,14 +60,18 @@ Broken, and fixed:
 - **``bytes.hex(sep)`` uncounted** (found on the way, not today's change): three characters a
   byte in one call, 26 999 999 from nine million bytes. Fixed: ``hex`` of bytes and bytearray
   is in the checked-method table (``_checked_methods._bind_hex``) and ``SPECIAL_ATTRIBUTES``.
+- **``json`` wrote one string's escapes uncounted** (found on the way): the sandbox's encoder
+  counts pieces after they are built, and ``encode_basestring_ascii`` writes a string in one C
+  call, twelve characters for an astral one: 108 000 002 written for nine million before the
+  refusal (six a character for controls). Fixed: ``_stdlib_text.checked_iterencode`` (used by
+  ``json.dumps`` and the sandbox's ``JSONEncoder``) bounds a long string by measuring it in
+  steps of 65 536 first.
 
 Left, as strict xfails: a ``UserString`` subclass whose ``data`` is a property (36 000 002
 characters from ``repr``); ``UserString(x)`` converting a shared list in its ``__init__``
 (100 000 400 characters); a part shared inside one fresh value counted where first reached (a
-1 020-level path stored in one write); ``ElementTree.tostring`` escapes (45 000 007 characters
-from nine million ``&``) and ``json.dumps`` of astral text (108 000 002 characters written
-for one string before the pieces' count refuses them), library C calls bounded only by the
-memory cap.
+1 020-level path stored in one write); ``ElementTree.tostring``'s escapes (45 000 007 characters
+from nine million ``&``), a library C call bounded only by the memory cap.
 """
 
 from __future__ import annotations
@@ -591,31 +595,6 @@ class TestLibraryEscapesLeft:
         )
         assert error_type == "resource_limit"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="R26: the sandbox's JSONEncoder counts pieces after they are built, and "
-        "encode_basestring_ascii writes one string's piece in one C call, twelve characters for "
-        "an astral one (108 000 003 built before the refusal); proposed fix: iterencode with a "
-        "string encoder that bounds each string first (12 a character past the BMP, 6 for "
-        "other escapes)",
-    )
-    def test_json_of_astral_text(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Nine million U+1F600 in a list: the encoder writes 108 000 002 characters before
-        the count refuses them; the spec asks that none past the cap is written."""
-        written: list[int] = []
-        real = json_encoder.encode_basestring_ascii
-
-        def recording(text: str) -> str:
-            piece = real(text)
-            written.append(len(piece))
-            return piece
-
-        monkeypatch.setattr(json_encoder, "encode_basestring_ascii", recording)
-        error_type, _ = error_of(
-            "import json\nresult = len(json.dumps([chr(0x1F600) * 9 * 10**6]))"
-        )
-        assert (error_type, max(written, default=0) <= 10**7) == ("resource_limit", True)
-
 
 class TestHexWithASeparator:
     """Fixed: ``bytes.hex`` is served checked (two characters a byte, three with a separator)."""
@@ -638,3 +617,45 @@ class TestHexWithASeparator:
             "result = [b'ab'.hex(), b'abc'.hex('-'), bytearray(b'abcd').hex(':', 2),\n"
             "          b'abcd'.hex(sep='_', bytes_per_sep=-3), (1.5).hex()]"
         ) == ["6162", "61-62-63", "6162:6364", "616263_64", "0x1.8000000000000p+0"]
+
+
+class TestJsonStrings:
+    """Fixed: each string is bounded before ``encode_basestring(_ascii)`` writes it."""
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            "json.dumps([chr(0x1F600) * 9 * 10**6])",
+            "json.JSONEncoder().encode({'k': chr(0x1F600) * 9 * 10**6})",
+            "json.dumps('\\x00' * 9 * 10**6, ensure_ascii=False)",
+        ],
+    )
+    def test_refused_before_it_is_written(self, call: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Refused at 10 223 618 (13 steps of 786 432 characters), no piece past the cap written
+        (108 000 002 characters were written for one string before)."""
+        written: list[int] = []
+        for name in ("encode_basestring_ascii", "encode_basestring"):
+            real = getattr(json_encoder, name)
+
+            def recording(text: str, real: Callable[[str], str] = real) -> str:
+                piece = real(text)
+                written.append(len(piece))
+                return piece
+
+            monkeypatch.setattr(json_encoder, name, recording)
+        refusal = error_of(f"import json\nresult = len({call})")
+        assert (refusal, max(written) <= 10**6) == (_refusal("json.dumps()", 10223618), True)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Floats, NaN, escapes, keys and ``ensure_ascii=False`` as Python writes them."""
+        assert value_of(
+            "import json\ns = chr(0x1F600) * 8 * 10**5\n"
+            "result = [len(json.dumps([s])), len(json.JSONEncoder().encode({s: s[:10]})),\n"
+            "    json.dumps({'a': [1.5, float('nan'), 'é\\n\"', None, True]}),\n"
+            "    json.dumps('é', ensure_ascii=False)]"
+        ) == [9600004, 9600128, '{"a": [1.5, NaN, "\\u00e9\\n\\"", null, true]}', '"é"']
+        assert error_of("import json\nresult = json.dumps(float('inf'), allow_nan=False)") == (
+            "execution",
+            "Execution error in tester.run: ValueError: Out of range float values are not JSON "
+            "compliant: inf",
+        )

@@ -28,7 +28,7 @@ from recurgent._sandbox._encodings import checked_encode
 from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._made import allow_subclassing, is_sandbox_made
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
-from recurgent._sandbox._stdlib_text import _check_indent as check_indent
+from recurgent._sandbox._stdlib_text import _check_indent as check_indent, checked_iterencode
 from recurgent._sandbox._text_size import check_text, check_texts
 
 __all__ = [
@@ -252,8 +252,9 @@ class SandboxJSONEncoder(json.JSONEncoder):
         super().__init__(indent=indent, **kwargs)
 
     def iterencode(self, o: Any, _one_shot: bool = False) -> Iterator[str]:
-        # The one-shot C encoder builds the whole text in one call: never taken.
-        return super().iterencode(o, False)
+        # The one-shot C encoder builds the whole text in one call: never taken; each string
+        # is bounded before one C call writes it (red team R26).
+        return checked_iterencode(self, o)
 
     def encode(self, o: Any) -> str:
         check_text(o, "JSONEncoder.encode()")  # a shared structure's text (H10)
