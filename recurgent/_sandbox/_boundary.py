@@ -118,6 +118,38 @@ class Attribution:
     forwarded: Mapping[int, tuple[Outcome, Outcome]] = field(default_factory=dict)
 
 
+def _deeper_than(root: Any, levels: int) -> bool:
+    """Whether plain data ``root`` (a value memory holds) has a container more than ``levels``
+    levels below it, each part counted where it is first reached, as the rebuild counts it."""
+    seen = {id(root)}
+    level, frontier = 0, [root]
+    while frontier:
+        below: list[Any] = []
+        for node in frontier:
+            kind = type(node)
+            if kind in SCALAR_TYPES:
+                continue
+            if isinstance(node, dict):
+                parts: Any = [*dict.keys(node), *dict.values(node)]
+            elif isinstance(node, list | tuple | set | frozenset | collections.deque):
+                parts = node
+            elif kind is Outcome:
+                parts = (node.value, node.metadata)
+            elif isinstance(node, BaseException):
+                parts = BaseException.__dict__["args"].__get__(node, kind)
+            else:
+                continue
+            for part in parts:
+                if type(part) not in SCALAR_TYPES and id(part) not in seen:
+                    seen.add(id(part))
+                    below.append(part)
+        level += 1
+        if below and level > levels:
+            return True
+        frontier = below
+    return False
+
+
 class _Rebuilder:
     __slots__ = ("_attribution", "_handles", "_keep", "_memo", "_resolve")
 
@@ -145,6 +177,10 @@ class _Rebuilder:
         if self._resolve is not None:
             known = self._resolve(value)
             if known is not None:
+                if depth > 0 and _deeper_than(known, MAX_DEPTH - depth):
+                    # Memory's own value placed below the top keeps its own levels: counted,
+                    # or each call could wrap it in 60 more (red team R26).
+                    raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
                 return known
         done = self._memo.get(id(value))
         if done is not None:

@@ -42,6 +42,7 @@ from recurgent._sandbox._stdlib_idioms import (
     email_utils_overrides,
     shlex_overrides,
     suppress,
+    urllib_parse_overrides,
 )
 from recurgent._sandbox._stdlib_text import (
     CheckedQName,
@@ -112,6 +113,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     # ADR 0105: the stdlib idioms of generated programs, each with one thing taken away.
     "contextlib": {"suppress": suppress},
     "shlex": shlex_overrides(),
+    "urllib.parse": urllib_parse_overrides(),
     "email.utils": email_utils_overrides(),
     "calendar": calendar_overrides(),
     "dataclasses": dataclass_overrides(),

@@ -417,12 +417,14 @@ TABLE: dict[str, ModuleRows] = {
         pure="""
             DefragResult DefragResultBytes ParseResult ParseResultBytes ResultBase
             SplitResult SplitResultBytes namedtuple non_hierarchical parse_qs parse_qsl
-            quote quote_from_bytes quote_plus scheme_chars splitattr splithost splitnport
-            splitpasswd splitport splitquery splittag splittype splituser splitvalue
-            to_bytes unquote unquote_plus unquote_to_bytes unwrap urldefrag urlencode
-            urljoin urlparse urlsplit urlunparse urlunsplit uses_fragment uses_netloc
-            uses_params uses_query uses_relative
+            quote_from_bytes scheme_chars splitattr splithost splitnport splitpasswd
+            splitport splitquery splittag splittype splituser splitvalue to_bytes unquote
+            unquote_plus unquote_to_bytes unwrap urldefrag urljoin urlparse urlsplit
+            urlunparse urlunsplit uses_fragment uses_netloc uses_params uses_query
+            uses_relative
             """,
+        # quote, quote_plus and urlencode encode their text: checked (red team R26).
+        replaced="quote quote_plus urlencode",
         denied="clear_cache functools ipaddress re sys types warnings",
     ),
     "urllib.request": rows(

@@ -63,6 +63,7 @@ SPECIAL_ATTRIBUTES = frozenset(
         "translate",
         "encode",
         "decode",
+        "hex",
         "mro",
         "fromkeys",
         "to_bytes",

@@ -187,12 +187,21 @@ def _check_percent(a: Any, b: Any) -> None:
         repeats = min(fields, len(values))
     conversions = {conversion for _, _, conversion in fields_found}
     # %r and %a write a value's repr, a string's escapes too (ADR 0151): ascii's length is at
-    # least repr's, so it bounds either.
-    sized = _repr_sized if "r" in conversions or "a" in conversions else _sized
+    # least repr's, so it bounds either (a container's estimate only bounds the conversion it
+    # was made for: %r alone is counted as repr, red team R26).
+    sized = _sized
+    if "a" in conversions:
+        sized = _ascii_sized
+    elif "r" in conversions:
+        sized = _repr_sized
     check_items(len(template) + repeats * max(map(sized, values), default=0), "%-formatting")
 
 
 def _repr_sized(value: Any) -> int:
+    return max(_sized(value), repr_length(value))
+
+
+def _ascii_sized(value: Any) -> int:
     return max(_sized(value), repr_length(value, ascii_only=True))
 
 

@@ -10,6 +10,8 @@ Each is the library's own behaviour with one thing taken away:
   ``shlex.quote``/``join`` check the size of what they build first.
 * ``email.utils.getaddresses`` converts its values to text in one C call each: estimated first;
   ``formataddr`` encodes with UTF-8 only (another charset name would look up codecs).
+* ``urllib.parse.quote``/``quote_plus``/``urlencode`` encode text as the sandbox's
+  ``str.encode`` does, counted before it is built (``errors="namereplace"``; red team R26).
 * ``json.JSONEncoder`` never takes the one-shot C encoder, which builds the whole text in one
   call: ``encode`` and ``iterencode`` produce pieces, counted (red-team F6, H10).
 """
@@ -18,14 +20,16 @@ from __future__ import annotations
 
 import json
 import shlex
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from recurgent._sandbox._encodings import checked_encode
 from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._made import allow_subclassing, is_sandbox_made
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
-from recurgent._sandbox._stdlib_text import _check_indent as check_indent
-from recurgent._sandbox._text_size import check_text
+from recurgent._sandbox._stdlib_text import _check_indent as check_indent, checked_iterencode
+from recurgent._sandbox._text_size import check_text, check_texts
 
 __all__ = [
     "SandboxJSONDecoder",
@@ -35,6 +39,7 @@ __all__ = [
     "make_closing",
     "shlex_overrides",
     "suppress",
+    "urllib_parse_overrides",
 ]
 
 
@@ -179,6 +184,63 @@ def email_utils_overrides() -> dict[str, Any]:
     return {"getaddresses": _getaddresses, "formataddr": _formataddr, "quote": _email_quote}
 
 
+# ----------------------------------------------------------------------------- urllib.parse
+
+
+def _url_encoded(string: Any, encoding: Any, errors: Any, what: str) -> Any:
+    """``string.encode(encoding, errors)`` as ``quote`` does it, checked (ADR 0151): a codec's
+    handler writes up to 92 bytes for a character (``\\N{...}``), which ``quote`` returns as
+    they are when ``safe`` holds their punctuation (red team R26). Anything but non-empty text
+    is handed on as it was (``quote`` words its own errors)."""
+    if not isinstance(string, str) or not string:
+        return string
+    return checked_encode(
+        string,
+        "utf-8" if encoding is None else encoding,
+        "strict" if errors is None else errors,
+        what,
+    )
+
+
+def _url_quote(string: Any, safe: Any = "/", encoding: Any = None, errors: Any = None) -> str:
+    encoded = _url_encoded(string, encoding, errors, "urllib.parse.quote()")
+    if encoded is string:
+        return urllib.parse.quote(string, safe, encoding, errors)
+    return urllib.parse.quote_from_bytes(encoded, safe)
+
+
+def _url_quote_plus(string: Any, safe: Any = "", encoding: Any = None, errors: Any = None) -> str:
+    encoded = _url_encoded(string, encoding, errors, "urllib.parse.quote_plus()")
+    if encoded is string:
+        return urllib.parse.quote_plus(string, safe, encoding, errors)
+    return urllib.parse.quote_plus(encoded, safe)
+
+
+def _urlencode(
+    query: Any,
+    doseq: Any = False,
+    safe: Any = "",
+    encoding: Any = None,
+    errors: Any = None,
+    quote_via: Any = _url_quote_plus,
+) -> str:
+    # Its values converted to text in one C call each: estimated first (H10, ADR 0092).
+    check_texts((query, safe, encoding, errors), "urlencode")
+    return urllib.parse.urlencode(query, doseq, safe, encoding, errors, quote_via)
+
+
+def urllib_parse_overrides() -> dict[str, Any]:
+    """Checked ``urllib.parse`` functions."""
+    for served, name in (
+        (_url_quote, "quote"),
+        (_url_quote_plus, "quote_plus"),
+        (_urlencode, "urlencode"),
+    ):
+        served.__module__ = "urllib.parse"
+        served.__qualname__ = served.__name__ = name
+    return {"quote": _url_quote, "quote_plus": _url_quote_plus, "urlencode": _urlencode}
+
+
 # ----------------------------------------------------------------------------- json
 
 
@@ -190,8 +252,9 @@ class SandboxJSONEncoder(json.JSONEncoder):
         super().__init__(indent=indent, **kwargs)
 
     def iterencode(self, o: Any, _one_shot: bool = False) -> Iterator[str]:
-        # The one-shot C encoder builds the whole text in one call: never taken.
-        return super().iterencode(o, False)
+        # The one-shot C encoder builds the whole text in one call: never taken; each string
+        # is bounded before one C call writes it (red team R26).
+        return checked_iterencode(self, o)
 
     def encode(self, o: Any) -> str:
         check_text(o, "JSONEncoder.encode()")  # a shared structure's text (H10)

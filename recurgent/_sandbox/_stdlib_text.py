@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import json.encoder
+import math
 import pprint
 import textwrap
 import unicodedata
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from recurgent._sandbox._gate import exact_name
@@ -32,6 +34,7 @@ __all__ = [
     "MAX_WRAP_TEXT",
     "CheckedTemplate",
     "checked_element_indent",
+    "checked_iterencode",
     "difflib_overrides",
     "json_overrides",
     "pprint_overrides",
@@ -53,6 +56,70 @@ def _check_indent(indent: Any, what: str) -> None:
         raise SizeLimitExceeded(f"{what} indent {width} exceeds the sandbox limit of {MAX_INDENT}")
 
 
+# Characters of a string encoded per step when its JSON length is measured.
+_JSON_STEP = 1 << 16
+# Most characters JSON writes for one: "\\ud83d\\ude00" for an astral one under ensure_ascii.
+_JSON_MOST_PER_CHARACTER = 12
+
+
+def _counted_strings(encode: Callable[[str], str]) -> Callable[[str], str]:
+    """``encode`` (``json.encoder.encode_basestring(_ascii)``), refusing a string whose text
+    passes the item cap before the one C call that writes it (red team R26: nine million
+    astral characters wrote 108 000 002 before the pieces' count refused them)."""
+
+    def encoder(text: str) -> str:
+        length = str.__len__(text)
+        if length * _JSON_MOST_PER_CHARACTER + 2 > MAX_ITEMS:
+            exact = str.__str__(text)
+            total = 2  # the quotes
+            for start in range(0, length, _JSON_STEP):
+                total += len(encode(exact[start : start + _JSON_STEP])) - 2
+                if total > MAX_ITEMS:
+                    check_items(total, "json.dumps()")
+        return encode(text)
+
+    return encoder
+
+
+def checked_iterencode(encoder: json.JSONEncoder, o: Any) -> Iterator[str]:
+    """``encoder.iterencode(o)`` as ``json.JSONEncoder`` writes it without the one-shot C
+    encoder, each string bounded before it is written."""
+    markers: dict[int, Any] | None = {} if encoder.check_circular else None
+    encode = (
+        json.encoder.encode_basestring_ascii
+        if encoder.ensure_ascii
+        else json.encoder.encode_basestring
+    )
+
+    def floatstr(value: float) -> str:
+        if value != value:
+            text = "NaN"
+        elif value == math.inf:
+            text = "Infinity"
+        elif value == -math.inf:
+            text = "-Infinity"
+        else:
+            return float.__repr__(value)
+        if not encoder.allow_nan:
+            raise ValueError("Out of range float values are not JSON compliant: " + repr(value))
+        return text
+
+    make: Any = json.encoder._make_iterencode  # type: ignore[attr-defined]
+    iterencode: Callable[[Any, int], Iterator[str]] = make(
+        markers,
+        encoder.default,
+        _counted_strings(encode),
+        encoder.indent,
+        floatstr,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        False,
+    )
+    return iterencode(o, 0)
+
+
 def _checked_dumps(obj: Any, *, indent: Any = None, separators: Any = None, **kwargs: Any) -> str:
     _check_indent(indent, "json.dumps()")
     # Always encoded in pieces and counted: the same row shared 10**4 times
@@ -64,7 +131,9 @@ def _checked_dumps(obj: Any, *, indent: Any = None, separators: Any = None, **kw
     encoder = encoder_class(indent=indent, separators=separators, **kwargs)
     produced = 0
     pieces: list[str] = []
-    for piece in encoder.iterencode(obj):
+    # The library's encoder (the default): its strings bounded as the sandbox's encoder's are.
+    real = type(encoder).iterencode is json.JSONEncoder.iterencode
+    for piece in checked_iterencode(encoder, obj) if real else encoder.iterencode(obj):
         produced += len(piece)
         if produced > MAX_ITEMS:
             check_items(produced, "json.dumps()")

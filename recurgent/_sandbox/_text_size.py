@@ -50,6 +50,10 @@ TEXT_CONTAINERS = frozenset(
 )
 # Subclasses print their items the same way (a namedtuple adds its field names).
 _CONTAINER_BASES = (list, tuple, dict, set, frozenset, collections.deque)
+# Wrappers whose text is their data's repr, written by library code in one C call: walked as a
+# container of one item (red team R26).
+_WRAPPED = (collections.UserString, collections.UserList, collections.UserDict)
+_WALKED = _CONTAINER_BASES + _WRAPPED
 # Digits per bit of an int, rounded up.
 _DIGITS_PER_BIT = 0.30103
 _OTHER = 16  # a value of another kind: a date, a function, a program object
@@ -69,9 +73,15 @@ _WRAPPER = 80  # another kind of container ("defaultdict(<class ...>, {...})", a
 _ESCAPED_CONTROLS = str.maketrans("\n\r\t", "   ")
 
 
-def _str_text(value: str) -> int:
-    """``len(repr(value))``, or more: quotes, backslashes and escaped characters counted."""
+def _str_text(value: str, ascii_only: bool = False) -> int:
+    """``len(repr(value))`` (``ascii`` with ``ascii_only``), or more: quotes, backslashes and
+    escaped characters counted."""
     length = str.__len__(value) + 2 + str.count(value, "\\") + str.count(value, "'")
+    if ascii_only and not str.isascii(value):
+        # ascii() escapes every character past ASCII, printable or not: \xe9, \u4e2d or
+        # \U0001f600, by the widest character held (red team R26).
+        widest = ord(max(str.__str__(value)))
+        return length * (4 if widest < 0x100 else 6 if widest < 0x10000 else 10)
     if str.isprintable(value):
         return length
     controls = str.count(value, "\n") + str.count(value, "\r") + str.count(value, "\t")
@@ -80,12 +90,12 @@ def _str_text(value: str) -> int:
     return length * 10  # other unprintables print as \xNN to \UNNNNNNNN
 
 
-def _scalar_text(value: Any) -> int:
+def _scalar_text(value: Any, ascii_only: bool = False) -> int:
     kind = type(value)
     if kind is int or kind is bool:
         return int(int.bit_length(value) * _DIGITS_PER_BIT) + 2
     if kind is str:
-        return _str_text(value)
+        return _str_text(value, ascii_only)
     if kind is float or kind is complex:
         return 50
     if kind is bytes or kind is bytearray:
@@ -97,33 +107,49 @@ def _scalar_text(value: Any) -> int:
         bits = int.bit_length(value.numerator) + int.bit_length(value.denominator)
         return int(bits * _DIGITS_PER_BIT) + 30
     if isinstance(value, int | str):
-        return _scalar_text(int.__int__(value) if isinstance(value, int) else str.__str__(value))
+        exact = int.__int__(value) if isinstance(value, int) else str.__str__(value)
+        return _scalar_text(exact, ascii_only)
     return _OTHER
 
 
-def _flat_text(items: list[Any]) -> int | None:
+def _wrapped_data(wrapper: Any) -> Any:
+    """What a ``UserString``/``UserList``/``UserDict`` prints (the repr of its ``data``);
+    ``None`` (a small object) for a class of the program's that defines ``data`` itself,
+    which the estimate cannot read ahead of the real call."""
+    if any("data" in vars(kind) for kind in type(wrapper).__mro__):
+        return None
+    return object.__getattribute__(wrapper, "__dict__").get("data")
+
+
+def _flat_text(items: list[Any], ascii_only: bool) -> int | None:
     """Text of a container's items when none is a container (C-speed sums), else ``None``."""
     kinds = set(map(type, items))
     if kinds <= {int, bool}:
         bits = sum(map(int.bit_length, items))
         return int(bits * _DIGITS_PER_BIT) + len(items) * (2 + _SEPARATOR)
     if kinds <= {str}:
+        if ascii_only:
+            return sum(_str_text(item, True) for item in items) + len(items) * _SEPARATOR
         return sum(map(_str_text, items)) + len(items) * _SEPARATOR
     if kinds <= {float}:
         return len(items) * (50 + _SEPARATOR)
-    if any(issubclass(kind, _CONTAINER_BASES) for kind in kinds):
+    if any(issubclass(kind, _WALKED) for kind in kinds):
         return None
-    return sum(_scalar_text(item) + _SEPARATOR for item in items)
+    return sum(_scalar_text(item, ascii_only) + _SEPARATOR for item in items)
 
 
 def _is_container(value: Any) -> bool:
-    return type(value) in TEXT_CONTAINERS or isinstance(value, _CONTAINER_BASES)
+    return type(value) in TEXT_CONTAINERS or isinstance(value, _WALKED)
 
 
 def _texted(value: Any) -> Any:
-    """What converting ``value`` prints the items of: an exception prints its ``args``."""
+    """What converting ``value`` prints the items of: an exception prints its ``args``, a
+    ``UserString`` its data (red team R26)."""
     if isinstance(value, BaseException):
         return _EXCEPTION_ARGS.__get__(value)
+    if isinstance(value, collections.UserString):
+        data = _wrapped_data(value)
+        return value if data is None else data
     return value
 
 
@@ -143,6 +169,9 @@ def _wrapper(container: Any) -> int:
 
 
 def _items(container: Any) -> list[Any]:
+    if isinstance(container, _WRAPPED):
+        data = _wrapped_data(container)
+        return [] if data is None else [data]
     if isinstance(container, dict):
         return [*dict.keys(container), *dict.values(container)]
     if isinstance(container, list):
@@ -152,11 +181,12 @@ def _items(container: Any) -> list[Any]:
     return list(container)
 
 
-def estimated_text(root: Any, limit: int = MAX_ITEMS) -> int:
-    """About ``len(str(root))`` for a container (an upper bound for the kinds it knows),
-    counting a shared part once per reference; stops counting once past ``limit``."""
+def estimated_text(root: Any, limit: int = MAX_ITEMS, *, ascii_only: bool = False) -> int:
+    """About ``len(str(root))`` for a container (``len(ascii(root))`` with ``ascii_only``; an
+    upper bound for the kinds it knows), counting a shared part once per reference; stops
+    counting once past ``limit``."""
     if not _is_container(root):
-        return _scalar_text(root)
+        return _scalar_text(root, ascii_only)
     sizes: dict[int, int] = {}
     held: list[Any] = []  # keeps every walked container alive, so ids stay unique
     pending: list[tuple[Any, list[Any] | None]] = [(root, None)]
@@ -168,7 +198,7 @@ def estimated_text(root: Any, limit: int = MAX_ITEMS) -> int:
                 continue
             held.append(node)
             items = _items(node)
-            flat = _flat_text(items)
+            flat = _flat_text(items, ascii_only)
             if flat is not None:
                 sizes[key] = flat + _wrapper(node)
                 continue
@@ -181,7 +211,7 @@ def estimated_text(root: Any, limit: int = MAX_ITEMS) -> int:
             if _is_container(item):
                 total += sizes[id(item)] + _SEPARATOR
             else:
-                total += _scalar_text(item) + _SEPARATOR
+                total += _scalar_text(item, ascii_only) + _SEPARATOR
             if total > limit:
                 break
         sizes[id(node)] = total
@@ -211,7 +241,7 @@ def repr_length(value: Any, *, ascii_only: bool = False) -> int:
     :func:`estimated_text` knows, strings and bytes measured when their bound passes the cap."""
     texted = _texted(value)
     if _is_container(texted):
-        return estimated_text(texted)
+        return estimated_text(texted, ascii_only=ascii_only)
     if isinstance(texted, str):
         text = str.__str__(texted)
         escapes = not str.isprintable(text) or (ascii_only and not str.isascii(text))
@@ -222,7 +252,7 @@ def repr_length(value: Any, *, ascii_only: bool = False) -> int:
         return _written_length(text, ascii if ascii_only else repr, bound)
     if isinstance(texted, bytes | bytearray):
         return _written_length(texted, repr, _bytes_bound(texted))
-    return _scalar_text(texted)
+    return _scalar_text(texted, ascii_only)
 
 
 # Characters (or bytes) written per step when a text's written length is measured.

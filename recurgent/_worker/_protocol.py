@@ -248,9 +248,36 @@ def parse_line(line: bytes) -> Any:
         # reads it, and the message is validated as Python data (red team R25).
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # A line nested past the parser's recursion limit is refused as pydantic refused
+            # it: a ValueError, which the parent reads as a broken worker (red team R26).
             raise refused from None
+        if _nested_past(data, _JSON_DEPTH):
+            # pydantic's parser refuses a line nested deeper than this; the decoding after it
+            # recurses (red team R26: a 900-level answer raised RecursionError in the parent).
+            raise ValueError(f"message nested more than {_JSON_DEPTH} levels deep") from None
         return _MESSAGE.validate_python(data)
+
+
+# The deepest nesting pydantic-core's JSON parser accepts (the message object counted).
+_JSON_DEPTH = 200
+
+
+def _nested_past(data: Any, levels: int) -> bool:
+    """Whether parsed JSON ``data`` nests containers more than ``levels`` deep (the outermost
+    counted as one)."""
+    frontier = [data] if type(data) in (dict, list) else []
+    depth = 0
+    while frontier:
+        depth += 1
+        if depth > levels:
+            return True
+        below: list[Any] = []
+        for node in frontier:
+            children = node.values() if type(node) is dict else node
+            below.extend(child for child in children if type(child) in (dict, list))
+        frontier = below
+    return False
 
 
 _ERROR_CLASSES: dict[str, type[RecurgentError]] = {

@@ -236,6 +236,9 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ),
     ("email.utils", "formataddr"): ("formataddr(('Ann', 'ann@x.test'))", "Ann <ann@x.test>"),
     ("email.utils", "quote"): ("quote('a\"b')", 'a\\"b'),
+    ("urllib.parse", "quote"): ("quote('a b/é')", "a%20b/%C3%A9"),
+    ("urllib.parse", "quote_plus"): ("quote_plus('a b/é')", "a+b%2F%C3%A9"),
+    ("urllib.parse", "urlencode"): ("urlencode({'q': 'a b', 'n': 1})", "q=a+b&n=1"),
     ("json", "JSONEncoder"): (
         "JSONEncoder(sort_keys=True).encode({'b': 1, 'a': [2]})",
         '{"a": [2], "b": 1}',
