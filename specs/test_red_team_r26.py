@@ -594,6 +594,7 @@ class TestLibraryEscapesLeft:
             "result = len(ET.tostring(e, encoding='unicode'))"
         )
         assert error_type == "resource_limit"
+        assert error_type == "resource_limit"
 
 
 class TestHexWithASeparator:
