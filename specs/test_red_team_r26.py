@@ -70,8 +70,8 @@ Broken, and fixed:
 Left, as strict xfails: a ``UserString`` subclass whose ``data`` is a property (36 000 002
 characters from ``repr``); ``UserString(x)`` converting a shared list in its ``__init__``
 (100 000 400 characters); a part shared inside one fresh value counted where first reached (a
-1 020-level path stored in one write); ``ElementTree.tostring``'s escapes (45 000 007 characters
-from nine million ``&``), a library C call bounded only by the memory cap.
+1 020-level path stored in one write). Fixed after the red team: ``ElementTree.tostring``'s
+escapes (45 000 007 characters from nine million ``&``) are counted a node at a time first.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ import codecs
 import encodings.aliases
 import json.encoder as json_encoder
 import random
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from typing import Any
 
@@ -578,23 +579,54 @@ class TestStopsCannotBeForged:
 # --- Left: library C calls bounded only by the memory cap -------------------------------------
 
 
-class TestLibraryEscapesLeft:
-    """Pinned as strict xfails: one library C call writes several times its input."""
+class TestElementTreeWritesCounted:
+    """Fixed after the red team (ADR 0153): ``ElementTree.tostring``/``tostringlist`` escape in
+    one C call per text (``&amp;`` for ``&``) and write what the encoding cannot hold as a
+    character reference (``us-ascii`` by default): counted a node at a time first."""
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="R26: ElementTree's _escape_cdata/_escape_attrib (str.replace in library code) "
-        "write '&amp;' for '&': 45 000 007 characters from 9 000 000; proposed fix: tostring/"
-        "tostringlist stand-ins that estimate each text and attribute (6 a character) first",
+    @pytest.mark.parametrize(
+        ("source", "what"),
+        [
+            (
+                "e.text = '&' * 9 * 10**6\nresult = len(ET.tostring(e, encoding='unicode'))",
+                "ElementTree.tostring()",
+            ),
+            (
+                "e.set('k', '\"' * 2 * 10**6)\nresult = len(ET.tostringlist(e, 'unicode'))",
+                "ElementTree.tostringlist()",
+            ),
+            ("e.text = 'é' * 2 * 10**6\nresult = len(ET.tostring(e))", "ElementTree.tostring()"),
+            (
+                "for i in range(1000):\n    ET.SubElement(e, 'b').text = '<' * 3000\n"
+                "result = len(ET.tostring(ET.ElementTree(e), 'unicode'))",
+                "ElementTree.tostring()",
+            ),
+        ],
     )
-    def test_element_tree_escapes(self) -> None:
-        """Nine million ``&`` as an element's text."""
-        error_type, _ = error_of(
-            "import xml.etree.ElementTree as ET\ne = ET.Element('a')\ne.text = '&' * 9 * 10**6\n"
-            "result = len(ET.tostring(e, encoding='unicode'))"
+    def test_refused_before_written(self, source: str, what: str) -> None:
+        """Nine million ``&`` (45 million characters written before), two million quotes in an
+        attribute, two million ``é`` under the default ``us-ascii`` (``&#233;``), a thousand
+        children of escaped text: refused as the operation that would write them."""
+        error_type, message = error_of(
+            "import xml.etree.ElementTree as ET\ne = ET.Element('a')\n" + source
         )
-        assert error_type == "resource_limit"
-        assert error_type == "resource_limit"
+        assert (error_type, message.startswith(f"Resource limit in tester.run: {what} would")) == (
+            "resource_limit",
+            True,
+        )
+
+    def test_what_fits_is_the_librarys(self) -> None:
+        """Within the cap, the text and bytes are ElementTree's own (the same calls outside
+        the sandbox)."""
+        build = (
+            "e = ET.Element('a', k='\"x\"')\ne.text = 'é & <b>'\nET.SubElement(e, 'c').tail = 'z'\n"
+            "result = [ET.tostring(e, 'unicode'), ET.tostring(e).decode(),\n"
+            "          ET.tostring(e, 'unicode', xml_declaration=True), len(ET.tostringlist(e))]\n"
+        )
+        host: dict[str, Any] = {"ET": ElementTree}
+        exec(build, host)
+        assert value_of("import xml.etree.ElementTree as ET\n" + build) == host["result"]
+        assert host["result"][0] == '<a k="&quot;x&quot;">é &amp; &lt;b&gt;<c />z</a>'
 
 
 class TestHexWithASeparator:

@@ -1,7 +1,7 @@
 """Checked stand-ins for standard-library functions that write text or compare sequences (ADR 0012).
 
 ``json``, ``pprint``, ``textwrap``, ``string.Template``, ``unicodedata``, ``re`` (through the
-deadline-bounded engine), ``ElementTree.indent`` and ``difflib``: given small arguments each can
+deadline-bounded engine), ``ElementTree.indent``/``tostring``/``tostringlist`` and ``difflib``: given small arguments each can
 build a huge text (an indent of 10**7, a row shared 10**4 times) or run a long loop that never
 ticks. They check sizes first and raise :class:`SizeLimitExceeded`; within the caps they behave
 exactly like the originals. Their caps are listed in ``_stdlib.SIZE_CAPS`` with the others.
@@ -35,6 +35,8 @@ __all__ = [
     "CheckedTemplate",
     "checked_element_indent",
     "checked_iterencode",
+    "checked_tostring",
+    "checked_tostringlist",
     "difflib_overrides",
     "json_overrides",
     "pprint_overrides",
@@ -192,6 +194,63 @@ def checked_element_indent(tree: Any, space: Any = "  ", level: Any = 0) -> None
     if isinstance(level, int) and isinstance(space, str):
         check_items(true_length(space) * (int.__index__(level) + 1), "ElementTree.indent()")
     ElementTree.indent(tree, space, level)
+
+
+# Characters ElementTree writes for one it escapes at most (``&quot;``; ``&#10;`` for a newline
+# in an attribute), and for one it writes as a character reference under an encoding that
+# cannot hold it (``&#1114111;``).
+_ESCAPED = 6
+_REFERENCE = 10
+_XML_SPECIAL = ("&", "<", ">", '"', "\n", "\r", "\t")
+_FULL_UNICODE = frozenset({"unicode", "utf-8", "utf8", "utf-16", "utf-32"})
+
+
+def _xml_text_length(value: Any, referenced: bool) -> int:
+    """At least how long ``value`` (a tag, text, tail or attribute) is once ElementTree wrote it."""
+    if isinstance(value, ElementTree.QName):
+        value = value.text
+    if not isinstance(value, str):
+        return _OTHER_XML if value is not None else 0
+    text = str.__str__(value)
+    length = str.__len__(text)
+    if referenced and not str.isascii(text):
+        return length * _REFERENCE
+    return length + (_ESCAPED - 1) * sum(str.count(text, char) for char in _XML_SPECIAL)
+
+
+_OTHER_XML = 64  # a value that is not text: ElementTree refuses it or writes a short form
+_PER_ELEMENT = 16  # "<", ">", "</", ">", and an attribute's "=" and quotes
+
+
+def _checked_xml_text(element: Any, encoding: Any, what: str) -> None:
+    """Refuse writing ``element`` (or an ElementTree) when its text would pass the item cap:
+    ElementTree escapes in one C call per text (``&amp;`` for ``&``, six times) and writes what
+    the encoding cannot hold as ``&#1114111;`` (ten times; ``us-ascii`` by default). Counted a
+    node at a time, in Python (the deadline's stop lands between them; red team R26)."""
+    root = element.getroot() if isinstance(element, ElementTree.ElementTree) else element
+    if not ElementTree.iselement(root):
+        return  # the library words its own error
+    referenced = not (isinstance(encoding, str) and str.__str__(encoding).lower() in _FULL_UNICODE)
+    total = 0
+    for node in root.iter():
+        total += _PER_ELEMENT + 2 * _xml_text_length(node.tag, referenced)
+        total += _xml_text_length(node.text, referenced) + _xml_text_length(node.tail, referenced)
+        for name, value in node.attrib.items():
+            total += _PER_ELEMENT
+            total += _xml_text_length(name, referenced) + _xml_text_length(value, referenced)
+        check_items(total, what)
+
+
+def checked_tostring(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """``ElementTree.tostring`` with what it writes counted first (red team R26)."""
+    _checked_xml_text(element, encoding, "ElementTree.tostring()")
+    return ElementTree.tostring(element, encoding, *args, **kwargs)
+
+
+def checked_tostringlist(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """``ElementTree.tostringlist`` with what it writes counted first (red team R26)."""
+    _checked_xml_text(element, encoding, "ElementTree.tostringlist()")
+    return ElementTree.tostringlist(element, encoding, *args, **kwargs)
 
 
 def textwrap_overrides() -> dict[str, Any]:

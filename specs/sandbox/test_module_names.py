@@ -84,6 +84,14 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
         "e = fromstring('<a><b/></a>')\nindent(e)\nresult = tostring(e).decode()",
         "<a>\n  <b />\n</a>",
     ),
+    ("xml.etree.ElementTree", "tostring"): (
+        "result = tostring(fromstring('<a k=\"&quot;\">&amp;é</a>'))",
+        b'<a k="&quot;">&amp;&#233;</a>',
+    ),
+    ("xml.etree.ElementTree", "tostringlist"): (
+        "result = b''.join(tostringlist(fromstring('<a><b/></a>'), 'utf-8'))",
+        b"<a><b /></a>",
+    ),
     ("decimal", "Decimal"): ("str(Decimal('1.10') + Decimal('2.20'))", "3.30"),
     ("decimal", "getcontext"): ("getcontext().prec", 28),
     ("decimal", "localcontext"): ("with localcontext(prec=2) as c:\n    result = c.prec", 2),
@@ -286,6 +294,8 @@ _EXTRA_IMPORTS = {
     ("re", "Match"): "from re import match as re_match\n",
     ("re", "Pattern"): "from re import compile as re_compile\n",
     ("xml.etree.ElementTree", "indent"): "from xml.etree.ElementTree import fromstring, tostring\n",
+    ("xml.etree.ElementTree", "tostring"): "from xml.etree.ElementTree import fromstring\n",
+    ("xml.etree.ElementTree", "tostringlist"): "from xml.etree.ElementTree import fromstring\n",
     ("urllib.error", "HTTPError"): "from urllib.error import URLError\n",
     ("xml.etree.ElementTree", "ElementTree"): "from xml.etree.ElementTree import fromstring\n",
     ("xml.etree.ElementTree", "parse"): "import io\n",
