@@ -617,16 +617,19 @@ class TestElementTreeWritesCounted:
 
     def test_what_fits_is_the_librarys(self) -> None:
         """Within the cap, the text and bytes are ElementTree's own (the same calls outside
-        the sandbox)."""
+        the sandbox); the ``text`` method writes text unescaped, counted so (nine million
+        ``&`` fit)."""
         build = (
             "e = ET.Element('a', k='\"x\"')\ne.text = 'é & <b>'\nET.SubElement(e, 'c').tail = 'z'\n"
-            "result = [ET.tostring(e, 'unicode'), ET.tostring(e).decode(),\n"
+            "big = ET.Element('t')\nbig.text = '&' * 9 * 10**6\n"
+            "plain = len(ET.tostring(big, 'unicode', method='text'))\n"
+            "result = [plain, ET.tostring(e, 'unicode'), ET.tostring(e).decode(),\n"
             "          ET.tostring(e, 'unicode', xml_declaration=True), len(ET.tostringlist(e))]\n"
         )
         host: dict[str, Any] = {"ET": ElementTree}
         exec(build, host)
         assert value_of("import xml.etree.ElementTree as ET\n" + build) == host["result"]
-        assert host["result"][0] == '<a k="&quot;x&quot;">é &amp; &lt;b&gt;<c />z</a>'
+        assert host["result"][:2] == [9_000_000, '<a k="&quot;x&quot;">é &amp; &lt;b&gt;<c />z</a>']
 
 
 class TestHexWithASeparator:

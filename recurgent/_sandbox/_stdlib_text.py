@@ -205,8 +205,9 @@ _XML_SPECIAL = ("&", "<", ">", '"', "\n", "\r", "\t")
 _FULL_UNICODE = frozenset({"unicode", "utf-8", "utf8", "utf-16", "utf-32"})
 
 
-def _xml_text_length(value: Any, referenced: bool) -> int:
-    """At least how long ``value`` (a tag, text, tail or attribute) is once ElementTree wrote it."""
+def _xml_text_length(value: Any, referenced: bool, escaped: bool = True) -> int:
+    """At least how long ``value`` (a tag, text, tail or attribute) is once ElementTree wrote it
+    (``escaped``: as markup; the ``text`` method writes text as it is)."""
     if isinstance(value, ElementTree.QName):
         value = value.text
     if not isinstance(value, str):
@@ -215,6 +216,8 @@ def _xml_text_length(value: Any, referenced: bool) -> int:
     length = str.__len__(text)
     if referenced and not str.isascii(text):
         return length * _REFERENCE
+    if not escaped:
+        return length
     return length + (_ESCAPED - 1) * sum(str.count(text, char) for char in _XML_SPECIAL)
 
 
@@ -222,7 +225,7 @@ _OTHER_XML = 64  # a value that is not text: ElementTree refuses it or writes a 
 _PER_ELEMENT = 16  # "<", ">", "</", ">", and an attribute's "=" and quotes
 
 
-def _checked_xml_text(element: Any, encoding: Any, what: str) -> None:
+def _checked_xml_text(element: Any, encoding: Any, method: Any, what: str) -> None:
     """Refuse writing ``element`` (or an ElementTree) when its text would pass the item cap:
     ElementTree escapes in one C call per text (``&amp;`` for ``&``, six times) and writes what
     the encoding cannot hold as ``&#1114111;`` (ten times; ``us-ascii`` by default). Counted a
@@ -231,10 +234,12 @@ def _checked_xml_text(element: Any, encoding: Any, what: str) -> None:
     if not ElementTree.iselement(root):
         return  # the library words its own error
     referenced = not (isinstance(encoding, str) and str.__str__(encoding).lower() in _FULL_UNICODE)
+    markup = method != "text"
     total = 0
     for node in root.iter():
         total += _PER_ELEMENT + 2 * _xml_text_length(node.tag, referenced)
-        total += _xml_text_length(node.text, referenced) + _xml_text_length(node.tail, referenced)
+        total += _xml_text_length(node.text, referenced, markup)
+        total += _xml_text_length(node.tail, referenced, markup)
         for name, value in node.attrib.items():
             total += _PER_ELEMENT
             total += _xml_text_length(name, referenced) + _xml_text_length(value, referenced)
@@ -243,13 +248,15 @@ def _checked_xml_text(element: Any, encoding: Any, what: str) -> None:
 
 def checked_tostring(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:
     """``ElementTree.tostring`` with what it writes counted first (red team R26)."""
-    _checked_xml_text(element, encoding, "ElementTree.tostring()")
+    method = args[0] if args else kwargs.get("method")
+    _checked_xml_text(element, encoding, method, "ElementTree.tostring()")
     return ElementTree.tostring(element, encoding, *args, **kwargs)
 
 
 def checked_tostringlist(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:
     """``ElementTree.tostringlist`` with what it writes counted first (red team R26)."""
-    _checked_xml_text(element, encoding, "ElementTree.tostringlist()")
+    method = args[0] if args else kwargs.get("method")
+    _checked_xml_text(element, encoding, method, "ElementTree.tostringlist()")
     return ElementTree.tostringlist(element, encoding, *args, **kwargs)
 
 
