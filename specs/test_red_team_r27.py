@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import textwrap
+import xml.etree.ElementTree as ElementTree
 from typing import Any, cast
+
+import pytest
 
 from recurgent._sandbox import ExecutionSandbox, SandboxLimits, compile_program
 from recurgent._worker import _child
 from recurgent._worker._codec import from_wire, to_wire
 from recurgent._worker._protocol import RunRequest, RunResult, WireLimits
-from specs.sandbox.support import Host, execute
+from specs.sandbox.support import Host, error_of, execute, value_of
 
 # --- 3. What a worker reports a run wrote (_child._written) ----------------------------------
 
@@ -109,3 +112,110 @@ def test_only_the_touched_keys_come_back_and_a_deleted_key_is_reported() -> None
         ["gone"],
     )
     assert _in_process(memory, source) == {"a": {"b": [1, 2, 3]}, "left": [0] * 10, "n": [1]}
+
+
+# --- 4. ElementTree.tostring/tostringlist counted (_stdlib_text.checked_tostring) -------------
+
+ET_HEAD = "import xml.etree.ElementTree as ET\nBIG = 'x' * 2_000_000\n"
+
+
+class TestElementTreeWritesWhatItCounted:
+    """What ``tostring`` writes is what was counted: a program's object (or ``str`` subclass) as
+    text answered ElementTree's ``in``/``replace``/``%s`` with a text it already held (six
+    children wrote 12 000 049 characters, counted as a few hundred); ``default_namespace`` was
+    not counted (45 000 032 characters from nine million ``&``); bytes were counted as
+    characters (``utf-32`` wrote 32 000 192 bytes for 1.6 million ``&``)."""
+
+    @pytest.mark.parametrize(
+        ("build", "kind"),
+        [
+            (
+                "class T:\n    def __contains__(self, c):\n        return True\n"
+                "    def replace(self, a, b):\n        return BIG\n"
+                "root = ET.Element('r')\nfor i in range(6):\n    ET.SubElement(root, 'c').text = T()\n",
+                "T",
+            ),
+            (
+                "class C:\n    def __str__(self):\n        return BIG\n"
+                "root = ET.Element('r')\nfor i in range(6):\n    root.append(ET.Comment(C()))\n",
+                "C",
+            ),
+        ],
+    )
+    def test_a_programs_object_as_text_is_refused(self, build: str, kind: str) -> None:
+        """Text and a comment's text of a program's class: refused before anything is written
+        (in plain Python each wrote 12 000 049 characters). An attribute value held: the
+        sandbox's ``SubElement`` keeps exact text."""
+        error_type, message = error_of(
+            ET_HEAD + build + "result = len(ET.tostring(root, encoding='unicode'))"
+        )
+        assert (error_type, message) == (
+            "execution",
+            "Execution error in tester.run: TypeError: ElementTree.tostring() writes text (str) "
+            f"in the sandbox, not {kind}",
+        )
+
+    def test_an_object_that_only_looks_like_an_element_is_refused(self) -> None:
+        """An object with an element's attributes, counted by its own ``iter``, wrote by its
+        ``__iter__`` and ``text``: only an ``Element`` is written."""
+        build = (
+            "class D:\n    tag = 'd'\n    text = BIG\n    tail = None\n    attrib = {}\n"
+            "    def iter(self):\n        return iter([])\n"
+            "    def items(self):\n        return []\n"
+            "    def __iter__(self):\n        return iter([])\n"
+            "    def __len__(self):\n        return 0\n"
+            "result = len(ET.tostringlist(D(), 'unicode'))"
+        )
+        assert error_of(ET_HEAD + build) == (
+            "execution",
+            "Execution error in tester.run: TypeError: ElementTree.tostringlist() writes an "
+            "Element in the sandbox, not D",
+        )
+
+    @pytest.mark.parametrize(
+        ("call", "items"),
+        [
+            (
+                "e = ET.Element('{u}a')\nET.tostring(e, 'unicode', default_namespace='&' * 9 * 10**6)",
+                54_000_111,
+            ),
+            ("e = ET.Element('a')\ne.text = '&' * 1_600_000\nET.tostring(e, 'utf-32')", 38_400_416),
+            (
+                "e = ET.Element('a')\ne.text = '\\U0001f600' * 3 * 10**6\nET.tostring(e, 'utf-8')",
+                12_000_103,
+            ),
+        ],
+    )
+    def test_what_the_count_missed_is_refused(self, call: str, items: int) -> None:
+        """``default_namespace`` (45 000 032 written), ``utf-32`` (four bytes a character:
+        32 000 192 written) and ``utf-8`` of astral text (four bytes a character: 12 000 039
+        written, counted three million): refused as what they would write."""
+        assert error_of("import xml.etree.ElementTree as ET\n" + call) == (
+            "resource_limit",
+            f"Resource limit in tester.run: ElementTree.tostring() would create {items} items; "
+            "the sandbox limit is 10000000",
+        )
+
+    def test_within_the_cap_the_text_is_what_plain_python_writes(self) -> None:
+        """Nine million ASCII characters under the default ``us-ascii``, two million ``é`` in
+        ``utf-8``, 900 000 in ``latin-1`` (counted ten a character: ``&#233;`` where a codec cannot hold it), a namespaced tree with a default namespace and a comment:
+        the same bytes and text as plain Python."""
+        build = (
+            "big = ET.Element('a')\nbig.text = 'x' * 9 * 10**6\n"
+            "e = ET.Element('b')\ne.text = 'é' * 2 * 10**6\n"
+            "n = ET.Element('{urn:x}r', {'{urn:y}k': 'v&'})\nn.append(ET.Comment('c'))\n"
+            "ET.SubElement(n, '{urn:x}s').text = '<'\n"
+            "l = ET.Element('c')\nl.text = 'é' * 900_000\n"
+            "result = [len(ET.tostring(big)), len(ET.tostring(e, 'utf-8')),\n"
+            "          len(ET.tostring(l, 'latin-1')),\n"
+            "          ET.tostring(n, 'unicode', default_namespace='urn:x')]\n"
+        )
+        host: dict[str, Any] = {"ET": ElementTree}
+        exec(build, host)
+        assert value_of("import xml.etree.ElementTree as ET\n" + build) == host["result"]
+        assert host["result"] == [
+            9_000_007,
+            4_000_007,
+            900_048,
+            '<r xmlns="urn:x" xmlns:ns1="urn:y" ns1:k="v&amp;"><!--c--><s>&lt;</s></r>',
+        ]
