@@ -11,8 +11,11 @@ import pytest
 from recurgent._sandbox import ExecutionSandbox, SandboxLimits, compile_program
 from recurgent._worker import _child
 from recurgent._worker._codec import from_wire, to_wire
+from recurgent._worker._executor import ProcessExecutor
+from recurgent._worker._isolation import bwrap_path
 from recurgent._worker._protocol import RunRequest, RunResult, WireLimits
 from specs.sandbox.support import Host, error_of, execute, value_of
+from specs.worker.test_red_team_r25 import walled, worker_paths  # noqa: F401 (fixtures)
 
 # --- 3. What a worker reports a run wrote (_child._written) ----------------------------------
 
@@ -92,6 +95,21 @@ def test_a_key_that_is_not_a_string_is_refused_not_renamed() -> None:
         "context has a key of type int; memory keys cross the worker boundary as strings only; "
         "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) can cross "
         "the worker boundary",
+    )
+
+
+def test_deleting_a_key_that_is_not_a_string_is_refused_not_a_crash() -> None:
+    """Host memory may hold ``1`` as a key (it crosses in a pairs envelope); ``del context[1]``
+    in a worker answered ``memory_deleted=[1]``, which the protocol's ``list[str]`` refused as
+    a ``ValidationError`` outside the worker's error handling. Refused as memory that cannot
+    cross."""
+    answer = _worker_answer({1: "a", "x": 1}, "del context[1]\nreturn 0")
+
+    assert answer.error is not None
+    assert (answer.status, answer.memory_deleted, answer.error.error_type) == (
+        "error",
+        [],
+        "non_serializable_result",
     )
 
 
@@ -219,3 +237,53 @@ class TestElementTreeWritesWhatItCounted:
             900_048,
             '<r xmlns="urn:x" xmlns:ns1="urn:y" ns1:k="v&amp;"><!--c--><s>&lt;</s></r>',
         ]
+
+
+# --- 5. What an escaped program may write under bubblewrap (_isolation.bwrap_command) ---------
+
+_FILL = r"""
+import os
+chunk = b'x' * (40 << 20)
+out = []
+for folder in ['/dev/shm', '/dev', '/', os.getcwd(), '/tmp']:
+    total, names = 0, []
+    try:
+        for i in range(2):
+            names.append(os.path.join(folder, 'fill%d' % i))
+            with open(names[-1], 'wb') as handle:
+                handle.write(chunk)
+            total += os.path.getsize(names[-1])
+        out.append([total, None])
+    except OSError as error:
+        out.append([total, error.strerror])
+    for name in names:
+        try:
+            os.remove(name)
+        except OSError:
+            pass
+with open('/dev/null', 'w') as handle:
+    handle.write('still a device')
+result = out
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bwrap_path() is None, reason="bwrap (bubblewrap) cannot run here")
+def test_an_escaped_program_writes_at_most_64_mib_a_folder(
+    walled: ProcessExecutor,  # noqa: F811 (the fixture of red team R25)
+) -> None:
+    """Raw Python in the worker wrote two 40 MiB files (83 886 080 bytes, and as many more as
+    it liked: ``RLIMIT_FSIZE`` bounds a file, not their number) into ``/dev/shm``, ``/dev`` and
+    ``/`` (tmpfs bubblewrap makes without a size: host memory) and into its scratch directory
+    (bound from the host's disk); only ``/tmp`` stopped at 64 MiB. Now ``/dev`` and ``/`` are
+    read-only and the scratch directory is a 64 MiB tmpfs of its own."""
+    raw = walled.run_raw(_FILL)
+
+    assert raw.error is None, raw.error
+    assert raw.value == [
+        [0, "Read-only file system"],
+        [0, "Read-only file system"],
+        [0, "Read-only file system"],
+        [41_943_040, "No space left on device"],
+        [41_943_040, "No space left on device"],
+    ]
