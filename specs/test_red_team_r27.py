@@ -20,7 +20,7 @@ from specs.worker.test_red_team_r25 import walled, worker_paths  # noqa: F401 (f
 # --- 3. What a worker reports a run wrote (_child._written) ----------------------------------
 
 
-def _worker_answer(memory: dict[str, Any], source: str) -> RunResult:
+def _worker_answer(memory: dict[Any, Any], source: str) -> RunResult:
     """What a worker answers for ``source`` over ``memory``: the steps of ``run_request``
     after the program ran (commit to the worker's copy, then ``_finish``), in this process."""
     code = textwrap.dedent(source)
