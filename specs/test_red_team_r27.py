@@ -310,7 +310,7 @@ class TestElementTreeWritesWhatItCounted:
         )
 
     def test_within_the_cap_the_text_is_what_plain_python_writes(self) -> None:
-        """Nine million ASCII characters under the default ``us-ascii``, two million ``é`` in
+        """Nine million ASCII characters under the default ``us-ascii`` and a named one, two million ``é`` in
         ``utf-8``, 900 000 in ``latin-1`` (counted ten a character: ``&#233;`` where a codec cannot hold it), a namespaced tree with a default namespace and a comment:
         the same bytes and text as plain Python."""
         build = (
@@ -319,7 +319,8 @@ class TestElementTreeWritesWhatItCounted:
             "n = ET.Element('{urn:x}r', {'{urn:y}k': 'v&'})\nn.append(ET.Comment('c'))\n"
             "ET.SubElement(n, '{urn:x}s').text = '<'\n"
             "l = ET.Element('c')\nl.text = 'é' * 900_000\n"
-            "result = [len(ET.tostring(big)), len(ET.tostring(e, 'utf-8')),\n"
+            "result = [len(ET.tostring(big)), len(ET.tostring(big, 'US-ASCII')),\n"
+            "          len(ET.tostring(e, 'utf-8')),\n"
             "          len(ET.tostring(l, 'latin-1')),\n"
             "          ET.tostring(n, 'unicode', default_namespace='urn:x')]\n"
         )
@@ -327,6 +328,7 @@ class TestElementTreeWritesWhatItCounted:
         exec(build, host)
         assert value_of("import xml.etree.ElementTree as ET\n" + build) == host["result"]
         assert host["result"] == [
+            9_000_007,
             9_000_007,
             4_000_007,
             900_048,

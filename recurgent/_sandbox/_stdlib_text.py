@@ -228,7 +228,8 @@ def _xml_widths(encoding: Any, what: str) -> tuple[int, int] | None:
         if name.startswith(prefix):
             return widths
     try:
-        single = len(codecs.encode("\u00e9", name, "xmlcharrefreplace")) <= 1
+        # A character such a codec cannot hold is dropped here (a reference when written).
+        single = all(len(codecs.encode(char, name, "ignore")) <= 1 for char in "\u00e9\u4e2d")
         plain = codecs.encode("~+&<ab", name) == b"~+&<ab"
     except (LookupError, UnicodeError, TypeError, ValueError):
         return _OTHER_CODEC
