@@ -9,6 +9,7 @@ exactly like the originals. Their caps are listed in ``_stdlib.SIZE_CAPS`` with 
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 import json.encoder
@@ -202,61 +203,120 @@ def checked_element_indent(tree: Any, space: Any = "  ", level: Any = 0) -> None
 _ESCAPED = 6
 _REFERENCE = 10
 _XML_SPECIAL = ("&", "<", ">", '"', "\n", "\r", "\t")
-_FULL_UNICODE = frozenset({"unicode", "utf-8", "utf8", "utf-16", "utf-32"})
+# Bytes an encoding writes for an ASCII character and for any other (red team R27: counted in
+# characters, ``utf-32`` wrote four bytes for each, ``utf-8`` four for an astral one). By the
+# codec's own name; any other codec (``utf-7`` writes ``~`` as ``+AH4-``) five and ten.
+_SINGLE_BYTE = (1, _REFERENCE)
+_WIDTHS: dict[str, tuple[int, int]] = {"utf-8": (1, 4), "utf-16": (2, 4), "utf-32": (4, 4)}
+_OTHER_CODEC = (5, _REFERENCE)
 
 
-def _xml_text_length(value: Any, referenced: bool, escaped: bool = True) -> int:
+def _xml_widths(encoding: Any, what: str) -> tuple[int, int] | None:
+    """How many of what ``tostring`` returns an ASCII character and any other become under
+    ``encoding``: ``(1, 1)`` for ``unicode`` (text), ``None`` for a name no codec has."""
+    if encoding is None:
+        return _SINGLE_BYTE  # us-ascii
+    if type(encoding) is not str:
+        raise TypeError(f"{what} takes an encoding name (str) in the sandbox")
+    if encoding.lower() == "unicode":
+        return (1, 1)
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return None  # the library words its own error
+    for prefix, widths in _WIDTHS.items():
+        if name.startswith(prefix):
+            return widths
+    try:
+        # A character such a codec cannot hold is dropped here (a reference when written).
+        single = all(len(codecs.encode(char, name, "ignore")) <= 1 for char in "\u00e9\u4e2d")
+        plain = codecs.encode("~+&<ab", name) == b"~+&<ab"
+    except (LookupError, UnicodeError, TypeError, ValueError):
+        return _OTHER_CODEC
+    return _SINGLE_BYTE if single and plain else _OTHER_CODEC
+
+
+def _xml_text_length(value: Any, widths: tuple[int, int], what: str, escaped: bool = True) -> int:
     """At least how long ``value`` (a tag, text, tail or attribute) is once ElementTree wrote it
-    (``escaped``: as markup; the ``text`` method writes text as it is)."""
+    (``escaped``: as markup; the ``text`` method writes text as it is).
+
+    Only exact types are written: ElementTree tests and escapes a value with its own ``in``,
+    ``replace`` and ``%s``, so a program's object (or ``str`` subclass) returned a text it
+    already held, a million characters for one counted (red team R27); it is refused.
+    """
     if isinstance(value, ElementTree.QName):
         value = value.text
-    if not isinstance(value, str):
-        return _OTHER_XML if value is not None else 0
-    text = str.__str__(value)
-    length = str.__len__(text)
-    if referenced and not str.isascii(text):
-        return length * _REFERENCE
-    if not escaped:
-        return length
-    return length + (_ESCAPED - 1) * sum(str.count(text, char) for char in _XML_SPECIAL)
+    kind = type(value)
+    if value is None:
+        return 0
+    if kind is int or kind is bool:
+        return int.bit_length(value) // 3 + 2  # decimal digits, in a comment's "%s"
+    if kind is float:
+        return _OTHER_XML
+    if kind is not str:
+        raise TypeError(f"{what} writes text (str) in the sandbox, not {kind.__name__}")
+    length = str.__len__(value)
+    ascii_width, other_width = widths
+    specials = sum(str.count(value, char) for char in _XML_SPECIAL) if escaped else 0
+    written = (length + (_ESCAPED - 1) * specials) * ascii_width
+    if not str.isascii(value):
+        written += length * (other_width - ascii_width)  # as if every character were other
+    return written
 
 
-_OTHER_XML = 64  # a value that is not text: ElementTree refuses it or writes a short form
+_OTHER_XML = 64  # a float: ElementTree refuses it or writes a short form
 _PER_ELEMENT = 16  # "<", ">", "</", ">", and an attribute's "=" and quotes
+_DECLARATION = 64  # "<?xml version='1.0' encoding='...'?>" but the encoding's name
 
 
-def _checked_xml_text(element: Any, encoding: Any, method: Any, what: str) -> None:
+def _checked_xml_text(
+    element: Any, encoding: Any, method: Any, default_namespace: Any, what: str
+) -> None:
     """Refuse writing ``element`` (or an ElementTree) when its text would pass the item cap:
     ElementTree escapes in one C call per text (``&amp;`` for ``&``, six times) and writes what
     the encoding cannot hold as ``&#1114111;`` (ten times; ``us-ascii`` by default). Counted a
-    node at a time, in Python (the deadline's stop lands between them; red team R26)."""
+    node at a time, in Python (the deadline's stop lands between them; red team R26), through
+    ``Element``'s own methods; only an ``Element`` and exact text are written (red team R27)."""
     root = element.getroot() if isinstance(element, ElementTree.ElementTree) else element
     if not ElementTree.iselement(root):
         return  # the library words its own error
-    referenced = not (isinstance(encoding, str) and str.__str__(encoding).lower() in _FULL_UNICODE)
+    if type(root) is not ElementTree.Element:
+        raise TypeError(f"{what} writes an Element in the sandbox, not {type(root).__name__}")
+    if method is not None and type(method) is not str:
+        raise TypeError(f"{what} takes a method name (str) in the sandbox")
+    widths = _xml_widths(encoding, what)
+    if widths is None:
+        return
     markup = method != "text"
-    total = 0
-    for node in root.iter():
-        total += _PER_ELEMENT + 2 * _xml_text_length(node.tag, referenced)
-        total += _xml_text_length(node.text, referenced, markup)
-        total += _xml_text_length(node.tail, referenced, markup)
-        for name, value in node.attrib.items():
-            total += _PER_ELEMENT
-            total += _xml_text_length(name, referenced) + _xml_text_length(value, referenced)
+    total = _DECLARATION + (str.__len__(encoding) if type(encoding) is str else 0)
+    total += _PER_ELEMENT + _xml_text_length(default_namespace, widths, what)
+    total *= widths[0]
+    for node in ElementTree.Element.iter(root):
+        tag: Any = node.tag
+        if tag is not ElementTree.Comment and tag is not ElementTree.PI:
+            total += _PER_ELEMENT * widths[0] + 2 * _xml_text_length(tag, widths, what)
+        total += _xml_text_length(node.text, widths, what, markup)
+        total += _xml_text_length(node.tail, widths, what, markup)
+        for name, value in ElementTree.Element.items(node):
+            total += _PER_ELEMENT * widths[0]
+            total += _xml_text_length(name, widths, what)
+            total += _xml_text_length(value, widths, what)
         check_items(total, what)
 
 
 def checked_tostring(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:
     """``ElementTree.tostring`` with what it writes counted first (red team R26)."""
     method = args[0] if args else kwargs.get("method")
-    _checked_xml_text(element, encoding, method, "ElementTree.tostring()")
+    namespace = kwargs.get("default_namespace")
+    _checked_xml_text(element, encoding, method, namespace, "ElementTree.tostring()")
     return ElementTree.tostring(element, encoding, *args, **kwargs)
 
 
 def checked_tostringlist(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:
     """``ElementTree.tostringlist`` with what it writes counted first (red team R26)."""
     method = args[0] if args else kwargs.get("method")
-    _checked_xml_text(element, encoding, method, "ElementTree.tostringlist()")
+    namespace = kwargs.get("default_namespace")
+    _checked_xml_text(element, encoding, method, namespace, "ElementTree.tostringlist()")
     return ElementTree.tostringlist(element, encoding, *args, **kwargs)
 
 

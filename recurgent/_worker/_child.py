@@ -16,7 +16,7 @@ import os
 import resource
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +28,7 @@ from recurgent._sandbox import (
     SandboxLimits,
     compile_program,
 )
+from recurgent._where import Where
 from recurgent._worker._imports import DependencyAccess, installed_top_level_names
 from recurgent._worker._protocol import (
     ForwardReply,
@@ -254,19 +255,53 @@ def _written(
 
     Only the keys the run's journal says it changed are encoded: memory it left alone is
     neither encoded nor compared, so a run's cost does not grow with it (red team R25, ADR
-    0152). A run that failed commits nothing. Writes whose keys are unknown (or that do not
-    encode as a plain mapping) are found by comparing every key, as before.
+    0152). A run that failed commits nothing. Writes whose keys are unknown (a patch without a
+    path) are found by comparing every key, as before. Each key's value is encoded alone.
     """
     writes = done.writes
     if done.error is not None or done.violations or writes is None:
         return {}, []
     touched = writes.touched_keys()
     if touched is not None:
-        changed = {key: memory[key] for key in dict.fromkeys(touched) if key in memory}
-        encoded = to_wire(changed, "context", forwarder.reference)
-        if type(encoded) is dict and all(type(key) is str for key in encoded):
-            return encoded, [key for key in writes.delete if key not in memory]
-    return _memory_writes(request.memory, to_wire(memory, "context", forwarder.reference))
+        keys = _string_keys(dict.fromkeys(touched))
+        changed = [key for key in keys if key in memory]
+        deleted = [key for key in writes.delete if key not in memory]
+        return _encoded_keys(memory, changed, forwarder), deleted
+    return _memory_writes(request.memory, _encoded_keys(memory, list(memory), forwarder))
+
+
+def _encoded_keys(memory: dict[str, Any], keys: list[Any], forwarder: _Forwarder) -> dict[str, Any]:
+    """``memory``'s values at ``keys``, each encoded on its own.
+
+    Encoding the mapping of them whole wrote it as a ``__recurgent_dict__`` envelope when its
+    one key looked like an envelope or a key was not a string, and the parent stored that
+    envelope's pairs under ``"__recurgent_dict__"`` (red team R27). A key that is not a string
+    cannot name a ``memory_set`` entry: the run is refused, as for a value that cannot cross.
+
+    Raises:
+        Unencodable: a key that is not a string, or a value that cannot cross.
+    """
+    return {
+        key: to_wire(memory[key], str(Where("context", (key,))), forwarder.reference)
+        for key in _string_keys(keys)
+    }
+
+
+def _string_keys(keys: Iterable[Any]) -> list[str]:
+    """``keys`` (memory's, changed or deleted), each a string.
+
+    Raises:
+        Unencodable: one is not: ``memory_set`` and ``memory_deleted`` name keys by strings.
+    """
+    found: list[str] = []
+    for key in keys:
+        if type(key) is not str:
+            raise Unencodable(
+                f"context has a key of type {type(key).__name__}; memory keys cross the worker "
+                "boundary as strings only"
+            )
+        found.append(key)
+    return found
 
 
 def _commit(done: ExecutionResult, memory: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -197,14 +197,20 @@ def bwrap_command(
     if network:
         for path in _NETWORK_FILES:
             argv += ["--ro-bind-try", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    # /dev and the root are tmpfs bubblewrap makes without a size (host memory): read-only, so
+    # what a worker writes lands in /tmp and its scratch directory, each sized (red team R27).
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    argv += ["--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     seen: set[str] = set()
     for path in sorted(read_only, key=len):
         real = str(Path(path).resolve())
         if real not in seen and Path(real).exists():
             seen.add(real)
             argv += ["--ro-bind", real, real]
-    argv += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--", *command]
+    # The scratch directory is the worker's own tmpfs, not the host directory: bound, it took
+    # files of 64 MiB without end on the host's disk (red team R27).
+    argv += ["--size", str(tmp_bytes), "--tmpfs", str(scratch), "--remount-ro", "/"]
+    argv += ["--chdir", str(scratch), "--", *command]
     return argv
 
 
