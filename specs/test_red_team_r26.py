@@ -80,7 +80,6 @@ import codecs
 import encodings.aliases
 import json.encoder as json_encoder
 import random
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from typing import Any
 
@@ -93,7 +92,7 @@ from recurgent._sandbox._encodings import checked_decode, checked_encode
 from recurgent._worker._protocol import parse_line
 from recurgent.errors import NonSerializableResultError
 from recurgent.testing import ScriptedProvider
-from specs.sandbox.support import error_of, execute, value_of
+from specs.sandbox.support import error_of, execute, nested_lists, result_in_python, value_of
 
 _LIMIT = "the sandbox limit is 10000000"
 
@@ -379,16 +378,6 @@ class TestLibraryWrappers:
 # --- Nesting ----------------------------------------------------------------------------------
 
 
-def _chain(levels: int) -> list[Any]:
-    top: list[Any] = []
-    inner = top
-    for _ in range(levels):
-        below: list[Any] = []
-        inner.append(below)
-        inner = below
-    return top
-
-
 def _depth(value: Any) -> int:
     depth = 0
     while isinstance(value, list) and value:
@@ -413,7 +402,7 @@ class TestMemorysOwnValueKeepsItsLevels:
     def test_appended_at_the_innermost_list(self) -> None:
         """Memory's 60-level ``a`` appended at the innermost of 60-level ``b``: refused (121
         levels were stored, and the same write a second time made a cycle)."""
-        journal = Journal({"a": _chain(60), "b": _chain(60)})
+        journal = Journal({"a": nested_lists(60), "b": nested_lists(60)})
         view = journal.view
         innermost = view["b"]
         for _ in range(60):
@@ -424,7 +413,7 @@ class TestMemorysOwnValueKeepsItsLevels:
 
     def test_within_the_cap_commits(self) -> None:
         """Memory's 2-level list appended at level 60 (63 below the top): committed, shared."""
-        memory: dict[str, Any] = {"a": _chain(2), "b": _chain(60)}
+        memory: dict[str, Any] = {"a": nested_lists(2), "b": nested_lists(60)}
         journal = Journal(memory)
         view = journal.view
         innermost = view["b"]
@@ -626,10 +615,10 @@ class TestElementTreeWritesCounted:
             "result = [plain, ET.tostring(e, 'unicode'), ET.tostring(e).decode(),\n"
             "          ET.tostring(e, 'unicode', xml_declaration=True), len(ET.tostringlist(e))]\n"
         )
-        host: dict[str, Any] = {"ET": ElementTree}
-        exec(build, host)
-        assert value_of("import xml.etree.ElementTree as ET\n" + build) == host["result"]
-        assert host["result"][:2] == [9_000_000, '<a k="&quot;x&quot;">é &amp; &lt;b&gt;<c />z</a>']
+        source = "import xml.etree.ElementTree as ET\n" + build
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain[:2] == [9_000_000, '<a k="&quot;x&quot;">é &amp; &lt;b&gt;<c />z</a>']
 
 
 class TestHexWithASeparator:

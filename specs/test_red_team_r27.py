@@ -43,7 +43,6 @@ though the codec writes one byte, so two million of them are refused within the 
 from __future__ import annotations
 
 import textwrap
-import xml.etree.ElementTree as ElementTree
 from typing import Any, cast
 
 import pytest
@@ -60,7 +59,7 @@ from recurgent._worker._protocol import (
     dump_line,
     parse_line,
 )
-from specs.sandbox.support import Host, error_of, execute, value_of
+from specs.sandbox.support import Host, error_of, execute, result_in_python, value_of
 from specs.worker.test_red_team_r25 import walled, worker_paths  # noqa: F401 (fixtures)
 
 # --- 1. Plain-scalar lists (_codec._plain_scalars) -------------------------------------------
@@ -324,10 +323,10 @@ class TestElementTreeWritesWhatItCounted:
             "          len(ET.tostring(l, 'latin-1')),\n"
             "          ET.tostring(n, 'unicode', default_namespace='urn:x')]\n"
         )
-        host: dict[str, Any] = {"ET": ElementTree}
-        exec(build, host)
-        assert value_of("import xml.etree.ElementTree as ET\n" + build) == host["result"]
-        assert host["result"] == [
+        source = "import xml.etree.ElementTree as ET\n" + build
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain == [
             9_000_007,
             9_000_007,
             4_000_007,

@@ -10,6 +10,7 @@ import pytest
 from recurgent._journal import Journal, MemoryView
 from recurgent._sandbox import rebuild
 from recurgent.errors import NonSerializableResultError
+from specs.sandbox.support import nested_lists
 
 
 class TestOrderedDicts:
@@ -141,12 +142,7 @@ class TestNestingCountsFromMemorysTop:
 
     @staticmethod
     def _innermost_after(levels: int, added: int) -> tuple[Journal, list[object]]:
-        chain: list[object] = []
-        innermost = chain
-        for _ in range(levels):
-            inner: list[object] = []
-            innermost.append(inner)
-            innermost = inner
+        chain: list[object] = nested_lists(levels)
         journal = Journal({"deep": chain})
         copy = journal.view["deep"]
         for _ in range(levels):

@@ -193,6 +193,25 @@ def names_as_a_module(source: str) -> Any:
     return namespace["names"]
 
 
+def result_in_python(source: str) -> Any:
+    """``result`` after running ``source`` (the spec's own text) in plain Python: what the same
+    program should answer in the sandbox."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<plain>", "exec"), namespace)
+    return namespace["result"]
+
+
+def nested_lists(levels: int) -> list[Any]:
+    """A list holding a list, ``levels`` deep (the innermost empty)."""
+    top: list[Any] = []
+    inner = top
+    for _ in range(levels):
+        below: list[Any] = []
+        inner.append(below)
+        inner = below
+    return top
+
+
 def leaking(late: str, rest: str) -> str:
     """A program that leaks a generator whose late cleanup runs ``late``, then runs ``rest``."""
     return _LEAK.format(late=late) + rest
