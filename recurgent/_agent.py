@@ -26,6 +26,7 @@ parts, their wiring to the lifecycle and the checks on memory writes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, SupportsIndex, Unpack, cast
 
@@ -113,6 +114,7 @@ class Agent(AgentWiring):
         role: str,
         *,
         dependencies: list[Mapping[str, Any]],
+        timeout_seconds: float | None = None,
         **options: Unpack[AgentOptionsDict],
     ) -> Preparation[Agent]:
         """Create an agent and build its dependency environment in the background.
@@ -121,7 +123,20 @@ class Agent(AgentWiring):
         the manifest rules (``UsageError``) and later against ``dependency_policy``. The
         result's ``agent`` is usable at once; ``wait(timeout)`` and ``status`` follow the
         preparation, whose failure is ``environment_preparing`` (ADR 0042).
+        ``on_ready(callback)`` calls ``callback(agent)`` once the environment is ready and
+        ``on_error(callback)`` calls ``callback(outcome)`` with that error as an Outcome once it
+        failed: at once when it already has, else from the preparation's thread; each returns
+        the preparation, so they chain (ADR 0158). ``timeout_seconds``: wait up to that long
+        before returning (the preparation may still be pending).
         """
+        if timeout_seconds is not None and (
+            type(timeout_seconds) not in (int, float)
+            or not math.isfinite(timeout_seconds)
+            or timeout_seconds < 0
+        ):
+            raise UsageError(
+                f"timeout_seconds must be a number >= 0 or None, got {timeout_seconds!r}"
+            )
         try:
             parse_program({"code": "pass", "dependencies": dependencies}, method_name="prepare")
         except RecurgentError as invalid:
@@ -130,7 +145,10 @@ class Agent(AgentWiring):
         slot = agent._agent.workers
         assert slot is not None
         ticket = slot.lane().prepare(dependencies, role=agent._agent.role)
-        return Preparation(agent, ticket)
+        prepared = Preparation(agent, ticket, role=agent._agent.role)
+        if timeout_seconds is not None:
+            prepared.wait(timeout_seconds)
+        return prepared
 
     # ----------------------------------------------------------------- public surface
 

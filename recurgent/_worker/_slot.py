@@ -9,13 +9,14 @@ background (ADR 0093), and refuses host values its memory cannot send there (ADR
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from recurgent._worker._manifest import DependencyPolicy
 from recurgent._worker._tickets import PreparationTicket, TicketStatus
 from recurgent.errors import DependencyActivationError, EnvironmentPreparingError, UsageError
+from recurgent.outcome import Outcome
 
 if TYPE_CHECKING:
     from recurgent._worker._env import Environment
@@ -133,9 +134,10 @@ class Preparation(Generic[_A]):
             waits for it (``environment_preparing`` if the preparation failed).
     """
 
-    def __init__(self, agent: _A, ticket: PreparationTicket[Environment]) -> None:
+    def __init__(self, agent: _A, ticket: PreparationTicket[Environment], *, role: str) -> None:
         self.agent = agent
         self._ticket = ticket
+        self._role = role
 
     @property
     def ticket_id(self) -> str:
@@ -161,6 +163,47 @@ class Preparation(Generic[_A]):
     def wait(self, timeout: float | None = None) -> TicketStatus:
         """Block until the environment is ready or failed, or ``timeout`` seconds pass."""
         return self._ticket.wait(timeout)
+
+    def on_ready(self, callback: Callable[[_A], object]) -> Preparation[_A]:
+        """Call ``callback(agent)`` once the environment is ready; return this preparation.
+
+        Already ready: called now, in this thread. Still pending: called from the preparation's
+        thread when it is ready (an exception it raises is logged on the ``recurgent`` logger).
+        Never called when the preparation fails.
+        """
+
+        def settled(ticket: PreparationTicket[Environment]) -> None:
+            if ticket.status == "ready":
+                callback(self.agent)
+
+        self._ticket.when_settled(settled)
+        return self
+
+    def on_error(self, callback: Callable[[Outcome], object]) -> Preparation[_A]:
+        """Call ``callback(outcome)`` once the preparation has failed; return this preparation.
+
+        ``outcome`` is the ``environment_preparing`` error (retriable, its metadata naming the
+        cause and ``prep_ticket_id``) as an :class:`~recurgent.Outcome`, the form every other
+        failure takes. Called as :meth:`on_ready` is; never called when the environment is
+        ready.
+        """
+
+        def settled(ticket: PreparationTicket[Environment]) -> None:
+            error = ticket.error
+            if error is not None:
+                callback(
+                    Outcome.error(
+                        error_type=error.error_type,
+                        error_message=error.message,
+                        retriable=error.retriable,
+                        metadata=error.metadata,
+                        tool_role=self._role,
+                        method_name="prepare",
+                    )
+                )
+
+        self._ticket.when_settled(settled)
+        return self
 
     def __repr__(self) -> str:
         return f"<Preparation {self.ticket_id} {self.status}>"

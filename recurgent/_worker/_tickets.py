@@ -2,11 +2,13 @@
 
 ``Agent.prepare(dependencies=[...])`` (wired by the lifecycle) starts one so the first call of
 the agent does not pay for the install. A ticket moves once from ``pending`` to ``ready`` or
-``error``; the first transition wins.
+``error``; the first transition wins. Callbacks added with :meth:`PreparationTicket.when_settled`
+run once, after that transition (ADR 0158).
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 from collections.abc import Callable
@@ -18,6 +20,11 @@ __all__ = ["PreparationTicket", "TicketStatus"]
 
 TicketStatus = Literal["pending", "ready", "error"]
 _T = TypeVar("_T")
+
+# A callback that raises is reported here and the others still run, as
+# ``concurrent.futures.Future.add_done_callback`` does: the preparation thread has no caller to
+# raise to. The library emits on its own logger and configures none.
+_LOGGER = logging.getLogger("recurgent")
 
 
 class PreparationTicket(Generic[_T]):
@@ -38,6 +45,7 @@ class PreparationTicket(Generic[_T]):
         self._status: TicketStatus = "pending"
         self._value: _T | None = None
         self._error: EnvironmentPreparingError | None = None
+        self._callbacks: list[Callable[[PreparationTicket[_T]], object]] = []
         self._thread = threading.Thread(
             target=self._run, args=(work,), name=f"recurgent-prepare-{self.ticket_id}", daemon=True
         )
@@ -67,7 +75,29 @@ class PreparationTicket(Generic[_T]):
             if self._status != "pending":
                 return
             self._status, self._value, self._error = status, value, error
+            callbacks, self._callbacks = self._callbacks, []
         self._done.set()
+        for callback in callbacks:
+            self._notify(callback)
+
+    def when_settled(self, callback: Callable[[PreparationTicket[_T]], object]) -> None:
+        """Call ``callback(ticket)`` once the ticket is ready or failed.
+
+        A settled ticket calls it at once, in the caller's thread (an exception reaches the
+        caller); a pending one calls it from the preparation's thread right after it settles
+        (an exception is logged on the ``recurgent`` logger, and later callbacks still run).
+        """
+        with self._lock:
+            if self._status == "pending":
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def _notify(self, callback: Callable[[PreparationTicket[_T]], object]) -> None:
+        try:
+            callback(self)
+        except Exception:  # one callback's failure must not stop the others
+            _LOGGER.exception("a preparation callback raised (ticket %s)", self.ticket_id)
 
     @property
     def status(self) -> TicketStatus:

@@ -210,6 +210,29 @@ def test_prepare_builds_the_environment_before_the_first_call(
     assert (entry["env_id"], entry["environment_cache_hit"]) == (demo_env.env_id, True)
 
 
+def test_prepare_with_a_timeout_returns_once_the_environment_is_ready(
+    tmp_path: Path, wheelhouse: Path, env_cache: Path, demo_env: Environment
+) -> None:
+    """``timeout_seconds`` waits for the preparation: it is ready on return, and ``on_ready``
+    calls back at once with the agent (ADR 0158)."""
+    prepared = Agent.prepare(
+        "calculator",
+        dependencies=[{"name": DEMO_DISTRIBUTION}],
+        timeout_seconds=120,
+        provider=ScriptedProvider({"double": DOUBLE}),
+        log=False,
+        toolstore_root=None,
+        dependency_policy=_policy(wheelhouse),
+        environment_cache_root=env_cache,
+    )
+    agents: list[Agent] = []
+
+    assert (prepared.status, prepared.env_id) == ("ready", demo_env.env_id)
+    prepared.on_ready(agents.append)
+    assert agents == [prepared.agent]
+    assert agents[0].double(5).value == 10
+
+
 def test_prepare_refuses_a_malformed_manifest() -> None:
     """Agent.prepare checks the dependency list at once: a non-list is a UsageError."""
     with pytest.raises(UsageError, match="dependencies"):

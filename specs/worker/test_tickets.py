@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -58,3 +59,77 @@ def test_the_first_transition_wins() -> None:
     ticket.wait(timeout=30)
     ticket._settle("error", None, EnvironmentPreparingError("late"))
     assert (ticket.status, ticket.value, ticket.error) == ("ready", 1, None)
+
+
+class TestWhenSettled:
+    """ADR 0158: callbacks run once after the first transition, in the thread that settles."""
+
+    def test_a_callback_added_while_pending_runs_once_in_the_preparation_thread(self) -> None:
+        """Added before the work ends: called once, from the preparation's thread, with the
+        ticket already settled."""
+        release = threading.Event()
+        ticket = PreparationTicket(lambda: "env-1" if release.wait(30) else None, label="x")
+        seen: list[tuple[str, str | None, str]] = []
+        ticket.when_settled(
+            lambda t: seen.append((t.status, t.value, threading.current_thread().name))
+        )
+        assert seen == []
+        release.set()
+        assert ticket.wait(timeout=30) == "ready"
+        ticket._thread.join(30)
+        assert seen == [("ready", "env-1", f"recurgent-prepare-{ticket.ticket_id}")]
+
+    def test_a_callback_added_after_settling_runs_at_once_in_the_callers_thread(self) -> None:
+        """A settled ticket calls a new callback before ``when_settled`` returns."""
+        ticket = PreparationTicket(lambda: 7, label="x")
+        ticket.wait(timeout=30)
+        seen: list[tuple[str, str]] = []
+        ticket.when_settled(lambda t: seen.append((t.status, threading.current_thread().name)))
+        assert seen == [("ready", threading.current_thread().name)]
+
+    def test_a_failed_preparation_calls_its_callbacks_too(self) -> None:
+        """A rejected ticket settles its callbacks with the error in place."""
+        release = threading.Event()
+
+        def work() -> str:
+            release.wait(30)
+            raise DependencyInstallError("boom")
+
+        ticket = PreparationTicket(work, label="x")
+        seen: list[tuple[str, str | None]] = []
+        ticket.when_settled(
+            lambda t: seen.append((t.status, t.error.error_type if t.error else None))
+        )
+        release.set()
+        ticket.wait(timeout=30)
+        ticket._thread.join(30)
+        assert seen == [("error", "environment_preparing")]
+
+    def test_a_raising_callback_is_logged_and_the_next_still_runs(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The preparation thread has no caller: the failure goes to the ``recurgent`` logger."""
+        release = threading.Event()
+        ticket = PreparationTicket(lambda: release.wait(30), label="x")
+        seen: list[str] = []
+
+        def broken(_: PreparationTicket[bool]) -> None:
+            raise RuntimeError("callback bug")
+
+        ticket.when_settled(broken)
+        ticket.when_settled(lambda t: seen.append(t.status))
+        with caplog.at_level(logging.ERROR, logger="recurgent"):
+            release.set()
+            ticket.wait(timeout=30)
+            ticket._thread.join(30)
+        assert seen == ["ready"]
+        assert [
+            (r.name, r.getMessage(), r.exc_info[1].args if r.exc_info and r.exc_info[1] else None)
+            for r in caplog.records
+        ] == [
+            (
+                "recurgent",
+                f"a preparation callback raised (ticket {ticket.ticket_id})",
+                ("callback bug",),
+            )
+        ]
