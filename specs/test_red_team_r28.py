@@ -29,18 +29,38 @@ Broke, fixed:
   the deadline (``queue.get(timeout=0)``), so a worker that wrote forwarded calls without
   waiting for the replies (a thread draining them) was answered 691 734 times in 15 s and the
   run never ended. No forwarded call is answered past the run's deadline now.
+* **Memory nested past the cap.** ``memory_set``, a patch's items and forwarded ``remember``
+  or handle writes were decoded as deep as the JSON parser goes (98 tuples) and stored: past the
+  64 levels the sandbox keeps, and past what ``to_wire`` can send, so every later call of an
+  ``isolation="process"`` agent was a ``UsageError``. The result value likewise. Refused now as
+  ``non_serializable_result`` with the in-process text.
+* **Handle names the policy refuses.** ``handle_call`` / ``handle_read`` / ``handle_set`` of
+  ``_secret`` reached the child (a model asked to write ``_secret``, a private key read); in
+  process the attribute is an ``AttributeError`` and never reaches the agent. Refused now.
+* **delegate()/tool() settings past the sandbox's bound.** An 11-million-character role reached
+  ``bridge.delegate``; in process it is a ``UsageError`` (10 million characters). Refused alike.
+* **Printed output past the cap.** ``stdout`` of ten million characters was the attempt's
+  output (the sandbox keeps 64 KiB and a marker): cut to the same form now.
+* **The count of forwarded calls.** ``forwarded_calls=-7`` or ``10**18`` was logged as sent:
+  now kept between the spending calls the parent answered and the budget's refusal.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from recurgent._execution import ExecutionInputs
+from recurgent._sandbox import SandboxLimits
+from recurgent._worker._codec import to_wire
+from recurgent._worker._executor import ProcessExecutor, WorkerExecutionResult, _Run
 from recurgent._worker._pool import WorkerPool
 from recurgent._worker._process import MAX_LINE_BYTES, WorkerExited, WorkerProcess
 from recurgent._worker._protocol import (
@@ -51,7 +71,9 @@ from recurgent._worker._protocol import (
     parse_line,
 )
 from recurgent._worker._supervisor import WorkerSupervisor
-from recurgent.errors import ExecutionTimeoutError, WorkerCrashError
+from recurgent.errors import ExecutionTimeoutError, InvalidCodeError, WorkerCrashError
+from recurgent.program import Program
+from specs.sandbox.support import Host, error_of, execute
 
 # --- A worker played by a script ----------------------------------------------------------------
 
@@ -328,3 +350,249 @@ def test_an_overflowing_float_is_infinity_as_in_process() -> None:
     """Held: ``1e999`` is ``inf``, a value a program makes in process with ``float('inf')``."""
     line = b'{"ipc_version":1,"kind":"result","call_id":"x","status":"ok","value":1e999}'
     assert parse_line(line).value == float("inf")
+
+
+# --- What an answer holds -----------------------------------------------------------------------
+
+
+class _Replying:
+    """A stand-in supervisor that answers every run with one prepared result."""
+
+    backend = "none"
+    pid = 1
+    restarts = 0
+
+    def __init__(self, result: RunResult) -> None:
+        self._result = result
+
+    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
+        return self._result.model_copy(update={"call_id": request.call_id})
+
+
+def _answered(host: Host, **answer: Any) -> WorkerExecutionResult:
+    """One run whose worker answers ``answer`` (as parsed from its line), uncommitted."""
+    line = json.dumps({"ipc_version": 1, "kind": "result", "call_id": "x", "status": "ok"} | answer)
+    result = parse_line(line.encode())
+    executor = ProcessExecutor(cast(WorkerSupervisor, _Replying(result)))
+    return executor.run(
+        Program(code="return 0"),
+        ExecutionInputs(memory=dict(host.memory), commit_memory=False),
+        SandboxLimits(timeout_seconds=5.0),
+        host.bridge(),
+    )
+
+
+def _tuples(levels: int) -> Any:
+    """``levels`` nested tuples as they cross: each one envelope (two JSON levels)."""
+    wire: Any = 1
+    for _ in range(levels):
+        wire = {"__recurgent_tuple__": [wire]}
+    return wire
+
+
+def _lists(levels: int) -> Any:
+    wire: Any = 1
+    for _ in range(levels):
+        wire = [wire]
+    return wire
+
+
+def test_memory_written_past_the_cap_is_refused() -> None:
+    """Payload: ``memory_set={'k': <98 nested tuples>}`` (the deepest the JSON parser lets
+    through). Before: stored; the next run could not send it (``to_wire``: nested more than 64
+    levels), a ``UsageError`` on every later call of an ``isolation="process"`` agent. Now:
+    ``non_serializable_result`` with the in-process text, nothing written."""
+    result = _answered(Host(), memory_set={"k": _tuples(98)})
+
+    assert result.writes is None
+    assert type(result.error).__name__ == "NonSerializableResultError"
+    assert str(result.error) == (
+        "context['k'] is nested more than 64 levels deep; memory may hold only plain data, so "
+        "a function, class or handle defined in one attempt cannot leak into later calls"
+    )
+
+
+def test_memory_at_the_cap_still_crosses() -> None:
+    """64 levels of lists (the most ``to_wire`` sends back) are written as before."""
+    result = _answered(Host(), memory_set={"k": _lists(63)})
+
+    assert result.error is None and result.writes is not None
+    to_wire(result.writes.set["k"], "context", lambda _: None)
+
+
+def test_a_patch_past_the_cap_is_refused() -> None:
+    """Payload: an ``extend`` patch of ``context['log'][0]`` whose item nests 63 lists more
+    (65 levels from memory's top). Before: patched into the host's list in place. Now: refused,
+    counted from memory's top as the in-process journal counts it."""
+    host = Host(memory={"log": [[]]})
+    patch = {"path": ["log", 0], "kind": "extend", "items": [_lists(63)]}
+    result = _answered(host, memory_set={"log": [[]]}, memory_patches={"log": [patch]})
+
+    assert result.writes is None
+    assert str(result.error).startswith("context['log'][0] is nested more than 64 levels deep")
+
+
+def test_a_result_past_the_cap_is_refused_as_in_process() -> None:
+    """Payload: ``value=<98 nested tuples>``. Before: the attempt's value. Now: the in-process
+    refusal (same type and text as a program returning 70 nested tuples in process)."""
+    result = _answered(Host(), value=_tuples(98))
+    here = execute("x = 1\nfor _ in range(70):\n    x = (x,)\nresult = x")
+
+    assert type(result.error) is type(here.error)
+    assert (
+        str(result.error)
+        == "the result is nested more than 64 levels deep; " + str(here.error).split("; ", 1)[1]
+    )
+
+
+def test_printed_output_is_cut_as_the_sandbox_cuts_it() -> None:
+    """Payload: ``stdout`` of ten million characters. Before: the attempt's output whole. Now:
+    64 KiB and the sandbox's marker, what a program printing them in process leaves."""
+    result = _answered(Host(), stdout="x" * 10_000_000)
+    here = execute("for _ in range(10):\n    print('x' * 999_999)")
+
+    assert result.stdout == "x" * 65536 + "\n[output truncated at 64 KiB]\n"
+    assert result.stdout.endswith(here.stdout[-40:])
+
+
+def test_honest_output_with_its_marker_is_kept() -> None:
+    """Output the sandbox truncated itself (64 KiB and its marker) crosses unchanged."""
+    text = "é" * 32768 + "\n[output truncated at 64 KiB]\n"
+    assert _answered(Host(), stdout=text).stdout == text
+
+
+@pytest.mark.parametrize(("reported", "expected"), [(-7, 0), (10**18, 201), (3, 3)])
+def test_the_count_of_forwarded_calls_is_bounded(reported: int, expected: int) -> None:
+    """Payload: ``forwarded_calls=-7`` or ``10**18``. Before: logged as sent. Now: at least the
+    spending calls the parent answered (none here), at most one past the budget (200)."""
+    assert _answered(Host(), forwarded_calls=reported).forwarded_calls == expected
+
+
+# --- Forwarded calls ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def forwarding() -> Iterator[tuple[Host, _Run]]:
+    """The parent's handler of one run, with a child ``helper`` opened as handle #1."""
+    host = Host()
+    run = _Run(host.bridge(), 5.0, 200)
+    opened = run.answer(_forward("delegate", name="helper"))
+    assert (opened.ok, opened.handle) == (True, 1)
+    yield host, run
+
+
+def _forward(op: Any, **fields: Any) -> ForwardRequest:
+    return ForwardRequest(call_id="c", forward_id=1, op=op, **fields)
+
+
+REFUSED_NAMES = [
+    ("handle_call", "_secret", "h._secret()"),
+    ("handle_call", "__init__", "h.__init__()"),
+    ("handle_call", "gi_frame", "getattr(h, 'gi_frame')()"),
+    ("handle_read", "_secret", "getattr(h, '_secret')"),
+    ("handle_read", "gi_frame", "getattr(h, 'gi_frame')"),
+    ("handle_set", "_secret", "setattr(h, '_secret', 1)"),
+    ("handle_set", "__class__", "setattr(h, '__class__', 1)"),
+]
+
+
+@pytest.mark.parametrize(("op", "name", "program"), REFUSED_NAMES)
+def test_a_handle_name_the_policy_refuses_never_reaches_the_agent(
+    forwarding: tuple[Host, _Run], op: str, name: str, program: str
+) -> None:
+    """Payload: ``handle_call``/``handle_read`` of a private or inspection name,
+    ``handle_set`` of a private one. Before: the child was called with it (its model asked to
+    write ``_secret``), its memory read or written under it. In process the sandbox refuses
+    the attribute (or the program) before any agent sees it; now the parent refuses it too."""
+    host, run = forwarding
+    host.child("helper").memory["_secret"] = "kept"
+    reply = run.answer(_forward(op, handle=1, name=name, args=[1]))
+
+    assert (reply.ok, reply.error_class) == (False, "UsageError")
+    assert reply.error is not None and "is not accessible in the sandbox" in reply.error.message
+    assert (host.child("helper").calls, host.child("helper").memory) == ([], {"_secret": "kept"})
+    here = Host()
+    here.child("helper").memory["_secret"] = "kept"
+    try:
+        failed = execute(f"h = delegate('helper')\nresult = {program}", host=here).error
+    except InvalidCodeError as refused:
+        failed = refused
+    assert failed is not None
+    assert (here.child("helper").calls, here.child("helper").memory) == ([], {"_secret": "kept"})
+
+
+def test_a_handle_write_of_an_inspection_name_is_a_memory_write_as_in_process(
+    forwarding: tuple[Host, _Run],
+) -> None:
+    """``h.gi_frame = 1`` writes memory in process; from a worker it still does."""
+    host, run = forwarding
+    reply = run.answer(_forward("handle_set", handle=1, name="gi_frame", args=[1]))
+    here = Host()
+    execute("h = delegate('helper')\nsetattr(h, 'gi_frame', 1)", host=here)
+
+    assert reply.ok
+    assert host.child("helper").memory == here.child("helper").memory == {"gi_frame": 1}
+
+
+@pytest.mark.parametrize("op", ["remember", "handle_remember", "handle_set", "handle_call"])
+def test_a_forwarded_value_past_the_cap_is_refused(forwarding: tuple[Host, _Run], op: str) -> None:
+    """Payload: ``remember``/``handle_remember`` options, a ``handle_set`` or ``handle_call``
+    argument of 98 nested tuples. Before: written into the child's memory (or its call) that
+    deep. In process the boundary refuses it before the call; now the parent refuses it as
+    ``non_serializable_result``."""
+    host, run = forwarding
+    deep = _tuples(98)
+    fields: dict[str, Any] = {"kwargs": {"k": deep}} if "remember" in op else {"args": [deep]}
+    if op != "remember":
+        fields |= {"handle": 1, "name": "k"}
+    reply = run.answer(_forward(op, **fields))
+
+    assert (reply.ok, reply.error_class) == (False, "NonSerializableResultError")
+    assert reply.error is not None and "nested more than 64 levels deep" in reply.error.message
+    assert (host.memory, host.child("helper").memory, host.child("helper").calls) == ({}, {}, [])
+
+
+@pytest.mark.parametrize("op", ["delegate", "tool"])
+def test_a_setting_past_the_sandboxs_bound_is_refused(
+    forwarding: tuple[Host, _Run], op: str
+) -> None:
+    """Payload: ``delegate``/``tool`` with an 11-million-character name, or an option of that
+    size. Before: handed to the bridge (an agent with that role). In process: a ``UsageError``
+    past 10 million characters; now alike."""
+    host, run = forwarding
+    long = "r" * 11_000_000
+    label = "role" if op == "delegate" else "name"
+    for fields, what in (
+        ({"name": long}, label),
+        ({"name": "helper", "kwargs": {"p": long}}, "options"),
+    ):
+        reply = run.answer(_forward(op, **fields))
+        here = error_of(
+            f"{op}('helper', p=['r' * 6_000_000] * 2)"
+            if what == "options"
+            else f"{op}(['r' * 6_000_000] * 2)"
+        )
+        assert (reply.ok, reply.error_class) == (False, "UsageError")
+        assert reply.error is not None
+        assert reply.error.message == f"{op} {what}: more than 10000000 characters"
+        assert here == (
+            "execution",
+            f"Execution error in tester.run: UsageError: {reply.error.message}",
+        )
+    assert host.delegations == [("helper", {})]
+
+
+def test_a_delegate_within_the_bound_still_opens(forwarding: tuple[Host, _Run]) -> None:
+    """A role and options of ordinary size reach the bridge as before."""
+    host, run = forwarding
+    reply = run.answer(_forward("delegate", name="writer", kwargs={"purpose": "drafts"}))
+    assert (reply.ok, reply.value) == (True, "writer")
+    assert host.delegations[-1] == ("writer", {"purpose": "drafts"})
+
+
+def test_spec_payloads_are_what_the_parser_lets_through() -> None:
+    """The 98-tuple payload is within the parser's 200 levels; 100 tuples are not."""
+    ok = json.dumps({"ipc_version": 1, "kind": "result", "call_id": "x", "status": "ok"})
+    parse_line(ok[:-1].encode() + b',"value":' + json.dumps(_tuples(98)).encode() + b"}")
+    with pytest.raises(ValueError):
+        parse_line(ok[:-1].encode() + b',"value":' + json.dumps(_tuples(100)).encode() + b"}")
