@@ -41,12 +41,18 @@ Broke, fixed:
   ``bridge.delegate``; in process it is a ``UsageError`` (10 million characters). Refused alike.
 * **Printed output past the cap.** ``stdout`` of ten million characters was the attempt's
   output (the sandbox keeps 64 KiB and a marker): cut to the same form now.
+* **A worker that named an unknown handle stayed.** The handler's ``WorkerCrashError`` left
+  the run, but the worker, still waiting for its reply, went back to the pool and served the
+  next run. It is killed now, like any worker that broke the protocol.
+* **content() of a reference that is not text** reached the host's reader (in process:
+  ``None``). Alike now.
 * **The count of forwarded calls.** ``forwarded_calls=-7`` or ``10**18`` was logged as sent:
   now kept between the spending calls the parent answered and the budget's refusal.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -596,3 +602,51 @@ def test_spec_payloads_are_what_the_parser_lets_through() -> None:
     parse_line(ok[:-1].encode() + b',"value":' + json.dumps(_tuples(98)).encode() + b"}")
     with pytest.raises(ValueError):
         parse_line(ok[:-1].encode() + b',"value":' + json.dumps(_tuples(100)).encode() + b"}")
+
+
+# A worker that asks for a forwarded call on a handle it was never given.
+UNKNOWN_HANDLE = """\
+call = json.loads(sys.stdin.buffer.readline())["call_id"]
+send({"ipc_version": 1, "kind": "forward", "call_id": call, "forward_id": 1,
+      "op": "handle_call", "handle": 99, "name": "run"})
+time.sleep(600)
+"""
+
+
+def test_a_worker_that_names_an_unknown_handle_is_not_kept(
+    tmp_path: Path, pool: WorkerPool
+) -> None:
+    """Payload: ``handle_call`` on handle #99, which the run never opened. Before: the
+    handler's ``WorkerCrashError`` left the run, but the worker (still waiting for its reply,
+    mid-run) was checked back into the pool and served the next run. Now it is killed, as a
+    worker that broke the protocol, and the crash names the handle."""
+    supervisor = WorkerSupervisor(python=_script(tmp_path, UNKNOWN_HANDLE), pool=pool)
+    run = _Run(Host().bridge(), 5.0, 10)
+    try:
+        with pytest.raises(WorkerCrashError, match="unknown handle #99"):
+            supervisor.run(
+                RawExecRequest(call_id="r28-handle", code="pass"), run.answer, timeout_seconds=5.0
+            )
+        assert not supervisor.running
+    finally:
+        _kill(supervisor)
+
+
+def test_content_of_a_reference_that_is_not_text_finds_nothing(
+    forwarding: tuple[Host, _Run],
+) -> None:
+    """Payload: ``content`` with a dict as its reference. Before: handed to the host's content
+    reader. In process ``content(ref)`` answers ``None`` for a reference that is not text
+    without asking the store; now alike."""
+    host, _ = forwarding
+    asked: list[Any] = []
+
+    def reader(ref: Any) -> Any:
+        asked.append(ref)
+        return "kept"
+
+    run = _Run(dataclasses.replace(host.bridge(), content=reader), 5.0, 10)
+    refused = run.answer(_forward("content", args=[{"ref": "x"}]))
+    found = run.answer(_forward("content", args=["x"]))
+
+    assert (refused.ok, refused.value, found.value, asked) == (True, None, "kept", ["x"])

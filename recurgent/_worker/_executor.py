@@ -146,7 +146,8 @@ class _Run:
     def agent(self, number: int, role: str) -> object:
         ops = self._ops.get(number)
         if ops is None:
-            raise WorkerCrashError(f"worker referred to unknown agent #{number} ({role})")
+            # The role is the worker's text: a few characters of it name the reference.
+            raise WorkerCrashError(f"worker referred to unknown agent #{number} ({role[:64]!r})")
         return ops.agent()
 
     def start_clock(self) -> None:
@@ -209,7 +210,9 @@ class _Run:
         if request.op == "content":
             # Read-only, answered from this agent's store; the read is recorded here.
             reader = bridge.content
-            found = reader(args[0]) if reader is not None and args else None
+            # As the sandbox's content(): a reference that is not text finds nothing.
+            ref = args[0] if args else None
+            found = reader(ref) if reader is not None and type(ref) is str else None
             return self.encode(found, "content()"), None
         ops = self._handle(request.handle)
         if request.op != "handle_remember":

@@ -357,7 +357,14 @@ class WorkerSupervisor:
                         # its calls ahead of the replies would be answered for ever: no call is
                         # answered past it (red team R28). A queued result still counts.
                         raise WorkerTimedOut("worker was still forwarding calls at its deadline")
-                    worker.send(handler(message), deadline - time.monotonic())
+                    try:
+                        reply = handler(message)
+                    except WorkerCrashError as broken:
+                        # The handler found the request broken (an unknown handle or agent):
+                        # the worker goes like any other that broke the protocol, never back
+                        # to the pool mid-run (red team R28).
+                        raise WorkerExited(str(broken)) from None
+                    worker.send(reply, deadline - time.monotonic())
                     continue
                 raise WorkerExited(_unexpected(message, request.call_id))
         except WorkerTimedOut:
