@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from typing import Any
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from recurgent._execution import Capabilities, ExecutionInputs
+from recurgent._guardrails import is_terminal
 from recurgent._journal import Patch, Writes
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
@@ -88,6 +90,14 @@ _MEMORY_SUFFIX = (
     "memory may hold only plain data, so a function, class or handle defined in one attempt "
     "cannot leak into later calls"
 )
+# The one guardrail violation a worker's sandbox raises itself (``_guards``' ``setattr`` of an
+# agent, module or host class, reported by ``ForwardedCalls._violation``), and its text.
+_MUTATION_SUBTYPE = "singleton_method_mutation"
+_MUTATION_TEXT = re.compile(
+    r"Generated code may not modify [A-Za-z_][\w.]{0,200}(?: object)?: mutating agents, "
+    r"modules or host classes is not supported; keep state in context or in objects your "
+    r"code creates"
+)
 # Values that cross the pipe as JSON scalars at any depth (``to_wire`` checks no depth for them).
 _SCALARS = frozenset({type(None), bool, str, int, float})
 # Forwarded operations that spend the in-process sandbox's forwarded-call budget (a handle's
@@ -124,6 +134,8 @@ class _Run:
         self._calls = 0
         #: Forwarded calls of the kinds the sandbox's budget counts, as the parent saw them.
         self.spent = 0
+        #: The guardrail violations this parent's forwarded calls raised, as sent to the worker.
+        self.guardrails: list[WireError] = []
         self._ops: dict[int, HandleOps] = {}
         self._numbers: dict[int, int] = {}
         # The wire form of every answer a forwarded call gave the worker (ADR 0065, F15).
@@ -179,6 +191,45 @@ class _Run:
         fields["value"] = self.settle(fields.get("value"))
         fields["metadata"] = self.settle(fields.get("metadata"))
         return {OUTCOME_KEY: fields}
+
+    def vouched(self, wire: WireError) -> RecurgentError:
+        """A typed error the worker reports; a guardrail violation only if its origin is known.
+
+        A program in process breaks a guardrail in two ways only: a forwarded call the host
+        refused (recorded here as it was sent) or a write to an agent, module or host class
+        (the sandbox's own ``singleton_method_mutation`` text). A subverted worker reported any
+        subtype, message and correction, and a message naming a missing credential ended the
+        call as a terminal guardrail with its text in the log (red team R28): that is a
+        worker that broke the protocol.
+
+        Raises:
+            WorkerCrashError: a violation neither the parent raised nor the sandbox writes.
+        """
+        error = error_from_wire(wire)
+        if not isinstance(error, GuardrailViolationError):
+            return error
+        for raised in self.guardrails:
+            if raised.subtype == wire.subtype and wire.message in (
+                raised.message,
+                redact(raised.message),
+            ):
+                return GuardrailViolationError(
+                    raised.message,
+                    subtype=error.subtype,
+                    correction=raised.correction,
+                    line=wire.line,
+                )
+        if (
+            wire.subtype == _MUTATION_SUBTYPE
+            and wire.correction is None
+            and _MUTATION_TEXT.fullmatch(wire.message)
+            and not is_terminal(wire.message)
+        ):
+            return error
+        raise WorkerCrashError(
+            f"the worker reported a guardrail violation ({wire.subtype!s:.64}) the parent "
+            "never raised"
+        )
 
     def _handle(self, number: int | None) -> HandleOps:
         ops = self._ops.get(number or 0)
@@ -250,6 +301,8 @@ class _Run:
             raise
         except _PASSED_ERRORS as error:
             wire = error_to_wire(error).model_copy(update={"message": redact(error.message)})
+            if isinstance(error, GuardrailViolationError):
+                self.guardrails.append(wire)
             return ForwardReply(**reply, ok=False, error_class=type(error).__name__, error=wire)
         except Unencodable as error:
             wire = WireError(error_type="non_serializable_result", message=str(error))
@@ -400,10 +453,10 @@ class ProcessExecutor:
             _patch_in_place(writes, answer.memory_patches, memory, run)
             value = run.decode(run.settle(answer.value))
             refuse_nesting(value, "the result", 0)
-        except WorkerCrashError as error:
-            return self._failed(error, stats)
-        except NonSerializableResultError as error:
-            return self._failed(error, stats)
+            violations = [run.vouched(item) for item in answer.violations]
+            reported = None if answer.error is None else run.vouched(answer.error)
+        except (WorkerCrashError, NonSerializableResultError) as refused:
+            return self._failed(refused, stats)
         except (ValueError, KeyError, TypeError, InvalidOutcomeError) as problem:
             # An envelope an honest worker never sends (an Outcome that fails validation, an
             # agent reference without a number): the answer of a subverted worker, which must
@@ -414,10 +467,9 @@ class ProcessExecutor:
             )
         if commit:
             writes.apply(memory)
-        violations = [error_from_wire(item) for item in answer.violations]
         return WorkerExecutionResult(
             value=value,
-            error=None if answer.error is None else error_from_wire(answer.error),
+            error=reported,
             stdout=_bounded_output(answer.stdout, run.max_output_bytes),
             violations=[v for v in violations if isinstance(v, GuardrailViolationError)],
             forwarded_calls=_forwarded_calls(answer.forwarded_calls, run.spent, run),
