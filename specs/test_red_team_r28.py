@@ -51,6 +51,10 @@ Broke, fixed:
   ended the call as a terminal guardrail, its correction bound for the next prompt. In
   process a program breaks a guardrail only through a forwarded call the host refused or the
   sandbox's own mutation check; a violation of neither origin is a ``worker_crash`` now.
+* **A handle's memory reads were forwarded calls.** The parent counted every forwarded
+  request against the budget, so an honest program's sixth read of ``h.x`` at a budget of
+  five was a ``BudgetExceededError`` in a worker (free in process). Counted as the sandbox
+  counts now; a flood of reads ends at the deadline.
 * **The count of forwarded calls.** ``forwarded_calls=-7`` or ``10**18`` was logged as sent:
   now kept between the spending calls the parent answered and the budget's refusal.
 """
@@ -782,3 +786,27 @@ def test_the_sandboxs_violation_text_with_a_terminal_name_is_refused() -> None:
     result = _answered(Host(), status="error", error=wire, violations=[wire])
 
     assert type(result.error).__name__ == "WorkerCrashError"
+
+
+def test_a_handles_memory_reads_are_not_forwarded_calls_as_in_process() -> None:
+    """An honest program reading a handle's memory ten times at a budget of five forwarded
+    calls: in process the reads are free (one call: the delegate). Before: the parent counted
+    every forwarded request, and the worker's sixth read was ``BudgetExceededError``. Now only
+    the calls the sandbox counts are counted; the sixth of those is still refused."""
+    code = (
+        "h = delegate('helper')\ntotal = 0\nfor _ in range(10):\n    total += h.x\nresult = total"
+    )
+    here = Host()
+    here.child("helper").memory["x"] = 1
+    in_process = execute(code, host=here, limits=SandboxLimits(max_forwarded_calls=5))
+
+    host = Host()
+    host.child("helper").memory["x"] = 1
+    run = _Run(host.bridge(), 5.0, 5)
+    replies = [run.answer(_forward("delegate", name="helper"))]
+    replies += [run.answer(_forward("handle_read", handle=1, name="x")) for _ in range(10)]
+    calls = [run.answer(_forward("handle_call", handle=1, name="go")) for _ in range(5)]
+
+    assert (in_process.error, in_process.value, in_process.forwarded_calls) == (None, 10, 1)
+    assert all(reply.ok for reply in replies)
+    assert [reply.error_class for reply in calls] == [None] * 4 + ["BudgetExceededError"]
