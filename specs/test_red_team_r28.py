@@ -810,3 +810,18 @@ def test_a_handles_memory_reads_are_not_forwarded_calls_as_in_process() -> None:
     assert (in_process.error, in_process.value, in_process.forwarded_calls) == (None, 10, 1)
     assert all(reply.ok for reply in replies)
     assert [reply.error_class for reply in calls] == [None] * 4 + ["BudgetExceededError"]
+
+
+def test_a_worker_abandoned_with_a_full_queue_is_reaped(tmp_path: Path) -> None:
+    """A worker whose lines fill the queue, then dropped (the supervisor's finalizer abandons
+    it): its reader, waiting for room, sees the end and reaps the killed child, as it does for
+    any worker whose output closes."""
+    worker = _process(tmp_path, FLOOD)
+    worker.wait_ready(30.0)
+    time.sleep(2.0)
+    worker.abandon()
+    for thread in worker._threads:
+        thread.join(10.0)
+
+    assert worker._process.returncode is not None
+    assert not any(thread.is_alive() for thread in worker._threads)

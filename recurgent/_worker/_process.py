@@ -162,7 +162,7 @@ class WorkerProcess:
                     self._lines.put(_TOO_LONG)
                     return
                 if not self._wait_for_room(len(line)):
-                    return  # killed while the queue was full
+                    break  # killed while the queue was full: reaped below like any end
                 self._lines.put(line)
             self._lines.put(_EOF)
             if os.getpid() == self._parent_pid:
