@@ -55,6 +55,10 @@ Broke, fixed:
   request against the budget, so an honest program's sixth read of ``h.x`` at a budget of
   five was a ``BudgetExceededError`` in a worker (free in process). Counted as the sandbox
   counts now; a flood of reads ends at the deadline.
+* **A timed-out run made no calls.** A run without the worker's answer (timeout, crash)
+  reported 0 forwarded calls, so a persisted program's timeout while it waited on a tool was
+  taken for its own ("stalled", repaired); in process the call counted. The calls the parent
+  answered count now.
 * **The count of forwarded calls.** ``forwarded_calls=-7`` or ``10**18`` was logged as sent:
   now kept between the spending calls the parent answered and the budget's refusal.
 """
@@ -825,3 +829,26 @@ def test_a_worker_abandoned_with_a_full_queue_is_reaped(tmp_path: Path) -> None:
 
     assert worker._process.returncode is not None
     assert not any(thread.is_alive() for thread in worker._threads)
+
+
+class _Timing:
+    """A stand-in supervisor whose worker makes one forwarded call, then times out."""
+
+    backend = "none"
+    pid = 1
+    restarts = 0
+
+    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
+        handler(ForwardRequest(call_id=request.call_id, forward_id=1, op="delegate", name="slow"))
+        raise ExecutionTimeoutError("Execution timeout: the worker ran past 5s and was killed")
+
+
+def test_a_timed_out_run_counts_the_calls_it_made() -> None:
+    """A run that made a forwarded call (a slow tool) and then timed out. Before: 0 forwarded
+    calls, so the lifecycle took a persisted program's timeout for its own fault ("stalled":
+    repaired), where in process the call counted and the timeout was passed on. Now the calls
+    the parent answered count."""
+    result = _asked(Host(), _Timing())
+
+    assert isinstance(result.error, ExecutionTimeoutError)
+    assert result.forwarded_calls == 1

@@ -426,9 +426,16 @@ class ProcessExecutor:
             return error
 
     def _failed(
-        self, error: RecurgentError, stats: RunStats | None = None
+        self, error: RecurgentError, stats: RunStats | None = None, run: _Run | None = None
     ) -> WorkerExecutionResult:
-        return WorkerExecutionResult(error=error, log_fields=self._fields(stats))
+        # A run without the worker's answer (a timeout, a crash, a refused answer) made the
+        # calls the parent answered: reported as 0, a persisted program that timed out waiting
+        # on a tool was "stalled" (its own fault, repaired) where in process it was not (red
+        # team R28). HTTP requests only the worker saw stay uncounted.
+        spent = 0 if run is None else min(run.spent, run.max_calls + 1)
+        return WorkerExecutionResult(
+            error=error, forwarded_calls=spent, log_fields=self._fields(stats)
+        )
 
     def _finish(
         self,
@@ -441,7 +448,7 @@ class ProcessExecutor:
     ) -> WorkerExecutionResult:
         """Decode the worker's answer; its writes go to ``memory`` (``commit``) or come back."""
         if isinstance(answer, RecurgentError):
-            return self._failed(answer, stats)
+            return self._failed(answer, stats, run)
         try:
             writes = Writes(
                 set={key: run.decode(value) for key, value in answer.memory_set.items()},
@@ -457,14 +464,14 @@ class ProcessExecutor:
             violations = [run.vouched(item) for item in answer.violations]
             reported = None if answer.error is None else run.vouched(answer.error)
         except (WorkerCrashError, NonSerializableResultError) as refused:
-            return self._failed(refused, stats)
+            return self._failed(refused, stats, run)
         except (ValueError, KeyError, TypeError, InvalidOutcomeError) as problem:
             # An envelope an honest worker never sends (an Outcome that fails validation, an
             # agent reference without a number): the answer of a subverted worker, which must
             # not escape the call as a raw exception (red-team F14).
             name = type(problem).__name__
             return self._failed(
-                WorkerCrashError(f"the worker sent a malformed answer ({name})"), stats
+                WorkerCrashError(f"the worker sent a malformed answer ({name})"), stats, run
             )
         if commit:
             writes.apply(memory)
