@@ -480,6 +480,13 @@ def test_printed_output_is_cut_as_the_sandbox_cuts_it() -> None:
     assert result.stdout.endswith(here.stdout[-40:])
 
 
+def test_output_of_wide_characters_is_cut_by_its_bytes() -> None:
+    """Payload: 65 536 four-byte characters (256 KiB of UTF-8, within 64 Ki characters). Cut
+    to the 64 KiB the sandbox keeps: 16 384 of them and the marker."""
+    result = _answered(Host(), stdout="\U0001d11e" * 65536)
+    assert result.stdout == "\U0001d11e" * 16384 + "\n[output truncated at 64 KiB]\n"
+
+
 def test_honest_output_with_its_marker_is_kept() -> None:
     """Output the sandbox truncated itself (64 KiB and its marker) crosses unchanged."""
     text = "é" * 32768 + "\n[output truncated at 64 KiB]\n"

@@ -632,10 +632,11 @@ def _bounded_output(stdout: str, limit: int) -> str:
     form (red team R28).
     """
     marker = f"\n[output truncated at {limit // 1024} KiB]\n"
-    if len(stdout) <= limit:
-        return stdout  # at most this many bytes whatever the characters: nothing to encode
+    most = limit + len(marker)
+    if len(stdout) * 4 <= most:
+        return stdout  # fits even at four bytes a character: nothing to encode
     encoded = stdout.encode("utf-8", "replace")
-    if len(encoded) <= limit + len(marker):
+    if len(encoded) <= most:
         return stdout
     return encoded[:limit].decode("utf-8", "ignore") + marker
 
