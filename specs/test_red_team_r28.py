@@ -34,6 +34,10 @@ Broke, fixed:
   64 levels the sandbox keeps, and past what ``to_wire`` can send, so every later call of an
   ``isolation="process"`` agent was a ``UsageError``. The result value likewise. Refused now as
   ``non_serializable_result`` with the in-process text.
+* **A dict patch with an order.** A ``dict`` patch of a plain dict carrying ``items`` (the
+  order the journal records for an OrderedDict) was accepted; the commit called
+  ``dict.move_to_end``: ``AttributeError`` with memory half-written. It does not fit now, and
+  the key takes its whole value.
 * **Handle names the policy refuses.** ``handle_call`` / ``handle_read`` / ``handle_set`` of
   ``_secret`` reached the child (a model asked to write ``_secret``, a private key read); in
   process the attribute is an ``AttributeError`` and never reaches the agent. Refused now.
@@ -394,14 +398,18 @@ class _Replying:
         return self._result.model_copy(update={"call_id": request.call_id})
 
 
-def _answered(host: Host, **answer: Any) -> WorkerExecutionResult:
-    """One run whose worker answers ``answer`` (as parsed from its line), uncommitted."""
+def _answered(
+    host: Host, memory_: dict[str, Any] | None = None, **answer: Any
+) -> WorkerExecutionResult:
+    """One run whose worker answers ``answer`` (as parsed from its line), uncommitted, on
+    ``memory_`` (a copy of the host's memory if omitted)."""
     line = json.dumps({"ipc_version": 1, "kind": "result", "call_id": "x", "status": "ok"} | answer)
     result = parse_line(line.encode())
     executor = ProcessExecutor(cast(WorkerSupervisor, _Replying(result)))
+    memory = dict(host.memory) if memory_ is None else memory_
     return executor.run(
         Program(code="return 0"),
-        ExecutionInputs(memory=dict(host.memory), commit_memory=False),
+        ExecutionInputs(memory=memory, commit_memory=False),
         SandboxLimits(timeout_seconds=5.0),
         host.bridge(),
     )
@@ -455,6 +463,24 @@ def test_a_patch_past_the_cap_is_refused() -> None:
 
     assert result.writes is None
     assert str(result.error).startswith("context['log'][0] is nested more than 64 levels deep")
+
+
+def test_a_dict_patch_with_an_order_is_not_applied_to_a_plain_dict() -> None:
+    """Payload: a ``dict`` patch of ``context['d']`` (a plain dict) carrying ``items``, the
+    new order the journal records only for an OrderedDict. Before: accepted, and the commit
+    called ``dict.move_to_end``: ``AttributeError`` out of the commit, ``d`` already changed.
+    Now the patch does not fit and the key takes its whole value."""
+    host = Host(memory={"d": {"a": 1, "b": 2}})
+    patch = {"path": ["d"], "kind": "dict", "set": [["a", 3]], "items": ["a"]}
+    memory = dict(host.memory)
+    result = _answered(
+        host, memory_set={"d": {"b": 2, "a": 3}}, memory_patches={"d": [patch]}, memory_=memory
+    )
+
+    assert result.error is None and result.writes is not None
+    assert result.writes.patches == []
+    result.writes.apply(memory)
+    assert memory == {"d": {"b": 2, "a": 3}}
 
 
 def test_a_result_past_the_cap_is_refused_as_in_process() -> None:

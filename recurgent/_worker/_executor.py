@@ -547,6 +547,11 @@ def _host_patch(memory: dict[str, Any], key: str, entry: MemoryPatch, run: _Run)
     if type(node) is not wanted:
         # A tuple the program saw as a list, or a value the host replaced meanwhile.
         return None
+    if entry.kind == "dict" and entry.items:
+        # A dict patch's items are an OrderedDict's new order, and only a plain dict is
+        # patched here: applied, they called dict.move_to_end at commit, an AttributeError
+        # with memory half-written (red team R28). The key keeps its whole value instead.
+        return None
     written = {name: run.decode(value) for name, value in entry.set}
     items = list(run.decode(entry.items))
     # The patched container sits len(path) - 1 levels below memory's top: what it receives
