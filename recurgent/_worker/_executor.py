@@ -9,23 +9,36 @@ program changed in place is patched in place (a host list keeps its identity, AD
 the program reassigned, or whose patches do not fit the host's memory, gets its whole value.
 The run's clock (its forwarded calls' deadline too) starts when its worker is ready, and a run
 that leaves its worker unfit for the next program retires that worker (ADR 0093).
+
+A worker may be subverted (raw code that escaped its sandbox writes what it likes on the pipe),
+so what it sends is held to what the in-process sandbox lets a program do (red team R28): no
+value nested past the 64 levels the worker itself could send back, no handle name the sandbox's
+policy refuses, no ``delegate``/``tool`` setting over the sandbox's bound, no more printed
+output than the attempt's ``max_output_bytes``, and a count of forwarded calls the parent saw.
 """
 
 from __future__ import annotations
 
+import collections
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
 from recurgent._execution import Capabilities, ExecutionInputs
+from recurgent._guardrails import is_terminal
 from recurgent._journal import Patch, Writes
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
 from recurgent._sandbox._limits import attempt_deadline
+from recurgent._values import outgrows
+from recurgent._worker._codec import MAX_DEPTH
 from recurgent._worker._env import Environment
 from recurgent._worker._protocol import (
     OUTCOME_KEY,
@@ -54,6 +67,7 @@ from recurgent.errors import (
     UsageError,
     WorkerCrashError,
 )
+from recurgent.outcome import Outcome
 from recurgent.program import Program
 
 __all__ = ["ProcessExecutor", "WorkerExecutionResult", "uncrossable_message"]
@@ -63,6 +77,33 @@ _PASSED_ERRORS = (
     UsageError,
     GuardrailViolationError,
     NonSerializableResultError,
+)
+# The sandbox's bound on a delegate()/tool() role or name and on its options, in characters
+# (``_sandbox._forwarding._SETTING_CHARS``): a worker's request is held to it too.
+_SETTING_CHARS = 10_000_000
+# The in-process boundary's refusals end with these (``rebuild``'s default, the journal's).
+_PLAIN_SUFFIX = (
+    "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) can leave the "
+    "sandbox"
+)
+_MEMORY_SUFFIX = (
+    "memory may hold only plain data, so a function, class or handle defined in one attempt "
+    "cannot leak into later calls"
+)
+# The one guardrail violation a worker's sandbox raises itself (``_guards``' ``setattr`` of an
+# agent, module or host class, reported by ``ForwardedCalls._violation``), and its text.
+_MUTATION_SUBTYPE = "singleton_method_mutation"
+_MUTATION_TEXT = re.compile(
+    r"Generated code may not modify [A-Za-z_][\w.]{0,200}(?: object)?: mutating agents, "
+    r"modules or host classes is not supported; keep state in context or in objects your "
+    r"code creates"
+)
+# Values that cross the pipe as JSON scalars at any depth (``to_wire`` checks no depth for them).
+_SCALARS = frozenset({type(None), bool, str, int, float})
+# Forwarded operations that spend the in-process sandbox's forwarded-call budget (a handle's
+# memory read does not; HTTP requests do, and only the worker sees those).
+_SPENDING_OPS = frozenset(
+    {"delegate", "tool", "remember", "content", "handle_call", "handle_set", "handle_remember"}
 )
 
 
@@ -77,15 +118,23 @@ class _Run:
     """The agent references and forwarded-call answers of one run."""
 
     def __init__(
-        self, bridge: HostBridge, timeout_seconds: float, max_forwarded_calls: int
+        self,
+        bridge: HostBridge,
+        timeout_seconds: float,
+        max_forwarded_calls: int,
+        max_output_bytes: int = SandboxLimits().max_output_bytes,
     ) -> None:
         self._bridge = bridge
         self._timeout = timeout_seconds
         self._deadline = time.monotonic() + timeout_seconds
-        self._max_calls = max_forwarded_calls
+        self.max_calls = max_forwarded_calls
+        self.max_output_bytes = max_output_bytes
         #: Qualified type names of values sent into the run whose methods reach module state.
         self.received: set[str] = set()
-        self._calls = 0
+        #: Forwarded calls of the kinds the sandbox's budget counts, as the parent saw them.
+        self.spent = 0
+        #: The guardrail violations this parent's forwarded calls raised, as sent to the worker.
+        self.guardrails: list[WireError] = []
         self._ops: dict[int, HandleOps] = {}
         self._numbers: dict[int, int] = {}
         # The wire form of every answer a forwarded call gave the worker (ADR 0065, F15).
@@ -108,7 +157,8 @@ class _Run:
     def agent(self, number: int, role: str) -> object:
         ops = self._ops.get(number)
         if ops is None:
-            raise WorkerCrashError(f"worker referred to unknown agent #{number} ({role})")
+            # The role is the worker's text: a few characters of it name the reference.
+            raise WorkerCrashError(f"worker referred to unknown agent #{number} ({role[:64]!r})")
         return ops.agent()
 
     def start_clock(self) -> None:
@@ -141,6 +191,45 @@ class _Run:
         fields["metadata"] = self.settle(fields.get("metadata"))
         return {OUTCOME_KEY: fields}
 
+    def vouched(self, wire: WireError) -> RecurgentError:
+        """A typed error the worker reports; a guardrail violation only if its origin is known.
+
+        A program in process breaks a guardrail in two ways only: a forwarded call the host
+        refused (recorded here as it was sent) or a write to an agent, module or host class
+        (the sandbox's own ``singleton_method_mutation`` text). A subverted worker reported any
+        subtype, message and correction, and a message naming a missing credential ended the
+        call as a terminal guardrail with its text in the log (red team R28): that is a
+        worker that broke the protocol.
+
+        Raises:
+            WorkerCrashError: a violation neither the parent raised nor the sandbox writes.
+        """
+        error = error_from_wire(wire)
+        if not isinstance(error, GuardrailViolationError):
+            return error
+        for raised in self.guardrails:
+            if raised.subtype == wire.subtype and wire.message in (
+                raised.message,
+                redact(raised.message),
+            ):
+                return GuardrailViolationError(
+                    raised.message,
+                    subtype=error.subtype,
+                    correction=raised.correction,
+                    line=wire.line,
+                )
+        if (
+            wire.subtype == _MUTATION_SUBTYPE
+            and wire.correction is None
+            and _MUTATION_TEXT.fullmatch(wire.message)
+            and not is_terminal(wire.message)
+        ):
+            return error
+        raise WorkerCrashError(
+            f"the worker reported a guardrail violation ({wire.subtype!s:.64}) the parent "
+            "never raised"
+        )
+
     def _handle(self, number: int | None) -> HandleOps:
         ops = self._ops.get(number or 0)
         if ops is None:
@@ -151,8 +240,17 @@ class _Run:
         bridge = self._bridge
         args = self.decode(request.args)
         kwargs = self.decode(request.kwargs)
+        # What the sandbox's boundary refuses before any forwarded call (red team R28: a
+        # worker's remember() and handle writes reached memory 98 levels deep).
+        refuse_nesting(args, f"{request.op}() arguments", 0)
+        refuse_nesting(kwargs, f"{request.op}() options", 0)
         name = request.name or ""
         if request.op in ("delegate", "tool"):
+            label = "role" if request.op == "delegate" else "name"
+            for setting, what in ((name, label), (kwargs, "options")):
+                if outgrows(setting, _SETTING_CHARS):
+                    # The sandbox's own refusal (``_forwarding._bounded``), for a worker's too.
+                    raise UsageError(f"{request.op} {what}: more than {_SETTING_CHARS} characters")
             opener = bridge.delegate if request.op == "delegate" else bridge.tool
             ops = opener(name, **kwargs)
             return ops.role, self._register(ops, id(ops.agent()))
@@ -162,9 +260,13 @@ class _Run:
         if request.op == "content":
             # Read-only, answered from this agent's store; the read is recorded here.
             reader = bridge.content
-            found = reader(args[0]) if reader is not None and args else None
+            # As the sandbox's content(): a reference that is not text finds nothing.
+            ref = args[0] if args else None
+            found = reader(ref) if reader is not None and type(ref) is str else None
             return self.encode(found, "content()"), None
         ops = self._handle(request.handle)
+        if request.op != "handle_remember":
+            _refuse_handle_name(ops.role, name, written=request.op == "handle_set")
         if request.op == "handle_call":
             wire = self.encode(ops.call(name, tuple(args), kwargs), f"{ops.role}.{name}()")
             self._answered.add(_fingerprint(wire))
@@ -181,12 +283,16 @@ class _Run:
     def answer(self, request: ForwardRequest) -> ForwardReply:
         """Run a forwarded operation for the worker; its failure goes back as data."""
         reply = {"call_id": request.call_id, "forward_id": request.forward_id}
-        self._calls += 1
-        if self._calls > self._max_calls:
+        # Counted as the sandbox counts (a handle's memory read is free in process: counting
+        # it failed an honest program's sixth read at a budget of five, red team R28). Reads
+        # are bounded by the run's deadline, which every forwarded call now keeps.
+        spends = request.op in _SPENDING_OPS
+        self.spent += spends
+        if spends and self.spent > self.max_calls:
             # The worker's sandbox counts too; this count holds even if the worker is subverted.
             wire = WireError(
                 error_type="budget_exceeded",
-                message=f"the attempt made more than {self._max_calls} forwarded calls",
+                message=f"the attempt made more than {self.max_calls} forwarded calls",
             )
             return ForwardReply(**reply, ok=False, error_class="BudgetExceededError", error=wire)
         try:
@@ -196,6 +302,8 @@ class _Run:
             raise
         except _PASSED_ERRORS as error:
             wire = error_to_wire(error).model_copy(update={"message": redact(error.message)})
+            if isinstance(error, GuardrailViolationError):
+                self.guardrails.append(wire)
             return ForwardReply(**reply, ok=False, error_class=type(error).__name__, error=wire)
         except Unencodable as error:
             wire = WireError(error_type="non_serializable_result", message=str(error))
@@ -259,7 +367,9 @@ class ProcessExecutor:
             UsageError: under ``isolation="process"``, memory or arguments the host gave the
                 call hold a value that cannot cross to the worker (ADR 0094).
         """
-        run = _Run(bridge, limits.timeout_seconds, limits.max_forwarded_calls)
+        run = _Run(
+            bridge, limits.timeout_seconds, limits.max_forwarded_calls, limits.max_output_bytes
+        )
         try:
             request = RunRequest(
                 call_id=secrets.token_hex(8),
@@ -316,9 +426,16 @@ class ProcessExecutor:
             return error
 
     def _failed(
-        self, error: RecurgentError, stats: RunStats | None = None
+        self, error: RecurgentError, stats: RunStats | None = None, run: _Run | None = None
     ) -> WorkerExecutionResult:
-        return WorkerExecutionResult(error=error, log_fields=self._fields(stats))
+        # A run without the worker's answer (a timeout, a crash, a refused answer) made the
+        # calls the parent answered: reported as 0, a persisted program that timed out waiting
+        # on a tool was "stalled" (its own fault, repaired) where in process it was not (red
+        # team R28). HTTP requests only the worker saw stay uncounted.
+        spent = 0 if run is None else min(run.spent, run.max_calls + 1)
+        return WorkerExecutionResult(
+            error=error, forwarded_calls=spent, log_fields=self._fields(stats)
+        )
 
     def _finish(
         self,
@@ -331,33 +448,39 @@ class ProcessExecutor:
     ) -> WorkerExecutionResult:
         """Decode the worker's answer; its writes go to ``memory`` (``commit``) or come back."""
         if isinstance(answer, RecurgentError):
-            return self._failed(answer, stats)
+            return self._failed(answer, stats, run)
         try:
             writes = Writes(
                 set={key: run.decode(value) for key, value in answer.memory_set.items()},
                 delete=list(answer.memory_deleted),
             )
+            for key, written in writes.set.items():
+                # Memory nested past the cap could never be sent to a worker again: every
+                # later call of an isolation="process" agent was a UsageError (red team R28).
+                refuse_nesting(written, f"context[{key!r}]", 0, _MEMORY_SUFFIX)
             _patch_in_place(writes, answer.memory_patches, memory, run)
             value = run.decode(run.settle(answer.value))
-        except WorkerCrashError as error:
-            return self._failed(error, stats)
+            refuse_nesting(value, "the result", 0)
+            violations = [run.vouched(item) for item in answer.violations]
+            reported = None if answer.error is None else run.vouched(answer.error)
+        except (WorkerCrashError, NonSerializableResultError) as refused:
+            return self._failed(refused, stats, run)
         except (ValueError, KeyError, TypeError, InvalidOutcomeError) as problem:
             # An envelope an honest worker never sends (an Outcome that fails validation, an
             # agent reference without a number): the answer of a subverted worker, which must
             # not escape the call as a raw exception (red-team F14).
             name = type(problem).__name__
             return self._failed(
-                WorkerCrashError(f"the worker sent a malformed answer ({name})"), stats
+                WorkerCrashError(f"the worker sent a malformed answer ({name})"), stats, run
             )
         if commit:
             writes.apply(memory)
-        violations = [error_from_wire(item) for item in answer.violations]
         return WorkerExecutionResult(
             value=value,
-            error=None if answer.error is None else error_from_wire(answer.error),
-            stdout=answer.stdout,
+            error=reported,
+            stdout=_bounded_output(answer.stdout, run.max_output_bytes),
             violations=[v for v in violations if isinstance(v, GuardrailViolationError)],
-            forwarded_calls=answer.forwarded_calls,
+            forwarded_calls=_forwarded_calls(answer.forwarded_calls, run.spent, run),
             writes=writes,
             log_fields=self._fields(stats),
         )
@@ -424,14 +547,111 @@ def _host_patch(memory: dict[str, Any], key: str, entry: MemoryPatch, run: _Run)
     if type(node) is not wanted:
         # A tuple the program saw as a list, or a value the host replaced meanwhile.
         return None
+    if entry.kind == "dict" and entry.items:
+        # A dict patch's items are an OrderedDict's new order, and only a plain dict is
+        # patched here: applied, they called dict.move_to_end at commit, an AttributeError
+        # with memory half-written (red team R28). The key keeps its whole value instead.
+        return None
+    written = {name: run.decode(value) for name, value in entry.set}
+    items = list(run.decode(entry.items))
+    # The patched container sits len(path) - 1 levels below memory's top: what it receives
+    # is counted from there, as the in-process journal counts it (ADR 0152).
+    where = f"context{''.join(f'[{step!r}]' for step in entry.path)}"
+    refuse_nesting(written, where, len(entry.path) - 1, _MEMORY_SUFFIX)
+    refuse_nesting(items, where, len(entry.path) - 1, _MEMORY_SUFFIX)
     return Patch(
         node,
         tuple(entry.path),
         entry.kind,
-        set={name: run.decode(value) for name, value in entry.set},
+        set=written,
         delete=list(entry.delete),
-        items=list(run.decode(entry.items)),
+        items=items,
     )
+
+
+def refuse_nesting(value: Any, where: str, depth: int, suffix: str = _PLAIN_SUFFIX) -> None:
+    """Refuse a value from a worker that holds a container (or any value other than a JSON
+    scalar) ``MAX_DEPTH`` levels or more below memory's top, ``value`` sitting ``depth`` levels
+    down: what ``to_wire`` could not send to a worker, so what an honest worker never sends.
+
+    The codec decodes whatever nesting the JSON parser accepts (200 levels, about 98 tuples):
+    stored in memory, such a value made every later run of an ``isolation="process"`` agent a
+    ``UsageError`` (it cannot be sent again), and it passed the 64-level cap the sandbox keeps
+    for a program (red team R28). Walked level by level, a list of scalars at C speed.
+
+    Raises:
+        NonSerializableResultError: the in-process refusal's text.
+    """
+    level, frontier = depth, [value]
+    while frontier:
+        below: list[Any] = []
+        for node in frontier:
+            kind = type(node)
+            if kind in _SCALARS:
+                continue
+            if level >= MAX_DEPTH:
+                raise NonSerializableResultError(
+                    f"{where} is nested more than {MAX_DEPTH} levels deep; {suffix}"
+                )
+            below.extend(_parts(node))
+        level += 1
+        frontier = below
+
+
+def _parts(node: Any) -> list[Any]:
+    """The values one level below a decoded value that may hold more than scalars."""
+    if isinstance(node, dict):
+        parts: list[Any] = [*node, *node.values()]
+    elif isinstance(node, list | tuple | set | frozenset | collections.deque):
+        if set(map(type, node)) <= _SCALARS:
+            return []
+        parts = list(node)
+    elif isinstance(node, Outcome):
+        parts = [node.value, node.metadata]
+    elif isinstance(node, BaseException):
+        parts = list(node.args)
+    else:
+        return []  # a date, a Decimal, bytes, an agent: nothing below it crosses as a level
+    return [part for part in parts if type(part) not in _SCALARS]
+
+
+def _refuse_handle_name(role: str, name: str, *, written: bool) -> None:
+    """A handle's read, call or write of a name the sandbox's attribute policy refuses before
+    it reaches the agent: a private (underscore) name, and for a read or call one of
+    RestrictedPython's inspection names (``h.gi_frame = 1`` is a memory write in process).
+    From a worker, ``handle_call('_x')`` asked the child's model to write a method the sandbox
+    never lets a program call (red team R28).
+
+    Raises:
+        UsageError: goes back to the worker as the call's error.
+    """
+    if name.startswith("_") or (not written and name in INSPECT_ATTRIBUTES):
+        raise UsageError(f"{role}.{name}: {name!r} is not accessible in the sandbox")
+
+
+def _bounded_output(stdout: str, limit: int) -> str:
+    """The worker's printed text, cut as the sandbox's collector cuts it.
+
+    The collector keeps ``limit`` bytes and then its marker, so an honest worker's text is
+    never longer than both; a longer one (a subverted worker's 64 MiB) is cut to the same
+    form (red team R28).
+    """
+    marker = f"\n[output truncated at {limit // 1024} KiB]\n"
+    most = limit + len(marker)
+    if len(stdout) * 4 <= most:
+        return stdout  # fits even at four bytes a character: nothing to encode
+    encoded = stdout.encode("utf-8", "replace")
+    if len(encoded) <= most:
+        return stdout
+    return encoded[:limit].decode("utf-8", "ignore") + marker
+
+
+def _forwarded_calls(reported: int, spent: int, run: _Run) -> int:
+    """The run's forwarded calls: the worker's count (it alone sees HTTP requests) kept
+    between the spending calls the parent answered and the budget's refusal (one past it);
+    a subverted worker reported -7 or 10**18 (red team R28)."""
+    cap = run.max_calls + 1
+    return max(min(spent, cap), min(reported, cap))
 
 
 def _fingerprint(wire: Any) -> str:

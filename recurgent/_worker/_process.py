@@ -2,8 +2,11 @@
 
 The child runs in its own process group. A reader thread turns its protocol lines into a queue
 (so a wait has a real timeout even on a partial line) and reaps the child as soon as its output
-closes (a worker that dies while idle never lingers as a zombie); a drain thread keeps the last
-64 KiB of its stderr. Killing is idempotent, removes the scratch directory, and never touches a
+closes (a worker that dies while idle never lingers as a zombie); the queue holds at most
+:data:`MAX_QUEUED_BYTES` of lines nobody has taken, after which the reader stops reading and the
+child's writes block (red team R28). A drain thread keeps the last 64 KiB of its stderr. Lines
+to the child are written under the caller's deadline: a child that stops reading cannot hold
+the parent in a write. Killing is idempotent, removes the scratch directory, and never touches a
 process that a forked interpreter inherited from its parent. Every live child is killed and
 reaped at interpreter exit.
 """
@@ -15,10 +18,12 @@ import concurrent.futures
 import contextlib
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -30,11 +35,24 @@ from pydantic import ValidationError
 from recurgent._worker._protocol import Ready, dump_line, parse_line
 from recurgent.errors import DependencyActivationError
 
-__all__ = ["MAX_LINE_BYTES", "WorkerExited", "WorkerProcess", "WorkerTimedOut", "live_workers"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "MAX_QUEUED_BYTES",
+    "WorkerExited",
+    "WorkerProcess",
+    "WorkerTimedOut",
+    "live_workers",
+]
 
 _STDERR_TAIL_BYTES = 64 * 1024
 #: Largest protocol line accepted from a worker; a longer one is a protocol breach.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+#: Bytes of a worker's lines the parent holds before anyone takes them. An honest worker has
+#: one line outstanding at a time (it waits for each reply); a subverted one wrote 400 MB of
+#: forwarded calls in 15 s into an unbounded queue (red team R28). One line always fits.
+MAX_QUEUED_BYTES = MAX_LINE_BYTES
+# How much of a line is written to the child per system call, at most.
+_WRITE_CHUNK = 1024 * 1024
 _EOF = object()
 _TOO_LONG = object()
 _LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
@@ -75,6 +93,9 @@ class WorkerProcess:
         scratch: Path | None = None,
     ) -> None:
         self._lines: queue.Queue[Any] = queue.Queue()
+        # Bytes of the lines in the queue; the reader waits on this condition while it is full.
+        self._queued = 0
+        self._room = threading.Condition()
         self._stderr: deque[bytes] = deque()
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
@@ -140,6 +161,8 @@ class WorkerProcess:
                     # A subverted worker must not make the parent buffer without bound.
                     self._lines.put(_TOO_LONG)
                     return
+                if not self._wait_for_room(len(line)):
+                    break  # killed while the queue was full: reaped below like any end
                 self._lines.put(line)
             self._lines.put(_EOF)
             if os.getpid() == self._parent_pid:
@@ -155,6 +178,26 @@ class WorkerProcess:
                 abandoned = self._abandoned
             if abandoned:
                 self._clean_up()
+
+    def _wait_for_room(self, size: int) -> bool:
+        """Count ``size`` more queued bytes once they fit; False if the child was killed first.
+
+        While the queue is full the reader reads nothing more: the child's writes fill the pipe
+        and block, so a worker cannot make the parent hold more than one queue of its lines.
+        """
+        with self._room:
+            while self._queued and self._queued + size > MAX_QUEUED_BYTES:
+                if self._ended:
+                    return False
+                self._room.wait(0.5)
+            self._queued += size
+            return True
+
+    def _taken(self, line: Any) -> None:
+        if type(line) is bytes:
+            with self._room:
+                self._queued -= len(line)
+                self._room.notify_all()
 
     def _drain_stderr(self) -> None:
         stream = self._process.stderr
@@ -177,17 +220,23 @@ class WorkerProcess:
             text = b"".join(self._stderr).decode("utf-8", "replace")
         return text[-limit:]
 
-    def send(self, message: Any) -> None:
-        """Write one message line.
+    def send(self, message: Any, timeout: float | None = None) -> None:
+        """Write one message line, within ``timeout`` seconds (``None``: as long as it takes).
+
+        The child reads its input only when it wants to: a subverted worker that stops reading
+        held the parent in a blocking write past every deadline, the run's lock with it (red
+        team R28). The line is written in chunks as the pipe takes them, never more than
+        ``timeout`` seconds in all.
 
         Raises:
             WorkerExited: the pipe is closed.
+            WorkerTimedOut: the child did not take the line in time.
         """
         stdin: IO[bytes] | None = self._process.stdin
         assert stdin is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            stdin.write(dump_line(message))
-            stdin.flush()
+            _write_all(stdin.fileno(), dump_line(message), deadline)
         except (BrokenPipeError, OSError, ValueError) as error:
             raise WorkerExited(f"worker pipe failure: {error}") from None
 
@@ -202,6 +251,7 @@ class WorkerProcess:
             line = self._lines.get(timeout=max(0.0, timeout))
         except queue.Empty:
             raise WorkerTimedOut(f"worker did not answer within {timeout:.2f}s") from None
+        self._taken(line)
         if line is _TOO_LONG:
             raise WorkerExited(f"worker sent a message over {MAX_LINE_BYTES} bytes")
         if line is _EOF:
@@ -243,6 +293,7 @@ class WorkerProcess:
             if self._ended:
                 return
             self._ended = True
+        self._wake_reader()
         _LIVE.discard(self)
         if os.getpid() != self._parent_pid:
             return
@@ -273,6 +324,7 @@ class WorkerProcess:
                 return
             self._ended = self._abandoned = True
             reader_done = self._reader_done
+        self._wake_reader()
         _LIVE.discard(self)
         if os.getpid() != self._parent_pid:
             return
@@ -281,6 +333,12 @@ class WorkerProcess:
         if reader_done:
             # The reader ended before: the child is already reaped, only the files remain.
             self._clean_up()
+
+    def _wake_reader(self) -> None:
+        # A reader waiting for room in the queue sees the end at once, not at its next check.
+        # Never blocks for long: the condition is held only to count bytes.
+        with self._room:
+            self._room.notify_all()
 
     def _clean_up(self) -> None:
         # stdout and stderr are closed by their reader threads, which are the only readers.
@@ -302,6 +360,38 @@ class WorkerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=1)
         self.kill()
+
+
+def _write_all(fd: int, data: bytes, deadline: float | None) -> None:
+    """Write ``data`` to the pipe ``fd``, waiting for room in it until ``deadline`` at most.
+
+    Raises:
+        WorkerTimedOut: the reader did not take it all by ``deadline``.
+        OSError: the pipe broke.
+    """
+    if deadline is None:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view[:_WRITE_CHUNK]) :]
+        return
+    os.set_blocking(fd, False)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    view = memoryview(data)
+    while view:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise WorkerTimedOut(
+                f"worker did not read its input ({len(view)} of {len(data)} bytes unwritten)"
+            )
+        if not poller.poll(remaining * 1000.0):
+            continue
+        try:
+            written = os.write(fd, view[:_WRITE_CHUNK])
+        except BlockingIOError:
+            continue  # the pipe had less room than the chunk: wait for more
+        view = view[written:]
 
 
 def live_workers() -> list[WorkerProcess]:

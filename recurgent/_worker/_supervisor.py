@@ -342,7 +342,9 @@ class WorkerSupervisor:
             if on_clock is not None:
                 on_clock()
             deadline = time.monotonic() + timeout_seconds + grace_seconds
-            worker.send(request)
+            # Every write has the run's deadline too: a worker that stops reading its input
+            # held the parent in a blocking write for good (red team R28).
+            worker.send(request, deadline - time.monotonic())
             while True:
                 message = worker.receive(deadline - time.monotonic())
                 # An answer counts only under this request's call id: a stale or forged line
@@ -350,7 +352,19 @@ class WorkerSupervisor:
                 if isinstance(message, RunResult) and message.call_id == request.call_id:
                     break
                 if isinstance(message, ForwardRequest) and message.call_id == request.call_id:
-                    worker.send(handler(message))
+                    if time.monotonic() >= deadline:
+                        # A queued line is taken even at the deadline, so a worker that writes
+                        # its calls ahead of the replies would be answered for ever: no call is
+                        # answered past it (red team R28). A queued result still counts.
+                        raise WorkerTimedOut("worker was still forwarding calls at its deadline")
+                    try:
+                        reply = handler(message)
+                    except WorkerCrashError as broken:
+                        # The handler found the request broken (an unknown handle or agent):
+                        # the worker goes like any other that broke the protocol, never back
+                        # to the pool mid-run (red team R28).
+                        raise WorkerExited(str(broken)) from None
+                    worker.send(reply, deadline - time.monotonic())
                     continue
                 raise WorkerExited(_unexpected(message, request.call_id))
         except WorkerTimedOut:
