@@ -74,6 +74,7 @@ from recurgent.outcome import Outcome, OutcomeFlag
 
 __all__ = [
     "GENERATED_FILENAME",
+    "INSPECTION_NAMES",
     "MUTABLE_TYPES",
     "NOT_HANDLED",
     "OPEN_TYPES",
@@ -85,6 +86,10 @@ __all__ = [
     "is_sandbox_made",
     "type_of",
 ]
+
+#: Attribute names of frames, generators and code the sandbox never serves (RestrictedPython's
+#: list): the worker's parent holds a handle request to them too (red team R28).
+INSPECTION_NAMES: frozenset[str] = frozenset(INSPECT_ATTRIBUTES)
 
 
 def _owned(obj: object) -> bool:
@@ -157,7 +162,7 @@ class AttributePolicy:
             name = exact_name(name)
         if name.startswith("_"):
             return self._private(obj, name)
-        if name in INSPECT_ATTRIBUTES:
+        if name in INSPECTION_NAMES:
             raise AttributeError(f"{name!r} is not accessible in the sandbox")
         special = self._special.get(name)
         if special is not None and isinstance(obj, special[0]):

@@ -28,14 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from RestrictedPython.transformer import INSPECT_ATTRIBUTES
-
 from recurgent._execution import Capabilities, ExecutionInputs
 from recurgent._guardrails import is_terminal
 from recurgent._journal import Patch, Writes
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
+from recurgent._sandbox._guards import INSPECTION_NAMES
 from recurgent._sandbox._limits import attempt_deadline
 from recurgent._values import outgrows
 from recurgent._worker._codec import MAX_DEPTH
@@ -625,7 +624,7 @@ def _refuse_handle_name(role: str, name: str, *, written: bool) -> None:
     Raises:
         UsageError: goes back to the worker as the call's error.
     """
-    if name.startswith("_") or (not written and name in INSPECT_ATTRIBUTES):
+    if name.startswith("_") or (not written and name in INSPECTION_NAMES):
         raise UsageError(f"{role}.{name}: {name!r} is not accessible in the sandbox")
 
 
