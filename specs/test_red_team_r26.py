@@ -467,11 +467,35 @@ class TestWrapperDataReadOnce:
             "repr()", 100000402
         )
 
+    @pytest.mark.parametrize(
+        ("source", "what"),
+        [
+            (
+                "class U(collections.UserString):\n    pass\n"
+                "result = len(U('a') + ['a' * 10**6] * 100)",
+                "UserString concatenation",
+            ),
+            (
+                "class U(collections.UserString):\n    pass\n"
+                "result = len(['a' * 10**6] * 100 + U('a'))",
+                "UserString concatenation",
+            ),
+            ("result = len(['a' * 10**6] * 100 % collections.UserString('x'))", "%-formatting"),
+        ],
+        ids=["add", "radd", "rmod"],
+    )
+    def test_an_operand_converted_to_text_is_checked_first(self, source: str, what: str) -> None:
+        """``UserString``'s ``+`` and ``%`` (the sandbox's stand-in for ``__rmod__``) ran
+        ``str()`` of a shared list, 100 000 400 characters built before the refusal (``+`` of a
+        program's subclass: never refused). Its text is estimated first now."""
+        assert error_of("import collections\n" + source) == _refusal(what, 100000402)
+
     def test_what_fits_is_pythons(self) -> None:
         """Within the cap, the wrappers answer as in plain Python: a small data property's
         ``repr``/``str``/``ascii``/``*``/``%`` (each read once), the program's class kept by
-        ``*``, ``%`` and ``*=``, ``UserString`` of a small list, a tuple and a ``UserString``,
-        and a ``UserString`` as ``type()`` and ``isinstance`` see it."""
+        ``*``, ``%``, ``*=`` and ``+`` (of text, a list and a tuple), ``%`` of a list,
+        ``UserString`` of a small list, a tuple and a ``UserString``, and a ``UserString`` as
+        ``type()``, ``isinstance`` and a class-level method see it."""
         source = (
             "import collections\n"
             "class P(collections.UserString):\n"
@@ -486,7 +510,8 @@ class TestWrapperDataReadOnce:
             "u = U('a%s')\nl = L([1, 'b'])\nl *= 2\n"
             "built = [repr(u * 2), type(u * 2).__name__, repr(2 * u), str(u % 'z'),\n"
             "         type(u % 'z').__name__, repr(l), type(l).__name__, repr(l * 2),\n"
-            "         type(2 * l).__name__, repr(D(a=[1])), str(D(a=1))]\n"
+            "         type(2 * l).__name__, repr(D(a=[1])), str(D(a=1)), str(u + [1]),\n"
+            "         str((1,) + u), type(u + 'b').__name__, str(['%s'] % U('x'))]\n"
             "s = collections.UserString(['a', 1])\n"
             "made = [str(s), repr(s), str(collections.UserString((1, 2))),\n"
             "        str(collections.UserString(s)), str(U(['x'])), type(s).__name__,\n"
@@ -511,6 +536,10 @@ class TestWrapperDataReadOnce:
                 "L",
                 "{'a': [1]}",
                 "{'a': 1}",
+                "a%s[1]",
+                "(1,)a%s",
+                "U",
+                "['x']",
             ],
             [
                 "['a', 1]",

@@ -43,6 +43,11 @@ def _check_seq(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         check_text(seq, "UserString()")
 
 
+def _check_operand(other: Any) -> None:
+    if not isinstance(other, str | collections.UserString):
+        check_text(other, "UserString concatenation")
+
+
 def _repr(self: Any) -> str:
     data = self.data  # read once: a program's property may answer differently when read again
     check_repr(data, "repr()")
@@ -51,7 +56,8 @@ def _repr(self: Any) -> str:
 
 class CheckedUserString(collections.UserString):
     """``UserString`` for a program's class to derive from: construction, ``repr``, ``str``,
-    ``*`` and ``%`` read ``data`` once and check what they build from it."""
+    ``*`` and ``%`` read ``data`` once and check what they build from it; ``+`` checks the
+    text of an operand that is not text."""
 
     def __init__(self, seq: Any) -> None:
         _check_seq((seq,), {})
@@ -71,6 +77,15 @@ class CheckedUserString(collections.UserString):
 
     def __mod__(self, args: Any) -> Any:
         return self.__class__(_MOD(self.data, args))
+
+    # UserString's + writes str(other) of anything but text, in library code.
+    def __add__(self, other: Any) -> Any:
+        _check_operand(other)
+        return super().__add__(other)
+
+    def __radd__(self, other: Any) -> Any:
+        _check_operand(other)
+        return super().__radd__(other)
 
 
 class CheckedUserList(collections.UserList):  # type: ignore[type-arg]
