@@ -363,10 +363,22 @@ class TestLibraryWrappers:
         assert error_of(
             "import collections\nresult = len(collections.UserString(['a' * 10**6] * 100))"
         ) == _refusal("UserString()", 100000402)
-        # type() hands out the same checked class.
+
+    @pytest.mark.parametrize(
+        "kind",
+        [
+            "type(collections.UserString('a'))",
+            "collections.UserString('a').__class__",
+            "collections.UserString.mro()[0]",
+            "U.mro()[2]",
+        ],
+    )
+    def test_every_way_to_the_class_constructs_checked(self, kind: str) -> None:
+        """``type()``, ``__class__`` and ``mro()`` (of the class or of a program's subclass,
+        whose ``mro()`` held the library's class) hand out the checked class."""
         assert error_of(
-            "import collections\nkind = type(collections.UserString('a'))\n"
-            "result = len(kind(['a' * 10**6] * 100))"
+            "import collections\nclass U(collections.UserString):\n    pass\n"
+            f"kind = {kind}\nresult = len(kind(['a' * 10**6] * 100))"
         ) == _refusal("UserString()", 100000402)
 
 

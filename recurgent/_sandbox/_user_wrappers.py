@@ -28,7 +28,14 @@ from recurgent._sandbox._made import allow_subclassing, substitute_base
 from recurgent._sandbox._sizes import size_hooks
 from recurgent._sandbox._text_size import check_repr, check_text
 
-__all__ = ["USER_STRING", "CheckedUserDict", "CheckedUserList", "CheckedUserString", "real_class"]
+__all__ = [
+    "USER_STRING",
+    "CheckedUserDict",
+    "CheckedUserList",
+    "CheckedUserString",
+    "real_class",
+    "served_mro",
+]
 
 _HOOKS = size_hooks()
 _MUL = _HOOKS["_mul_"]  # data * n, the repetition checked first
@@ -154,3 +161,13 @@ def real_class(cls: Any) -> Any:
     """``collections.UserString`` for the stand-in, ``cls`` for anything else (whose attributes
     the policy reads)."""
     return collections.UserString if cls is USER_STRING else cls
+
+
+def served_mro(cls: type) -> list[Any] | None:
+    """What ``cls.mro()`` answers generated code for a class deriving from ``UserString``: the
+    library's class in it as the stand-in, whose call is checked (the real one's is not);
+    ``None`` for any other class, or one defining its own ``mro``."""
+    order = type.__getattribute__(cls, "__mro__")
+    if collections.UserString not in order or any("mro" in vars(klass) for klass in order):
+        return None
+    return [USER_STRING if klass is collections.UserString else klass for klass in order]
