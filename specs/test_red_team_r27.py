@@ -373,6 +373,22 @@ class TestSingleByteCodecsMeasured:
             == b'<b k="&#233;&#10;&quot;&amp;&#20013;">&#8364; &#233; &#1078; &lt;&#55296;&gt;</b>'
         )
 
+    def test_one_text_under_many_attribute_names_is_refused_at_the_second(self) -> None:
+        """Three hundred attributes holding one nine-million-character text: each is measured
+        (up to its length) and the count is checked after each, so the second refuses it
+        (checked once a node, the count scanned every value first: the five-second deadline
+        stopped it)."""
+        source = (
+            "import xml.etree.ElementTree as ET\nBIG = 'é' * 9 * 10**6\ne = ET.Element('a')\n"
+            "for i in range(300):\n    e.set('k%d' % i, BIG)\n"
+            "result = len(ET.tostring(e, 'latin-1'))"
+        )
+        assert error_of(source) == (
+            "resource_limit",
+            "Resource limit in tester.run: ElementTree.tostring() would create 18000141 items; "
+            "the sandbox limit is 10000000",
+        )
+
     @pytest.mark.parametrize(
         ("text", "encoding"),
         [

@@ -335,17 +335,21 @@ def _checked_xml_text(
     total = _DECLARATION + (str.__len__(encoding) if type(encoding) is str else 0)
     total += _PER_ELEMENT + _xml_text_length(default_namespace, widths, what)
     total *= widths.ascii
+    # Checked after every text: measuring one costs up to its length, and a node may hold a
+    # text thousands of times (one attribute value under many names).
     for node in ElementTree.Element.iter(root):
         tag: Any = node.tag
         if tag is not ElementTree.Comment and tag is not ElementTree.PI:
             total += _PER_ELEMENT * widths.ascii + 2 * _xml_text_length(tag, widths, what)
         total += _xml_text_length(node.text, widths, what, markup)
+        check_items(total, what)
         total += _xml_text_length(node.tail, widths, what, markup)
+        check_items(total, what)
         for name, value in ElementTree.Element.items(node):
             total += _PER_ELEMENT * widths.ascii
             total += _xml_text_length(name, widths, what)
             total += _xml_text_length(value, widths, what)
-        check_items(total, what)
+            check_items(total, what)
 
 
 def checked_tostring(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:
