@@ -364,6 +364,37 @@ class TestLibraryWrappers:
             "import collections\nresult = len(collections.UserString(['a' * 10**6] * 100))"
         ) == _refusal("UserString()", 100000402)
 
+    def test_the_served_class_is_seen_as_the_real_one(self) -> None:
+        """``collections.UserString`` is a checked stand-in; a class pattern, a tuple of classes,
+        comparison, hashing, sorting and a program's subclass's own methods see it and its
+        instances as plain Python does."""
+        source = (
+            "from collections import UserString\n"
+            "def m(x):\n    match x:\n        case UserString():\n            return 'matched'\n"
+            "        case _:\n            return 'no'\n"
+            "class U(UserString):\n    def shout(self):\n        return self.upper() + '!'\n"
+            "u = U('hi')\n"
+            "result = [m(u), m(UserString('b')), m('c'), isinstance(u, (UserString, int)),\n"
+            "          str(u.shout()), type(u.shout()).__name__, UserString.__name__,\n"
+            "          repr(UserString), sorted([UserString('b'), UserString('a')])[0] == 'a',\n"
+            "          hash(UserString('x')) == hash('x'), U('a') < U('b')]\n"
+        )
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain == [
+            "matched",
+            "matched",
+            "no",
+            True,
+            "HI!",
+            "U",
+            "UserString",
+            "<class 'collections.UserString'>",
+            True,
+            True,
+            True,
+        ]
+
     @pytest.mark.parametrize(
         "kind",
         [
