@@ -67,11 +67,13 @@ Broken, and fixed:
   ``json.dumps`` and the sandbox's ``JSONEncoder``) bounds a long string by measuring it in
   steps of 65 536 first.
 
-Left, as strict xfails: a ``UserString`` subclass whose ``data`` is a property (36 000 002
-characters from ``repr``); ``UserString(x)`` converting a shared list in its ``__init__``
-(100 000 400 characters); a part shared inside one fresh value counted where first reached (a
+Left, as a strict xfail: a part shared inside one fresh value counted where first reached (a
 1 020-level path stored in one write). Fixed after the red team: ``ElementTree.tostring``'s
-escapes (45 000 007 characters from nine million ``&``) are counted a node at a time first.
+escapes (45 000 007 characters from nine million ``&``) are counted a node at a time first
+(ADR 0153); a ``UserString`` subclass whose ``data`` is a property (36 000 002 characters from
+``repr``) and ``UserString(x)`` converting a shared list in its ``__init__`` (100 000 400
+characters): the wrappers' text is built from one checked read of ``data``, and
+``UserString(seq)`` checks ``seq``'s text first (ADR 0155, ``_user_wrappers``).
 """
 
 from __future__ import annotations
@@ -343,15 +345,9 @@ class TestLibraryWrappers:
             4000002,
         ]
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="R26: a UserString subclass whose data is a property is estimated as a small "
-        "object (the getter may answer differently when read again); proposed fix: the sandbox's "
-        "metaclass gives UserString subclasses a __repr__/__str__ that reads data once and checks "
-        "it (_class_bases.SandboxABCType)",
-    )
     def test_a_data_property(self) -> None:
-        """Nine million NULs behind a property: 36 000 002 characters written."""
+        """Nine million NULs behind a property: 36 000 002 characters written before; refused
+        now, from the one read of ``data`` the checked ``repr`` makes."""
         error_type, _ = error_of(
             "import collections\nBIG = '\\x00' * 9 * 10**6\n"
             "class U(collections.UserString):\n"
@@ -361,18 +357,247 @@ class TestLibraryWrappers:
         )
         assert error_type == "resource_limit"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="R26: UserString(x) runs str(x) in its __init__, one C call over a shared "
-        "structure; proposed fix: serve UserString (and program subclasses) with an __init__ "
-        "that check_text()s a non-str seq first",
-    )
     def test_construction_from_a_shared_list(self) -> None:
-        """``UserString(['a' * 10**6] * 100)``: 100 000 400 characters built."""
-        error_type, _ = error_of(
+        """``UserString(['a' * 10**6] * 100)``: 100 000 400 characters built before; refused
+        now, as ``str()`` of the list is."""
+        assert error_of(
             "import collections\nresult = len(collections.UserString(['a' * 10**6] * 100))"
+        ) == _refusal("UserString()", 100000402)
+
+    def test_the_served_class_is_seen_as_the_real_one(self) -> None:
+        """``collections.UserString`` is a checked stand-in; a class pattern, a tuple of classes,
+        comparison, hashing, sorting and a program's subclass's own methods see it and its
+        instances as plain Python does."""
+        source = (
+            "from collections import UserString\n"
+            "def m(x):\n    match x:\n        case UserString():\n            return 'matched'\n"
+            "        case _:\n            return 'no'\n"
+            "class U(UserString):\n    def shout(self):\n        return self.upper() + '!'\n"
+            "u = U('hi')\n"
+            "result = [m(u), m(UserString('b')), m('c'), isinstance(u, (UserString, int)),\n"
+            "          str(u.shout()), type(u.shout()).__name__, UserString.__name__,\n"
+            "          repr(UserString), sorted([UserString('b'), UserString('a')])[0] == 'a',\n"
+            "          hash(UserString('x')) == hash('x'), U('a') < U('b')]\n"
         )
-        assert error_type == "resource_limit"
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain == [
+            "matched",
+            "matched",
+            "no",
+            True,
+            "HI!",
+            "U",
+            "UserString",
+            "<class 'collections.UserString'>",
+            True,
+            True,
+            True,
+        ]
+
+    @pytest.mark.parametrize(
+        "kind",
+        [
+            "type(collections.UserString('a'))",
+            "collections.UserString('a').__class__",
+            "collections.UserString.mro()[0]",
+            "U.mro()[2]",
+        ],
+    )
+    def test_every_way_to_the_class_constructs_checked(self, kind: str) -> None:
+        """``type()``, ``__class__`` and ``mro()`` (of the class or of a program's subclass,
+        whose ``mro()`` held the library's class) hand out the checked class."""
+        assert error_of(
+            "import collections\nclass U(collections.UserString):\n    pass\n"
+            f"kind = {kind}\nresult = len(kind(['a' * 10**6] * 100))"
+        ) == _refusal("UserString()", 100000402)
+
+
+_DATA_PROPERTY = (
+    "import collections\n"
+    "class {name}(collections.{base}):\n"
+    "    def __init__(self, *args):\n        self.reads = 0\n"
+    "    @property\n    def data(self):\n        self.reads += 1\n"
+    "        return {small} if self.reads == 1 else {large}\n"
+)
+
+
+class TestWrapperDataReadOnce:
+    """Fixed after the red team (ADR 0155): a wrapper whose ``data`` is the program's code is
+    read once by each method that builds text or a repetition from it, and what it builds is
+    checked from that read. Before, ``repr``/``str`` of such a wrapper wrote what the data
+    held unestimated, and ``*`` and ``%`` were checked on one read and built from another."""
+
+    @pytest.mark.parametrize(
+        ("source", "what", "items"),
+        [
+            (
+                _DATA_PROPERTY.format(name="L", base="UserList", small="BIG", large="BIG")
+                + "BIG = ['a' * 10**6] * 100\nresult = len(repr(L()))",
+                "repr()",
+                100000402,
+            ),
+            (
+                _DATA_PROPERTY.format(name="D", base="UserDict", small="BIG", large="BIG")
+                + "BIG = {1: ['a' * 10**6] * 100}\nresult = len(repr(D()))",
+                "repr()",
+                100000410,
+            ),
+            (
+                _DATA_PROPERTY.format(name="U", base="UserString", small="BIG", large="BIG")
+                + "BIG = ['a' * 10**6] * 100\nresult = len(str(U()))",
+                "str()",
+                100000402,
+            ),
+            (
+                # Checked on the first read ('a', a thousand of it), built from the second.
+                _DATA_PROPERTY.format(name="U", base="UserString", small="'a'", large="'a' * 10**6")
+                + "result = len(U() * 1000)",
+                "sequence repetition",
+                1000000000,
+            ),
+            (
+                _DATA_PROPERTY.format(
+                    name="U", base="UserString", small="'%(a)s'", large="'%(a)s' * 10**5"
+                )
+                + "result = len(U() % {'a': 'x' * 10**4})",
+                "%-formatting",
+                1000500000,
+            ),
+            (
+                _DATA_PROPERTY.format(name="L", base="UserList", small="[0]", large="[0] * 10**6")
+                + "l = L()\nl *= 1000\nresult = 0",
+                "sequence repetition",
+                1000000000,
+            ),
+            (
+                "import collections\nclass U(collections.UserString):\n"
+                "    data = '\\x00' * 9 * 10**6\n    def __init__(self):\n        pass\n"
+                "result = len(repr([U()]))",
+                "repr()",
+                10223618,
+            ),
+        ],
+        ids=[
+            "UserList-repr",
+            "UserDict-repr",
+            "UserString-str",
+            "mul",
+            "mod",
+            "imul",
+            "class-data",
+        ],
+    )
+    def test_refused_from_the_one_read(self, source: str, what: str, items: int) -> None:
+        """A property answering large (``repr``/``str``: estimated as a small object before),
+        one answering small to the check and large to the library (``*``, ``%``, ``*=``), and a
+        class attribute ``data`` inside a list: refused as what the one read would build (from
+        10 223 618 to a billion items)."""
+        assert error_of(source) == _refusal(what, items)
+
+    def test_a_programs_override_reaches_the_checked_method(self) -> None:
+        """``super().__repr__()`` and ``super().__init__(seq)`` in the program's own methods
+        reach the checked ones: the checked class sits between the program's and the
+        library's."""
+        base = (
+            "import collections\nBIG = ['a' * 10**6] * 100\n"
+            "class U(collections.UserString):\n"
+            "    def __init__(self, seq):\n        super().__init__(seq)\n"
+            "    def __repr__(self):\n        return super().__repr__()\n"
+        )
+        assert error_of(base + "result = len(U(BIG))") == _refusal("UserString()", 100000402)
+        assert error_of(base + "u = U('a')\nu.data = BIG\nresult = len(repr(u))") == _refusal(
+            "repr()", 100000402
+        )
+
+    @pytest.mark.parametrize(
+        ("source", "what"),
+        [
+            (
+                "class U(collections.UserString):\n    pass\n"
+                "result = len(U('a') + ['a' * 10**6] * 100)",
+                "UserString concatenation",
+            ),
+            (
+                "class U(collections.UserString):\n    pass\n"
+                "result = len(['a' * 10**6] * 100 + U('a'))",
+                "UserString concatenation",
+            ),
+            ("result = len(['a' * 10**6] * 100 % collections.UserString('x'))", "%-formatting"),
+        ],
+        ids=["add", "radd", "rmod"],
+    )
+    def test_an_operand_converted_to_text_is_checked_first(self, source: str, what: str) -> None:
+        """``UserString``'s ``+`` and ``%`` (the sandbox's stand-in for ``__rmod__``) ran
+        ``str()`` of a shared list, 100 000 400 characters built before the refusal (``+`` of a
+        program's subclass: never refused). Its text is estimated first now."""
+        assert error_of("import collections\n" + source) == _refusal(what, 100000402)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Within the cap, the wrappers answer as in plain Python: a small data property's
+        ``repr``/``str``/``ascii``/``*``/``%`` (each read once), the program's class kept by
+        ``*``, ``%``, ``*=`` and ``+`` (of text, a list and a tuple), ``%`` of a list,
+        ``UserString`` of a small list, a tuple and a ``UserString``, and a ``UserString`` as
+        ``type()``, ``isinstance`` and a class-level method see it."""
+        source = (
+            "import collections\n"
+            "class P(collections.UserString):\n"
+            "    def __init__(self):\n        self.reads = 0\n"
+            "    @property\n    def data(self):\n        self.reads += 1\n"
+            "        return 'é%s'\n"
+            "class U(collections.UserString):\n    pass\n"
+            "class L(collections.UserList):\n    pass\n"
+            "class D(collections.UserDict):\n    pass\n"
+            "p = P()\n"
+            "shown = [repr(p), str(p), ascii(p), f'{p!r}', repr([p]), p.reads]\n"
+            "u = U('a%s')\nl = L([1, 'b'])\nl *= 2\n"
+            "built = [repr(u * 2), type(u * 2).__name__, repr(2 * u), str(u % 'z'),\n"
+            "         type(u % 'z').__name__, repr(l), type(l).__name__, repr(l * 2),\n"
+            "         type(2 * l).__name__, repr(D(a=[1])), str(D(a=1)), str(u + [1]),\n"
+            "         str((1,) + u), type(u + 'b').__name__, str(['%s'] % U('x'))]\n"
+            "s = collections.UserString(['a', 1])\n"
+            "made = [str(s), repr(s), str(collections.UserString((1, 2))),\n"
+            "        str(collections.UserString(s)), str(U(['x'])), type(s).__name__,\n"
+            "        type(s) is collections.UserString, isinstance(u, collections.UserString),\n"
+            "        issubclass(U, collections.UserString), str(type(s)(3)),\n"
+            "        str(collections.UserString.upper(s))]\n"
+            "result = [shown, built, made]\n"
+        )
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain == [
+            ["'é%s'", "é%s", "'\\xe9%s'", "'é%s'", "['é%s']", 5],
+            [
+                "'a%sa%s'",
+                "U",
+                "'a%sa%s'",
+                "az",
+                "U",
+                "[1, 'b', 1, 'b']",
+                "L",
+                "[1, 'b', 1, 'b', 1, 'b', 1, 'b']",
+                "L",
+                "{'a': [1]}",
+                "{'a': 1}",
+                "a%s[1]",
+                "(1,)a%s",
+                "U",
+                "['x']",
+            ],
+            [
+                "['a', 1]",
+                "\"['a', 1]\"",
+                "(1, 2)",
+                "['a', 1]",
+                "['x']",
+                "UserString",
+                True,
+                True,
+                True,
+                "3",
+                "['A', 1]",
+            ],
+        ]
 
 
 # --- Nesting ----------------------------------------------------------------------------------

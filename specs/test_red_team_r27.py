@@ -36,8 +36,9 @@ Broke, fixed:
   directory (the host's disk). ``/dev`` and ``/`` are read-only now and the scratch directory is
   a 64 MiB tmpfs.
 
-Left, as a strict xfail: ``latin-1`` text of ``é`` is counted ten a character (a reference)
-though the codec writes one byte, so two million of them are refused within the cap.
+Fixed after the red team (ADR 0155): ``latin-1`` text of ``é`` was counted ten a character (a
+reference) though the codec writes one byte, so two million of them were refused within the
+cap; text past ASCII under a single-byte codec is measured as the codec writes it.
 """
 
 from __future__ import annotations
@@ -335,21 +336,84 @@ class TestElementTreeWritesWhatItCounted:
         ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="R27: under a single-byte codec every non-ASCII character is counted as a reference "
-    "(ten bytes), also one the codec holds (latin-1's é is one byte); proposed fix: in "
-    "_stdlib_text._xml_text_length, count such text as len(text.encode(codec, 'ignore')) plus "
-    "ten for each character that encoding dropped (one C call, at most len(text) bytes)",
-)
-def test_latin_1_text_within_the_cap_is_written() -> None:
-    """Two million ``é`` under ``latin-1`` are two million bytes, as plain Python writes them;
-    the count says twenty million and refuses them."""
-    source = (
-        "import xml.etree.ElementTree as ET\ne = ET.Element('a')\ne.text = 'é' * 2 * 10**6\n"
-        "result = len(ET.tostring(e, 'latin-1'))"
+class TestSingleByteCodecsMeasured:
+    """Fixed after the red team (ADR 0155): under a single-byte codec every character past
+    ASCII was counted as a reference (ten bytes), also one the codec holds (``latin-1``'s ``é``
+    is one byte), so two million of them were refused within the cap. Such text is measured
+    now as the codec writes it (a step at a time, references included)."""
+
+    def test_latin_1_text_within_the_cap_is_written(self) -> None:
+        """Two million ``é`` under ``latin-1`` are two million bytes, as plain Python writes
+        them; the count said twenty million and refused them."""
+        source = (
+            "import xml.etree.ElementTree as ET\ne = ET.Element('a')\ne.text = 'é' * 2 * 10**6\n"
+            "result = len(ET.tostring(e, 'latin-1'))"
+        )
+        assert value_of(source) == 2_000_048
+
+    def test_what_a_codec_holds_and_what_it_cannot_are_as_plain_python_writes(self) -> None:
+        """Within the cap, the bytes are plain Python's: ``é`` and ``中`` alternating under
+        ``latin-1`` (one byte, then ``&#20013;``), ``cp1252``'s euro sign, ``koi8_r`` holding
+        Cyrillic but not ``é`` (``&#233;``), escapes and a newline in a non-ASCII attribute,
+        a lone surrogate, and a default namespace past ASCII."""
+        build = (
+            "a = ET.Element('a')\na.text = 'é中' * 10**6\n"
+            "b = ET.Element('b', k='é\\n\"&中')\nb.text = '€ é ж <\\ud800>'\n"
+            "n = ET.Element('{urn:é}r')\nn.text = 'ж'\n"
+            "result = [len(ET.tostring(a, 'latin-1')), ET.tostring(b, 'latin-1'),\n"
+            "          ET.tostring(b, 'cp1252'), ET.tostring(b, 'koi8_r'), ET.tostring(b),\n"
+            "          ET.tostring(n, 'latin-1', default_namespace='urn:é')]\n"
+        )
+        source = "import xml.etree.ElementTree as ET\n" + build
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain[0] == 9_000_048
+        assert (
+            plain[4]
+            == b'<b k="&#233;&#10;&quot;&amp;&#20013;">&#8364; &#233; &#1078; &lt;&#55296;&gt;</b>'
+        )
+
+    def test_one_text_under_many_attribute_names_is_refused_at_the_second(self) -> None:
+        """Three hundred attributes holding one nine-million-character text: each is measured
+        (up to its length) and the count is checked after each, so the second refuses it
+        (checked once a node, the count scanned every value first: the five-second deadline
+        stopped it)."""
+        source = (
+            "import xml.etree.ElementTree as ET\nBIG = 'é' * 9 * 10**6\ne = ET.Element('a')\n"
+            "for i in range(300):\n    e.set('k%d' % i, BIG)\n"
+            "result = len(ET.tostring(e, 'latin-1'))"
+        )
+        assert error_of(source) == (
+            "resource_limit",
+            "Resource limit in tester.run: ElementTree.tostring() would create 18000141 items; "
+            "the sandbox limit is 10000000",
+        )
+
+    @pytest.mark.parametrize(
+        ("text", "encoding"),
+        [
+            # "&#1114111;" for each: ten bytes a character, as counted before.
+            ("'\\U0010ffff' * 10**6", "'latin-1'"),
+            ("'\\U0010ffff' * 10**6", "None"),
+            # Held (one byte) and not (eight) alternating: 10 800 048 bytes.
+            ("'é中' * 12 * 10**5", "'latin-1'"),
+            # koi8_r holds ж, not é (a reference of six): 10 500 047 bytes.
+            ("'жé' * 15 * 10**5", "'koi8_r'"),
+        ],
     )
-    assert value_of(source) == 2_000_048
+    def test_what_passes_the_cap_is_refused(self, text: str, encoding: str) -> None:
+        """Measured as the codec writes it, references included, the count still refuses text
+        that would pass the cap (measuring stops a step past it, so the figure is where it
+        stopped)."""
+        source = (
+            f"import xml.etree.ElementTree as ET\ne = ET.Element('a')\ne.text = {text}\n"
+            f"result = len(ET.tostring(e, {encoding}))"
+        )
+        error_type, message = error_of(source)
+        prefix = "Resource limit in tester.run: ElementTree.tostring() would create "
+        assert (error_type, message.startswith(prefix)) == ("resource_limit", True)
+        items = int(message[len(prefix) :].split()[0])
+        assert 10_000_000 < items <= 10_000_000 + 10 * 2**16 + 200
 
 
 # --- 5. What an escaped program may write under bubblewrap (_isolation.bwrap_command) ---------

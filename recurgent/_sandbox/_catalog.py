@@ -57,6 +57,7 @@ from recurgent._sandbox._stdlib_text import (
     textwrap_overrides,
     unicodedata_overrides,
 )
+from recurgent._sandbox._user_wrappers import USER_STRING
 
 __all__ = ["ALLOWED_MODULES", "CATALOG", "ModuleRows", "classify"]
 
@@ -96,6 +97,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     "secrets": secrets_overrides(),
     "pprint": pprint_overrides(),
     "string": {"Template": CheckedTemplate},
+    "collections": {"UserString": USER_STRING},  # str(seq) checked first (ADR 0155)
     "decimal": {"Decimal": CheckedDecimal, **decimal_overrides()},
     "fractions": {"Fraction": CheckedFraction, "Decimal": CheckedDecimal},
     "statistics": statistics_overrides(),

@@ -96,9 +96,9 @@ TABLE: dict[str, ModuleRows] = {
     ),
     "collections": rows(
         pure="""
-            ChainMap Counter OrderedDict UserDict UserList UserString abc defaultdict deque
-            namedtuple
+            ChainMap Counter OrderedDict UserDict UserList abc defaultdict deque namedtuple
             """,
+        replaced="UserString",
     ),
     "collections.abc": rows(
         pure="""

@@ -17,7 +17,8 @@ handed to typing's own machinery, which runs library hooks on the program's clas
   for a ``runtime_checkable`` one by looking members up statically (no code of the instance
   runs; private names only on the program's own objects).
 * ``collections.UserDict``/``UserList``/``UserString`` (whose metaclass is ``ABCMeta``): made by
-  :class:`SandboxABCType`, the sandbox's metaclass joined with ``ABCMeta``.
+  :class:`SandboxABCType`, the sandbox's metaclass joined with ``ABCMeta``, deriving from their
+  checked subclasses (``_user_wrappers``: ``data`` read once, ADR 0155).
 
 The markers of which classes are protocols live here, runtime-side, never on the class: a
 program may write its own classes' attributes.
@@ -31,6 +32,8 @@ import typing
 import weakref
 from typing import Any
 
+# Imported for what it registers: the wrappers' checked subclasses as bases (ADR 0155).
+from recurgent._sandbox import _user_wrappers  # noqa: F401
 from recurgent._sandbox._gate import gate
 from recurgent._sandbox._made import SandboxType, allow_subclassing, is_sandbox_made
 from recurgent._sandbox._names import ALLOWED_DUNDER_METHODS
@@ -49,14 +52,8 @@ _TYPED_DICT = typing.TypedDict.__mro_entries__((typing.TypedDict,))[0]  # type: 
 _ERASED = (typing.Generic, typing.Protocol)
 
 # The library classes a program may derive from besides the builtins (ADR 0104).
-for _base in (
-    collections.Counter,
-    collections.OrderedDict,
-    collections.defaultdict,
-    collections.UserDict,
-    collections.UserList,
-    collections.UserString,
-):
+# UserDict/UserList/UserString are substituted by their checked subclasses (_user_wrappers).
+for _base in (collections.Counter, collections.OrderedDict, collections.defaultdict):
     allow_subclassing(_base)
 
 # namedtuple's underscore API and what typing's NamedTuple refuses to see overwritten.

@@ -70,6 +70,7 @@ from recurgent._sandbox._types import (
     trusted_class,
     type_of,
 )
+from recurgent._sandbox._user_wrappers import real_class, served_mro
 from recurgent.outcome import Outcome, OutcomeFlag
 
 __all__ = [
@@ -290,6 +291,12 @@ class AttributePolicy:
 
     def _class_attribute(self, cls: type, name: str) -> Any:
         cls = plain_int_class(cls)  # the int stand-in's attributes are int's (ADR 0123)
+        cls = real_class(cls)  # and UserString's stand-in's the real class's (ADR 0155)
+        if name == "mro":
+            # The real UserString in the list would construct unchecked (ADR 0155).
+            order = served_mro(cls)
+            if order is not None:
+                return SealedCallable(functools.partial(list, order), name)
         if name in _INT_GUARDED:
             checked = _int_class_attribute(cls, name)
             if checked is not None:

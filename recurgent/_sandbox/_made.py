@@ -18,6 +18,7 @@ __all__ = [
     "allow_subclassing",
     "is_namedtuple_class",
     "is_sandbox_made",
+    "substitute_base",
 ]
 
 GENERATED_FILENAME = "<generated>"
@@ -28,9 +29,19 @@ _ALLOWED_BASES = {object, dict, list, set, str, int, float, tuple, SandboxInt}
 _INT_BASES = (int, CheckedInt)
 
 
+# A library base a generated class gets a checked subclass of in between (the collections
+# wrappers, ADR 0155); their module registers them, as served modules register allowed bases.
+_SUBSTITUTED_BASES: dict[type, type] = {}
+
+
 def allow_subclassing(cls: type) -> None:
     """Let generated classes derive from ``cls`` (a served library class made to be subclassed)."""
     _ALLOWED_BASES.add(cls)
+
+
+def substitute_base(base: type, checked: type) -> None:
+    """Make a generated class naming ``base`` among its bases derive from ``checked``."""
+    _SUBSTITUTED_BASES[base] = checked
 
 
 def is_namedtuple_class(value: object) -> bool:
@@ -50,6 +61,7 @@ class SandboxType(type):
         mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
     ) -> SandboxType:
         bases = tuple(SandboxInt if base in _INT_BASES else base for base in bases)
+        bases = tuple(_SUBSTITUTED_BASES.get(base, base) for base in bases)
         for base in bases:
             allowed = (
                 isinstance(base, SandboxType)

@@ -223,6 +223,7 @@ def _user_string_rmod(a: Any, b: collections.UserString) -> Any:
     result = NotImplemented if method is None else method(a, b)
     if result is not NotImplemented:
         return result
+    check_text(a, "%-formatting")  # str(a) is one C call over a shared structure (ADR 0155)
     template = str(a)
     _check_percent(template, b)
     return collections.UserString(template % b)

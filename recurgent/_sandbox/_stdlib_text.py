@@ -19,7 +19,7 @@ import textwrap
 import unicodedata
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from recurgent._sandbox._gate import exact_name
 from recurgent._sandbox._limits import SizeLimitExceeded
@@ -203,23 +203,45 @@ def checked_element_indent(tree: Any, space: Any = "  ", level: Any = 0) -> None
 _ESCAPED = 6
 _REFERENCE = 10
 _XML_SPECIAL = ("&", "<", ">", '"', "\n", "\r", "\t")
+
+
+class _XmlCodec(NamedTuple):
+    """How ``tostring`` writes text under one encoding: the most bytes an ASCII character and
+    any other become, and for a single-byte codec its name, under which text past ASCII is
+    measured as the codec writes it rather than bounded by ``other``."""
+
+    ascii: int
+    other: int
+    measured: str | None = None
+
+
 # Bytes an encoding writes for an ASCII character and for any other (red team R27: counted in
 # characters, ``utf-32`` wrote four bytes for each, ``utf-8`` four for an astral one). By the
 # codec's own name; any other codec (``utf-7`` writes ``~`` as ``+AH4-``) five and ten.
-_SINGLE_BYTE = (1, _REFERENCE)
-_WIDTHS: dict[str, tuple[int, int]] = {"utf-8": (1, 4), "utf-16": (2, 4), "utf-32": (4, 4)}
-_OTHER_CODEC = (5, _REFERENCE)
+_WIDTHS: dict[str, _XmlCodec] = {
+    "utf-8": _XmlCodec(1, 4),
+    "utf-16": _XmlCodec(2, 4),
+    "utf-32": _XmlCodec(4, 4),
+}
+_OTHER_CODEC = _XmlCodec(5, _REFERENCE)
+_TEXT = _XmlCodec(1, 1)  # encoding="unicode": characters
 
 
-def _xml_widths(encoding: Any, what: str) -> tuple[int, int] | None:
-    """How many of what ``tostring`` returns an ASCII character and any other become under
-    ``encoding``: ``(1, 1)`` for ``unicode`` (text), ``None`` for a name no codec has."""
+def _single_byte(name: str) -> _XmlCodec:
+    """A single-byte codec: one byte an ASCII character; other text measured under it (a
+    character it holds is one byte, one it cannot a reference of up to ten)."""
+    return _XmlCodec(1, _REFERENCE, name)
+
+
+def _xml_widths(encoding: Any, what: str) -> _XmlCodec | None:
+    """How what ``tostring`` returns is counted under ``encoding``: characters for
+    ``unicode`` (text), ``None`` for a name no codec has."""
     if encoding is None:
-        return _SINGLE_BYTE  # us-ascii
+        return _single_byte("ascii")  # tostring's default, us-ascii
     if type(encoding) is not str:
         raise TypeError(f"{what} takes an encoding name (str) in the sandbox")
     if encoding.lower() == "unicode":
-        return (1, 1)
+        return _TEXT
     try:
         name = codecs.lookup(encoding).name
     except LookupError:
@@ -233,10 +255,30 @@ def _xml_widths(encoding: Any, what: str) -> tuple[int, int] | None:
         plain = codecs.encode("~+&<ab", name) == b"~+&<ab"
     except (LookupError, UnicodeError, TypeError, ValueError):
         return _OTHER_CODEC
-    return _SINGLE_BYTE if single and plain else _OTHER_CODEC
+    return _single_byte(name) if single and plain else _OTHER_CODEC
 
 
-def _xml_text_length(value: Any, widths: tuple[int, int], what: str, escaped: bool = True) -> int:
+# Characters of a text encoded per step when its written length is measured.
+_XML_STEP = 1 << 16
+
+
+def _encoded_length(text: str, codec: str) -> int:
+    """``len(text.encode(codec, "xmlcharrefreplace"))``, what ElementTree's writer makes of
+    ``text`` (after its escapes), or more: encoded a step at a time, so a step's bytes (ten
+    a character at most) are all that is built, and stopped once past the item cap (red team
+    R27: counted as a reference a character, two million ``é`` in ``latin-1`` were refused
+    though they are two million bytes). A step ends in the codec's initial state, so steps
+    add up to at least the whole."""
+    total = 0
+    for start in range(0, str.__len__(text), _XML_STEP):
+        step = str.__getitem__(text, slice(start, start + _XML_STEP))
+        total += len(str.encode(step, codec, "xmlcharrefreplace"))
+        if total > MAX_ITEMS:
+            break
+    return total
+
+
+def _xml_text_length(value: Any, widths: _XmlCodec, what: str, escaped: bool = True) -> int:
     """At least how long ``value`` (a tag, text, tail or attribute) is once ElementTree wrote it
     (``escaped``: as markup; the ``text`` method writes text as it is).
 
@@ -256,12 +298,14 @@ def _xml_text_length(value: Any, widths: tuple[int, int], what: str, escaped: bo
     if kind is not str:
         raise TypeError(f"{what} writes text (str) in the sandbox, not {kind.__name__}")
     length = str.__len__(value)
-    ascii_width, other_width = widths
+    # An escape replaces an ASCII character by ASCII ones: at most five more, ascii-wide each.
     specials = sum(str.count(value, char) for char in _XML_SPECIAL) if escaped else 0
-    written = (length + (_ESCAPED - 1) * specials) * ascii_width
-    if not str.isascii(value):
-        written += length * (other_width - ascii_width)  # as if every character were other
-    return written
+    extra = (_ESCAPED - 1) * specials * widths.ascii
+    if str.isascii(value):
+        return length * widths.ascii + extra
+    if widths.measured is not None:
+        return _encoded_length(value, widths.measured) + extra
+    return length * widths.other + extra  # as if every character were other
 
 
 _OTHER_XML = 64  # a float: ElementTree refuses it or writes a short form
@@ -290,18 +334,22 @@ def _checked_xml_text(
     markup = method != "text"
     total = _DECLARATION + (str.__len__(encoding) if type(encoding) is str else 0)
     total += _PER_ELEMENT + _xml_text_length(default_namespace, widths, what)
-    total *= widths[0]
+    total *= widths.ascii
+    # Checked after every text: measuring one costs up to its length, and a node may hold a
+    # text thousands of times (one attribute value under many names).
     for node in ElementTree.Element.iter(root):
         tag: Any = node.tag
         if tag is not ElementTree.Comment and tag is not ElementTree.PI:
-            total += _PER_ELEMENT * widths[0] + 2 * _xml_text_length(tag, widths, what)
+            total += _PER_ELEMENT * widths.ascii + 2 * _xml_text_length(tag, widths, what)
         total += _xml_text_length(node.text, widths, what, markup)
+        check_items(total, what)
         total += _xml_text_length(node.tail, widths, what, markup)
+        check_items(total, what)
         for name, value in ElementTree.Element.items(node):
-            total += _PER_ELEMENT * widths[0]
+            total += _PER_ELEMENT * widths.ascii
             total += _xml_text_length(name, widths, what)
             total += _xml_text_length(value, widths, what)
-        check_items(total, what)
+            check_items(total, what)
 
 
 def checked_tostring(element: Any, encoding: Any = None, *args: Any, **kwargs: Any) -> Any:

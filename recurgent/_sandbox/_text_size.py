@@ -115,7 +115,8 @@ def _scalar_text(value: Any, ascii_only: bool = False) -> int:
 def _wrapped_data(wrapper: Any) -> Any:
     """What a ``UserString``/``UserList``/``UserDict`` prints (the repr of its ``data``);
     ``None`` (a small object) for a class of the program's that defines ``data`` itself,
-    which the estimate cannot read ahead of the real call."""
+    which the estimate cannot read ahead of the real call: that class's ``repr``/``str`` read
+    it once and check it when they run (``_user_wrappers``, ADR 0155)."""
     if any("data" in vars(kind) for kind in type(wrapper).__mro__):
         return None
     return object.__getattribute__(wrapper, "__dict__").get("data")

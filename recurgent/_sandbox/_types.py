@@ -31,6 +31,7 @@ from recurgent._sandbox._integers import CheckedInt
 from recurgent._sandbox._made import SandboxType, is_namedtuple_class
 from recurgent._sandbox._numbers import number_class
 from recurgent._sandbox._reflection import SealedCallable
+from recurgent._sandbox._user_wrappers import USER_STRING
 from recurgent.outcome import Outcome
 
 __all__ = [
@@ -225,6 +226,8 @@ def type_of(obj: Any) -> Any:
     """
     cls = number_class(type(obj))  # raw Decimal/Fraction -> checked stand-in (ADR 0022)
     served = served_class(cls)  # ZoneInfo -> its gated stand-in (ADR 0091)
+    if cls is collections.UserString:
+        return USER_STRING  # its construction checked (ADR 0155)
     if served is not cls:
         return served
     if issubclass(cls, type):

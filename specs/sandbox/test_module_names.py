@@ -92,6 +92,11 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
         "result = b''.join(tostringlist(fromstring('<a><b/></a>'), 'utf-8'))",
         b"<a><b /></a>",
     ),
+    ("collections", "UserString"): (
+        "u = UserString(['a', 1])\n"
+        "result = [str(u), type(u) is UserString, isinstance(u, UserString), str(u.upper())]",
+        ["['a', 1]", True, True, "['A', 1]"],
+    ),
     ("decimal", "Decimal"): ("str(Decimal('1.10') + Decimal('2.20'))", "3.30"),
     ("decimal", "getcontext"): ("getcontext().prec", 28),
     ("decimal", "localcontext"): ("with localcontext(prec=2) as c:\n    result = c.prec", 2),
