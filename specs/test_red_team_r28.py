@@ -103,6 +103,7 @@ from recurgent.errors import (
 )
 from recurgent.program import Program
 from specs.sandbox.support import Host, error_of, execute
+from specs.worker.support import ReplyingSupervisor
 
 # --- A worker played by a script ----------------------------------------------------------------
 
@@ -384,20 +385,6 @@ def test_an_overflowing_float_is_infinity_as_in_process() -> None:
 # --- What an answer holds -----------------------------------------------------------------------
 
 
-class _Replying:
-    """A stand-in supervisor that answers every run with one prepared result."""
-
-    backend = "none"
-    pid = 1
-    restarts = 0
-
-    def __init__(self, result: RunResult) -> None:
-        self._result = result
-
-    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
-        return self._result.model_copy(update={"call_id": request.call_id})
-
-
 def _answered(
     host: Host, memory_: dict[str, Any] | None = None, **answer: Any
 ) -> WorkerExecutionResult:
@@ -405,7 +392,7 @@ def _answered(
     ``memory_`` (a copy of the host's memory if omitted)."""
     line = json.dumps({"ipc_version": 1, "kind": "result", "call_id": "x", "status": "ok"} | answer)
     result = parse_line(line.encode())
-    executor = ProcessExecutor(cast(WorkerSupervisor, _Replying(result)))
+    executor = ProcessExecutor(cast(WorkerSupervisor, ReplyingSupervisor(result)))
     memory = dict(host.memory) if memory_ is None else memory_
     return executor.run(
         Program(code="return 0"),

@@ -16,6 +16,7 @@ from recurgent._execution import ExecutionInputs
 from recurgent._sandbox import SandboxLimits
 from recurgent._worker._executor import ProcessExecutor, WorkerExecutionResult
 from recurgent._worker._isolation import IsolationSettings
+from recurgent._worker._protocol import RunResult
 from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.program import Program
 from specs.sandbox.support import Host
@@ -71,6 +72,21 @@ def build_wheel(directory: Path) -> Path:
         for name, data in files.items():
             archive.writestr(name, data)
     return wheel
+
+
+class ReplyingSupervisor:
+    """A stand-in supervisor that answers every run with one prepared result (a worker's
+    answer as the parent receives it, without a process)."""
+
+    backend = "none"
+    pid = 1
+    restarts = 0
+
+    def __init__(self, result: RunResult) -> None:
+        self._result = result
+
+    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
+        return self._result.model_copy(update={"call_id": request.call_id})
 
 
 def supervisor(**options: Any) -> WorkerSupervisor:

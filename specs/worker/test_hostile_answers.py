@@ -27,27 +27,14 @@ from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.outcome import Outcome
 from recurgent.program import Program
 from specs.sandbox.support import Host
-
-
-class _Replying:
-    """A stand-in supervisor that answers every run with one prepared result."""
-
-    backend = "none"
-    pid = 1
-    restarts = 0
-
-    def __init__(self, result: RunResult) -> None:
-        self._result = result
-
-    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
-        return self._result.model_copy(update={"call_id": request.call_id})
+from specs.worker.support import ReplyingSupervisor
 
 
 def _run(host: Host, **answer: Any) -> WorkerExecutionResult:
     """One run whose worker answers ``answer``, with the lifecycle's settings (no commit)."""
     fields: dict[str, Any] = {"call_id": "x", "status": "ok"}
     fields.update(answer)
-    executor = ProcessExecutor(cast(WorkerSupervisor, _Replying(RunResult(**fields))))
+    executor = ProcessExecutor(cast(WorkerSupervisor, ReplyingSupervisor(RunResult(**fields))))
     return executor.run(
         Program(code="return 0"),
         ExecutionInputs(memory=dict(host.memory), commit_memory=False),

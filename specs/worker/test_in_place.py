@@ -24,7 +24,7 @@ from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.program import Program
 from recurgent.testing import ScriptedProvider
 from specs.sandbox.support import Host
-from specs.worker.support import run, supervisor
+from specs.worker.support import ReplyingSupervisor, run, supervisor
 
 pytestmark = pytest.mark.slow
 
@@ -137,20 +137,6 @@ def test_a_failed_run_sends_no_patches(executor: ProcessExecutor) -> None:
     )
 
 
-class _Replying:
-    """A stand-in supervisor that answers every run with one prepared result."""
-
-    backend = "none"
-    pid = 1
-    restarts = 0
-
-    def __init__(self, result: RunResult) -> None:
-        self._result = result
-
-    def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
-        return self._result.model_copy(update={"call_id": request.call_id})
-
-
 def _answer(patches: dict[str, list[MemoryPatch]], memory_set: dict[str, Any]) -> RunResult:
     return RunResult(
         call_id="x", status="ok", value=None, memory_set=memory_set, memory_patches=patches
@@ -193,7 +179,7 @@ def test_patches_of_a_key_the_worker_did_not_report_changed_are_ignored() -> Non
 
 
 def _stub(answer: RunResult) -> WorkerSupervisor:
-    return cast(WorkerSupervisor, _Replying(answer))
+    return cast(WorkerSupervisor, ReplyingSupervisor(answer))
 
 
 def test_an_agents_memory_list_keeps_its_identity_across_worker_calls() -> None:
