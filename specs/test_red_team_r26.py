@@ -77,6 +77,7 @@ escapes (45 000 007 characters from nine million ``&``) are counted a node at a 
 from __future__ import annotations
 
 import codecs
+import collections
 import encodings.aliases
 import json.encoder as json_encoder
 import random
@@ -452,15 +453,9 @@ class TestMemorysOwnValueKeepsItsLevels:
         assert "is nested more than 64 levels deep" in (second.error_message or "")
         assert _depth(agent.runtime_context["k"]) == 60
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="R26: the rebuild counts a shared part where it is first reached, so one fresh "
-        "value can hold a path of 1 020 levels (reads held: copies are lazy); proposed fix: "
-        "memo by id and depth in _boundary._Rebuilder, refusing a part reached again deeper "
-        "past the cap",
-    )
     def test_a_part_shared_deeper_in_one_value(self) -> None:
-        """Thirty rounds of ``x = [x, <33 levels ending in x>]``: stored, 1 020 levels long."""
+        """Thirty rounds of ``x = [x, <33 levels ending in x>]``: refused (a path 1 020 levels
+        long was stored when a shared part counted where it was first reached)."""
         agent = _agent(
             {
                 "grow": "x = []\nfor k in range(30):\n    c = []\n    inner = c\n"
@@ -470,6 +465,166 @@ class TestMemorysOwnValueKeepsItsLevels:
             }
         )
         assert agent.grow().error_type == "non_serializable_result"
+
+
+def _wrapped(part: Any, levels: int) -> list[Any]:
+    """``part`` at the bottom of ``levels`` lists, each holding the next: ``[[...[part]...]]``."""
+    top: list[Any] = [part]
+    for _ in range(levels - 1):
+        top = [top]
+    return top
+
+
+def _unwrapped(value: Any, levels: int) -> Any:
+    """What ``_wrapped`` put ``levels`` lists down."""
+    for _ in range(levels):
+        value = value[0]
+    return value
+
+
+def _placed(part: Any, levels: int) -> Any:
+    """``[part, <levels lists ending in part>]`` rebuilt: the rebuilt value, or "refused" when the
+    nesting cap refuses it."""
+    try:
+        return rebuild([part, _wrapped(part, levels)], "the value")
+    except NonSerializableResultError as error:
+        assert "is nested more than 64 levels deep" in str(error)
+        return "refused"
+
+
+_DEEP_TWICE = (
+    "p = []\ninner = p\nfor _ in range(40):\n    n = []\n    inner.append(n)\n    inner = n\n"
+)
+
+
+class TestSharedPartsKeepTheirLevels:
+    """Fixed after the red team: a part reached again deeper counts its own levels from there
+    (each rebuilt part keeps its height), in every path that rebuilds a written value."""
+
+    def test_the_boundary_counts_a_part_again_where_it_sits_deeper(self) -> None:
+        """A 40-level part reached at level 1 and again at level 31 (71 levels below the top):
+        refused, naming the deeper place (stored before: the part counted at level 1)."""
+        part = nested_lists(40)
+        with pytest.raises(
+            NonSerializableResultError,
+            match=r"the value\[1\](\[0\]){30} is nested more than 64 levels deep",
+        ):
+            rebuild([part, _wrapped(part, 30)], "the value")
+
+    def test_a_part_reached_again_at_the_cap_is_kept_once_past_it_refused(self) -> None:
+        """The 40-level part again at level 24 ends at level 64: rebuilt, one object in both
+        places; at level 25 it would end at 65: refused."""
+        part = nested_lists(40)
+        fits = _placed(part, 23)
+        assert (_unwrapped(fits[1], 23) is fits[0], fits[0] == part, _placed(part, 24)) == (
+            True,
+            True,
+            "refused",
+        )
+
+    @pytest.mark.timeout(30)
+    def test_a_dag_of_tuples_is_rebuilt_once_a_part(self) -> None:
+        """Sixty levels of ``t = (t, t)``: rebuilt in one visit a tuple, each level one tuple
+        shared by both halves as in the original (each path was copied: 2**24 copies took 54 s
+        after a one-second deadline, and 2**60 would never end)."""
+        value: tuple[Any, ...] = ("leaf",)
+        for _ in range(60):
+            value = (value, value)
+        built = rebuild(value, "the result")
+        shared = []
+        for _ in range(60):
+            shared.append(type(built) is tuple and built[0] is built[1] and built is not value)
+            built = built[0]
+        assert (shared, built) == ([True] * 60, ("leaf",))
+
+    def test_a_program_sharing_one_part_many_times_within_the_cap_commits(self) -> None:
+        """A 40-level part written 1 000 times at level 2 and once at level 23, and a tuple
+        written twice: committed, plain Python's value, each shared part one object in memory
+        (the tuple was two copies)."""
+        source = (
+            _DEEP_TWICE + "pair = (p, 'x')\n"
+            "x = {'many': [p] * 1000, 'deep': [[[[[[[[[[[[[[[[[[[[[[p]]]]]]]]]]]]]]]]]]]]]],"
+            " 'pairs': [pair, pair]}\n"
+        )
+        agent = _agent({"grow": source + "context['k'] = x\nreturn 1"})
+        assert agent.grow().status == "ok"
+        stored = agent.runtime_context["k"]
+        part = stored["many"][0]
+        assert (
+            stored == result_in_python(source + "result = x"),
+            all(item is part for item in stored["many"]),
+            _unwrapped(stored["deep"], 22) is part,
+            stored["pairs"][0] is stored["pairs"][1],
+            stored["pairs"][0][0] is part,
+        ) == (True, True, True, True, True)
+
+    def test_the_journals_in_place_append_counts_from_memorys_top(self) -> None:
+        """Appended at the innermost list of memory's 10-level ``b`` (level 11): the 40-level
+        part again 20 lists down is refused (72 levels); 10 lists down (62) commits, shared."""
+
+        def append(levels: int) -> Any:
+            memory: dict[str, Any] = {"b": nested_lists(10)}
+            journal = Journal(memory)
+            part = nested_lists(40)
+            _unwrapped(journal.view["b"], 10).append([part, _wrapped(part, levels)])
+            try:
+                journal.prepare(rebuild).apply(memory)
+            except NonSerializableResultError as error:
+                return str(error).split(";")[0]
+            written = _unwrapped(memory["b"], 10)[-1]
+            return _unwrapped(written[1], levels) is written[0]
+
+        assert (append(20), append(10)) == (
+            "context['b']" + "[0]" * 11 + "[1]" + "[0]" * 20 + " is nested more than 64 "
+            "levels deep",
+            True,
+        )
+
+    def test_a_host_objects_new_attribute_counts_from_memorys_top(self) -> None:
+        """A ``UserList`` memory holds, its ``data`` set to the 40-level part at level 2 and
+        again 30 lists down (72 levels): refused through the host kind's patch
+        (``_journal._core._fresh``); 20 lists down (62) commits, shared."""
+
+        def set_data(levels: int) -> Any:
+            memory: dict[str, Any] = {"u": collections.UserList([1])}
+            journal = Journal(memory)
+            part = nested_lists(40)
+            journal.view["u"].data = [part, _wrapped(part, levels)]
+            try:
+                journal.prepare(rebuild).apply(memory)
+            except NonSerializableResultError as error:
+                return str(error).split(";")[0]
+            data = memory["u"].data
+            return _unwrapped(data[1], levels) is data[0]
+
+        assert (set_data(30), set_data(20)) == (
+            "context['u'].data[1]" + "[0]" * 30 + " is nested more than 64 levels deep",
+            True,
+        )
+
+    def test_memorys_own_value_counts_its_longest_path(self) -> None:
+        """Memory's ``a`` holds a 30-level part at level 1 and again 20 lists down: 51 levels
+        below it, though every part is first reached within 31. Placed at level 21 (72):
+        refused; at level 13 (64): committed as memory's own object (counted before by the
+        shortest way to each part, so 52 at level 21)."""
+
+        def place(levels: int) -> Any:
+            part = nested_lists(30)
+            held = [part, _wrapped(part, 20)]
+            memory: dict[str, Any] = {"a": held, "b": nested_lists(levels - 1)}
+            journal = Journal(memory)
+            view = journal.view
+            _unwrapped(view["b"], levels - 1).append(view["a"])
+            try:
+                journal.prepare(rebuild).apply(memory)
+            except NonSerializableResultError as error:
+                return str(error).split(";")[0]
+            return _unwrapped(memory["b"], levels - 1)[-1] is held
+
+        assert (place(21), place(13)) == (
+            "context['b']" + "[0]" * 20 + "[0] is nested more than 64 levels deep",
+            True,
+        )
 
 
 # --- The worker's surrogate fallback ----------------------------------------------------------
