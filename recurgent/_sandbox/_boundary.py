@@ -393,7 +393,10 @@ class _Rebuilder:
         for key, item in list(dict.items(value)):
             plain_key = self.key(key, where, depth + 1)
             store(built, plain_key, self.value(item, Where(where, (plain_key,)), depth + 1))
-        self._close(entry, depth, outer)
+        reach = self._reach  # _close, inlined
+        entry[2] = reach - depth
+        if outer > reach:
+            self._reach = outer
         return built
 
     def _sequence(self, value: Any, kind: type, where: Location, depth: int) -> Any:
@@ -403,7 +406,10 @@ class _Rebuilder:
         outer, self._reach = self._reach, depth
         items = list(list.__iter__(value)) if kind is list else list(value)
         built.extend(self.value(item, Where(where, i), depth + 1) for i, item in enumerate(items))
-        self._close(entry, depth, outer)
+        reach = self._reach  # _close, inlined
+        entry[2] = reach - depth
+        if outer > reach:
+            self._reach = outer
         return built
 
     def _reduce(self, value: Any, kind: type, where: Location, depth: int) -> Any:
