@@ -69,9 +69,12 @@ Broken, and fixed:
 
 Left, as strict xfails: a ``UserString`` subclass whose ``data`` is a property (36 000 002
 characters from ``repr``); ``UserString(x)`` converting a shared list in its ``__init__``
-(100 000 400 characters); a part shared inside one fresh value counted where first reached (a
-1 020-level path stored in one write). Fixed after the red team: ``ElementTree.tostring``'s
-escapes (45 000 007 characters from nine million ``&``) are counted a node at a time first.
+(100 000 400 characters). Fixed after the red team: ``ElementTree.tostring``'s escapes
+(45 000 007 characters from nine million ``&``) are counted a node at a time first; a part
+shared inside one fresh value, counted where first reached (a 1 020-level path stored in one
+write), now counts its own levels wherever it is reached again (ADR 0156: each rebuilt part
+keeps its height; memory's own value is measured by its longest path;
+``TestSharedPartsKeepTheirLevels``).
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ import pytest
 
 from recurgent import Agent
 from recurgent._journal import Journal
-from recurgent._sandbox import SandboxLimits, _encodings, _measure, rebuild
+from recurgent._sandbox import SandboxLimits, _boundary, _encodings, _measure, rebuild
 from recurgent._sandbox._encodings import checked_decode, checked_encode
 from recurgent._worker._protocol import parse_line
 from recurgent.errors import NonSerializableResultError
@@ -601,6 +604,30 @@ class TestSharedPartsKeepTheirLevels:
             "context['u'].data[1]" + "[0]" * 30 + " is nested more than 64 levels deep",
             True,
         )
+
+    def test_memorys_value_placed_in_many_patched_items_is_measured_once(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Memory's list appended 500 times to another list memory holds: each appended item is
+        rebuilt by a call of its own, and the list's levels are measured once for the commit
+        (each call walked it again: a thousand appends of a 100 000-item list took 6 s past a
+        one-second deadline); every item is memory's own object."""
+        walked: list[int] = []
+        parts = _boundary._parts
+
+        def counted(node: Any) -> Any:
+            walked.append(id(node))
+            return parts(node)
+
+        monkeypatch.setattr(_boundary, "_parts", counted)
+        held = [[i] for i in range(100)]
+        memory: dict[str, Any] = {"big": held, "items": []}
+        journal = Journal(memory)
+        view = journal.view
+        view["items"].extend([view["big"]] * 500)
+        journal.prepare(rebuild).apply(memory)
+        assert (walked.count(id(held)), len(memory["items"])) == (1, 500)
+        assert all(item is held for item in memory["items"])
 
     def test_memorys_own_value_counts_its_longest_path(self) -> None:
         """Memory's ``a`` holds a 30-level part at level 1 and again 20 lists down: 51 levels

@@ -207,6 +207,7 @@ class _Rebuilder:
         handles: Callable[[HandleOps], Any] | None,
         keep: Callable[[Any], bool] | None = None,
         attribution: Attribution | None = None,
+        heights: dict[int, int] | None = None,
     ) -> None:
         self._resolve = resolve
         self._handles = handles
@@ -216,7 +217,9 @@ class _Rebuilder:
         # being copied (reaching it then closes a cycle). The original is kept so its id is
         # not reused while we rebuild.
         self._memo: dict[int, list[Any]] = {}
-        self._known: dict[int, int] = {}  # heights of memory's own values, by id (_height)
+        # Heights of memory's own values, by id (_height): one table for a whole commit when
+        # the journal passes it, so a value placed in many patched items is walked once.
+        self._known: dict[int, int] = {} if heights is None else heights
         self._reach = 0
 
     def key(self, key: Any, where: Location, depth: int) -> Any:
@@ -298,14 +301,13 @@ class _Rebuilder:
         if outer > reach:
             self._reach = outer
 
-    def _built(self, original: Any, built: Any, depth: int, outer: int) -> Any:
+    def _built(self, original: Any, built: Any, depth: int, outer: int) -> None:
         """Memoize what has no cycle back to itself, once its parts are copied. A tuple (or an
         Outcome, an exception) reached again while its parts are copied, through a list in it,
         is copied again there, as before: the list, memoized at once, ends the cycle."""
         entry = [original, built, _OPEN]
         self._memo[id(original)] = entry
         self._close(entry, depth, outer)
-        return built
 
     def _members(self, value: Any, kind: type, items: Any, where: Location, depth: int) -> Any:
         """A tuple, set or frozenset, memoized too: a DAG of tuples sharing both halves was
@@ -318,7 +320,8 @@ class _Rebuilder:
         else:
             members = (self.value(item, Where(where, " member"), depth + 1) for item in items)
             built = set(members) if kind is set else frozenset(members)
-        return self._built(value, built, depth, outer)
+        self._built(value, built, depth, outer)
+        return built
 
     def _outcome(self, value: Outcome, where: Location, depth: int) -> Outcome:
         def text(field: Any, name: str) -> Any:
@@ -346,7 +349,8 @@ class _Rebuilder:
             method_name=text(method_name, "method_name"),
             metadata=metadata,
         )
-        return self._built(value, built, depth, outer)
+        self._built(value, built, depth, outer)
+        return built
 
     def _as_answered(self, inner: Any, metadata: Any, answered: Outcome) -> bool:
         """Whether a rebuilt value and metadata are exactly what the child answered."""
@@ -373,7 +377,8 @@ class _Rebuilder:
             built = kind(*args)
         except Exception:  # noqa: BLE001 - a builtin that wants other arguments
             built = kind()
-        return self._built(value, built, depth, outer)
+        self._built(value, built, depth, outer)
+        return built
 
     def _dict(self, value: Any, kind: type, where: Location, depth: int) -> Any:
         if kind is collections.defaultdict:
@@ -482,6 +487,7 @@ def rebuild(
     suffix: str = "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) "
     "can leave the sandbox",
     depth: int = 0,
+    heights: dict[int, int] | None = None,
 ) -> Any:
     """``value`` rebuilt from plain types for the host.
 
@@ -498,13 +504,16 @@ def rebuild(
             ``None`` keeps every Outcome's role and method.
         suffix: Appended to the refusal message.
         depth: How deep ``value`` already sits (an item written into a container of memory):
-            the nesting cap counts from there.
+            the nesting cap counts from there, along the longest path (a part reached again
+            deeper counts its levels again from there; a cycle adds none).
+        heights: The levels below memory's own values measured so far, by id, shared by the
+            rebuilds of one commit (valid while memory does not change); ``None``: this call's.
 
     Raises:
         NonSerializableResultError: ``value`` holds something that is not plain data.
     """
     try:
-        return _Rebuilder(resolve, handles, keep, attribution).value(value, where, depth)
+        return _Rebuilder(resolve, handles, keep, attribution, heights).value(value, where, depth)
     except _Refused as refused:
         raise NonSerializableResultError(f"{refused.args[0]}; {suffix}") from None
     except RecursionError:
