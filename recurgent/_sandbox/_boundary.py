@@ -12,7 +12,10 @@ R5 and R6):
 * dict views become lists; Outcomes are rebuilt field by field; agent handles become agents
   where the caller allows it;
 * functions, classes, modules, iterators, handles elsewhere, and objects generated code made are
-  refused with :class:`~recurgent.errors.NonSerializableResultError`.
+  refused with :class:`~recurgent.errors.NonSerializableResultError`;
+* a value nested more than :data:`MAX_DEPTH` levels is refused, counted along its longest path:
+  each part is copied once, keeps its height, and counts it again wherever it is reached deeper
+  (a part memory holds is measured the same way); a cycle adds no level (ADR 0156).
 
 Nothing here calls a method defined by generated code (no ``repr``, ``==``, ``hash``, ``len``,
 ``iter``, ``bool``), so host code that reads a rebuilt value later (history, logs, contract
