@@ -527,18 +527,26 @@ class TestSharedPartsKeepTheirLevels:
 
     @pytest.mark.timeout(30)
     def test_a_dag_of_tuples_is_rebuilt_once_a_part(self) -> None:
-        """Sixty levels of ``t = (t, t)``: rebuilt in one visit a tuple, each level one tuple
-        shared by both halves as in the original (each path was copied: 2**24 copies took 54 s
-        after a one-second deadline, and 2**60 would never end)."""
-        value: tuple[Any, ...] = ("leaf",)
+        """Sixty levels of ``t = (t, t)`` over a list: rebuilt in one visit a tuple, each level
+        one tuple shared by both halves as in the original (each path was copied: 2**24 copies
+        took 54 s after a one-second deadline, and 2**60 would never end)."""
+        value: Any = ["leaf"]
         for _ in range(60):
             value = (value, value)
         built = rebuild(value, "the result")
         shared = []
         for _ in range(60):
             shared.append(type(built) is tuple and built[0] is built[1] and built is not value)
-            built = built[0]
-        assert (shared, built) == ([True] * 60, ("leaf",))
+            built, value = built[0], value[0]
+        assert (shared, built, built is value) == ([True] * 60, ["leaf"], False)
+
+    @pytest.mark.timeout(30)
+    def test_a_big_tuple_placed_many_times_is_rebuilt_once(self) -> None:
+        """A 100 000-int tuple placed 10 000 times: rebuilt once, one object in every place
+        (each place copied it again: 10**9 items, minutes outside the deadline)."""
+        value = tuple(range(100_000))
+        built = rebuild([value] * 10_000, "the result")
+        assert (built[0] == value, all(item is built[0] for item in built)) == (True, True)
 
     def test_a_program_sharing_one_part_many_times_within_the_cap_commits(self) -> None:
         """A 40-level part written 1 000 times at level 2 and once at level 23, and a tuple

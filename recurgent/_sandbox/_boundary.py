@@ -32,7 +32,7 @@ import decimal
 import fractions
 import re
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +138,8 @@ def _parts(node: Any) -> Any:
 
 
 _OPEN = -1  # a part whose height is still being measured: reaching it again closes a cycle
+# A tuple or set of at most this many scalars is not memoized (see _Rebuilder._members).
+_SMALL = 8
 
 
 def _height(root: Any, heights: dict[int, int]) -> int:
@@ -217,9 +219,9 @@ class _Rebuilder:
         self._keep = keep
         self._attribution = attribution
         # By id: [original, built, height], the height _OPEN while the part's own parts are
-        # being copied (reaching it then closes a cycle). The original is kept so its id is
-        # not reused while we rebuild.
-        self._memo: dict[int, list[Any]] = {}
+        # being copied (reaching it then closes a cycle); (original, built, height) for a part
+        # memoized once built. The original is kept so its id is not reused while we rebuild.
+        self._memo: dict[int, Sequence[Any]] = {}
         # Heights of memory's own values, by id (_height): one table for a whole commit when
         # the journal passes it, so a value placed in many patched items is walked once.
         self._known: dict[int, int] = {} if heights is None else heights
@@ -271,7 +273,18 @@ class _Rebuilder:
         if kind is list or kind is collections.deque:
             return self._sequence(value, kind, where, depth)
         if kind is tuple:
-            return self._members(value, tuple, tuple.__iter__(value), where, depth)
+            # _members, inlined for the most common immutable container.
+            outer, self._reach = self._reach, depth
+            built = tuple(
+                self.value(item, Where(where, i), depth + 1)
+                for i, item in enumerate(tuple.__iter__(value))
+            )
+            reach = self._reach
+            if reach != depth or len(built) > _SMALL:
+                self._memo[id(value)] = (value, built, reach - depth)
+            if outer > reach:
+                self._reach = outer
+            return built
         if kind is set or kind is frozenset:
             return self._members(value, kind, iter(value), where, depth)
         if kind in _VIEWS:
@@ -296,25 +309,21 @@ class _Rebuilder:
         if level > self._reach:
             self._reach = level
 
-    def _close(self, entry: list[Any], depth: int, outer: int) -> None:
-        """Its parts are copied: its height is what they reached, and the enclosing container
-        reaches at least as deep."""
-        reach = self._reach
-        entry[2] = reach - depth
-        if outer > reach:
-            self._reach = outer
-
     def _built(self, original: Any, built: Any, depth: int, outer: int) -> None:
         """Memoize what has no cycle back to itself, once its parts are copied. A tuple (or an
         Outcome, an exception) reached again while its parts are copied, through a list in it,
-        is copied again there, as before: the list, memoized at once, ends the cycle."""
-        entry = [original, built, _OPEN]
-        self._memo[id(original)] = entry
-        self._close(entry, depth, outer)
+        is copied again there, as before: the list, memoized at once, ends the cycle. The entry
+        is a tuple, smaller than a list: a value of many tuples has many of them."""
+        reach = self._reach
+        self._memo[id(original)] = (original, built, reach - depth)
+        if outer > reach:
+            self._reach = outer
 
     def _members(self, value: Any, kind: type, items: Any, where: Location, depth: int) -> Any:
         """A tuple, set or frozenset, memoized too: a DAG of tuples sharing both halves was
-        rebuilt once a path, 2**24 copies for 24 levels (and 2**64 at the cap)."""
+        rebuilt once a path, 2**24 copies for 24 levels (and 2**64 at the cap), and a big one
+        placed a million times was copied a million times. A few scalars (nothing reached
+        below it) are copied again where they recur, as before: cheaper than a memo entry."""
         outer, self._reach = self._reach, depth
         if kind is tuple:
             built: Any = tuple(
@@ -323,7 +332,10 @@ class _Rebuilder:
         else:
             members = (self.value(item, Where(where, " member"), depth + 1) for item in items)
             built = set(members) if kind is set else frozenset(members)
-        self._built(value, built, depth, outer)
+        if self._reach != depth or len(built) > _SMALL:
+            self._built(value, built, depth, outer)
+        elif outer > depth:
+            self._reach = outer
         return built
 
     def _outcome(self, value: Outcome, where: Location, depth: int) -> Outcome:
@@ -401,7 +413,9 @@ class _Rebuilder:
         for key, item in list(dict.items(value)):
             plain_key = self.key(key, where, depth + 1)
             store(built, plain_key, self.value(item, Where(where, (plain_key,)), depth + 1))
-        reach = self._reach  # _close, inlined
+        # Its height is the deepest level its parts reached; the enclosing container's reach
+        # is at least as deep.
+        reach = self._reach
         entry[2] = reach - depth
         if outer > reach:
             self._reach = outer
@@ -414,7 +428,9 @@ class _Rebuilder:
         outer, self._reach = self._reach, depth
         items = list(list.__iter__(value)) if kind is list else list(value)
         built.extend(self.value(item, Where(where, i), depth + 1) for i, item in enumerate(items))
-        reach = self._reach  # _close, inlined
+        # Its height is the deepest level its parts reached; the enclosing container's reach
+        # is at least as deep.
+        reach = self._reach
         entry[2] = reach - depth
         if outer > reach:
             self._reach = outer
