@@ -93,6 +93,7 @@ from recurgent import Agent
 from recurgent._journal import Journal
 from recurgent._sandbox import SandboxLimits, _boundary, _encodings, _measure, rebuild
 from recurgent._sandbox._encodings import checked_decode, checked_encode
+from recurgent._sandbox._inbound import inbound
 from recurgent._worker._protocol import parse_line
 from recurgent.errors import NonSerializableResultError
 from recurgent.testing import ScriptedProvider
@@ -539,6 +540,22 @@ class TestSharedPartsKeepTheirLevels:
             shared.append(type(built) is tuple and built[0] is built[1] and built is not value)
             built, value = built[0], value[0]
         assert (shared, built, built is value) == ([True] * 60, ["leaf"], False)
+
+    @pytest.mark.timeout(30)
+    def test_a_dag_of_tuples_from_another_agent_is_copied_once_a_part(self) -> None:
+        """The same sixty levels as a value from another agent (a child's answer), copied for
+        the program by ``_inbound``: one visit a tuple, each level shared by both halves, the
+        list at the bottom a copy (each path was copied: the attempt's deadline ended the copy,
+        so a value the boundary now keeps could not be received)."""
+        value: Any = ["leaf"]
+        for _ in range(60):
+            value = (value, value)
+        copied = inbound(value, lambda _: None)
+        shared = []
+        for _ in range(60):
+            shared.append(type(copied) is tuple and copied[0] is copied[1])
+            copied, value = copied[0], value[0]
+        assert (shared, copied, copied is value) == ([True] * 60, ["leaf"], False)
 
     @pytest.mark.timeout(30)
     def test_a_big_tuple_placed_many_times_is_rebuilt_once(self) -> None:
