@@ -67,18 +67,21 @@ Broken, and fixed:
   ``json.dumps`` and the sandbox's ``JSONEncoder``) bounds a long string by measuring it in
   steps of 65 536 first.
 
-Left, as a strict xfail: a part shared inside one fresh value counted where first reached (a
-1 020-level path stored in one write). Fixed after the red team: ``ElementTree.tostring``'s
-escapes (45 000 007 characters from nine million ``&``) are counted a node at a time first
-(ADR 0153); a ``UserString`` subclass whose ``data`` is a property (36 000 002 characters from
-``repr``) and ``UserString(x)`` converting a shared list in its ``__init__`` (100 000 400
-characters): the wrappers' text is built from one checked read of ``data``, and
-``UserString(seq)`` checks ``seq``'s text first (ADR 0155, ``_user_wrappers``).
+Nothing left open. Fixed after the red team: ``ElementTree.tostring``'s escapes (45 000 007
+characters from nine million ``&``) are counted a node at a time first (ADR 0153); a
+``UserString`` subclass whose ``data`` is a property (36 000 002 characters from ``repr``) and
+``UserString(x)`` converting a shared list in its ``__init__`` (100 000 400 characters): the
+wrappers' text is built from one checked read of ``data``, and ``UserString(seq)`` checks
+``seq``'s text first (ADR 0155, ``_user_wrappers``); a part shared inside one fresh value,
+counted where first reached (a 1 020-level path stored in one write), now counts its own levels
+wherever it is reached again (ADR 0156: each rebuilt part keeps its height; memory's own value
+is measured by its longest path; ``TestSharedPartsKeepTheirLevels``).
 """
 
 from __future__ import annotations
 
 import codecs
+import collections
 import encodings.aliases
 import json.encoder as json_encoder
 import random
@@ -89,8 +92,9 @@ import pytest
 
 from recurgent import Agent
 from recurgent._journal import Journal
-from recurgent._sandbox import SandboxLimits, _encodings, _measure, rebuild
+from recurgent._sandbox import SandboxLimits, _boundary, _encodings, _measure, rebuild
 from recurgent._sandbox._encodings import checked_decode, checked_encode
+from recurgent._sandbox._inbound import inbound
 from recurgent._worker._protocol import parse_line
 from recurgent.errors import NonSerializableResultError
 from recurgent.testing import ScriptedProvider
@@ -677,15 +681,9 @@ class TestMemorysOwnValueKeepsItsLevels:
         assert "is nested more than 64 levels deep" in (second.error_message or "")
         assert _depth(agent.runtime_context["k"]) == 60
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="R26: the rebuild counts a shared part where it is first reached, so one fresh "
-        "value can hold a path of 1 020 levels (reads held: copies are lazy); proposed fix: "
-        "memo by id and depth in _boundary._Rebuilder, refusing a part reached again deeper "
-        "past the cap",
-    )
     def test_a_part_shared_deeper_in_one_value(self) -> None:
-        """Thirty rounds of ``x = [x, <33 levels ending in x>]``: stored, 1 020 levels long."""
+        """Thirty rounds of ``x = [x, <33 levels ending in x>]``: refused (a path 1 020 levels
+        long was stored when a shared part counted where it was first reached)."""
         agent = _agent(
             {
                 "grow": "x = []\nfor k in range(30):\n    c = []\n    inner = c\n"
@@ -695,6 +693,214 @@ class TestMemorysOwnValueKeepsItsLevels:
             }
         )
         assert agent.grow().error_type == "non_serializable_result"
+
+
+def _wrapped(part: Any, levels: int) -> list[Any]:
+    """``part`` at the bottom of ``levels`` lists, each holding the next: ``[[...[part]...]]``."""
+    top: list[Any] = [part]
+    for _ in range(levels - 1):
+        top = [top]
+    return top
+
+
+def _unwrapped(value: Any, levels: int) -> Any:
+    """What ``_wrapped`` put ``levels`` lists down."""
+    for _ in range(levels):
+        value = value[0]
+    return value
+
+
+def _placed(part: Any, levels: int) -> Any:
+    """``[part, <levels lists ending in part>]`` rebuilt: the rebuilt value, or "refused" when the
+    nesting cap refuses it."""
+    try:
+        return rebuild([part, _wrapped(part, levels)], "the value")
+    except NonSerializableResultError as error:
+        assert "is nested more than 64 levels deep" in str(error)
+        return "refused"
+
+
+_DEEP_TWICE = (
+    "p = []\ninner = p\nfor _ in range(40):\n    n = []\n    inner.append(n)\n    inner = n\n"
+)
+
+
+class TestSharedPartsKeepTheirLevels:
+    """Fixed after the red team: a part reached again deeper counts its own levels from there
+    (each rebuilt part keeps its height), in every path that rebuilds a written value."""
+
+    def test_the_boundary_counts_a_part_again_where_it_sits_deeper(self) -> None:
+        """A 40-level part reached at level 1 and again at level 31 (71 levels below the top):
+        refused, naming the deeper place (stored before: the part counted at level 1)."""
+        part = nested_lists(40)
+        with pytest.raises(
+            NonSerializableResultError,
+            match=r"the value\[1\](\[0\]){30} is nested more than 64 levels deep",
+        ):
+            rebuild([part, _wrapped(part, 30)], "the value")
+
+    def test_a_part_reached_again_at_the_cap_is_kept_once_past_it_refused(self) -> None:
+        """The 40-level part again at level 24 ends at level 64: rebuilt, one object in both
+        places; at level 25 it would end at 65: refused."""
+        part = nested_lists(40)
+        fits = _placed(part, 23)
+        assert (_unwrapped(fits[1], 23) is fits[0], fits[0] == part, _placed(part, 24)) == (
+            True,
+            True,
+            "refused",
+        )
+
+    @pytest.mark.timeout(30)
+    def test_a_dag_of_tuples_is_rebuilt_once_a_part(self) -> None:
+        """Sixty levels of ``t = (t, t)`` over a list: rebuilt in one visit a tuple, each level
+        one tuple shared by both halves as in the original (each path was copied: 2**24 copies
+        took 54 s after a one-second deadline, and 2**60 would never end)."""
+        value: Any = ["leaf"]
+        for _ in range(60):
+            value = (value, value)
+        built = rebuild(value, "the result")
+        shared = []
+        for _ in range(60):
+            shared.append(type(built) is tuple and built[0] is built[1] and built is not value)
+            built, value = built[0], value[0]
+        assert (shared, built, built is value) == ([True] * 60, ["leaf"], False)
+
+    @pytest.mark.timeout(30)
+    def test_a_dag_of_tuples_from_another_agent_is_copied_once_a_part(self) -> None:
+        """The same sixty levels as a value from another agent (a child's answer), copied for
+        the program by ``_inbound``: one visit a tuple, each level shared by both halves, the
+        list at the bottom a copy (each path was copied: the attempt's deadline ended the copy,
+        so a value the boundary now keeps could not be received)."""
+        value: Any = ["leaf"]
+        for _ in range(60):
+            value = (value, value)
+        copied = inbound(value, lambda _: None)
+        shared = []
+        for _ in range(60):
+            shared.append(type(copied) is tuple and copied[0] is copied[1])
+            copied, value = copied[0], value[0]
+        assert (shared, copied, copied is value) == ([True] * 60, ["leaf"], False)
+
+    @pytest.mark.timeout(30)
+    def test_a_big_tuple_placed_many_times_is_rebuilt_once(self) -> None:
+        """A 100 000-int tuple placed 10 000 times: rebuilt once, one object in every place
+        (each place copied it again: 10**9 items, minutes outside the deadline)."""
+        value = tuple(range(100_000))
+        built = rebuild([value] * 10_000, "the result")
+        assert (built[0] == value, all(item is built[0] for item in built)) == (True, True)
+
+    def test_a_program_sharing_one_part_many_times_within_the_cap_commits(self) -> None:
+        """A 40-level part written 1 000 times at level 2 and once at level 23, and a tuple
+        written twice: committed, plain Python's value, each shared part one object in memory
+        (the tuple was two copies)."""
+        source = (
+            _DEEP_TWICE + "pair = (p, 'x')\n"
+            "x = {'many': [p] * 1000, 'deep': [[[[[[[[[[[[[[[[[[[[[[p]]]]]]]]]]]]]]]]]]]]]],"
+            " 'pairs': [pair, pair]}\n"
+        )
+        agent = _agent({"grow": source + "context['k'] = x\nreturn 1"})
+        assert agent.grow().status == "ok"
+        stored = agent.runtime_context["k"]
+        part = stored["many"][0]
+        assert (
+            stored == result_in_python(source + "result = x"),
+            all(item is part for item in stored["many"]),
+            _unwrapped(stored["deep"], 22) is part,
+            stored["pairs"][0] is stored["pairs"][1],
+            stored["pairs"][0][0] is part,
+        ) == (True, True, True, True, True)
+
+    def test_the_journals_in_place_append_counts_from_memorys_top(self) -> None:
+        """Appended at the innermost list of memory's 10-level ``b`` (level 11): the 40-level
+        part again 20 lists down is refused (72 levels); 10 lists down (62) commits, shared."""
+
+        def append(levels: int) -> Any:
+            memory: dict[str, Any] = {"b": nested_lists(10)}
+            journal = Journal(memory)
+            part = nested_lists(40)
+            _unwrapped(journal.view["b"], 10).append([part, _wrapped(part, levels)])
+            try:
+                journal.prepare(rebuild).apply(memory)
+            except NonSerializableResultError as error:
+                return str(error).split(";")[0]
+            written = _unwrapped(memory["b"], 10)[-1]
+            return _unwrapped(written[1], levels) is written[0]
+
+        assert (append(20), append(10)) == (
+            "context['b']" + "[0]" * 11 + "[1]" + "[0]" * 20 + " is nested more than 64 "
+            "levels deep",
+            True,
+        )
+
+    def test_a_host_objects_new_attribute_counts_from_memorys_top(self) -> None:
+        """A ``UserList`` memory holds, its ``data`` set to the 40-level part at level 2 and
+        again 30 lists down (72 levels): refused through the host kind's patch
+        (``_journal._core._fresh``); 20 lists down (62) commits, shared."""
+
+        def set_data(levels: int) -> Any:
+            memory: dict[str, Any] = {"u": collections.UserList([1])}
+            journal = Journal(memory)
+            part = nested_lists(40)
+            journal.view["u"].data = [part, _wrapped(part, levels)]
+            try:
+                journal.prepare(rebuild).apply(memory)
+            except NonSerializableResultError as error:
+                return str(error).split(";")[0]
+            data = memory["u"].data
+            return _unwrapped(data[1], levels) is data[0]
+
+        assert (set_data(30), set_data(20)) == (
+            "context['u'].data[1]" + "[0]" * 30 + " is nested more than 64 levels deep",
+            True,
+        )
+
+    def test_memorys_value_placed_in_many_patched_items_is_measured_once(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Memory's list appended 500 times to another list memory holds: each appended item is
+        rebuilt by a call of its own, and the list's levels are measured once for the commit
+        (each call walked it again: a thousand appends of a 100 000-item list took 6 s past a
+        one-second deadline); every item is memory's own object."""
+        walked: list[int] = []
+        parts = _boundary._parts
+
+        def counted(node: Any) -> Any:
+            walked.append(id(node))
+            return parts(node)
+
+        monkeypatch.setattr(_boundary, "_parts", counted)
+        held = [[i] for i in range(100)]
+        memory: dict[str, Any] = {"big": held, "items": []}
+        journal = Journal(memory)
+        view = journal.view
+        view["items"].extend([view["big"]] * 500)
+        journal.prepare(rebuild).apply(memory)
+        assert (walked.count(id(held)), len(memory["items"])) == (1, 500)
+        assert all(item is held for item in memory["items"])
+
+    def test_memorys_own_value_counts_its_longest_path(self) -> None:
+        """Memory's ``a`` holds a 30-level part at level 1 and again 20 lists down: 51 levels
+        below it, though every part is first reached within 31. Placed at level 21 (72):
+        refused; at level 13 (64): committed as memory's own object (counted before by the
+        shortest way to each part, so 52 at level 21)."""
+
+        def place(levels: int) -> Any:
+            part = nested_lists(30)
+            held = [part, _wrapped(part, 20)]
+            memory: dict[str, Any] = {"a": held, "b": nested_lists(levels - 1)}
+            journal = Journal(memory)
+            view = journal.view
+            _unwrapped(view["b"], levels - 1).append(view["a"])
+            try:
+                journal.prepare(rebuild).apply(memory)
+            except NonSerializableResultError as error:
+                return str(error).split(";")[0]
+            return _unwrapped(memory["b"], levels - 1)[-1] is held
+
+        assert (place(21), place(13)) == (
+            "context['b']" + "[0]" * 20 + "[0] is nested more than 64 levels deep",
+            True,
+        )
 
 
 # --- The worker's surrogate fallback ----------------------------------------------------------

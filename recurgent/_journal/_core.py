@@ -30,7 +30,7 @@ from recurgent._journal._shared import (
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Path, Rebuild, Writes
-from recurgent._where import where_in_memory
+from recurgent._where import Location, where_in_memory
 from recurgent.outcome import Outcome
 
 __all__ = ["Journal"]
@@ -394,6 +394,7 @@ class Journal:
         """
         view, base = self.view, self._base
         resolve = self._resolver()
+        rebuild = _measuring(rebuild)
         writes = Writes()
         candidates, may_delete = self._changed_keys()
         for key in list(candidates):
@@ -424,6 +425,27 @@ class Journal:
         if self._after:
             writes.after.extend(self._after)
         return writes
+
+
+def _measuring(rebuild: Rebuild) -> Rebuild:
+    """``rebuild`` with one table of memory's measured heights for the whole commit: each patched
+    item is rebuilt by a call of its own, and a memory value placed in a thousand of them was
+    walked a thousand times (6 s past a one-second deadline for a 100 000-item list). Memory
+    does not change before the writes are applied, so a height measured once holds."""
+    table: dict[int, int] = {}
+
+    def measured(
+        value: Any,
+        where: Location,
+        *,
+        resolve: Callable[[Any], Any | None],
+        depth: int = 0,
+        heights: dict[int, int] | None = None,
+    ) -> Any:
+        shared = table if heights is None else heights
+        return rebuild(value, where, resolve=resolve, depth=depth, heights=shared)
+
+    return measured
 
 
 def _fresh(rebuild: Rebuild, resolve: Callable[[Any], Any | None], depth: int) -> Fresh:

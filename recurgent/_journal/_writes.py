@@ -35,6 +35,8 @@ class Rebuild(Protocol):
     for an object the attempt made, which the boundary then rebuilds. ``depth``: how deep in
     memory ``value`` sits (an item of a container patched in place is as deep as the
     container's path is long), so the nesting cap counts from memory's top (red team R25).
+    ``heights``: the levels below memory's own values measured so far in this commit, by id,
+    shared by all its rebuilds so a memory value placed in many items is walked once (ADR 0156).
     """
 
     def __call__(
@@ -44,6 +46,7 @@ class Rebuild(Protocol):
         *,
         resolve: Callable[[Any], Any | None],
         depth: int = 0,
+        heights: dict[int, int] | None = None,
     ) -> Any: ...  # pragma: no cover - a protocol
 
 

@@ -12,7 +12,10 @@ R5 and R6):
 * dict views become lists; Outcomes are rebuilt field by field; agent handles become agents
   where the caller allows it;
 * functions, classes, modules, iterators, handles elsewhere, and objects generated code made are
-  refused with :class:`~recurgent.errors.NonSerializableResultError`.
+  refused with :class:`~recurgent.errors.NonSerializableResultError`;
+* a value nested more than :data:`MAX_DEPTH` levels is refused, counted along its longest path:
+  each part is copied once, keeps its height, and counts it again wherever it is reached deeper
+  (a part memory holds is measured the same way); a cycle adds no level (ADR 0156).
 
 Nothing here calls a method defined by generated code (no ``repr``, ``==``, ``hash``, ``len``,
 ``iter``, ``bool``), so host code that reads a rebuilt value later (history, logs, contract
@@ -29,7 +32,7 @@ import decimal
 import fractions
 import re
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,40 +121,90 @@ class Attribution:
     forwarded: Mapping[int, tuple[Outcome, Outcome]] = field(default_factory=dict)
 
 
-def _deeper_than(root: Any, levels: int) -> bool:
-    """Whether plain data ``root`` (a value memory holds) has a container more than ``levels``
-    levels below it, each part counted where it is first reached, as the rebuild counts it."""
-    seen = {id(root)}
-    level, frontier = 0, [root]
-    while frontier:
-        below: list[Any] = []
-        for node in frontier:
-            kind = type(node)
-            if kind in SCALAR_TYPES:
+def _parts(node: Any) -> Any:
+    """The parts of plain data ``node`` the nesting cap counts below it, or ``None`` for a leaf
+    (the rebuild's containers: dicts' keys and values, sequences, sets, an Outcome's value and
+    metadata, an exception's arguments)."""
+    kind = type(node)
+    if isinstance(node, dict):
+        return [*dict.keys(node), *dict.values(node)]
+    if isinstance(node, list | tuple | set | frozenset | collections.deque):
+        return node
+    if kind is Outcome:
+        return (node.value, node.metadata)
+    if isinstance(node, BaseException):
+        return BaseException.__dict__["args"].__get__(node, kind)
+    return None
+
+
+_OPEN = -1  # a part whose height is still being measured: reaching it again closes a cycle
+# A tuple or set of at most this many scalars is not memoized (see _Rebuilder._members).
+_SMALL = 8
+
+
+def _height(root: Any, heights: dict[int, int]) -> int:
+    """How many levels of containers plain data ``root`` (a value memory holds) has below it:
+    its longest path, each shared part measured once and kept in ``heights`` by id.
+
+    A part reached again while it is still being measured closes a cycle and adds nothing, as
+    in the rebuild: memory's cyclic values keep their place (red team R26). Iterative, so a
+    deep value the user put in memory cannot exhaust the stack here.
+    """
+    known = heights.get(id(root))
+    if known is not None:
+        return max(known, 0)
+    parts = _parts(root)
+    if parts is None:
+        heights[id(root)] = 0
+        return 0
+    heights[id(root)] = _OPEN
+    # Frames of [node, its parts still to see, the height found so far].
+    stack: list[list[Any]] = [[root, iter(parts), 0]]
+    while stack:
+        frame = stack[-1]
+        for part in frame[1]:
+            if type(part) in SCALAR_TYPES:
                 continue
-            if isinstance(node, dict):
-                parts: Any = [*dict.keys(node), *dict.values(node)]
-            elif isinstance(node, list | tuple | set | frozenset | collections.deque):
-                parts = node
-            elif kind is Outcome:
-                parts = (node.value, node.metadata)
-            elif isinstance(node, BaseException):
-                parts = BaseException.__dict__["args"].__get__(node, kind)
-            else:
-                continue
-            for part in parts:
-                if type(part) not in SCALAR_TYPES and id(part) not in seen:
-                    seen.add(id(part))
-                    below.append(part)
-        level += 1
-        if below and level > levels:
-            return True
-        frontier = below
-    return False
+            height = heights.get(id(part))
+            if height is None:
+                below = _parts(part)
+                if below is not None:
+                    heights[id(part)] = _OPEN
+                    stack.append([part, iter(below), 0])
+                    break
+                heights[id(part)] = height = 0
+            if height > _OPEN and height >= frame[2]:
+                frame[2] = height + 1
+        else:
+            stack.pop()
+            heights[id(frame[0])] = frame[2]
+            if stack and frame[2] >= stack[-1][2]:
+                stack[-1][2] = frame[2] + 1
+    return int(heights[id(root)])
 
 
 class _Rebuilder:
-    __slots__ = ("_attribution", "_handles", "_keep", "_memo", "_resolve")
+    """One rebuild: a DFS that copies each part once (``_memo``, by id) and keeps, for every
+    container it copied, its height: how many levels of non-scalar parts lie below it.
+
+    The nesting cap (``MAX_DEPTH``) is on the longest path from the top, not on where a part is
+    first reached: a part reached again at depth ``d`` fits only if ``d`` plus its height does
+    (red team R26: thirty rounds of ``x = [x, <33 levels ending in x>]`` stored a 1 020-level
+    path when a shared part counted where it was first reached). The height is kept, not
+    walked again, so a value sharing parts (a DAG) costs one visit a part. ``_reach`` is the
+    deepest level a non-scalar reached in the container being copied; each container starts
+    it at its own depth and reads its height from it when its parts are done.
+    """
+
+    __slots__ = (
+        "_attribution",
+        "_handles",
+        "_keep",
+        "_known",
+        "_memo",
+        "_reach",
+        "_resolve",
+    )
 
     def __init__(
         self,
@@ -159,12 +212,20 @@ class _Rebuilder:
         handles: Callable[[HandleOps], Any] | None,
         keep: Callable[[Any], bool] | None = None,
         attribution: Attribution | None = None,
+        heights: dict[int, int] | None = None,
     ) -> None:
         self._resolve = resolve
         self._handles = handles
         self._keep = keep
         self._attribution = attribution
-        self._memo: dict[int, Any] = {}
+        # By id: [original, built, height], the height _OPEN while the part's own parts are
+        # being copied (reaching it then closes a cycle); (original, built, height) for a part
+        # memoized once built. The original is kept so its id is not reused while we rebuild.
+        self._memo: dict[int, Sequence[Any]] = {}
+        # Heights of memory's own values, by id (_height): one table for a whole commit when
+        # the journal passes it, so a value placed in many patched items is walked once.
+        self._known: dict[int, int] = {} if heights is None else heights
+        self._reach = 0
 
     def key(self, key: Any, where: Location, depth: int) -> Any:
         # Rebuilt before it is hashed into the new dict: hashing a plain key runs no program code.
@@ -177,16 +238,22 @@ class _Rebuilder:
         if self._resolve is not None:
             known = self._resolve(value)
             if known is not None:
-                if depth > 0 and _deeper_than(known, MAX_DEPTH - depth):
+                if depth > 0:
                     # Memory's own value placed below the top keeps its own levels: counted,
                     # or each call could wrap it in 60 more (red team R26).
-                    raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
+                    self._reached(depth + _height(known, self._known), where)
                 return known
         done = self._memo.get(id(value))
         if done is not None:
+            if done[2] != _OPEN:
+                # Copied already: its levels count again from here (red team R26). One still
+                # being copied is a cycle back to it, which adds no level.
+                self._reached(depth + done[2], where)
             return done[1]
         if depth > MAX_DEPTH:
             raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
+        if depth > self._reach:
+            self._reach = depth
         if kind in KEPT_TYPES:
             return value
         if kind is SandboxDecimal:
@@ -206,13 +273,20 @@ class _Rebuilder:
         if kind is list or kind is collections.deque:
             return self._sequence(value, kind, where, depth)
         if kind is tuple:
-            return tuple(
+            # _members, inlined for the most common immutable container.
+            outer, self._reach = self._reach, depth
+            built = tuple(
                 self.value(item, Where(where, i), depth + 1)
                 for i, item in enumerate(tuple.__iter__(value))
             )
+            reach = self._reach
+            if reach != depth or len(built) > _SMALL:
+                self._memo[id(value)] = (value, built, reach - depth)
+            if outer > reach:
+                self._reach = outer
+            return built
         if kind is set or kind is frozenset:
-            members = (self.value(item, Where(where, " member"), depth + 1) for item in value)
-            return set(members) if kind is set else frozenset(members)
+            return self._members(value, kind, iter(value), where, depth)
         if kind in _VIEWS:
             # A view (or its items) would keep the whole dict, and anything in it, alive.
             return [
@@ -228,15 +302,47 @@ class _Rebuilder:
             return value
         raise _Refused(f"{where} holds {_unplain_reason(value)}")
 
-    def _remember(self, original: Any, built: Any) -> Any:
-        # The memo keeps the original alive, so its id is not reused while we rebuild.
-        self._memo[id(original)] = (original, built)
+    def _reached(self, level: int, where: Location) -> None:
+        """A part whose deepest level below it is ``level`` sits here."""
+        if level > MAX_DEPTH:
+            raise _Refused(f"{where} is nested more than {MAX_DEPTH} levels deep")
+        if level > self._reach:
+            self._reach = level
+
+    def _built(self, original: Any, built: Any, depth: int, outer: int) -> None:
+        """Memoize what has no cycle back to itself, once its parts are copied. A tuple (or an
+        Outcome, an exception) reached again while its parts are copied, through a list in it,
+        is copied again there, as before: the list, memoized at once, ends the cycle. The entry
+        is a tuple, smaller than a list: a value of many tuples has many of them."""
+        reach = self._reach
+        self._memo[id(original)] = (original, built, reach - depth)
+        if outer > reach:
+            self._reach = outer
+
+    def _members(self, value: Any, kind: type, items: Any, where: Location, depth: int) -> Any:
+        """A tuple, set or frozenset, memoized too: a DAG of tuples sharing both halves was
+        rebuilt once a path, 2**24 copies for 24 levels (and 2**64 at the cap), and a big one
+        placed a million times was copied a million times. A few scalars (nothing reached
+        below it) are copied again where they recur, as before: cheaper than a memo entry."""
+        outer, self._reach = self._reach, depth
+        if kind is tuple:
+            built: Any = tuple(
+                self.value(item, Where(where, i), depth + 1) for i, item in enumerate(items)
+            )
+        else:
+            members = (self.value(item, Where(where, " member"), depth + 1) for item in items)
+            built = set(members) if kind is set else frozenset(members)
+        if self._reach != depth or len(built) > _SMALL:
+            self._built(value, built, depth, outer)
+        elif outer > depth:
+            self._reach = outer
         return built
 
     def _outcome(self, value: Outcome, where: Location, depth: int) -> Outcome:
         def text(field: Any, name: str) -> Any:
             return None if field is None else self.value(field, Where(where, "." + name), depth + 1)
 
+        outer, self._reach = self._reach, depth
         status = text(value.status, "status")
         inner = self.value(value.value, Where(where, ".value"), depth + 1)
         metadata = self._dict(value.metadata, dict, Where(where, ".metadata"), depth + 1)
@@ -258,7 +364,7 @@ class _Rebuilder:
             method_name=text(method_name, "method_name"),
             metadata=metadata,
         )
-        self._remember(value, built)
+        self._built(value, built, depth, outer)
         return built
 
     def _as_answered(self, inner: Any, metadata: Any, answered: Outcome) -> bool:
@@ -280,12 +386,13 @@ class _Rebuilder:
         # A fresh exception of the same builtin class, from plain arguments: no traceback,
         # cause or context comes along, and no argument can run code when it is printed.
         raw_args = BaseException.__dict__["args"].__get__(value, kind)
+        outer, self._reach = self._reach, depth
         args = self.value(raw_args, Where(where, ".args"), depth + 1)
         try:
             built = kind(*args)
         except Exception:  # noqa: BLE001 - a builtin that wants other arguments
             built = kind()
-        self._remember(value, built)
+        self._built(value, built, depth, outer)
         return built
 
     def _dict(self, value: Any, kind: type, where: Location, depth: int) -> Any:
@@ -298,18 +405,35 @@ class _Rebuilder:
             built = {}
         else:
             built = kind()
-        self._remember(value, built)
+        # Memoized before its parts, so a cycle back to it ends there (inlined: every dict).
+        entry = [value, built, _OPEN]
+        self._memo[id(value)] = entry
+        outer, self._reach = self._reach, depth
         store = dict_setter(type(built))
         for key, item in list(dict.items(value)):
             plain_key = self.key(key, where, depth + 1)
             store(built, plain_key, self.value(item, Where(where, (plain_key,)), depth + 1))
+        # Its height is the deepest level its parts reached; the enclosing container's reach
+        # is at least as deep.
+        reach = self._reach
+        entry[2] = reach - depth
+        if outer > reach:
+            self._reach = outer
         return built
 
     def _sequence(self, value: Any, kind: type, where: Location, depth: int) -> Any:
         built: Any = [] if kind is list else collections.deque(maxlen=value.maxlen)
-        self._remember(value, built)
+        entry = [value, built, _OPEN]
+        self._memo[id(value)] = entry
+        outer, self._reach = self._reach, depth
         items = list(list.__iter__(value)) if kind is list else list(value)
         built.extend(self.value(item, Where(where, i), depth + 1) for i, item in enumerate(items))
+        # Its height is the deepest level its parts reached; the enclosing container's reach
+        # is at least as deep.
+        reach = self._reach
+        entry[2] = reach - depth
+        if outer > reach:
+            self._reach = outer
         return built
 
     def _reduce(self, value: Any, kind: type, where: Location, depth: int) -> Any:
@@ -325,17 +449,13 @@ class _Rebuilder:
         if issubclass(kind, bytes):
             return bytes.__bytes__(value)
         if issubclass(kind, tuple):
-            return tuple(
-                self.value(item, Where(where, i), depth + 1)
-                for i, item in enumerate(list(tuple.__iter__(value)))
-            )
+            return self._members(value, tuple, list(tuple.__iter__(value)), where, depth)
         if issubclass(kind, list):
             return self._sequence(value, list, where, depth)
         if issubclass(kind, dict) and kind is not collections.defaultdict:
             return self._dict(value, dict, where, depth)
         if issubclass(kind, set):
-            members = list(set.__iter__(value))
-            return {self.value(item, Where(where, " member"), depth + 1) for item in members}
+            return self._members(value, set, list(set.__iter__(value)), where, depth)
         return _NOT_REDUCED
 
 
@@ -386,6 +506,7 @@ def rebuild(
     suffix: str = "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) "
     "can leave the sandbox",
     depth: int = 0,
+    heights: dict[int, int] | None = None,
 ) -> Any:
     """``value`` rebuilt from plain types for the host.
 
@@ -402,13 +523,16 @@ def rebuild(
             ``None`` keeps every Outcome's role and method.
         suffix: Appended to the refusal message.
         depth: How deep ``value`` already sits (an item written into a container of memory):
-            the nesting cap counts from there.
+            the nesting cap counts from there, along the longest path (a part reached again
+            deeper counts its levels again from there; a cycle adds none).
+        heights: The levels below memory's own values measured so far, by id, shared by the
+            rebuilds of one commit (valid while memory does not change); ``None``: this call's.
 
     Raises:
         NonSerializableResultError: ``value`` holds something that is not plain data.
     """
     try:
-        return _Rebuilder(resolve, handles, keep, attribution).value(value, where, depth)
+        return _Rebuilder(resolve, handles, keep, attribution, heights).value(value, where, depth)
     except _Refused as refused:
         raise NonSerializableResultError(f"{refused.args[0]}; {suffix}") from None
     except RecursionError:

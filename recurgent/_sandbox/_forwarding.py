@@ -187,7 +187,12 @@ class ForwardedCalls:
         """The attempt's memory writes, each new value rebuilt (handles refused)."""
 
         def plain(
-            value: Any, where: Location, *, resolve: Callable[[Any], Any | None], depth: int = 0
+            value: Any,
+            where: Location,
+            *,
+            resolve: Callable[[Any], Any | None],
+            depth: int = 0,
+            heights: dict[int, int] | None = None,
         ) -> Any:
             return rebuild(
                 value,
@@ -196,6 +201,7 @@ class ForwardedCalls:
                 keep=self._is_agent,
                 suffix=_MEMORY_SUFFIX,
                 depth=depth,
+                heights=heights,
             )
 
         return self._journal.prepare(plain)

@@ -46,6 +46,8 @@ def inbound(
 
 # Values copied between two deadline checks of an inbound copy.
 _TICK_EVERY = 4096
+# A tuple of at most this many scalars is not memoized (as in the boundary's rebuild).
+_SMALL = 8
 
 
 class _Inbound:
@@ -82,12 +84,15 @@ class _Inbound:
             return AgentHandle(ops)
         depth += 1
         if isinstance(value, Outcome):
-            return value.model_copy(
+            copied = value.model_copy(
                 update={
                     "value": self.value(value.value, depth),
                     "metadata": self.value(value.metadata, depth),
                 }
             )
+            # Memoized once built, as tuples are below (the boundary keeps both shared now).
+            self._memo[id(value)] = copied
+            return copied
         if kind in _INBOUND_DICTS:
             if kind is collections.defaultdict:
                 # The factory is host code the program calls on a missing key: guarded.
@@ -114,7 +119,14 @@ class _Inbound:
             return bytearray(value)
         if kind is tuple or (issubclass(kind, tuple) and hasattr(kind, "_fields")):
             items = tuple(self.value(item, depth) for item in tuple.__iter__(value))
-            return items if kind is tuple else tuple.__new__(kind, items)
+            made_tuple = items if kind is tuple else tuple.__new__(kind, items)
+            # Memoized once built: the boundary keeps a DAG of tuples shared (ADR 0156), and
+            # copied once a path, sixty levels of ``t = (t, t)`` would never end. A cycle
+            # through a tuple runs through a list or dict, memoized before its items. A few
+            # scalars are copied again where they recur, cheaper than a memo entry.
+            if len(items) > _SMALL or any(type(item) not in SCALAR_TYPES for item in items):
+                self._memo[id(value)] = made_tuple
+            return made_tuple
         # Another agent's host objects get the journal's rules (ADR 0057): a copy the program
         # may change, the object itself when nothing can change it, else a withheld stand-in.
         host = HOST_KINDS.get(kind)

@@ -183,7 +183,7 @@ class TestAfterCommitHook:
             ]
         finally:
             Journal.deactivate(token)
-        writes = journal.prepare(lambda value, where, *, resolve, depth=0: value)
+        writes = journal.prepare(lambda value, where, *, resolve, depth=0, heights=None: value)
         before = list(ran)
 
         writes.apply(memory)
@@ -206,7 +206,7 @@ class TestAfterCommitHook:
         finally:
             Journal.deactivate(token)
         journal.discard()
-        writes = journal.prepare(lambda value, where, *, resolve, depth=0: value)
+        writes = journal.prepare(lambda value, where, *, resolve, depth=0, heights=None: value)
         writes.apply(memory)
 
         assert (ran, writes.empty, after_commit(memory, lambda: None)) == ([], True, False)
