@@ -394,7 +394,8 @@ class Journal:
         """
         view, base = self.view, self._base
         resolve = self._resolver()
-        rebuild = _measuring(rebuild)
+        # One table of memory's measured heights for the whole commit (ADR 0156).
+        heights: dict[int, int] = {}
         writes = Writes()
         candidates, may_delete = self._changed_keys()
         for key in list(candidates):
@@ -402,11 +403,16 @@ class Journal:
             before = base.get(key, MISSING)
             if value is before or (before is not MISSING and self._copies.get(id(before)) is value):
                 continue  # unchanged at the top level; changes inside come as patches
-            plain_key = rebuild(key, "context key", resolve=resolve)
-            writes.set[plain_key] = rebuild(value, where_in_memory((plain_key,)), resolve=resolve)
+            plain_key = rebuild(key, "context key", resolve=resolve, heights=heights)
+            writes.set[plain_key] = rebuild(
+                value, where_in_memory((plain_key,)), resolve=resolve, heights=heights
+            )
         if may_delete:
             writes.delete.extend(key for key in base if not dict.__contains__(view, key))
         copied = self._copied
+        if copied:
+            # The patch makers call rebuild themselves: each of their calls shares the table.
+            rebuild = _measuring(rebuild, heights)
         for entry in copied:
             if entry.kind is not None:
                 patch = entry.kind.diff(
@@ -427,12 +433,11 @@ class Journal:
         return writes
 
 
-def _measuring(rebuild: Rebuild) -> Rebuild:
-    """``rebuild`` with one table of memory's measured heights for the whole commit: each patched
-    item is rebuilt by a call of its own, and a memory value placed in a thousand of them was
-    walked a thousand times (6 s past a one-second deadline for a 100 000-item list). Memory
-    does not change before the writes are applied, so a height measured once holds."""
-    table: dict[int, int] = {}
+def _measuring(rebuild: Rebuild, table: dict[int, int]) -> Rebuild:
+    """``rebuild`` sharing ``table``, the commit's one table of memory's measured heights: each
+    patched item is rebuilt by a call of its own, and a memory value placed in a thousand of
+    them was walked a thousand times (6 s past a one-second deadline for a 100 000-item list).
+    Memory does not change before the writes are applied, so a height measured once holds."""
 
     def measured(
         value: Any,
