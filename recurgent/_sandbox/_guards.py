@@ -70,7 +70,12 @@ from recurgent._sandbox._types import (
     trusted_class,
     type_of,
 )
-from recurgent._sandbox._user_wrappers import real_class, served_mro
+from recurgent._sandbox._user_wrappers import (
+    CHECKED_WRAPPERS,
+    library_text_method,
+    real_class,
+    served_mro,
+)
 from recurgent.outcome import Outcome, OutcomeFlag
 
 __all__ = [
@@ -121,6 +126,18 @@ def _runtime_sealed(value: Any) -> Any:
 def _call_bound(binder: Callable[[Any], Any], obj: Any, /, *args: Any, **kwargs: Any) -> Any:
     """``Class.method(obj, ...)`` for a checked method: bind to ``obj``, then call."""
     return binder(obj)(*args, **kwargs)
+
+
+def _past_no_wrapper(proxy: super, name: str) -> Any:
+    """``proxy.name``, refused when the ``super()`` starts past a checked wrapper class (red team
+    R29): ``super(U.mro()[1], u).__repr__()`` ran the library's ``repr(self.data)``, and the
+    other methods the checked class replaces, unchecked (100 000 400 characters)."""
+    if proxy.__thisclass__ in CHECKED_WRAPPERS:
+        raise AttributeError(
+            f"super() past {proxy.__thisclass__.__name__} is not available in the sandbox: its "
+            "methods are the checked ones; call super() from your own class"
+        )
+    return getattr(proxy, name)
 
 
 def _unshared(value: Any) -> Any:
@@ -211,7 +228,7 @@ class AttributePolicy:
             return getattr(obj, name)
         if isinstance(obj, super):
             if is_sandbox_made(obj.__self__):  # type: ignore[attr-defined]
-                return getattr(obj, name)
+                return self._checked_text_method(_past_no_wrapper(obj, name), name)
         elif isinstance(obj, BaseException) and name in DENIED_EXCEPTION_ATTRIBUTES:
             raise AttributeError(f"{kind.__name__}.{name} is not accessible in the sandbox")
         elif self._trusted_instance(kind, name):
@@ -238,7 +255,7 @@ class AttributePolicy:
             and is_sandbox_made(obj.__self__)  # type: ignore[attr-defined]
         ):
             # super().__mul__ of a str or list subclass is the builtin operator: cap it too.
-            method = getattr(obj, name)
+            method = _past_no_wrapper(obj, name)
             return sized_dunder(method, name) if name in SIZED_DUNDERS else method
         if is_private_name(name) and name.startswith(_ABC_STATE) and _owned(obj):
             raise AttributeError(
@@ -309,7 +326,7 @@ class AttributePolicy:
                 "Outcome.error(...)"
             )
         if isinstance(cls, SandboxType) or is_namedtuple_class(cls):
-            return getattr(cls, name)
+            return self._checked_text_method(getattr(cls, name), name)
         trusted = cls in OPEN_TYPES or trusted_class(cls)
         if not trusted:
             public: frozenset[str] = getattr(cls, "_sandbox_public_", frozenset())
@@ -327,7 +344,12 @@ class AttributePolicy:
         special = self._special.get(name)
         if special is not None and issubclass(cls, special[0]):
             return SealedCallable(functools.partial(_call_bound, special[1]), name)
-        if special is not None and cls is collections.UserString and name in USER_STRING_CHECKED:
+        if (
+            special is not None
+            and name in USER_STRING_CHECKED
+            and issubclass(cls, collections.UserString)
+        ):
+            # The library's class or its checked subclass (``U.mro()[1]``, red team R29).
             checked = user_string_binder(name, special[1])
             return SealedCallable(functools.partial(_call_bound, checked), name)
         if name in DENIED_BY_TYPE.get(cls, frozenset()):
@@ -340,6 +362,20 @@ class AttributePolicy:
         if cls.__module__ != "builtins" and is_library_callable(value):
             return gate(value, name)  # library code: exact arguments in (ADR 0091)
         return value
+
+    def _checked_text_method(self, value: Any, name: str) -> Any:
+        """``value``, or the checked method when it is ``UserString``'s own text method read
+        through a program's class or a ``super()`` (red team R29: ``U.center(u, 10**8)`` and
+        ``super().ljust(10**8)`` ran ``str``'s method on ``data`` unchecked)."""
+        special = self._special.get(name)
+        if special is None or name not in USER_STRING_CHECKED:
+            return value
+        if not library_text_method(value, name):
+            return value
+        binder = user_string_binder(name, special[1])
+        if type(value) is types.MethodType:
+            return SealedCallable(binder(value.__self__), name)
+        return SealedCallable(functools.partial(_call_bound, binder), name)
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in DENIED_BY_TYPE.get(kind, frozenset()):

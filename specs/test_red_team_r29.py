@@ -1,0 +1,217 @@
+"""Red team R29: ADR 0155's checked wrappers (``_user_wrappers``), the served ``UserString``
+stand-in, ``_guards._class_attribute``'s ``real_class``/``served_mro`` and ``checked_tostring``'s
+single-byte measurement, attacked as a generated program would.
+
+Broken, and fixed:
+
+- **``super()`` past the checked wrapper.** ``U.mro()[1]`` of a program's wrapper class is the
+  checked subclass; ``super(U.mro()[1], u)`` starts the lookup past it, at the library's own
+  methods: ``super(U.mro()[1], u).__repr__()`` of a ``data`` property holding a shared list
+  wrote 100 000 400 characters, ``.__str__()`` and ``.__init__(seq)`` likewise. Fixed in
+  ``_guards`` (``_past_no_wrapper``): a ``super()`` whose class is a checked wrapper refuses
+  every attribute.
+- **UserString's text methods through the program's class or ``super()``.** The sandbox checks
+  ``u.center(n)`` (read on the instance: str's checked method on ``data``), but not
+  ``U.center(u, 10**8)``, ``U.mro()[1].center(u, 10**8)``, ``super().ljust(10**8)`` in the
+  program's method, ``super(U, u).join(shared_list)`` or ``super(U, U).center(u, 10**8)``:
+  each ran ``str``'s method on ``data`` in library code, 100 million characters. Fixed in
+  ``_guards._checked_text_method``: UserString's own ``center``, ``ljust``, ``rjust``,
+  ``zfill``, ``expandtabs``, ``replace``, ``translate``, ``format``, ``format_map``, ``join``
+  and ``encode``, read through a class or a ``super()``, are the checked ones.
+- **Checked methods returned the library's class.** ``U('a').center(5)`` of a program's
+  subclass ``U`` was a ``collections.UserString`` (plain Python: a ``U``, as
+  ``self.__class__(...)``): ``user_string_binder`` wraps a program's instance's result in its
+  class now.
+
+Held (pinned here): ``type(UserString)`` and three-argument ``type()`` build no class past
+``SandboxType``; ``UserString``/``UserList``/``UserDict`` usage of a program (comparison,
+hashing, sorting, ``json.dumps`` of ``data``, dataclass fields, ``match``, ``map(UserString,
+...)``, operators, slicing) answers as plain Python.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from specs.sandbox.support import error_of, result_in_python, value_of
+
+_LIMIT = "the sandbox limit is 10000000"
+
+
+def _refusal(what: str, items: int) -> tuple[str, str]:
+    return (
+        "resource_limit",
+        f"Resource limit in tester.run: {what} would create {items} items; {_LIMIT}",
+    )
+
+
+# --- 1. super() past the checked wrapper (_guards._past_no_wrapper) -----------------------------
+
+_PROPERTY = (
+    "import collections\nBIG = ['a' * 10**6] * 100\n"
+    "class U(collections.{base}):\n"
+    "    def __init__(self, *args):\n        pass\n"
+    "    @property\n    def data(self):\n        return BIG\n"
+)
+_PAST = (
+    "AttributeError: super() past {name} is not available in the sandbox: its methods are the "
+    "checked ones; call super() from your own class"
+)
+
+
+class TestSuperPastTheCheckedWrapper:
+    """Fixed: ``super(U.mro()[1], u)`` reached the library's unchecked methods."""
+
+    @pytest.mark.parametrize(
+        ("base", "call", "name"),
+        [
+            ("UserString", "len(super(U.mro()[1], U()).__repr__())", "UserString"),
+            ("UserString", "len(super(U.mro()[1], U()).__str__())", "UserString"),
+            ("UserList", "len(super(U.mro()[1], U()).__repr__())", "UserList"),
+            ("UserDict", "len(super(U.mro()[1], U()).__repr__())", "UserDict"),
+            ("UserString", "len(super(U.mro()[1], U()).center(10**8))", "UserString"),
+            ("UserString", "super(U.mro()[1], U()).__init__(BIG)", "UserString"),
+        ],
+        ids=["repr", "str", "list-repr", "dict-repr", "center", "init"],
+    )
+    def test_refused(self, base: str, call: str, name: str) -> None:
+        """A ``data`` property holding a shared list of a hundred million-character strings:
+        ``__repr__`` wrote 100 000 400 characters (``UserDict``: 100 000 405), ``__str__``
+        100 000 400, ``__init__(BIG)`` built ``str(BIG)``; every attribute of such a
+        ``super()`` is refused now."""
+        source = _PROPERTY.format(base=base) + f"result = {call}"
+        assert error_of(source) == (
+            "execution",
+            "Execution error in tester.run: " + _PAST.format(name=name),
+        )
+
+    def test_super_from_the_programs_class_is_checked(self) -> None:
+        """``super(U, u)`` (and ``super()`` in U's methods) reaches the checked class first."""
+        source = _PROPERTY.format(base="UserString") + "result = len(super(U, U()).__repr__())"
+        assert error_of(source) == _refusal("repr()", 100000402)
+
+
+# --- 2. UserString's text methods through a class or super() (_guards._checked_text_method) ---
+
+_SUBCLASS = (
+    "import collections\n"
+    "class U(collections.UserString):\n"
+    "    def wide(self):\n        return super().ljust(10**8)\n"
+)
+
+
+class TestTextMethodsThroughTheClass:
+    """Fixed: ``str``'s methods on ``data`` ran unchecked when read through the program's class,
+    the checked subclass or a ``super()``."""
+
+    @pytest.mark.parametrize(
+        ("call", "what", "items"),
+        [
+            ("U.center(U('a'), 10**8)", "str.center", 100000000),
+            ("U.mro()[1].center(U('a'), 10**8)", "str.center", 100000000),
+            ("U('a').wide()", "str.ljust", 100000000),
+            ("super(U, U('a')).rjust(10**8)", "str.rjust", 100000000),
+            ("super(U, U('a')).zfill(10**8)", "str.zfill", 100000000),
+            ("super(U, U).center(U('a'), 10**8)", "str.center", 100000000),
+            ("super(U, U(',')).join(['a' * 10**6] * 100)", "str.join", 100000099),
+            ("U.join(U(','), ['a' * 10**6] * 100)", "str.join", 100000099),
+            ("super(U, U('a' * 1000)).replace('a', 'b' * 10**5)", "str.replace", 100000000),
+            ("super(U, U('\\t')).expandtabs(10**8)", "str.expandtabs", 100000000),
+        ],
+        ids=[
+            "class",
+            "checked-class",
+            "zero-arg-super",
+            "super-rjust",
+            "super-zfill",
+            "class-bound-super",
+            "super-join",
+            "class-join",
+            "super-replace",
+            "super-expandtabs",
+        ],
+    )
+    def test_refused(self, call: str, what: str, items: int) -> None:
+        """Each built its text in one call before (100 million characters); refused now, as
+        ``u.center(10**8)`` read on the instance always was."""
+        assert error_of(_SUBCLASS + f"result = len({call})") == _refusal(what, items)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Within the cap, the same calls answer as plain Python, the program's class kept
+        (``U('a').center(5)`` was a ``collections.UserString`` before)."""
+        source = (
+            "import collections\n"
+            "class U(collections.UserString):\n"
+            "    def mine(self):\n"
+            "        return [str(super().center(6, '*')), super().join(['x', 'y']),\n"
+            "                str(super().replace('a', 'c')), super().encode(),\n"
+            "                type(super().ljust(4)).__name__, super().format_map({}),\n"
+            "                str(super().translate({97: 'z'}))]\n"
+            "class V(U):\n    def padded(self):\n        return str(super().zfill(5))\n"
+            "result = [U('ab').mine(), str(U.center(U('a'), 5)), type(U.center(U('a'), 5)).__name__,\n"
+            "          str(U.mro()[1].center(U('a'), 3)), type(super(U, U('x')).zfill(3)).__name__,\n"
+            "          V('1').padded(), type(V('a').expandtabs()).__name__,\n"
+            "          type(U('a').center(5)).__name__, type(U('a').replace('a', 'b')).__name__,\n"
+            "          str(collections.UserString.center(V('a'), 3)),\n"
+            "          type(collections.UserString('a').center(3)).__name__]\n"
+        )
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain == [
+            ["**ab**", "xaby", "cb", b"ab", "U", "ab", "zb"],
+            "  a  ",
+            "U",
+            " a ",
+            "U",
+            "00001",
+            "V",
+            "U",
+            "U",
+            " a ",
+            "UserString",
+        ]
+
+
+# --- 4. What a program writes with the wrappers, against plain Python ---------------------------
+
+
+class TestLegitimateWrapperUse:
+    """Held: everyday use of the wrappers answers as plain Python."""
+
+    def test_as_plain_python(self) -> None:
+        """Comparison, hashing, sorting, ``json.dumps`` of ``data``, a dataclass holding them,
+        ``match``, ``map(UserString, ...)``, operators of the program's classes, slicing and
+        ``fromkeys``."""
+        source = (
+            "import collections, dataclasses, json\n"
+            "from collections import UserString, UserList, UserDict\n"
+            "class U(UserString):\n    pass\n"
+            "class L(UserList):\n    pass\n"
+            "class D(UserDict):\n    pass\n"
+            "@dataclasses.dataclass\nclass Box:\n    s: UserString\n    l: UserList\n"
+            "def m(x):\n    match x:\n"
+            "        case UserList():\n            return 'list'\n"
+            "        case UserDict():\n            return 'dict'\n"
+            "        case UserString():\n            return 'str'\n"
+            "        case _:\n            return 'other'\n"
+            "u = U('héllo')\nl = L([3, 1, 2])\nd = D(a=1)\n"
+            "l2 = L([1])\nl2 += [2]\nl2 *= 2\nd2 = D(a=1)\nd2 |= {'c': 3}\n"
+            "b = Box(UserString('abc'), UserList([1, 2]))\n"
+            "out = [sorted(l), sorted([U('b'), U('a')]) == ['a', 'b'], u == 'héllo',\n"
+            "       hash(u) == hash('héllo'), l == [3, 1, 2], d == {'a': 1},\n"
+            "       json.dumps(u.data), json.dumps(l.data), json.dumps(d.data), repr(b),\n"
+            "       b == Box(UserString('abc'), UserList([1, 2])),\n"
+            "       dataclasses.asdict(b) == {'s': 'abc', 'l': [1, 2]},\n"
+            "       [m(l), m(d), m(u), m(UserString('x')), m('x')],\n"
+            "       list(map(str, map(UserString, [1, 2]))),\n"
+            "       type(list(map(UserString, ['a']))[0]).__name__,\n"
+            "       str(u[1:3]), type(u[1:3]).__name__, repr(l[0:2]), type(l[0:2]).__name__,\n"
+            "       str(u + 'x'), str('x' + u), str(u * 2), str(U('%s!') % 'y'), repr(l + [9]),\n"
+            "       repr([0] + l), repr(l * 2), repr(d | {'b': 2}), repr({'z': 0} | d),\n"
+            "       repr(l2), type(l2).__name__, repr(d2), type(d2).__name__,\n"
+            "       repr(d.copy()), type(d.copy()).__name__, repr(l.copy()),\n"
+            "       type(D.fromkeys('a')).__name__, str(UserString(UserList([1]))),\n"
+            "       str(UserString(b'x')), str(U(seq='k'))]\n"
+            "result = [repr(x) for x in out]\n"
+        )
+        assert value_of(source) == result_in_python(source)
