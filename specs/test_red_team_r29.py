@@ -215,3 +215,170 @@ class TestLegitimateWrapperUse:
             "result = [repr(x) for x in out]\n"
         )
         assert value_of(source) == result_in_python(source)
+
+
+# --- 5. ElementTree's writers: a lone surrogate under a UTF codec (_stdlib_text) ----------------
+
+
+class TestLoneSurrogatesUnderUtf:
+    """Fixed: a UTF codec cannot hold a lone surrogate, so ElementTree writes ``&#55296;`` for
+    each, eight ASCII characters; the count bounded it as any character past ASCII (four
+    bytes)."""
+
+    @pytest.mark.parametrize(
+        ("encoding", "where", "items"),
+        [
+            ("'utf-32'", "e.text = S", 64000416),
+            ("'utf-16'", "e.text = S", 32000208),
+            ("'utf-8'", "e.text = S", 16000103),
+            ("'utf-32'", "e.set('k', S)", 64000484),
+            ("'utf-8-sig'", "e.tail = S", 16000107),
+        ],
+        ids=["utf-32", "utf-16", "utf-8", "utf-32-attribute", "utf-8-sig-tail"],
+    )
+    def test_refused(self, encoding: str, where: str, items: int) -> None:
+        """Two million ``\\ud800``: 64 000 192 bytes written in ``utf-32`` (counted as eight
+        million), 32 000 096 in ``utf-16``, 16 000 007 in ``utf-8``; refused now, each counted
+        as its reference."""
+        source = (
+            "import xml.etree.ElementTree as ET\nS = '\\ud800' * 2 * 10**6\n"
+            f"e = ET.Element('a')\n{where}\nresult = len(ET.tostring(e, {encoding}))"
+        )
+        assert error_of(source) == _refusal("ElementTree.tostring()", items)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Within the cap the bytes are plain Python's: surrogates among ASCII and other text
+        under the three UTF codecs, and a million ``é`` in ``utf-32`` (no surrogate: counted
+        four a character as before)."""
+        source = (
+            "import xml.etree.ElementTree as ET\n"
+            "e = ET.Element('a', k='\\udfffé')\ne.text = 'a\\ud800b' * 1000\n"
+            "big = ET.Element('b')\nbig.text = 'é' * 10**6\n"
+            "result = [ET.tostring(e, 'utf-8'), len(ET.tostring(e, 'utf-16')),\n"
+            "          len(ET.tostring(e, 'utf-32')), len(ET.tostring(big, 'utf-32'))]\n"
+        )
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain[3] == 4_000_192
+
+
+# --- 4b. A dataclass's repr (found on the way: _dataclass) --------------------------------------
+
+
+class TestDataclassReprCounted:
+    """Fixed: the sandbox's dataclass ``__repr__`` (and ``Field``'s) formatted every field with
+    ``!r`` in one f-string, in the runtime's code, past the checks ``repr()`` makes."""
+
+    @pytest.mark.parametrize(
+        ("call", "items"),
+        [
+            ("repr(DC(BIG))", 100000410),
+            ("str(DC(BIG))", 100000410),
+            ("f'{DC(BIG)}'", 100000410),
+            ("repr(DC(collections.UserList(BIG)))", 100000492),
+            ("repr(dataclasses.field(default=BIG))", 100000590),
+        ],
+        ids=["repr", "str", "f-string", "wrapper-field", "field"],
+    )
+    def test_refused(self, call: str, items: int) -> None:
+        """A field holding a list sharing a million-character string a hundred times: 100 000
+        406 characters written (``Field``: 100 000 620); refused now, counted first."""
+        source = (
+            "import collections, dataclasses\nBIG = ['a' * 10**6] * 100\n"
+            "@dataclasses.dataclass\nclass DC:\n    x: object\n"
+            f"result = len({call})"
+        )
+        assert error_of(source) == _refusal("repr()", items)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Within the cap the text is plain Python's: nested dataclasses, wrappers, escapes, a
+        field left out of the repr."""
+        source = (
+            "import collections, dataclasses\n"
+            "@dataclasses.dataclass\nclass P:\n    x: object\n"
+            "    y: int = dataclasses.field(default=2, repr=False)\n"
+            "@dataclasses.dataclass\nclass Q:\n    p: P\n    s: collections.UserString\n"
+            "q = Q(P(['é\\n', (1,)]), collections.UserString('x'))\n"
+            "result = [repr(q), str(q), f'{q!r}', repr([q, q]), len(repr(P('a' * 10**6)))]\n"
+        )
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain[0] == "Q(p=P(x=['é\\n', (1,)]), s='x')"
+
+
+# --- Left: library reprs and case mappings the estimate does not know ---------------------------
+
+
+class TestLeft:
+    """Found on the way, not today's change: left as strict xfails with a proposed fix."""
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason=(
+            "repr(collections.ChainMap({1: ['a' * 10**6] * 100})) writes 100 000 415 characters: "
+            "ChainMap's repr writes repr(map) of each map in one C call and the estimate counts "
+            "a ChainMap as a small object. Fix: walk a ChainMap in _text_size as a container of "
+            "its maps (wrapper 'ChainMap()'), read once as the wrappers' data is."
+        ),
+    )
+    def test_chain_map_repr(self) -> None:
+        """Payload: ``repr(collections.ChainMap({1: BIG}))``."""
+        source = (
+            "import collections\nBIG = ['a' * 10**6] * 100\n"
+            "result = len(repr(collections.ChainMap({1: BIG})))"
+        )
+        assert error_of(source)[0] == "resource_limit"
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason=(
+            "repr(functools.partial(len, ['a' * 10**6] * 100)) writes 100 000 444 characters: "
+            "partial's repr writes repr() of its arguments in one call, estimated as a small "
+            "object. Fix: walk a partial in _text_size as a container of func, args and "
+            "keywords."
+        ),
+    )
+    def test_partial_repr(self) -> None:
+        """Payload: ``repr(functools.partial(len, BIG))``."""
+        source = (
+            "import functools\nBIG = ['a' * 10**6] * 100\n"
+            "result = len(repr(functools.partial(len, BIG)))"
+        )
+        assert error_of(source)[0] == "resource_limit"
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason=(
+            "('\\u0390' * 9 * 10**6).upper() writes 27 000 000 characters in one call (a case "
+            "mapping writes up to three characters for one; also UserString.upper, casefold "
+            "of 'ß' twice): str's case methods are not in the checked-method table. Fix: "
+            "check upper/lower/title/capitalize/swapcase/casefold of non-ASCII text at three "
+            "characters a character (measured in steps past the cap) before the call."
+        ),
+    )
+    def test_case_mapping(self) -> None:
+        """Payload: ``('ΐ' * 9 * 10**6).upper()``."""
+        assert error_of("result = len(('\\u0390' * 9 * 10**6).upper())")[0] == "resource_limit"
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason=(
+            "A list whose item's __repr__ (the program's) extends the list with a shared "
+            "million-character string a hundred times: repr() of it, or of a UserList holding "
+            "it (checked on its one read of data), writes 100 000 403 characters: the estimate "
+            "is taken before the one C call, and the program's code grows the container inside "
+            "it. Fix: when the walk meets a program object with its own __repr__/__str__, "
+            "build the text in Python an item at a time, checking the running total, instead "
+            "of one C call."
+        ),
+    )
+    def test_a_container_grown_during_its_repr(self) -> None:
+        """Payload: ``repr(collections.UserList(L))``, ``L = [Evil()]``, whose ``__repr__``
+        runs ``L.extend([S] * 100)``."""
+        source = (
+            "import collections\nS = 'a' * 10**6\nL = []\n"
+            "class Evil:\n    def __repr__(self):\n        L.extend([S] * 100)\n"
+            "        return 'e'\n"
+            "L.append(Evil())\nresult = len(repr(collections.UserList(L)))"
+        )
+        assert error_of(source)[0] == "resource_limit"
