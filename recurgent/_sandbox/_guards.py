@@ -132,12 +132,53 @@ def _past_no_wrapper(proxy: super, name: str) -> Any:
     """``proxy.name``, refused when the ``super()`` starts past a checked wrapper class (red team
     R29): ``super(U.mro()[1], u).__repr__()`` ran the library's ``repr(self.data)``, and the
     other methods the checked class replaces, unchecked (100 000 400 characters)."""
-    if proxy.__thisclass__ in CHECKED_WRAPPERS:
+    start: type = proxy.__thisclass__  # type: ignore[attr-defined]
+    if start in CHECKED_WRAPPERS:
         raise AttributeError(
-            f"super() past {proxy.__thisclass__.__name__} is not available in the sandbox: its "
+            f"super() past {start.__name__} is not available in the sandbox: its "
             "methods are the checked ones; call super() from your own class"
         )
     return getattr(proxy, name)
+
+
+def _as_the_builtin(receiver: Any, name: str) -> Any:
+    """``receiver`` (a program's subclass instance) as its builtin's exact value, for a checked
+    method super() reached; ``from_bytes`` keeps the receiver (it builds ``type(receiver)``)."""
+    if name == "from_bytes":
+        return receiver
+    if isinstance(receiver, str):
+        return str.__str__(receiver)
+    if isinstance(receiver, bytes):
+        return bytes.__getitem__(receiver, slice(None))
+    if isinstance(receiver, bytearray):
+        return bytearray(receiver)
+    if isinstance(receiver, int):
+        return int.__int__(receiver)
+    if isinstance(receiver, collections.Counter):
+        return collections.Counter(dict.copy(receiver))
+    raise AttributeError(f"super().{name} of {type(receiver).__name__} is not available")
+
+
+def _bind_as_the_builtin(
+    binder: Callable[[Any], Any], kinds: tuple[type, ...], name: str, obj: Any
+) -> Any:
+    # ``super(S, S).center(s, n)``: the builtin's unbound method, checked.
+    if not isinstance(obj, kinds):
+        raise TypeError(f"descriptor {name!r} for {kinds[0].__name__!r} objects doesn't apply")
+    return binder(_as_the_builtin(obj, name))
+
+
+def _lands_on_the_library(proxy: super, name: str) -> bool:
+    """True when ``proxy.name`` resolves to a class the program did not make (a builtin's or
+    the library's method), not to the program's own override further up."""
+    receiver = proxy.__self__  # type: ignore[attr-defined]
+    start: type = proxy.__thisclass__  # type: ignore[attr-defined]
+    kind = receiver if isinstance(receiver, type) else type(receiver)
+    order = type.__getattribute__(kind, "__mro__")
+    for klass in order[order.index(start) + 1 :]:
+        if name in type.__getattribute__(klass, "__dict__"):
+            return not is_sandbox_made(klass)
+    return False
 
 
 def _unshared(value: Any) -> Any:
@@ -228,7 +269,7 @@ class AttributePolicy:
             return getattr(obj, name)
         if isinstance(obj, super):
             if is_sandbox_made(obj.__self__):  # type: ignore[attr-defined]
-                return self._checked_text_method(_past_no_wrapper(obj, name), name)
+                return self._super_attribute(obj, name)
         elif isinstance(obj, BaseException) and name in DENIED_EXCEPTION_ATTRIBUTES:
             raise AttributeError(f"{kind.__name__}.{name} is not accessible in the sandbox")
         elif self._trusted_instance(kind, name):
@@ -291,11 +332,13 @@ class AttributePolicy:
         made = is_sandbox_made(obj)
         if name == "__dict__" and made and hasattr(obj, "__dict__"):
             # A copy: reading the program's own state is harmless, writing through it is not
-            # needed, and a class's own dunder entries (descriptors) stay out of reach.
+            # needed, and a class's own dunder entries (descriptors) stay out of reach, as does
+            # the abc module's state an ABC-derived class holds (red team R29: ``_abc_impl`` of a
+            # UserString subclass handed out a host ``_abc_data`` object and its class).
             return {
                 key: value
                 for key, value in vars(obj).items()
-                if not (isinstance(obj, type) and key.startswith("__"))
+                if not (isinstance(obj, type) and key.startswith(("__", _ABC_STATE)))
             }
         kind = type(obj).__name__
         if name == "__dict__" and made:
@@ -362,6 +405,26 @@ class AttributePolicy:
         if cls.__module__ != "builtins" and is_library_callable(value):
             return gate(value, name)  # library code: exact arguments in (ADR 0091)
         return value
+
+    def _super_attribute(self, proxy: super, name: str) -> Any:
+        """``super().name`` of a program's object: a checked method when the lookup lands on the
+        builtin's or the library's own (red team R29: ``super().center(10**8)`` of a str
+        subclass, ``super().to_bytes(10**8, 'big')`` of an int subclass, UserString's text
+        methods: each ran unchecked, 100 million items)."""
+        value = _past_no_wrapper(proxy, name)
+        special = self._special.get(name)
+        receiver = proxy.__self__  # type: ignore[attr-defined]
+        if special is not None and _lands_on_the_library(proxy, name):
+            kinds, binder = special
+            # The checked binder calls ``obj.name``, which would find the program's override
+            # again: it gets the receiver's value as the builtin's exact type, whose method
+            # is the one super() reached and answers alike.
+            if isinstance(receiver, kinds):
+                return SealedCallable(binder(_as_the_builtin(receiver, name)), name)
+            if isinstance(receiver, type) and issubclass(receiver, kinds):
+                unbound = functools.partial(_bind_as_the_builtin, binder, kinds, name)
+                return SealedCallable(functools.partial(_call_bound, unbound), name)
+        return self._checked_text_method(value, name)
 
     def _checked_text_method(self, value: Any, name: str) -> Any:
         """``value``, or the checked method when it is ``UserString``'s own text method read
