@@ -33,7 +33,8 @@ Broken, and fixed:
 - **Found on the way.** The sandbox's dataclass ``__repr__`` and ``Field.__repr__`` formatted
   their fields unchecked (100 000 406 characters); ``vars(U)`` of a wrapper class (an ABC)
   handed out a host ``_abc_data`` object; ``copy`` refused the library's own wrappers, which
-  plain Python copies.
+  plain Python copies; a wrong call of a program's ``UserString`` subclass named
+  ``CheckedUserString.__init__``.
 
 Held (pinned here): ``type(UserString)`` and three-argument ``type()`` build no class past
 ``SandboxType``; ``UserString``/``UserList``/``UserDict`` usage of a program (comparison,
@@ -323,6 +324,24 @@ class TestLegitimateWrapperUse:
             f"context['k'] holds {named}; memory may hold only plain data, so a function, "
             "class or handle defined in one attempt cannot leak into later calls",
         )
+
+    def test_a_wrong_call_is_worded_as_pythons(self) -> None:
+        """A program's subclass called wrongly named ``CheckedUserString.__init__`` in its
+        message (the checked class's own function); the library's name now, as in Python."""
+        source = (
+            "import collections\nclass U(collections.UserString):\n    pass\n"
+            "out = []\n"
+            "for args in [(), ('a', 'b')]:\n"
+            "    try:\n        U(*args)\n"
+            "    except TypeError as e:\n        out.append(str(e))\n"
+            "result = out\n"
+        )
+        plain = result_in_python(source)
+        assert value_of(source) == plain
+        assert plain == [
+            "UserString.__init__() missing 1 required positional argument: 'seq'",
+            "UserString.__init__() takes 2 positional arguments but 3 were given",
+        ]
 
     def test_the_librarys_wrappers_are_copied(self) -> None:
         """``copy.copy``/``copy.deepcopy`` of the library's own ``UserString``, ``UserList`` and

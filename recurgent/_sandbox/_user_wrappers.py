@@ -154,6 +154,11 @@ for _wrapped, _checked in _CHECKED.items():
         # Named as the library's, as messages and reprs of the program's classes name them.
         _checked.__module__ = _wrapped.__module__
         _checked.__name__ = _checked.__qualname__ = _wrapped.__name__
+        for _method in vars(_checked).values():
+            if isinstance(_method, types.FunctionType) and _method is not _repr:
+                # A wrong call's message names the library's method, as in Python (red team
+                # R29: "CheckedUserString.__init__() missing 1 required positional argument").
+                _method.__qualname__ = f"{_wrapped.__name__}.{_method.__name__}"
     allow_subclassing(_checked)
     substitute_base(_wrapped, _checked)
 #: The checked subclasses: a ``super()`` past one of them reaches the library's unchecked methods.
