@@ -409,8 +409,7 @@ class AttributePolicy:
     def _super_attribute(self, proxy: super, name: str) -> Any:
         """``super().name`` of a program's object: a checked method when the lookup lands on the
         builtin's or the library's own (red team R29: ``super().center(10**8)`` of a str
-        subclass, ``super().to_bytes(10**8, 'big')`` of an int subclass, UserString's text
-        methods: each ran unchecked, 100 million items)."""
+        subclass and UserString's text methods ran unchecked, 100 million characters)."""
         value = _past_no_wrapper(proxy, name)
         special = self._special.get(name)
         receiver = proxy.__self__  # type: ignore[attr-defined]
