@@ -31,6 +31,7 @@ from recurgent._sandbox._encodings import bind_decode, bind_encode
 from recurgent._sandbox._gate import MappingGatedCall
 from recurgent._sandbox._integers import checked_from_bytes
 from recurgent._sandbox._limits import TickingIterator
+from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._reflection import named
 from recurgent._sandbox._sizes import check_format_spec
@@ -446,6 +447,11 @@ def user_string_binder(name: str, binder: Binder) -> Binder:
     def bind(obj: Any) -> Callable[..., Any]:
         # Named as the method: a wrong call's message names it, not the binder (red team R23).
         checked = named(binder(obj.data), name)
+        # As UserString's own methods do (``self.__class__(...)``): a program's subclass gets
+        # its class back (red team R29; the library's class before). A host's subclass, which
+        # only reaches a program as an inert stand-in, is never built here.
+        kind = type(obj)
+        wrapper = kind if isinstance(kind, SandboxType) else collections.UserString
 
         def method(*args: Any, **kwargs: Any) -> Any:
             if name == "replace":
@@ -454,7 +460,7 @@ def user_string_binder(name: str, binder: Binder) -> Binder:
                     arg.data if isinstance(arg, collections.UserString) else arg for arg in args
                 )
             result = checked(*args, **kwargs)
-            return collections.UserString(result) if name in _USER_STRING_WRAPPED else result
+            return wrapper(result) if name in _USER_STRING_WRAPPED else result
 
         return method
 

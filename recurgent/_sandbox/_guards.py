@@ -70,7 +70,12 @@ from recurgent._sandbox._types import (
     trusted_class,
     type_of,
 )
-from recurgent._sandbox._user_wrappers import real_class, served_mro
+from recurgent._sandbox._user_wrappers import (
+    CHECKED_WRAPPERS,
+    library_text_method,
+    real_class,
+    served_mro,
+)
 from recurgent.outcome import Outcome, OutcomeFlag
 
 __all__ = [
@@ -121,6 +126,59 @@ def _runtime_sealed(value: Any) -> Any:
 def _call_bound(binder: Callable[[Any], Any], obj: Any, /, *args: Any, **kwargs: Any) -> Any:
     """``Class.method(obj, ...)`` for a checked method: bind to ``obj``, then call."""
     return binder(obj)(*args, **kwargs)
+
+
+def _past_no_wrapper(proxy: super, name: str) -> Any:
+    """``proxy.name``, refused when the ``super()`` starts past a checked wrapper class (red team
+    R29): ``super(U.mro()[1], u).__repr__()`` ran the library's ``repr(self.data)``, and the
+    other methods the checked class replaces, unchecked (100 000 400 characters)."""
+    start: type = proxy.__thisclass__  # type: ignore[attr-defined]
+    if start in CHECKED_WRAPPERS:
+        raise AttributeError(
+            f"super() past {start.__name__} is not available in the sandbox: its "
+            "methods are the checked ones; call super() from your own class"
+        )
+    return getattr(proxy, name)
+
+
+def _as_the_builtin(receiver: Any, name: str) -> Any:
+    """``receiver`` (a program's subclass instance) as its builtin's exact value, for a checked
+    method super() reached; ``from_bytes`` keeps the receiver (it builds ``type(receiver)``)."""
+    if name == "from_bytes":
+        return receiver
+    if isinstance(receiver, str):
+        return str.__str__(receiver)
+    if isinstance(receiver, bytes):
+        return bytes.__getitem__(receiver, slice(None))
+    if isinstance(receiver, bytearray):
+        return bytearray(receiver)
+    if isinstance(receiver, int):
+        return int.__int__(receiver)
+    if isinstance(receiver, collections.Counter):
+        return collections.Counter(dict.copy(receiver))
+    raise AttributeError(f"super().{name} of {type(receiver).__name__} is not available")
+
+
+def _bind_as_the_builtin(
+    binder: Callable[[Any], Any], kinds: tuple[type, ...], name: str, obj: Any
+) -> Any:
+    # ``super(S, S).center(s, n)``: the builtin's unbound method, checked.
+    if not isinstance(obj, kinds):
+        raise TypeError(f"descriptor {name!r} for {kinds[0].__name__!r} objects doesn't apply")
+    return binder(_as_the_builtin(obj, name))
+
+
+def _lands_on_the_library(proxy: super, name: str) -> bool:
+    """True when ``proxy.name`` resolves to a class the program did not make (a builtin's or
+    the library's method), not to the program's own override further up."""
+    receiver = proxy.__self__  # type: ignore[attr-defined]
+    start: type = proxy.__thisclass__  # type: ignore[attr-defined]
+    kind = receiver if isinstance(receiver, type) else type(receiver)
+    order = type.__getattribute__(kind, "__mro__")
+    for klass in order[order.index(start) + 1 :]:
+        if name in type.__getattribute__(klass, "__dict__"):
+            return not is_sandbox_made(klass)
+    return False
 
 
 def _unshared(value: Any) -> Any:
@@ -211,7 +269,7 @@ class AttributePolicy:
             return getattr(obj, name)
         if isinstance(obj, super):
             if is_sandbox_made(obj.__self__):  # type: ignore[attr-defined]
-                return getattr(obj, name)
+                return self._super_attribute(obj, name)
         elif isinstance(obj, BaseException) and name in DENIED_EXCEPTION_ATTRIBUTES:
             raise AttributeError(f"{kind.__name__}.{name} is not accessible in the sandbox")
         elif self._trusted_instance(kind, name):
@@ -238,7 +296,7 @@ class AttributePolicy:
             and is_sandbox_made(obj.__self__)  # type: ignore[attr-defined]
         ):
             # super().__mul__ of a str or list subclass is the builtin operator: cap it too.
-            method = getattr(obj, name)
+            method = _past_no_wrapper(obj, name)
             return sized_dunder(method, name) if name in SIZED_DUNDERS else method
         if is_private_name(name) and name.startswith(_ABC_STATE) and _owned(obj):
             raise AttributeError(
@@ -274,11 +332,13 @@ class AttributePolicy:
         made = is_sandbox_made(obj)
         if name == "__dict__" and made and hasattr(obj, "__dict__"):
             # A copy: reading the program's own state is harmless, writing through it is not
-            # needed, and a class's own dunder entries (descriptors) stay out of reach.
+            # needed, and a class's own dunder entries (descriptors) stay out of reach, as does
+            # the abc module's state an ABC-derived class holds (red team R29: ``_abc_impl`` of a
+            # UserString subclass handed out a host ``_abc_data`` object and its class).
             return {
                 key: value
                 for key, value in vars(obj).items()
-                if not (isinstance(obj, type) and key.startswith("__"))
+                if not (isinstance(obj, type) and key.startswith(("__", _ABC_STATE)))
             }
         kind = type(obj).__name__
         if name == "__dict__" and made:
@@ -309,7 +369,7 @@ class AttributePolicy:
                 "Outcome.error(...)"
             )
         if isinstance(cls, SandboxType) or is_namedtuple_class(cls):
-            return getattr(cls, name)
+            return self._checked_text_method(getattr(cls, name), name)
         trusted = cls in OPEN_TYPES or trusted_class(cls)
         if not trusted:
             public: frozenset[str] = getattr(cls, "_sandbox_public_", frozenset())
@@ -327,7 +387,12 @@ class AttributePolicy:
         special = self._special.get(name)
         if special is not None and issubclass(cls, special[0]):
             return SealedCallable(functools.partial(_call_bound, special[1]), name)
-        if special is not None and cls is collections.UserString and name in USER_STRING_CHECKED:
+        if (
+            special is not None
+            and name in USER_STRING_CHECKED
+            and issubclass(cls, collections.UserString)
+        ):
+            # The library's class or its checked subclass (``U.mro()[1]``, red team R29).
             checked = user_string_binder(name, special[1])
             return SealedCallable(functools.partial(_call_bound, checked), name)
         if name in DENIED_BY_TYPE.get(cls, frozenset()):
@@ -340,6 +405,39 @@ class AttributePolicy:
         if cls.__module__ != "builtins" and is_library_callable(value):
             return gate(value, name)  # library code: exact arguments in (ADR 0091)
         return value
+
+    def _super_attribute(self, proxy: super, name: str) -> Any:
+        """``super().name`` of a program's object: a checked method when the lookup lands on the
+        builtin's or the library's own (red team R29: ``super().center(10**8)`` of a str
+        subclass and UserString's text methods ran unchecked, 100 million characters)."""
+        value = _past_no_wrapper(proxy, name)
+        special = self._special.get(name)
+        receiver = proxy.__self__  # type: ignore[attr-defined]
+        if special is not None and _lands_on_the_library(proxy, name):
+            kinds, binder = special
+            # The checked binder calls ``obj.name``, which would find the program's override
+            # again: it gets the receiver's value as the builtin's exact type, whose method
+            # is the one super() reached and answers alike.
+            if isinstance(receiver, kinds):
+                return SealedCallable(binder(_as_the_builtin(receiver, name)), name)
+            if isinstance(receiver, type) and issubclass(receiver, kinds):
+                unbound = functools.partial(_bind_as_the_builtin, binder, kinds, name)
+                return SealedCallable(functools.partial(_call_bound, unbound), name)
+        return self._checked_text_method(value, name)
+
+    def _checked_text_method(self, value: Any, name: str) -> Any:
+        """``value``, or the checked method when it is ``UserString``'s own text method read
+        through a program's class or a ``super()`` (red team R29: ``U.center(u, 10**8)`` and
+        ``super().ljust(10**8)`` ran ``str``'s method on ``data`` unchecked)."""
+        special = self._special.get(name)
+        if special is None or name not in USER_STRING_CHECKED:
+            return value
+        if not library_text_method(value, name):
+            return value
+        binder = user_string_binder(name, special[1])
+        if type(value) is types.MethodType:
+            return SealedCallable(binder(value.__self__), name)
+        return SealedCallable(functools.partial(_call_bound, binder), name)
 
     def _trusted_instance(self, kind: type, name: str) -> bool:
         if name in DENIED_BY_TYPE.get(kind, frozenset()):

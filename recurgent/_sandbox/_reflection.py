@@ -259,6 +259,9 @@ _CONTAINER_TYPES = (
     collections.Counter,
     collections.defaultdict,
 )
+# The library's wrappers, copied as plain Python copies them (red team R29: refused before, as
+# a host object): their state is their ``__dict__`` (``data``), walked as a program object's.
+_WRAPPER_TYPES = (collections.UserString, collections.UserList, collections.UserDict)
 
 
 def _refuse_copy(value: Any) -> None:
@@ -272,7 +275,12 @@ def _copyable_children(value: Any) -> list[Any]:
     """The values copy would visit inside ``value``; raises if it would reduce a host object."""
     kind = type(value)
     children: list[Any] = []
-    if kind in _CONTAINER_TYPES or is_namedtuple_class(kind) or isinstance(kind, SandboxType):
+    if (
+        kind in _CONTAINER_TYPES
+        or kind in _WRAPPER_TYPES
+        or is_namedtuple_class(kind)
+        or isinstance(kind, SandboxType)
+    ):
         if isinstance(value, dict):
             children.extend(dict.keys(value))
             children.extend(dict.values(value))
@@ -280,7 +288,7 @@ def _copyable_children(value: Any) -> list[Any]:
             children.extend(value)
         if isinstance(value, collections.defaultdict):
             children.append(value.default_factory)
-        if isinstance(kind, SandboxType):
+        if isinstance(kind, SandboxType) or kind in _WRAPPER_TYPES:
             children.extend(object.__getattribute__(value, "__dict__").values())
         return children
     if isinstance(value, _VALUE_TYPES):

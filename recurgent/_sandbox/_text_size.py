@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import decimal
 import fractions
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -53,7 +54,11 @@ _CONTAINER_BASES = (list, tuple, dict, set, frozenset, collections.deque)
 # Wrappers whose text is their data's repr, written by library code in one C call: walked as a
 # container of one item (red team R26).
 _WRAPPED = (collections.UserString, collections.UserList, collections.UserDict)
-_WALKED = _CONTAINER_BASES + _WRAPPED
+# Library objects whose repr writes their parts' reprs in one call of library code (red team
+# R29: 100 million characters each, counted as a small object): a ChainMap its maps, a
+# partial its function, arguments and keywords. A program cannot derive from either.
+_COMPOSED = (collections.ChainMap, functools.partial)
+_WALKED = _CONTAINER_BASES + _WRAPPED + _COMPOSED
 # Digits per bit of an int, rounded up.
 _DIGITS_PER_BIT = 0.30103
 _OTHER = 16  # a value of another kind: a date, a function, a program object
@@ -68,6 +73,8 @@ _WRAPPERS: dict[type, int] = {
     collections.deque: 9,
     collections.OrderedDict: 15,
     collections.Counter: 11,
+    collections.ChainMap: 10,
+    functools.partial: 80,  # "functools.partial()" and room for its function's repr
 }
 _WRAPPER = 80  # another kind of container ("defaultdict(<class ...>, {...})", a subclass)
 _ESCAPED_CONTROLS = str.maketrans("\n\r\t", "   ")
@@ -170,6 +177,11 @@ def _wrapper(container: Any) -> int:
 
 
 def _items(container: Any) -> list[Any]:
+    if isinstance(container, collections.ChainMap):
+        return list(object.__getattribute__(container, "__dict__").get("maps", ()))
+    if isinstance(container, functools.partial):
+        keywords = dict(container.keywords)
+        return [container.func, *container.args, *keywords.keys(), *keywords.values()]
     if isinstance(container, _WRAPPED):
         data = _wrapped_data(container)
         return [] if data is None else [data]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import types
 from typing import Any
 
 from recurgent._sandbox._made import allow_subclassing, substitute_base
@@ -29,10 +30,12 @@ from recurgent._sandbox._sizes import size_hooks
 from recurgent._sandbox._text_size import check_repr, check_text
 
 __all__ = [
+    "CHECKED_WRAPPERS",
     "USER_STRING",
     "CheckedUserDict",
     "CheckedUserList",
     "CheckedUserString",
+    "library_text_method",
     "real_class",
     "served_mro",
 ]
@@ -151,8 +154,15 @@ for _wrapped, _checked in _CHECKED.items():
         # Named as the library's, as messages and reprs of the program's classes name them.
         _checked.__module__ = _wrapped.__module__
         _checked.__name__ = _checked.__qualname__ = _wrapped.__name__
+        for _method in vars(_checked).values():
+            if isinstance(_method, types.FunctionType) and _method is not _repr:
+                # A wrong call's message names the library's method, as in Python (red team
+                # R29: "CheckedUserString.__init__() missing 1 required positional argument").
+                _method.__qualname__ = f"{_wrapped.__name__}.{_method.__name__}"
     allow_subclassing(_checked)
     substitute_base(_wrapped, _checked)
+#: The checked subclasses: a ``super()`` past one of them reaches the library's unchecked methods.
+CHECKED_WRAPPERS = frozenset({CheckedUserString, CheckedUserList, CheckedUserDict})
 USER_STRING.__module__ = "collections"
 USER_STRING.__name__ = USER_STRING.__qualname__ = "UserString"
 
@@ -171,3 +181,14 @@ def served_mro(cls: type) -> list[Any] | None:
     if collections.UserString not in order or any("mro" in vars(klass) for klass in order):
         return None
     return [USER_STRING if klass is collections.UserString else klass for klass in order]
+
+
+def library_text_method(value: Any, name: str) -> bool:
+    """True when ``value`` (read through a class or a ``super()``, red team R29) is
+    ``UserString``'s own ``name``, plain or bound: it calls ``str``'s method on ``data`` in
+    library code, past the checks the sandbox makes on a str (``super().ljust(10**8)`` of a
+    program's subclass built 100 million characters)."""
+    real = vars(collections.UserString).get(name)
+    if type(value) is types.MethodType:
+        value = value.__func__
+    return real is not None and value is real
