@@ -43,24 +43,20 @@ cap; text past ASCII under a single-byte codec is measured as the codec writes i
 
 from __future__ import annotations
 
-import textwrap
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from recurgent._sandbox import ExecutionSandbox, SandboxLimits, compile_program
-from recurgent._worker import _child
 from recurgent._worker._codec import _plain_scalars, from_wire, to_wire
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._isolation import bwrap_path
 from recurgent._worker._protocol import (
-    RunRequest,
     RunResult,
-    WireLimits,
     dump_line,
     parse_line,
 )
 from specs.sandbox.support import Host, error_of, execute, result_in_python, value_of
+from specs.worker.support import worker_answer
 from specs.worker.test_red_team_r25 import walled, worker_paths  # noqa: F401 (fixtures)
 
 # --- 1. Plain-scalar lists (_codec._plain_scalars) -------------------------------------------
@@ -115,29 +111,6 @@ def test_a_line_means_the_same_from_either_writer_and_refuses_non_finite_floats(
 # --- 3. What a worker reports a run wrote (_child._written) ----------------------------------
 
 
-def _worker_answer(memory: dict[Any, Any], source: str) -> RunResult:
-    """What a worker answers for ``source`` over ``memory``: the steps of ``run_request``
-    after the program ran (commit to the worker's copy, then ``_finish``), in this process."""
-    code = textwrap.dedent(source)
-    limits = SandboxLimits(timeout_seconds=5.0)
-    host = Host(memory=from_wire(to_wire(memory, "context", lambda _: None), lambda *_: None))
-    sandbox = ExecutionSandbox(host.bridge(), limits=limits, commit_memory=False)
-    done = sandbox.run(compile_program(code))
-    patches = _child._commit(done, host.memory)
-    request = RunRequest(
-        call_id="c",
-        role="probe",
-        method_name="run",
-        code=code,
-        memory=to_wire(memory, "context", lambda _: None),
-        args=[],
-        kwargs={},
-        limits=WireLimits(**{name: getattr(limits, name) for name in WireLimits.model_fields}),
-    )
-    forwarder = _child._Forwarder(cast(Any, None), "c")
-    return _child._finish(request, forwarder, host.memory, done, patches)
-
-
 def _in_process(memory: dict[str, Any], source: str) -> dict[str, Any]:
     host = Host(memory=dict(memory))
     result = execute(source, host=host)
@@ -151,7 +124,7 @@ def test_a_key_shaped_like_an_envelope_comes_back_as_that_key() -> None:
     were encoded as one mapping, whose one envelope-shaped key made it a pairs envelope, and
     the parent stored the pairs under ``"__recurgent_dict__"``. In process the key is written."""
     source = "context['__recurgent_bytes__'] = 'abc'\nreturn 0"
-    answer = _worker_answer({"x": 1}, source)
+    answer = worker_answer({"x": 1}, source)
 
     assert (answer.status, answer.memory_set, answer.memory_deleted) == (
         "ok",
@@ -165,7 +138,7 @@ def test_a_value_with_an_envelope_in_it_still_crosses_in_its_envelope() -> None:
     """Each changed key's value is encoded on its own, with its envelopes: a tuple and a dict
     shaped like an envelope come back as themselves once decoded."""
     source = "context['t'] = (1, 2)\ncontext['d'] = {'__recurgent_int__': 'ff'}\nreturn 0"
-    answer = _worker_answer({"x": 1}, source)
+    answer = worker_answer({"x": 1}, source)
 
     assert answer.memory_set == {
         "t": {"__recurgent_tuple__": [1, 2]},
@@ -181,7 +154,7 @@ def test_a_key_that_is_not_a_string_is_refused_not_renamed() -> None:
     """``context[1] = 2`` came back as ``{'__recurgent_dict__': [1, 2]}`` (the parent wrote a
     list under ``"__recurgent_dict__"``); ``memory_set`` names keys by strings only, so the run
     is refused as one whose memory cannot cross, and nothing is written."""
-    answer = _worker_answer({"x": 1}, "context[1] = 2\nreturn 0")
+    answer = worker_answer({"x": 1}, "context[1] = 2\nreturn 0")
 
     assert answer.error is not None
     assert (answer.status, answer.memory_set, answer.memory_patches) == ("error", {}, {})
@@ -198,7 +171,7 @@ def test_deleting_a_key_that_is_not_a_string_is_refused_not_a_crash() -> None:
     in a worker answered ``memory_deleted=[1]``, which the protocol's ``list[str]`` refused as
     a ``ValidationError`` outside the worker's error handling. Refused as memory that cannot
     cross."""
-    answer = _worker_answer({1: "a", "x": 1}, "del context[1]\nreturn 0")
+    answer = worker_answer({1: "a", "x": 1}, "del context[1]\nreturn 0")
 
     assert answer.error is not None
     assert (answer.status, answer.memory_deleted, answer.error.error_type) == (
@@ -218,7 +191,7 @@ def test_only_the_touched_keys_come_back_and_a_deleted_key_is_reported() -> None
     return 0
     """
     memory = {"a": {"b": [1, 2]}, "left": [0] * 10, "gone": 1}
-    answer = _worker_answer(memory, source)
+    answer = worker_answer(memory, source)
 
     assert (answer.memory_set, answer.memory_deleted) == (
         {"a": {"b": [1, 2, 3]}, "n": [1]},

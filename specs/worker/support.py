@@ -10,13 +10,15 @@ import textwrap
 import threading
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from recurgent._execution import ExecutionInputs
-from recurgent._sandbox import SandboxLimits
+from recurgent._sandbox import ExecutionSandbox, SandboxLimits, compile_program
+from recurgent._worker import _child
+from recurgent._worker._codec import from_wire, to_wire
 from recurgent._worker._executor import ProcessExecutor, WorkerExecutionResult
 from recurgent._worker._isolation import IsolationSettings
-from recurgent._worker._protocol import RunResult
+from recurgent._worker._protocol import RunRequest, RunResult, WireLimits
 from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.program import Program
 from specs.sandbox.support import Host
@@ -87,6 +89,31 @@ class ReplyingSupervisor:
 
     def run(self, request: Any, handler: Any, *, timeout_seconds: float, **_: Any) -> RunResult:
         return self._result.model_copy(update={"call_id": request.call_id})
+
+
+def worker_answer(memory: dict[Any, Any], source: str) -> RunResult:
+    """What a worker answers for ``source`` over ``memory``: the steps of ``run_request``
+    after the program ran (commit to the worker's copy, then ``_finish``), in this process, so
+    a spec reaches the worker child's code of this checkout (a real worker imports the
+    installed package)."""
+    code = textwrap.dedent(source)
+    limits = SandboxLimits(timeout_seconds=5.0)
+    host = Host(memory=from_wire(to_wire(memory, "context", lambda _: None), lambda *_: None))
+    sandbox = ExecutionSandbox(host.bridge(), limits=limits, commit_memory=False)
+    done = sandbox.run(compile_program(code))
+    patches = _child._commit(done, host.memory)
+    request = RunRequest(
+        call_id="c",
+        role="probe",
+        method_name="run",
+        code=code,
+        memory=to_wire(memory, "context", lambda _: None),
+        args=[],
+        kwargs={},
+        limits=WireLimits(**{name: getattr(limits, name) for name in WireLimits.model_fields}),
+    )
+    forwarder = _child._Forwarder(cast(Any, None), "c")
+    return _child._finish(request, forwarder, host.memory, done, patches)
 
 
 def supervisor(**options: Any) -> WorkerSupervisor:

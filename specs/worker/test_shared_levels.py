@@ -13,14 +13,10 @@ the installed checkout, not necessarily the code under test.
 
 from __future__ import annotations
 
-import textwrap
-from typing import Any, cast
+from typing import Any
 
-from recurgent._sandbox import ExecutionSandbox, SandboxLimits, compile_program
-from recurgent._worker import _child
 from recurgent._worker._codec import from_wire
-from recurgent._worker._protocol import RunRequest, RunResult, WireLimits
-from specs.sandbox.support import Host
+from specs.worker.support import worker_answer
 
 # Thirty rounds of ``x = [x, <33 levels ending in x>]`` (red team R26): a 1 020-level path.
 _GROW = """
@@ -52,34 +48,11 @@ context['k'] = {'many': [p] * 100, 'deep': [deep]}
 """
 
 
-def _worker_answer(source: str) -> RunResult:
-    """What a worker answers for ``source`` over empty memory: ``run_request``'s steps after
-    the program ran (commit to the worker's copy, then ``_finish``), in this process."""
-    code = textwrap.dedent(source)
-    limits = SandboxLimits(timeout_seconds=5.0)
-    host = Host()
-    sandbox = ExecutionSandbox(host.bridge(), limits=limits, commit_memory=False)
-    done = sandbox.run(compile_program(code))
-    patches = _child._commit(done, host.memory)
-    request = RunRequest(
-        call_id="c",
-        role="probe",
-        method_name="run",
-        code=code,
-        memory={},
-        args=[],
-        kwargs={},
-        limits=WireLimits(**{name: getattr(limits, name) for name in WireLimits.model_fields}),
-    )
-    forwarder = _child._Forwarder(cast(Any, None), "c")
-    return _child._finish(request, forwarder, host.memory, done, patches)
-
-
 def test_a_part_shared_deeper_is_refused_by_the_workers_memory_rebuild() -> None:
     """The R26 program on the worker's path: ``non_serializable_result`` with the memory
     rebuild's refusal, nothing written (before: the rebuild committed it to the worker's copy,
     and only the pipe's encoder refused it, as "can cross the worker boundary")."""
-    answer = _worker_answer(_GROW)
+    answer = worker_answer({}, _GROW)
 
     assert answer.error is not None
     assert (answer.status, answer.error.error_type, answer.memory_set) == (
@@ -96,7 +69,7 @@ def test_a_part_shared_many_times_within_the_cap_crosses_back() -> None:
     """The 40-level part 100 times at level 2 and once at level 23 (63 levels below the top,
     the most the pipe's encoder carries): written, the value plain Python gives (the pipe
     carries a tree, so each place holds an equal copy)."""
-    answer = _worker_answer(_SHARED)
+    answer = worker_answer({}, _SHARED)
 
     part: list[Any] = []
     for _ in range(40):
