@@ -78,8 +78,15 @@ def _agent(isolation: Literal["in_process", "process"]) -> Agent:
 
 @pytest.fixture(scope="module")
 def twins() -> Iterator[tuple[Agent, Agent]]:
-    """An in-process agent and a process-isolated one, called in the same order."""
+    """An in-process agent and a process-isolated one, called in the same order.
+
+    Each has delegated to ``adder`` once, so ``build``'s ``tool('adder')`` finds it in the
+    registry on whichever pytest worker runs it (xdist may run ``ask`` on the other one: the
+    spec failed with "tools: none" when it did).
+    """
     in_process, isolated = _agent("in_process"), _agent("process")
+    for agent in (in_process, isolated):
+        assert agent.ask().value == [41, 42]
     yield in_process, isolated
     isolated._agent.workers.shutdown()  # type: ignore[union-attr]
 
