@@ -45,6 +45,7 @@ __all__ = [
     "enclosing_memory",
     "enclosing_remaining",
     "monotonic_clock",
+    "truncation_marker",
 ]
 
 Clock = Callable[[], float]
@@ -349,6 +350,11 @@ class TickingIterator:
         return next(self._inner)
 
 
+def truncation_marker(limit_bytes: int) -> str:
+    """The line that ends an attempt's printed output cut at ``limit_bytes``."""
+    return f"\n[output truncated at {limit_bytes // 1024} KiB]\n"
+
+
 class OutputCollector:
     """Captures ``print`` output of one attempt, capped with a truncation marker."""
 
@@ -412,7 +418,7 @@ class OutputCollector:
         if self._size + len(encoded) > self._limit:
             room = max(0, self._limit - self._size)
             self._parts.append(encoded[:room].decode("utf-8", "ignore"))
-            self._parts.append(f"\n[output truncated at {self._limit // 1024} KiB]\n")
+            self._parts.append(truncation_marker(self._limit))
             self.truncated = True
             return
         self._parts.append(text)

@@ -35,7 +35,7 @@ from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
 from recurgent._sandbox._guards import INSPECTION_NAMES
-from recurgent._sandbox._limits import attempt_deadline
+from recurgent._sandbox._limits import attempt_deadline, truncation_marker
 from recurgent._values import outgrows
 from recurgent._worker._codec import MAX_DEPTH
 from recurgent._worker._env import Environment
@@ -635,7 +635,7 @@ def _bounded_output(stdout: str, limit: int) -> str:
     never longer than both; a longer one (a subverted worker's 64 MiB) is cut to the same
     form (red team R28).
     """
-    marker = f"\n[output truncated at {limit // 1024} KiB]\n"
+    marker = truncation_marker(limit)
     most = limit + len(marker)
     if len(stdout) * 4 <= most:
         return stdout  # fits even at four bytes a character: nothing to encode
