@@ -54,6 +54,7 @@ from recurgent.outcome import Outcome
 __all__ = [
     "KEPT_TYPES",
     "MAX_DEPTH",
+    "PLAIN_SUFFIX",
     "SCALAR_TYPES",
     "Attribution",
     "dict_setter",
@@ -63,6 +64,11 @@ __all__ = [
 ]
 
 MAX_DEPTH = 64
+#: How a refusal of a value leaving the sandbox ends (``rebuild``'s default suffix).
+PLAIN_SUFFIX = (
+    "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) can leave the "
+    "sandbox"
+)
 SCALAR_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
 KEPT_TYPES = KEPT_ATOM_KINDS | {decimal.Decimal, fractions.Fraction}
 # Host subclasses of these (the sandbox's checked numbers) run no generated code either.
@@ -503,8 +509,7 @@ def rebuild(
     handles: Callable[[HandleOps], Any] | None = None,
     keep: Callable[[Any], bool] | None = None,
     attribution: Attribution | None = None,
-    suffix: str = "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) "
-    "can leave the sandbox",
+    suffix: str = PLAIN_SUFFIX,
     depth: int = 0,
     heights: dict[int, int] | None = None,
 ) -> Any:

@@ -35,9 +35,17 @@ from recurgent.errors import (
 )
 from recurgent.outcome import Outcome
 
-__all__ = ["RUNNING", "ForwardedCalls", "generated_code_running", "safe_text"]
+__all__ = [
+    "MEMORY_SUFFIX",
+    "RUNNING",
+    "ForwardedCalls",
+    "bounded_setting",
+    "generated_code_running",
+    "safe_text",
+]
 
-_MEMORY_SUFFIX = (
+#: How a refusal of a memory write ends.
+MEMORY_SUFFIX = (
     "memory may hold only plain data, so a function, class or handle defined in one attempt "
     "cannot leak into later calls"
 )
@@ -64,7 +72,7 @@ def generated_code_running() -> bool:
 _SETTING_CHARS = 10_000_000
 
 
-def _bounded(plain: Any, where: str) -> Any:
+def bounded_setting(plain: Any, where: str) -> Any:
     """``plain`` when its text is short: the host's refusals echo a name or an option's value,
     and shared parts (``[[s] * 1000] * 1000``) make that echo billions of characters in one C
     call, 20 to 25 s and 3.5 GB inside the program's call (red team R12)."""
@@ -104,13 +112,13 @@ class ForwardedCalls:
         host_call, to_host, bridge = self._host_call, self._to_host, self._bridge
 
         def delegate(role: Any, **options: Any) -> AgentHandle:
-            plain_role = _bounded(to_host(role, "delegate role"), "delegate role")
-            plain = _bounded(to_host(options, "delegate options"), "delegate options")
+            plain_role = bounded_setting(to_host(role, "delegate role"), "delegate role")
+            plain = bounded_setting(to_host(options, "delegate options"), "delegate options")
             return AgentHandle(host_call("delegate", lambda: bridge.delegate(plain_role, **plain)))
 
         def tool(name: Any, **options: Any) -> AgentHandle:
-            plain_name = _bounded(to_host(name, "tool name"), "tool name")
-            plain = _bounded(to_host(options, "tool options"), "tool options")
+            plain_name = bounded_setting(to_host(name, "tool name"), "tool name")
+            plain = bounded_setting(to_host(options, "tool options"), "tool options")
             return AgentHandle(host_call("tool", lambda: bridge.tool(plain_name, **plain)))
 
         def remember(**entries: Any) -> None:
@@ -199,7 +207,7 @@ class ForwardedCalls:
                 where,
                 resolve=resolve,
                 keep=self._is_agent,
-                suffix=_MEMORY_SUFFIX,
+                suffix=MEMORY_SUFFIX,
                 depth=depth,
                 heights=heights,
             )

@@ -34,9 +34,10 @@ from recurgent._journal import Patch, Writes
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
+from recurgent._sandbox._boundary import PLAIN_SUFFIX
+from recurgent._sandbox._forwarding import MEMORY_SUFFIX, bounded_setting
 from recurgent._sandbox._guards import INSPECTION_NAMES
 from recurgent._sandbox._limits import attempt_deadline, truncation_marker
-from recurgent._values import outgrows
 from recurgent._worker._codec import MAX_DEPTH
 from recurgent._worker._env import Environment
 from recurgent._worker._protocol import (
@@ -76,18 +77,6 @@ _PASSED_ERRORS = (
     UsageError,
     GuardrailViolationError,
     NonSerializableResultError,
-)
-# The sandbox's bound on a delegate()/tool() role or name and on its options, in characters
-# (``_sandbox._forwarding._SETTING_CHARS``): a worker's request is held to it too.
-_SETTING_CHARS = 10_000_000
-# The in-process boundary's refusals end with these (``rebuild``'s default, the journal's).
-_PLAIN_SUFFIX = (
-    "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) can leave the "
-    "sandbox"
-)
-_MEMORY_SUFFIX = (
-    "memory may hold only plain data, so a function, class or handle defined in one attempt "
-    "cannot leak into later calls"
 )
 # The one guardrail violation a worker's sandbox raises itself (``_guards``' ``setattr`` of an
 # agent, module or host class, reported by ``ForwardedCalls._violation``), and its text.
@@ -245,11 +234,10 @@ class _Run:
         refuse_nesting(kwargs, f"{request.op}() options", 0)
         name = request.name or ""
         if request.op in ("delegate", "tool"):
+            # The sandbox's own bound on a role, a name and the options, for a worker's too.
             label = "role" if request.op == "delegate" else "name"
-            for setting, what in ((name, label), (kwargs, "options")):
-                if outgrows(setting, _SETTING_CHARS):
-                    # The sandbox's own refusal (``_forwarding._bounded``), for a worker's too.
-                    raise UsageError(f"{request.op} {what}: more than {_SETTING_CHARS} characters")
+            bounded_setting(name, f"{request.op} {label}")
+            bounded_setting(kwargs, f"{request.op} options")
             opener = bridge.delegate if request.op == "delegate" else bridge.tool
             ops = opener(name, **kwargs)
             return ops.role, self._register(ops, id(ops.agent()))
@@ -456,7 +444,7 @@ class ProcessExecutor:
             for key, written in writes.set.items():
                 # Memory nested past the cap could never be sent to a worker again: every
                 # later call of an isolation="process" agent was a UsageError (red team R28).
-                refuse_nesting(written, f"context[{key!r}]", 0, _MEMORY_SUFFIX)
+                refuse_nesting(written, f"context[{key!r}]", 0, MEMORY_SUFFIX)
             _patch_in_place(writes, answer.memory_patches, memory, run)
             value = run.decode(run.settle(answer.value))
             refuse_nesting(value, "the result", 0)
@@ -556,8 +544,8 @@ def _host_patch(memory: dict[str, Any], key: str, entry: MemoryPatch, run: _Run)
     # The patched container sits len(path) - 1 levels below memory's top: what it receives
     # is counted from there, as the in-process journal counts it (ADR 0152).
     where = f"context{''.join(f'[{step!r}]' for step in entry.path)}"
-    refuse_nesting(written, where, len(entry.path) - 1, _MEMORY_SUFFIX)
-    refuse_nesting(items, where, len(entry.path) - 1, _MEMORY_SUFFIX)
+    refuse_nesting(written, where, len(entry.path) - 1, MEMORY_SUFFIX)
+    refuse_nesting(items, where, len(entry.path) - 1, MEMORY_SUFFIX)
     return Patch(
         node,
         tuple(entry.path),
@@ -568,7 +556,7 @@ def _host_patch(memory: dict[str, Any], key: str, entry: MemoryPatch, run: _Run)
     )
 
 
-def refuse_nesting(value: Any, where: str, depth: int, suffix: str = _PLAIN_SUFFIX) -> None:
+def refuse_nesting(value: Any, where: str, depth: int, suffix: str = PLAIN_SUFFIX) -> None:
     """Refuse a value from a worker that holds a container (or any value other than a JSON
     scalar) ``MAX_DEPTH`` levels or more below memory's top, ``value`` sitting ``depth`` levels
     down: what ``to_wire`` could not send to a worker, so what an honest worker never sends.
