@@ -1,0 +1,140 @@
+"""Red team R30: ADR 0156's heights (``_boundary._Rebuilder``, ``_height``, the journal's shared
+heights table) and ADR 0157's worker-parent checks, attacked as a generated program (or a
+subverted worker) would.
+
+Left (strict xfail, proposed fix in the spec):
+
+- **An in-place patch counts only the path it was made through.** A container memory holds
+  at several places (memory's value placed in another key by an earlier call, which commits
+  memory's own object) is patched in place through its shallow place: the patch's items are
+  counted from there, not from the deepest place memory reaches the container. Twenty rounds
+  of "append a 62-level chain ending in memory's next ``z`` to memory's ``z``" stored 1 321
+  levels under a key that holds ``z0`` 60 levels down; reading it then raised
+  ``RecursionError`` (ADR 0152's symptom through another door). The same within one commit:
+  memory's 41-level value placed 20 lists down in a new key and patched at its innermost list.
+
+Held (pinned here): a DAG of tuples, frozensets, Outcomes and exceptions is rebuilt once a part
+(ended within a generous bound) and its shared part stays one object; a deep tuple, frozenset,
+Outcome and exception path is refused at 64 levels when reached again deeper; a list cycle
+through a tuple still commits.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from recurgent import Agent
+from recurgent._journal import Journal
+from recurgent._sandbox import rebuild
+from recurgent.errors import NonSerializableResultError
+from recurgent.outcome import Outcome
+from recurgent.testing import ScriptedProvider
+from specs.sandbox.support import nested_lists
+
+
+def _wrapped(part: Any, levels: int) -> list[Any]:
+    """``part`` at the bottom of ``levels`` lists: ``[[...[part]...]]``."""
+    top: list[Any] = [part]
+    for _ in range(levels - 1):
+        top = [top]
+    return top
+
+
+def _longest(value: Any) -> int:
+    """The longest path of lists in ``value`` (iterative: it may be deeper than the stack)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, list):
+            deepest = max(deepest, level + 1)
+            stack.extend((part, level + 1) for part in node)
+    return deepest
+
+
+def _agent(programs: dict[str, str]) -> Agent:
+    return Agent(
+        "probe",
+        provider=ScriptedProvider(programs),
+        log=False,
+        toolstore_root=None,
+        isolation="in_process",
+        execution_timeout_seconds=5.0,
+    )
+
+
+_PROPOSED = (
+    "a patch to memory's container counts from the deepest place memory reaches it: "
+    "Journal.prepare, when it has in-place patches, measures once a commit the deepest level "
+    "of each patched container below memory's top-level values (one walk, memoized by id, "
+    "cycles adding no level) and refuses a patch whose items' height plus that level passes "
+    "64; the placement of memory's value below the top measures it with the commit's patches"
+)
+
+
+class TestAPatchCountsEveryPlaceOfItsContainer:
+    """Left: a patched container is counted only at the path the attempt reached it by."""
+
+    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
+    def test_a_shared_container_patched_through_its_shallow_place(self) -> None:
+        """Memory: ``z`` an empty list, ``b`` 60 lists above ``z`` (the same object, as an
+        earlier ``context['b'] = [[...[context['z']]...]]`` commits it). Payload:
+        ``context['z'].append(<62 lists>)``. Before and now: committed (counted 63 below
+        ``z``), ``b`` then holds 124 levels. Should be refused."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
+        journal = Journal(memory)
+        journal.view["z"].append(nested_lists(61))
+        refused = False
+        try:
+            journal.prepare(rebuild).apply(memory)
+        except NonSerializableResultError:
+            refused = True
+        assert (refused, _longest(memory["b"])) == (True, 61)
+
+    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
+    def test_placed_and_patched_in_one_commit(self) -> None:
+        """Memory: ``a`` 41 levels. Payload, one call: ``context['b'] = <20 lists around
+        context['a']>`` and an append of 20 levels at ``a``'s innermost list. Before and now:
+        both fit where they were made (61 and 62 levels), ``b`` holds 82. Should be refused."""
+        memory: dict[str, Any] = {"a": nested_lists(40)}
+        journal = Journal(memory)
+        view = journal.view
+        view["b"] = _wrapped(view["a"], 20)
+        innermost = view["a"]
+        for _ in range(40):
+            innermost = innermost[0]
+        innermost.append(nested_lists(19))
+        refused = False
+        try:
+            journal.prepare(rebuild).apply(memory)
+        except NonSerializableResultError:
+            refused = True
+        assert refused, f"stored {_longest(memory['b'])} levels"
+
+    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
+    def test_rounds_of_calls_grow_a_key_without_bound(self) -> None:
+        """Payload: ``context['z0'] = []``; ``context['b'] = <60 lists around
+        context['z0']>``; then ten rounds of ``context['z<k+1>'] = []`` and
+        ``context['z<k>'].append(<62 lists around context['z<k+1>']>)``. Before and now: every
+        call ``ok``, ``b`` grows 63 levels a round (1 321 after twenty; reading it raised
+        ``RecursionError``). Should stay within 64."""
+        agent = _agent(
+            {
+                "setup": "context['z0'] = []\ncontext['k'] = 0\nreturn 1",
+                "share": "y = context['z0']\nfor _ in range(60):\n    y = [y]\n"
+                "context['b'] = y\nreturn 1",
+                "fresh": "context['z' + str(context['k'] + 1)] = []\nreturn 1",
+                "grow": "k = context['k']\ny = context['z' + str(k + 1)]\n"
+                "for _ in range(62):\n    y = [y]\ncontext['z' + str(k)].append(y)\n"
+                "context['k'] = k + 1\nreturn 1",
+            }
+        )
+        agent.setup()
+        agent.share()
+        for _ in range(10):
+            agent.fresh()
+            agent.grow()
+        assert _longest(agent.runtime_context["b"]) <= 64
