@@ -2,6 +2,17 @@
 heights table) and ADR 0157's worker-parent checks, attacked as a generated program (or a
 subverted worker) would.
 
+Broken, and fixed:
+
+- **Printed surrogate pairs cut by the parent.** A program printing ``(chr(0xD83D) +
+  chr(0xDE00)) * 32767`` keeps its whole output in process: the collector counts each lone
+  surrogate as one byte (``?``), 65 535 bytes. The worker's JSON line joins each pair into one
+  four-byte character, and the parent's stdout cut (ADR 0157) measured 131 071 bytes: the
+  honest output was cut to 16 384 characters and the truncation marker. Fixed in
+  ``_executor._bounded_output``: a character past U+FFFF counts the two bytes its surrogates
+  cost the worker's collector (a subverted worker's astral text is kept up to twice the cap's
+  bytes, then cut as before).
+
 Left (strict xfail, proposed fix in the spec):
 
 - **An in-place patch counts only the path it was made through.** A container memory holds
@@ -21,18 +32,22 @@ through a tuple still commits.
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from recurgent import Agent
 from recurgent._journal import Journal
-from recurgent._sandbox import rebuild
+from recurgent._execution import ExecutionInputs
+from recurgent._sandbox import SandboxLimits, rebuild
+from recurgent._worker._executor import ProcessExecutor
+from recurgent._worker._protocol import dump_line, parse_line
+from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.errors import NonSerializableResultError
-from recurgent.outcome import Outcome
+from recurgent.program import Program
 from recurgent.testing import ScriptedProvider
-from specs.sandbox.support import nested_lists
+from specs.sandbox.support import Host, execute, nested_lists
+from specs.worker.support import ReplyingSupervisor, worker_answer
 
 
 def _wrapped(part: Any, levels: int) -> list[Any]:
@@ -138,3 +153,48 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
             agent.fresh()
             agent.grow()
         assert _longest(agent.runtime_context["b"]) <= 64
+
+
+def _through_the_parent(source: str) -> str:
+    """The stdout a worker's honest answer for ``source`` leaves after its JSON line and the
+    parent's checks (the child's steps in this process, ``worker_answer``)."""
+    answer = parse_line(dump_line(worker_answer({}, source)))
+    executor = ProcessExecutor(cast(WorkerSupervisor, ReplyingSupervisor(answer)))
+    host = Host()
+    result = executor.run(
+        Program(code=source),
+        ExecutionInputs(memory=dict(host.memory), commit_memory=False),
+        SandboxLimits(timeout_seconds=5.0),
+        host.bridge(),
+    )
+    return result.stdout
+
+
+_PAIRS = "print((chr(0xD83D) + chr(0xDE00)) * 32767)\nreturn 1"
+
+
+class TestPrintedOutputAsTheCollectorCountsIt:
+    """Fixed: the parent's stdout cut keeps what the worker's collector kept."""
+
+    def test_surrogate_pairs_within_the_cap_are_kept(self) -> None:
+        """Payload (an honest program): ``print((chr(0xD83D) + chr(0xDE00)) * 32767)``. In
+        process: 65 535 characters, no marker. Before: 16 384 joined characters and the marker
+        through a worker. Now: the 32 767 joined characters and the newline, whole."""
+        here = execute(_PAIRS).stdout
+        assert (len(here), "truncated" in here) == (65535, False)
+        assert _through_the_parent(_PAIRS) == "\U0001f600" * 32767 + "\n"
+
+    def test_astral_text_past_twice_the_cap_is_still_cut(self) -> None:
+        """Held: 65 536 four-byte characters from a worker (more than any collector keeps at
+        two bytes each) are cut to 64 KiB and the marker, as before."""
+        answer = parse_line(dump_line(worker_answer({}, "return 1")))
+        answer = answer.model_copy(update={"stdout": "\U0001d11e" * 65536})
+        executor = ProcessExecutor(cast(WorkerSupervisor, ReplyingSupervisor(answer)))
+        host = Host()
+        result = executor.run(
+            Program(code="return 1"),
+            ExecutionInputs(memory=dict(host.memory), commit_memory=False),
+            SandboxLimits(timeout_seconds=5.0),
+            host.bridge(),
+        )
+        assert result.stdout == "\U0001d11e" * 16384 + "\n[output truncated at 64 KiB]\n"
