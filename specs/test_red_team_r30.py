@@ -37,8 +37,8 @@ from typing import Any, cast
 import pytest
 
 from recurgent import Agent
-from recurgent._journal import Journal
 from recurgent._execution import ExecutionInputs
+from recurgent._journal import Journal
 from recurgent._sandbox import SandboxLimits, rebuild
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._protocol import dump_line, parse_line
