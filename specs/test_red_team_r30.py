@@ -13,6 +13,12 @@ Broken, and fixed:
   cost the worker's collector (a subverted worker's astral text is kept up to twice the cap's
   bytes, then cut as before).
 
+- **A dict view placed many times was copied once a place.** ADR 0156 memoized tuples and
+  sets, not the views a rebuild turns into lists: ``v = d.keys()`` of a 100 000-key dict,
+  returned as ``[v] * 300``, took 8.6 s past a one-second deadline (``[v] * 10**7`` would not
+  end). Fixed in ``_boundary._Rebuilder.value``: a view is memoized once built, with its
+  height; placed twice it is one list in the copy (it was two equal lists).
+
 Left (strict xfail, proposed fix in the spec):
 
 - **An in-place patch counts only the path it was made through.** A container memory holds
@@ -32,6 +38,7 @@ through a tuple still commits.
 
 from __future__ import annotations
 
+import time
 from typing import Any, cast
 
 import pytest
@@ -198,3 +205,32 @@ class TestPrintedOutputAsTheCollectorCountsIt:
             host.bridge(),
         )
         assert result.stdout == "\U0001d11e" * 16384 + "\n[output truncated at 64 KiB]\n"
+
+
+class TestADictViewIsCopiedOnce:
+    """Fixed: a view placed many times is rebuilt once."""
+
+    def test_a_big_view_placed_three_hundred_times(self) -> None:
+        """Payload: ``v = d.keys()`` of a 100 000-key dict, ``return [v] * 300``. Before: 300
+        copies of 100 000 keys, 8.6 s past a one-second deadline. Now: one list, placed 300
+        times (ended within a generous bound)."""
+        started = time.monotonic()
+        result = execute(
+            "d = {i: i for i in range(100000)}\nv = d.keys()\nreturn [v] * 300",
+            limits=SandboxLimits(timeout_seconds=1.0),
+        )
+        value = result.value
+        assert time.monotonic() - started < 5.0
+        assert (len(value), value[0] == list(range(100000)), value[0] is value[299]) == (
+            300,
+            True,
+            True,
+        )
+
+    def test_levels_below_a_shared_view_count_where_it_is_reached_again(self) -> None:
+        """Held: a view whose values hold 40 levels, placed again 30 lists down, is refused at
+        the cap (its height counts where it is reached again)."""
+        view = {"k": nested_lists(40)}.values()
+        with pytest.raises(NonSerializableResultError, match="nested more than 64 levels deep"):
+            rebuild([view, _wrapped(view, 30)], "the value")
+        assert rebuild([view, _wrapped(view, 10)], "the value")[0] == [nested_lists(40)]
