@@ -51,6 +51,7 @@ from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._protocol import dump_line, parse_line
 from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.errors import NonSerializableResultError
+from recurgent.outcome import Outcome
 from recurgent.program import Program
 from recurgent.testing import ScriptedProvider
 from specs.sandbox.support import Host, execute, nested_lists
@@ -234,3 +235,52 @@ class TestADictViewIsCopiedOnce:
         with pytest.raises(NonSerializableResultError, match="nested more than 64 levels deep"):
             rebuild([view, _wrapped(view, 30)], "the value")
         assert rebuild([view, _wrapped(view, 10)], "the value")[0] == [nested_lists(40)]
+
+
+def _tuple_dag(levels: int) -> Any:
+    """``t = (t, t)`` ``levels`` times: 2**levels paths, ``levels + 1`` parts."""
+    dag: Any = ()
+    for _ in range(levels):
+        dag = (dag, dag)
+    return dag
+
+
+class TestHeightsHeld:
+    """Held: ADR 0156's memo and heights against shared and deep immutable parts."""
+
+    def test_a_tuple_dag_is_rebuilt_once_a_part(self) -> None:
+        """Payload: ``t = (t, t)`` 60 times (2**60 paths). Rebuilt once a part (ended within a
+        generous bound), both halves one object in the copy."""
+        started = time.monotonic()
+        built = rebuild(_tuple_dag(60), "the value")
+        assert time.monotonic() - started < 5.0
+        assert built[0] is built[1]
+
+    @pytest.mark.parametrize("shape", ["tuple", "frozenset key", "exception", "Outcome"])
+    def test_a_deep_immutable_part_reached_again_deeper(self, shape: str) -> None:
+        """Payload: a 40-level tuple chain inside ``shape``, placed at the top and again 27
+        lists down (a dict key for the frozenset). Refused at 64 levels."""
+        chain: Any = ()
+        for _ in range(40):
+            chain = (chain,)
+        part: Any = {
+            "tuple": chain,
+            "frozenset key": frozenset([chain]),
+            "exception": ValueError(chain),
+            "Outcome": Outcome.ok(chain),
+        }[shape]
+        value: Any = (
+            {part: _wrapped(part, 27)} if shape == "frozenset key" else [part, _wrapped(part, 27)]
+        )
+        with pytest.raises(NonSerializableResultError, match="nested more than 64 levels deep"):
+            rebuild(value, "the value")
+
+    def test_a_list_cycle_through_a_tuple_commits(self) -> None:
+        """Payload: ``l = []; t = (l,); l.append(t)``, returned as ``[t, t]``. Rebuilt: the
+        tuple is one object placed twice and its list holds a tuple holding that list."""
+        cycle: list[Any] = []
+        pair = (cycle,)
+        cycle.append(pair)
+        built = rebuild([pair, pair], "the value")
+        assert built[0] is built[1]
+        assert built[0][0][0][0] is built[0][0]

@@ -293,9 +293,9 @@ class _Rebuilder:
             # 300 times, 8.6 s past a one-second deadline (red team R30).
             outer, self._reach = self._reach, depth
             items = list(kind.__iter__(value))  # type: ignore[attr-defined]
-            built = [self.value(item, Where(where, i), depth + 1) for i, item in enumerate(items)]
-            self._built(value, built, depth, outer)
-            return built
+            listed = [self.value(item, Where(where, i), depth + 1) for i, item in enumerate(items)]
+            self._built(value, listed, depth, outer)
+            return listed
         if issubclass(kind, BaseException) and kind.__module__ == "builtins":
             return self._exception(value, kind, where, depth)
         reduced = self._reduce(value, kind, where, depth)
