@@ -18,6 +18,11 @@ Broken, and fixed:
   returned as ``[v] * 300``, took 8.6 s past a one-second deadline (``[v] * 10**7`` would not
   end). Fixed in ``_boundary._Rebuilder.value``: a view is memoized once built, with its
   height; placed twice it is one list in the copy (it was two equal lists).
+- **A frozenset DAG copied once a path on the way in.** ``_inbound`` memoized tuples and
+  Outcomes, not sets: a child's answer of ``f = frozenset([f, frozenset([f, k])])`` 18 times
+  took 1.3 s to reach the reading program, twice that a level more (30 times, 60 levels the
+  boundary keeps shared, ran to the reading attempt's deadline). Fixed: sets and frozensets are
+  memoized there by the tuples' rule.
 
 Left (strict xfail, proposed fix in the spec):
 
@@ -47,6 +52,7 @@ from recurgent import Agent
 from recurgent._execution import ExecutionInputs
 from recurgent._journal import Journal
 from recurgent._sandbox import SandboxLimits, rebuild
+from recurgent._sandbox._inbound import inbound
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._protocol import dump_line, parse_line
 from recurgent._worker._supervisor import WorkerSupervisor
@@ -284,3 +290,28 @@ class TestHeightsHeld:
         built = rebuild([pair, pair], "the value")
         assert built[0] is built[1]
         assert built[0][0][0][0] is built[0][0]
+
+
+class TestAnInboundCopyVisitsAFrozensetOnce:
+    """Fixed: another agent's frozenset DAG is copied once a part on the way in."""
+
+    def test_a_frozenset_dag_from_a_child(self) -> None:
+        """Payload: a child's answer ``f = frozenset([f, frozenset([f, k])])`` 30 times (60
+        levels, what the boundary keeps shared). Before: copied once a path by ``inbound``
+        (18 levels 1.3 s, twice that a level more; 30 would run to the reading attempt's
+        deadline). Now: each part once, fewer values than one deadline check's 4 096."""
+        dag: Any = frozenset()
+        for k in range(30):
+            dag = frozenset([dag, frozenset([dag, k])])
+        answer = rebuild(Outcome.ok(dag), "the answer")
+        ticks: list[int] = []
+
+        def tick() -> None:
+            ticks.append(1)
+            if len(ticks) > 10:
+                raise TimeoutError("copied once a path")
+
+        received = inbound(answer, lambda _: None, tick).value
+        # A frozenset's hash is cached and made from its members': equal hashes in linear
+        # time (== of two unshared copies would compare once a path).
+        assert (ticks, type(received), hash(received) == hash(dag)) == ([], frozenset, True)
