@@ -113,8 +113,14 @@ class _Inbound:
             built.extend([self.value(item, depth) for item in list(value)])
             return built
         if kind is set or kind is frozenset:
-            # Members are hashable (nothing mutable inside), but an agent may be one.
-            return kind(self.value(item, depth) for item in value)
+            # Members are hashable (nothing mutable inside), but an agent may be one. Memoized
+            # once built, as tuples are: the boundary keeps a DAG of frozensets shared (ADR
+            # 0156), and 18 levels of ``f = frozenset([f, frozenset([f, k])])`` took 1.3 s
+            # here, twice that a level more (red team R30).
+            members = kind(self.value(item, depth) for item in value)
+            if len(members) > _SMALL or any(type(item) not in SCALAR_TYPES for item in members):
+                self._memo[id(value)] = members
+            return members
         if kind is bytearray:
             return bytearray(value)
         if kind is tuple or (issubclass(kind, tuple) and hasattr(kind, "_fields")):

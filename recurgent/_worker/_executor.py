@@ -630,6 +630,13 @@ def _bounded_output(stdout: str, limit: int) -> str:
     encoded = stdout.encode("utf-8", "replace")
     if len(encoded) <= most:
         return stdout
+    # A character past U+FFFF may have been two lone surrogates in the worker, which the
+    # collector counted as one byte each ("?") and the JSON line joined into one character:
+    # counted here at those two bytes, or an honest program's 32 768 printed pairs were cut
+    # to a quarter (red team R30).
+    astral = len(stdout.encode("utf-16-le", "replace")) // 2 - len(stdout)
+    if len(encoded) - 2 * astral <= most:
+        return stdout
     return encoded[:limit].decode("utf-8", "ignore") + marker
 
 
