@@ -52,6 +52,7 @@ from recurgent import Agent
 from recurgent._execution import ExecutionInputs
 from recurgent._journal import Journal
 from recurgent._sandbox import SandboxLimits, rebuild
+from recurgent._sandbox._boundary import PLAIN_SUFFIX
 from recurgent._sandbox._inbound import inbound
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._protocol import dump_line, parse_line
@@ -94,40 +95,34 @@ def _agent(programs: dict[str, str]) -> Agent:
     )
 
 
-_PROPOSED = (
-    "a patch to memory's container counts from the deepest place memory reaches it: "
-    "Journal.prepare, when it has in-place patches, measures once a commit the deepest level "
-    "of each patched container below memory's top-level values (one walk, memoized by id, "
-    "cycles adding no level) and refuses a patch whose items' height plus that level passes "
-    "64; the placement of memory's value below the top measures it with the commit's patches"
-)
-
-
 class TestAPatchCountsEveryPlaceOfItsContainer:
-    """Left: a patched container is counted only at the path the attempt reached it by."""
+    """Fixed: a patched container is counted at the deepest place memory holds it after the
+    commit (``_levels.deep_patch``, ADR 0161)."""
 
-    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
     def test_a_shared_container_patched_through_its_shallow_place(self) -> None:
         """Memory: ``z`` an empty list, ``b`` 60 lists above ``z`` (the same object, as an
         earlier ``context['b'] = [[...[context['z']]...]]`` commits it). Payload:
-        ``context['z'].append(<62 lists>)``. Before and now: committed (counted 63 below
-        ``z``), ``b`` then holds 124 levels. Should be refused."""
+        ``context['z'].append(<62 lists>)``. Before: committed (counted from ``z``'s place at
+        the top), ``b`` then held 123 lists. Now: refused (``z`` sits 60 levels down in ``b``),
+        ``b`` unchanged at 61 lists."""
         shared: list[Any] = []
         memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
         journal = Journal(memory)
         journal.view["z"].append(nested_lists(61))
-        refused = False
-        try:
+        with pytest.raises(NonSerializableResultError) as refused:
             journal.prepare(rebuild).apply(memory)
-        except NonSerializableResultError:
-            refused = True
-        assert (refused, _longest(memory["b"])) == (True, 61)
+        assert (str(refused.value), _longest(memory["b"]), memory["z"]) == (
+            "context['z'] with its new items, held 60 levels below memory's top, is nested more "
+            f"than 64 levels deep; {PLAIN_SUFFIX}",
+            61,
+            [],
+        )
 
-    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
     def test_placed_and_patched_in_one_commit(self) -> None:
         """Memory: ``a`` 41 levels. Payload, one call: ``context['b'] = <20 lists around
-        context['a']>`` and an append of 20 levels at ``a``'s innermost list. Before and now:
-        both fit where they were made (61 and 62 levels), ``b`` holds 82. Should be refused."""
+        context['a']>`` and an append of 20 levels at ``a``'s innermost list. Before: both fit
+        where they were made (61 and 62 levels), ``b`` held 82. Now: refused, the placement
+        counted with the commit's patch; memory unchanged."""
         memory: dict[str, Any] = {"a": nested_lists(40)}
         journal = Journal(memory)
         view = journal.view
@@ -141,15 +136,15 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
             journal.prepare(rebuild).apply(memory)
         except NonSerializableResultError:
             refused = True
-        assert refused, f"stored {_longest(memory['b'])} levels"
+        assert (refused, sorted(memory), _longest(memory["a"])) == (True, ["a"], 41)
 
-    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
     def test_rounds_of_calls_grow_a_key_without_bound(self) -> None:
         """Payload: ``context['z0'] = []``; ``context['b'] = <60 lists around
         context['z0']>``; then ten rounds of ``context['z<k+1>'] = []`` and
-        ``context['z<k>'].append(<62 lists around context['z<k+1>']>)``. Before and now: every
-        call ``ok``, ``b`` grows 63 levels a round (1 321 after twenty; reading it raised
-        ``RecursionError``). Should stay within 64."""
+        ``context['z<k>'].append(<62 lists around context['z<k+1>']>)``. Before: every call
+        ``ok``, ``b`` grew 63 levels a round (1 321 after twenty; reading it raised
+        ``RecursionError``). Now: every ``grow`` refused, ``b`` stays at 61 lists and ``z0``
+        empty."""
         agent = _agent(
             {
                 "setup": "context['z0'] = []\ncontext['k'] = 0\nreturn 1",
@@ -163,10 +158,17 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
         )
         agent.setup()
         agent.share()
+        grown = []
         for _ in range(10):
             agent.fresh()
-            agent.grow()
-        assert _longest(agent.runtime_context["b"]) <= 64
+            grown.append(agent.grow().error_type)
+        memory = agent.runtime_context
+        assert (grown, _longest(memory["b"]), memory["k"], memory["z0"]) == (
+            ["non_serializable_result"] * 10,
+            61,
+            0,
+            [],
+        )
 
 
 def _through_the_parent(source: str) -> str:

@@ -30,7 +30,9 @@ from recurgent._journal._shared import (
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Path, Rebuild, Writes
+from recurgent._levels import MAX_DEPTH, deep_patch, deep_place
 from recurgent._where import Location, where_in_memory
+from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
 __all__ = ["Journal"]
@@ -409,6 +411,7 @@ class Journal:
             )
         if may_delete:
             writes.delete.extend(key for key in base if not dict.__contains__(view, key))
+        refuse = rebuild
         copied = self._copied
         if copied:
             # The patch makers call rebuild themselves: each of their calls shares the table.
@@ -428,9 +431,30 @@ class Journal:
                     writes.patches.append(factory_patch(entry, resolve))
             if patch is not None:
                 writes.patches.append(patch)
+        if writes.patches:
+            # Only a commit that patches memory in place walks it (ADR 0161).
+            self._refuse_deep_patch(writes, refuse)
         if self._after:
             writes.after.extend(self._after)
         return writes
+
+    def _refuse_deep_patch(self, writes: Writes, rebuild: Rebuild) -> None:
+        """Refuse the commit when a patch's new items would sit past the nesting cap at the
+        deepest place memory holds the patched container once the commit is applied (a patch
+        counted only from the place the program reached the container by grew another key
+        holding it 63 levels a round, red team R30)."""
+        found = deep_patch(self._base, writes.set, writes.delete, writes.patches)
+        if found is None:
+            return
+        where = deep_place(*found)
+        # The caller's rebuild refuses it, with the message and suffix of its own cap.
+        rebuild([], where, resolve=_new, depth=MAX_DEPTH + 1)
+        raise NonSerializableResultError(f"{where} is nested more than {MAX_DEPTH} levels deep")
+
+
+def _new(value: Any) -> None:
+    """A resolver for which nothing is memory's."""
+    return None
 
 
 def _measuring(rebuild: Rebuild, table: dict[int, int]) -> Rebuild:

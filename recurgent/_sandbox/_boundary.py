@@ -42,6 +42,7 @@ from recurgent._journal._shared import (
     is_plain_factory,
     plain_factory,
 )
+from recurgent._levels import MAX_DEPTH, SCALAR_TYPES, parts as _parts
 from recurgent._sandbox._decimal_operands import SandboxDecimal
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
@@ -63,13 +64,11 @@ __all__ = [
     "rebuild",
 ]
 
-MAX_DEPTH = 64
 #: How a refusal of a value leaving the sandbox ends (``rebuild``'s default suffix).
 PLAIN_SUFFIX = (
     "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) can leave the "
     "sandbox"
 )
-SCALAR_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
 KEPT_TYPES = KEPT_ATOM_KINDS | {decimal.Decimal, fractions.Fraction}
 # Host subclasses of these (the sandbox's checked numbers) run no generated code either.
 _KEPT_BASES = (
@@ -125,22 +124,6 @@ class Attribution:
     tool_role: str
     method_name: str
     forwarded: Mapping[int, tuple[Outcome, Outcome]] = field(default_factory=dict)
-
-
-def _parts(node: Any) -> Any:
-    """The parts of plain data ``node`` the nesting cap counts below it, or ``None`` for a leaf
-    (the rebuild's containers: dicts' keys and values, sequences, sets, an Outcome's value and
-    metadata, an exception's arguments)."""
-    kind = type(node)
-    if isinstance(node, dict):
-        return [*dict.keys(node), *dict.values(node)]
-    if isinstance(node, list | tuple | set | frozenset | collections.deque):
-        return node
-    if kind is Outcome:
-        return (node.value, node.metadata)
-    if isinstance(node, BaseException):
-        return BaseException.__dict__["args"].__get__(node, kind)
-    return None
 
 
 _OPEN = -1  # a part whose height is still being measured: reaching it again closes a cycle
