@@ -83,10 +83,13 @@ def deep_patch(
     written: Mapping[Any, Any],
     deleted: Iterable[Any],
     patches: Sequence[Patch],
+    *,
+    most: int = MAX_DEPTH,
 ) -> tuple[Patch, int] | None:
-    """The first patch whose new items would sit more than :data:`MAX_DEPTH` levels below the
-    top of ``memory`` once the commit is applied (``written`` set, ``deleted`` removed, every
-    patch applied), with the deepest level its container sits at there; ``None`` when all fit.
+    """The first patch whose new items would put a non-scalar more than ``most`` levels below
+    the top of ``memory`` once the commit is applied (``written`` set, ``deleted`` removed,
+    every patch applied), with the deepest level its container sits at there; ``None`` when
+    all fit. ``most``: the rebuild's cap, or one less for a worker's encoder (ADR 0152).
 
     Each patched container is counted at the deepest place any of memory's top-level values
     holds it after the commit (a value written in the same commit may place it deeper, and so
@@ -116,7 +119,7 @@ def deep_patch(
         if type(top) in SCALAR_TYPES:
             continue
         _, deepest, patch, level = _walk(top, memo, after, fresh, blamed)
-        if deepest > MAX_DEPTH:
+        if deepest > most:
             return patch, level
     return None
 

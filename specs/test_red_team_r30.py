@@ -48,11 +48,12 @@ from typing import Any, cast
 
 import pytest
 
-from recurgent import Agent
+from recurgent import Agent, _levels as levels
 from recurgent._execution import ExecutionInputs
-from recurgent._journal import Journal
+from recurgent._journal import Journal, _core as core
 from recurgent._sandbox import SandboxLimits, rebuild
 from recurgent._sandbox._boundary import PLAIN_SUFFIX
+from recurgent._sandbox._forwarding import MEMORY_SUFFIX
 from recurgent._sandbox._inbound import inbound
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._protocol import dump_line, parse_line
@@ -137,6 +138,30 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
         except NonSerializableResultError:
             refused = True
         assert (refused, sorted(memory), _longest(memory["a"])) == (True, ["a"], 41)
+
+    def test_placed_by_one_patch_and_patched_by_another(self) -> None:
+        """Memory: ``w`` an empty list, ``p`` 30 lists above an empty list ``q``. Payload, one
+        call: ``q.append(context['w'])`` and ``context['w'].append(<40 lists>)``. Each patch
+        fits where it was made (``w`` 31 levels down, then 41 below the top); together ``p``
+        would hold 72 lists. Refused: ``w`` counted where the other patch places it, memory
+        unchanged."""
+        w: list[Any] = []
+        memory: dict[str, Any] = {"w": w, "p": _wrapped([], 30)}
+        journal = Journal(memory)
+        view = journal.view
+        q = view["p"]
+        for _ in range(29):
+            q = q[0]
+        q[0].append(view["w"])
+        view["w"].append(nested_lists(39))
+        with pytest.raises(NonSerializableResultError) as refused:
+            journal.prepare(rebuild).apply(memory)
+        assert (str(refused.value), _longest(memory["p"]), w) == (
+            "context['w'] with its new items, held 31 levels below memory's top, is nested more "
+            f"than 64 levels deep; {PLAIN_SUFFIX}",
+            31,
+            [],
+        )
 
     def test_rounds_of_calls_grow_a_key_without_bound(self) -> None:
         """Payload: ``context['z0'] = []``; ``context['b'] = <60 lists around
@@ -317,3 +342,142 @@ class TestAnInboundCopyVisitsAFrozensetOnce:
         # A frozenset's hash is cached and made from its members': equal hashes in linear
         # time (== of two unshared copies would compare once a path).
         assert (ticks, type(received), hash(received) == hash(dag)) == ([], frozenset, True)
+
+
+def _through_a_workers_parent(memory: dict[str, Any], source: str) -> Any:
+    """The result of a worker's honest answer for ``source`` over ``memory``, committed by the
+    parent into ``memory`` (the child's steps in this process, ``worker_answer``). The child's
+    copy of memory is a tree: only the parent sees that two keys hold one container."""
+    answer = parse_line(dump_line(worker_answer(memory, source)))
+    executor = ProcessExecutor(cast(WorkerSupervisor, ReplyingSupervisor(answer)))
+    host = Host(memory=memory)
+    return executor.run(
+        Program(code=source),
+        ExecutionInputs(memory=host.memory),
+        SandboxLimits(timeout_seconds=5.0),
+        host.bridge(),
+    )
+
+
+_APPEND_62 = "y = []\nfor _ in range(61):\n    y = [y]\ncontext['z'].append(y)\nreturn 1"
+
+
+class TestAWorkersPatchCountsEveryPlaceOfItsContainer:
+    """Fixed: the worker's parent counts a patch of the host's container as the journal does
+    (``_levels.deep_patch``, ADR 0161)."""
+
+    def test_a_shared_container_patched_through_a_worker(self) -> None:
+        """Host memory: ``z`` an empty list, ``b`` 60 lists above the same ``z``. Payload
+        through a worker: ``context['z'].append(<62 lists>)``. The child's tree copy fits (62
+        levels below its own ``z``). Before: the parent patched the host's ``z``, ``b`` then
+        held 123 lists. Now: refused as memory's nesting refusal, the host's memory
+        unchanged."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
+        result = _through_a_workers_parent(memory, _APPEND_62)
+        assert (type(result.error), str(result.error), _longest(memory["b"]), shared) == (
+            NonSerializableResultError,
+            "context['z'] with its new items, held 60 levels below memory's top, is nested more "
+            f"than 64 levels deep; {MEMORY_SUFFIX}",
+            61,
+            [],
+        )
+
+    def test_the_same_patch_within_the_encoders_levels_commits(self) -> None:
+        """Held: with ``z`` held 1 level down in ``b`` instead, the same append (a list 63
+        levels below memory's top, the deepest a worker's encoder carries) commits in place:
+        ``z`` keeps its identity and ``b`` holds 64 lists."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 1)}
+        result = _through_a_workers_parent(memory, _APPEND_62)
+        assert (result.error, memory["z"] is shared, len(shared), _longest(memory["b"])) == (
+            None,
+            True,
+            1,
+            64,
+        )
+
+    def test_one_level_deeper_is_refused_as_the_encoder_would(self) -> None:
+        """``z`` held 2 levels down: the append would put a list 64 levels below memory's top,
+        which a worker's encoder refuses (ADR 0152), so memory could not be sent to a worker
+        again: refused by the parent (in process, where the cap is 64, it commits)."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 2)}
+        result = _through_a_workers_parent(memory, _APPEND_62)
+        assert (str(result.error), _longest(memory["b"]), shared) == (
+            "context['z'] with its new items, held 2 levels below memory's top, is nested more "
+            f"than 64 levels deep; {MEMORY_SUFFIX}",
+            3,
+            [],
+        )
+        here: dict[str, Any] = {"z": [], "b": []}
+        here["b"] = _wrapped(here["z"], 2)
+        journal = Journal(here)
+        journal.view["z"].append(nested_lists(61))
+        journal.prepare(rebuild).apply(here)
+        assert _longest(here["b"]) == 65
+
+
+class TestAPatchWalksMemoryOnlyWhenItCanAddALevel:
+    """The patch levels' walk (``_levels.deep_patch``) costs nothing on the common path and
+    one walk a commit otherwise (ADR 0161). Counted, not timed."""
+
+    @staticmethod
+    def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+        counts = {"deep_patch": 0, "walk": 0, "parts": 0}
+
+        def counted(name: str, function: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                counts[name] += 1
+                return function(*args, **kwargs)
+
+            return call
+
+        monkeypatch.setattr(core, "deep_patch", counted("deep_patch", levels.deep_patch))
+        monkeypatch.setattr(levels, "_walk", counted("walk", levels._walk))
+        monkeypatch.setattr(levels, "parts", counted("parts", levels.parts))
+        return counts
+
+    def test_a_persisted_counter_never_calls_it(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Payload: ``context['value'] = context.get('value', 0) + 1`` three times (the hot
+        benchmark's call): no patch, so ``deep_patch`` is not called."""
+        counts = self._counting(monkeypatch)
+        agent = _agent({"count": "context['value'] = context.get('value', 0) + 1\nreturn 1"})
+        for _ in range(3):
+            agent.count()
+        assert (agent.runtime_context["value"], counts) == (
+            3,
+            {"deep_patch": 0, "walk": 0, "parts": 0},
+        )
+
+    def test_appending_scalars_walks_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Payload: 1 000 ints and strings appended to a memory list and set in a memory dict
+        shared by another key: scalars add no level, so nothing is walked."""
+        counts = self._counting(monkeypatch)
+        shared: dict[str, Any] = {"log": []}
+        memory: dict[str, Any] = {"d": shared, "b": _wrapped(shared, 63)}
+        journal = Journal(memory)
+        for i in range(1000):
+            journal.view["d"]["log"].append(i)
+            journal.view["d"][str(i)] = "x"
+        journal.prepare(rebuild).apply(memory)
+        assert (len(shared), len(shared["log"]), counts) == (
+            1001,
+            1000,
+            {"deep_patch": 1, "walk": 0, "parts": 0},
+        )
+
+    def test_a_thousand_appends_are_one_walk(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Payload: ``context['items'].append([i])`` 1 000 times on a 100 000-int memory list.
+        One walk: the list once (as the commit leaves it) and each appended list once."""
+        counts = self._counting(monkeypatch)
+        memory: dict[str, Any] = {"items": list(range(100000)), "n": 0}
+        journal = Journal(memory)
+        for i in range(1000):
+            journal.view["items"].append([i])
+        journal.prepare(rebuild).apply(memory)
+        assert (len(memory["items"]), memory["items"][-1], counts) == (
+            101000,
+            [999],
+            {"deep_patch": 1, "walk": 1, "parts": 1001},
+        )
