@@ -154,54 +154,59 @@ def _walk(
     blamed: dict[int, Patch],
 ) -> _Walked:
     """What the walk keeps of ``root`` (``_Walked``): every part once, kept in ``memo`` by id,
-    iteratively (memory may be deeper than the stack)."""
+    iteratively (memory may be deeper than the stack). A container of scalars only is a leaf,
+    told at C speed (most of memory's lists and records end in one)."""
     known = memo.get(id(root))
     if known is not None:
         return known
-    below = _below(root, after)
-    if below is None:
-        memo[id(root)] = _LEAF
-        return _LEAF
     memo[id(root)] = _OPEN
-    # Frames of [node, its parts still to see, height, deepest, its patch, level, new items].
-    stack: list[list[Any]] = [[root, iter(below), 0, -1, None, 0, fresh.get(id(root))]]
+    stack: list[list[Any]] = [_frame(root, after, fresh)]
     while stack:
         frame = stack[-1]
         for part in frame[1]:
             if type(part) in SCALAR_TYPES:
                 continue
-            entry = memo.get(id(part))
+            key = id(part)
+            entry = memo.get(key)
             if entry is None:
-                below = _below(part, after)
-                if below is not None:
-                    memo[id(part)] = _OPEN
-                    stack.append([part, iter(below), 0, -1, None, 0, fresh.get(id(part))])
+                patched = after.get(key)
+                below = parts(part if patched is None else patched)
+                if below is not None and not set(map(type, below)) <= SCALAR_TYPES:
+                    memo[key] = _OPEN
+                    stack.append([part, iter(below), 0, -1, None, 0, fresh.get(key)])
                     break
-                memo[id(part)] = entry = _LEAF
-            if entry is not _OPEN:
-                _absorb(frame, part, entry, blamed)
+                memo[key] = entry = _LEAF
+            elif entry is _OPEN:
+                continue  # a cycle back to a part being walked: no level
+            if entry is _LEAF and frame[6] is None:
+                if frame[2] == 0:
+                    frame[2] = 1  # _absorb, inlined for the most common part
+            else:
+                _absorb(frame, key, entry, blamed)
         else:
             stack.pop()
             done: _Walked = (frame[2], frame[3], frame[4], frame[5])
             memo[id(frame[0])] = done
             if stack:
-                _absorb(stack[-1], frame[0], done, blamed)
+                _absorb(stack[-1], id(frame[0]), done, blamed)
     return memo[id(root)]
 
 
-def _below(node: Any, after: dict[int, Any]) -> Any:
+def _frame(node: Any, after: dict[int, Any], fresh: dict[int, set[int]]) -> list[Any]:
+    """[node, its parts still to see, height, deepest, its patch, level, its new items]."""
     patched = after.get(id(node))
-    return parts(node) if patched is None else parts(patched)
+    below = parts(node if patched is None else patched)
+    return [node, iter(() if below is None else below), 0, -1, None, 0, fresh.get(id(node))]
 
 
-def _absorb(frame: list[Any], part: Any, entry: _Walked, blamed: dict[int, Patch]) -> None:
-    """Count a walked ``part`` one level below ``frame``'s node."""
+def _absorb(frame: list[Any], key: int, entry: _Walked, blamed: dict[int, Patch]) -> None:
+    """Count a walked part (``key``, its id) one level below ``frame``'s node."""
     height, deepest, patch, level = entry
     if height >= frame[2]:
         frame[2] = height + 1
     if deepest >= 0 and deepest >= frame[3]:
         frame[3], frame[4], frame[5] = deepest + 1, patch, level + 1
     new = frame[6]
-    if new is not None and id(part) in new and height + 1 > frame[3]:
+    if new is not None and key in new and height >= frame[3]:
         # A new item of this node's patch: its levels count from the node.
         frame[3], frame[4], frame[5] = height + 1, blamed[id(frame[0])], 0

@@ -24,16 +24,20 @@ Broken, and fixed:
   boundary keeps shared, ran to the reading attempt's deadline). Fixed: sets and frozensets are
   memoized there by the tuples' rule.
 
-Left (strict xfail, proposed fix in the spec):
-
-- **An in-place patch counts only the path it was made through.** A container memory holds
+- **An in-place patch counted only the path it was made through.** A container memory holds
   at several places (memory's value placed in another key by an earlier call, which commits
-  memory's own object) is patched in place through its shallow place: the patch's items are
+  memory's own object) was patched in place through its shallow place: the patch's items were
   counted from there, not from the deepest place memory reaches the container. Twenty rounds
   of "append a 62-level chain ending in memory's next ``z`` to memory's ``z``" stored 1 321
   levels under a key that holds ``z0`` 60 levels down; reading it then raised
   ``RecursionError`` (ADR 0152's symptom through another door). The same within one commit:
-  memory's 41-level value placed 20 lists down in a new key and patched at its innermost list.
+  memory's 41-level value placed 20 lists down in a new key and patched at its innermost list;
+  and a worker's parent patched the host's shared container the same way (the worker's copy
+  of memory is a tree). Fixed (ADR 0161): ``_levels.deep_patch``, called by
+  ``Journal.prepare`` and by the worker's parent when a commit patches memory, walks memory as
+  the commit leaves it once and refuses a patch whose new items pass the cap at the deepest
+  place its container sits (a worker's parent at the encoder's 63 levels); a commit without
+  a patch that writes a non-scalar walks nothing (counted here).
 
 Held (pinned here): a DAG of tuples, frozensets, Outcomes and exceptions is rebuilt once a part
 (ended within a generous bound) and its shared part stays one object; a deep tuple, frozenset,
