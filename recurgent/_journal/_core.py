@@ -392,7 +392,9 @@ class Journal:
         """The attempt's writes, every new value rebuilt as plain data.
 
         Raises:
-            NonSerializableResultError: (from ``rebuild``) a written value is not plain data.
+            NonSerializableResultError: (from ``rebuild``) a written value is not plain data,
+                or a patch's new items would pass the nesting cap at the deepest place memory
+                holds their container once the commit is applied (ADR 0161).
         """
         view, base = self.view, self._base
         resolve = self._resolver()

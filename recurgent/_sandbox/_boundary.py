@@ -15,7 +15,9 @@ R5 and R6):
   refused with :class:`~recurgent.errors.NonSerializableResultError`;
 * a value nested more than :data:`MAX_DEPTH` levels is refused, counted along its longest path:
   each part is copied once, keeps its height, and counts it again wherever it is reached deeper
-  (a part memory holds is measured the same way); a cycle adds no level (ADR 0156).
+  (a part memory holds is measured the same way); a cycle adds no level (ADR 0156). What counts
+  as a level is :func:`recurgent._levels.parts`; an in-place patch's items are counted again
+  at the deepest place memory holds their container by the journal (ADR 0161).
 
 Nothing here calls a method defined by generated code (no ``repr``, ``==``, ``hash``, ``len``,
 ``iter``, ``bool``), so host code that reads a rebuilt value later (history, logs, contract
