@@ -485,3 +485,32 @@ class TestAPatchWalksMemoryOnlyWhenItCanAddALevel:
             [999],
             {"deep_patch": 1, "walk": 1, "parts": 1001},
         )
+
+
+class TestThePatchWalkHeld:
+    """Held: the walk of ``_levels.deep_patch`` keeps what ADR 0156 keeps."""
+
+    def test_a_patch_closing_a_cycle_commits(self) -> None:
+        """Memory: ``z`` an empty list, ``b`` 60 lists above it. Payload:
+        ``context['z'].append(context['b'])`` (61 levels below ``z``, then a cycle back to
+        it). The cycle adds no level: committed, ``z`` holds memory's own ``b``."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
+        journal = Journal(memory)
+        journal.view["z"].append(journal.view["b"])
+        journal.prepare(rebuild).apply(memory)
+        assert (len(shared), shared[0] is memory["b"]) == (1, True)
+
+    def test_memory_deeper_than_the_stack_is_walked(self) -> None:
+        """Memory the host built 100 000 lists deep beside a ``log``. Payload:
+        ``context['log'].append([1])``. The walk is iterative: no ``RecursionError``, the
+        append commits (the log is at the top)."""
+        deep: list[Any] = []
+        for _ in range(100000):
+            deep = [deep]
+        log: list[Any] = []
+        memory: dict[str, Any] = {"deep": deep, "log": log}
+        journal = Journal(memory)
+        journal.view["log"].append([1])
+        journal.prepare(rebuild).apply(memory)
+        assert log == [[1]]
