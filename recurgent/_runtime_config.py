@@ -100,6 +100,9 @@ def _shown(value: Any) -> str:
 def _bool(name: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
+    if type(value) is int and value in (0, 1):
+        # The error below offers 1 and 0: the numbers are taken as the words are.
+        return value == 1
     if isinstance(value, str):
         word = value.strip().lower()
         if word in _TRUE:

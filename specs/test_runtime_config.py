@@ -82,6 +82,13 @@ class TestConfigure:
         configure_runtime(role_profile_enforcement_enabled=word)
         assert runtime_config()["role_profile_enforcement_enabled"] is expected
 
+    @pytest.mark.parametrize(("number", "expected"), [(1, True), (0, False)])
+    def test_the_numbers_one_and_zero(self, number: int, expected: bool) -> None:
+        """``1`` and ``0`` in code are the words ``1`` and ``0`` (the refusal offers them; it
+        used to refuse the number ``1`` while naming it)."""
+        configure_runtime(promotion_enforcement_enabled=number)
+        assert runtime_config()["promotion_enforcement_enabled"] is expected
+
     def test_maintainers_from_a_string_or_a_list(self) -> None:
         """Maintainers are lower-cased, stripped and de-duplicated, in order."""
         configure_runtime(authority_maintainers=" Alice, bob ,alice,, ")
@@ -124,7 +131,8 @@ class TestConfigure:
         ("setting", "value", "message"),
         [
             ("promotion_enforcement_enabled", "maybe", "promotion_enforcement_enabled must be"),
-            ("promotion_enforcement_enabled", 1, "promotion_enforcement_enabled must be"),
+            ("promotion_enforcement_enabled", 2, "promotion_enforcement_enabled must be"),
+            ("promotion_enforcement_enabled", 1.0, "promotion_enforcement_enabled must be"),
             ("content_store_max_entries", 0, "content_store_max_entries must be an int > 0"),
             ("content_store_max_entries", True, "content_store_max_entries must be an int > 0"),
             ("content_store_max_bytes", "lots", "content_store_max_bytes must be an int > 0"),

@@ -63,6 +63,12 @@ class SandboxType(type):
         bases = tuple(SandboxInt if base in _INT_BASES else base for base in bases)
         bases = tuple(_SUBSTITUTED_BASES.get(base, base) for base in bases)
         for base in bases:
+            if not isinstance(base, type):
+                # The sandbox's checked constructors (bytes, bytearray, range, ...) are
+                # functions: Python's own error then says issubclass() wants a class.
+                named = getattr(base, "__name__", None)
+                shown = named if type(named) is str else f"an object of type {type(base).__name__}"
+                raise TypeError(_refusal(name, shown))
             allowed = (
                 isinstance(base, SandboxType)
                 or base in _ALLOWED_BASES
@@ -70,15 +76,19 @@ class SandboxType(type):
                 or (issubclass(base, BaseException) and base.__module__ == "builtins")
             )
             if not allowed:
-                raise TypeError(
-                    f"class {name} may not derive from {base.__name__}; generated classes may "
-                    "derive from object, builtin containers and exceptions, namedtuples, "
-                    "typing's NamedTuple/TypedDict/Generic/Protocol, collections' Counter/"
-                    "OrderedDict/defaultdict/UserDict/UserList/UserString, json's "
-                    "JSONEncoder/JSONDecoder, HTMLParser or classes defined by the same code; "
-                    f"hold a {base.__name__} in an attribute instead (self.inner = ...)"
-                )
+                raise TypeError(_refusal(name, base.__name__))
         return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+def _refusal(name: str, base: str) -> str:
+    return (
+        f"class {name} may not derive from {base}; generated classes may "
+        "derive from object, builtin containers and exceptions, namedtuples, "
+        "typing's NamedTuple/TypedDict/Generic/Protocol, collections' Counter/"
+        "OrderedDict/defaultdict/UserDict/UserList/UserString, json's "
+        "JSONEncoder/JSONDecoder, HTMLParser or classes defined by the same code; "
+        f"hold a {base} in an attribute instead (self.inner = ...)"
+    )
 
 
 def is_sandbox_made(value: object) -> bool:

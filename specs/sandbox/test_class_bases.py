@@ -336,3 +336,27 @@ class TestRefusedBases:
         result = execute(source)
         assert isinstance(result.error, ExecutionError)
         assert result.error.line == 4
+
+    @pytest.mark.parametrize(
+        ("base", "shown"), [("bytes", "bytes"), ("bytearray", "bytearray"), ("len", "len")]
+    )
+    def test_a_checked_constructor_is_refused_by_name(self, base: str, shown: str) -> None:
+        """``class B(bytes)``: the sandbox's ``bytes`` is a checked function, not the class;
+        the refusal is the one every other base gets (it was Python's "issubclass() arg 1
+        must be a class")."""
+        source = f"class B({base}):\n    pass\n"
+        assert error_of(source) == (
+            "execution",
+            f"Execution error in tester.run: TypeError: class B may not derive from {shown}; "
+            "generated classes may derive from object, builtin containers and exceptions, "
+            "namedtuples, typing's NamedTuple/TypedDict/Generic/Protocol, collections' "
+            "Counter/OrderedDict/defaultdict/UserDict/UserList/UserString, json's "
+            "JSONEncoder/JSONDecoder, HTMLParser or classes defined by the same code; hold a "
+            f"{shown} in an attribute instead (self.inner = ...)",
+        )
+
+    def test_an_instance_as_a_base_is_named_as_an_object(self) -> None:
+        """``class A(3)`` names what it was given."""
+        assert error_of("class A(3):\n    pass\n")[1].startswith(
+            "Execution error in tester.run: TypeError: class A may not derive from an object of type int;"
+        )

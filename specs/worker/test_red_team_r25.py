@@ -109,7 +109,9 @@ def _shutdown(agent: Agent) -> None:
 # --- 1. The R22-R24 rules answer alike in a worker -------------------------------------------
 
 RULES: dict[str, str] = {
-    "repeat_star": "return len([*range(10**7)] * 20)",
+    # A million items unpacked, not ten: the same rule, and the in-process twin builds its list
+    # well inside the five-second deadline on a loaded machine (it timed out once).
+    "repeat_star": "return len([*range(10**6)] * 20)",
     "sep_list": "print('a', 'b', sep=[[1] * 1000] * 100000)\nreturn 1",
     "sep_wide": "print(*[''] * 10**6, sep='y' * 10**4)\nreturn 1",
     "str_star": "x = [[1] * 1000] * 100000\nreturn len(str(*[x]))",
@@ -121,7 +123,7 @@ RULES: dict[str, str] = {
 RULE_ANSWERS: dict[str, tuple[str, str | None, Any]] = {
     "repeat_star": (
         "resource_limit",
-        "Resource limit in probe.repeat_star: sequence repetition would create 200000000 "
+        "Resource limit in probe.repeat_star: sequence repetition would create 20000000 "
         "items; the sandbox limit is 10000000",
         None,
     ),
