@@ -58,17 +58,18 @@ class SandboxType(type):
     """Metaclass of every class generated code defines (RestrictedPython's ``__metaclass__``)."""
 
     def __new__(
-        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+        mcls, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwargs: Any
     ) -> SandboxType:
+        for given in bases:
+            if not isinstance(given, type):
+                # The sandbox's checked constructors (bytes, bytearray, range, ...) are
+                # functions: Python's own error then says issubclass() wants a class.
+                named = getattr(given, "__name__", None)
+                shown = named if type(named) is str else f"an object of type {type(given).__name__}"
+                raise TypeError(_refusal(name, shown))
         bases = tuple(SandboxInt if base in _INT_BASES else base for base in bases)
         bases = tuple(_SUBSTITUTED_BASES.get(base, base) for base in bases)
         for base in bases:
-            if not isinstance(base, type):
-                # The sandbox's checked constructors (bytes, bytearray, range, ...) are
-                # functions: Python's own error then says issubclass() wants a class.
-                named = getattr(base, "__name__", None)
-                shown = named if type(named) is str else f"an object of type {type(base).__name__}"
-                raise TypeError(_refusal(name, shown))
             allowed = (
                 isinstance(base, SandboxType)
                 or base in _ALLOWED_BASES

@@ -360,3 +360,10 @@ class TestRefusedBases:
         assert error_of("class A(3):\n    pass\n")[1].startswith(
             "Execution error in tester.run: TypeError: class A may not derive from an object of type int;"
         )
+
+    def test_an_unhashable_base_is_named_too(self) -> None:
+        """``class A([])`` is refused as not a class before any table is asked about it."""
+        assert error_of("class A([]):\n    pass\n")[1].startswith(
+            "Execution error in tester.run: TypeError: class A may not derive from an object "
+            "of type list;"
+        )
