@@ -21,10 +21,38 @@ from recurgent.outcome import Outcome
 if TYPE_CHECKING:
     from recurgent._journal._writes import Patch
 
-__all__ = ["MAX_DEPTH", "SCALAR_TYPES", "deep_patch", "deep_place", "parts"]
+__all__ = [
+    "MAX_DEPTH",
+    "PLACED_AGAIN",
+    "SCALAR_TYPES",
+    "MemoryShape",
+    "deep_patch",
+    "deep_place",
+    "parts",
+]
 
 MAX_DEPTH = 64
 SCALAR_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
+#: The key a rebuild sets in its commit's heights table (keyed by ids, which are never
+#: negative) when it places a part a second time: memory's own container at a new place, or a
+#: part the written value reaches twice. Memory may then hold a container at two places.
+PLACED_AGAIN = -1
+
+
+class MemoryShape:
+    """Whether an agent's memory may hold one container at two places (ADR 0161).
+
+    A memory that never did is a tree as far as a program could make it: the path a program
+    reached a container by is then its only place, and a patch counted along it needs no walk
+    of memory. The first commit that places a part again (:data:`PLACED_AGAIN`) sets
+    ``shared`` for good; every later commit that patches a container walks memory. Sharing
+    the host's own code builds into memory is not seen (the host is trusted).
+    """
+
+    __slots__ = ("shared",)
+
+    def __init__(self) -> None:
+        self.shared = False
 
 
 def parts(node: Any) -> Any:

@@ -514,3 +514,84 @@ class TestThePatchWalkHeld:
         journal.view["log"].append([1])
         journal.prepare(rebuild).apply(memory)
         assert log == [[1]]
+
+
+class TestATreeMemoryIsNotWalked:
+    """An agent's memory that never held a container at two places is a tree: a patch's path
+    is its container's only place, so its commit walks nothing (``MemoryShape``, ADR 0161).
+    The first commit that places a part again marks the memory for good; patches then walk.
+    Counted, not timed."""
+
+    RECORDS = "context['log'] = [{'id': i, 'tags': [i]} for i in range(1000)]\nreturn 1"
+    APPEND = "context['log'].append({'id': args[0], 'tags': [args[0]]})\nreturn 1"
+
+    @staticmethod
+    def _walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+        calls: list[int] = []
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            return levels.deep_patch(*args, **kwargs)
+
+        monkeypatch.setattr(core, "deep_patch", counted)
+        return calls
+
+    def test_appending_records_to_a_tree_walks_nothing(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A thousand records in memory, then three calls each appending a record (a dict
+        holding a list: it could add levels). Before (ADR 0161 without the shape): a walk of
+        memory a call, 2 000 parts each. Now: none, and the memory is still a tree."""
+        walks = self._walks(monkeypatch)
+        agent = _agent({"fill": self.RECORDS, "add": self.APPEND})
+        agent.fill()
+        for i in range(3):
+            assert agent.add(i).is_ok
+        assert (len(agent.runtime_context["log"]), walks, agent._runtime().memory_shape.shared) == (
+            1003,
+            [],
+            False,
+        )
+
+    @pytest.mark.parametrize(
+        "placing",
+        [
+            "context['b'] = [context['log']]",  # memory's own container below the top
+            "context['b'] = context['log'][0]",  # memory's inner container at a new key
+            "x = []\ncontext['b'] = [x, [x]]",  # a part the written value reaches twice
+            "context['log'][0]['again'] = context['log'][1]",  # a patch placing memory's own
+        ],
+    )
+    def test_a_part_placed_again_marks_the_memory(
+        self, monkeypatch: pytest.MonkeyPatch, placing: str
+    ) -> None:
+        """Each way a commit can put one container at two places marks the memory; the next
+        call's patch walks it once."""
+        walks = self._walks(monkeypatch)
+        agent = _agent({"fill": self.RECORDS, "place": placing + "\nreturn 1", "add": self.APPEND})
+        agent.fill()
+        assert agent._runtime().memory_shape.shared is False
+        assert agent.place().is_ok
+        marked = agent._runtime().memory_shape.shared
+        walked_before = len(walks)
+        assert agent.add(7).is_ok
+        assert (marked, len(walks) - walked_before) == (True, 1)
+
+    def test_a_shared_part_in_one_written_value_is_refused_when_patched_deep(self) -> None:
+        """Payload: ``x = []``, ``context['b'] = [x, <60 lists around x>]`` (one part at levels
+        1 and 61 of one value), then a later call appends 62 levels through the shallow place
+        ``context['b'][0]``. Refused: the memory was marked when ``b`` was written."""
+        agent = _agent(
+            {
+                "share": "x = []\ny = x\nfor _ in range(60):\n    y = [y]\n"
+                "context['b'] = [x, y]\nreturn 1",
+                "grow": "y = []\nfor _ in range(62):\n    y = [y]\n"
+                "context['b'][0].append(y)\nreturn 1",
+            }
+        )
+        assert agent.share().is_ok
+        grown = agent.grow()
+        assert (grown.error_type, _longest(agent.runtime_context["b"])) == (
+            "non_serializable_result",
+            62,
+        )

@@ -30,7 +30,7 @@ from recurgent._journal._shared import (
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Path, Rebuild, Writes
-from recurgent._levels import MAX_DEPTH, deep_patch, deep_place
+from recurgent._levels import MAX_DEPTH, PLACED_AGAIN, MemoryShape, deep_patch, deep_place
 from recurgent._where import Location, where_in_memory
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
@@ -73,6 +73,7 @@ class Journal:
         "_keep",
         "_memory",
         "_originals",
+        "_shape",
         "_tick",
         "_untick",
         "view",
@@ -86,8 +87,12 @@ class Journal:
         guard: Callable[[], None] | None = None,
         tick: Callable[[], object] | None = None,
         checked: Mapping[type, Callable[[Any], Any]] | None = None,
+        shape: MemoryShape | None = None,
     ) -> None:
         self._memory = memory
+        # Whether memory may hold a container at two places (ADR 0161); None: not known, as
+        # if it might.
+        self._shape = shape
         # Immutable values of these exact types are read as the sandbox's checked kind
         # (a plain Decimal as the Decimal whose int operands are checked, ADR 0129).
         self._checked = checked or {}
@@ -433,9 +438,14 @@ class Journal:
                     writes.patches.append(factory_patch(entry, resolve))
             if patch is not None:
                 writes.patches.append(patch)
-        if writes.patches:
-            # Only a commit that patches memory in place walks it (ADR 0161).
+        placed_again = heights.pop(PLACED_AGAIN, 0) == 1
+        shape = self._shape
+        if writes.patches and (shape is None or shape.shared or placed_again):
+            # Only a commit that patches a memory that may hold a container twice walks it:
+            # in a tree, the path a patch came by is its container's only place (ADR 0161).
             self._refuse_deep_patch(writes, refuse)
+        if placed_again and shape is not None:
+            shape.shared = True
         if self._after:
             writes.after.extend(self._after)
         return writes

@@ -44,7 +44,7 @@ from recurgent._journal._shared import (
     is_plain_factory,
     plain_factory,
 )
-from recurgent._levels import MAX_DEPTH, SCALAR_TYPES, parts as _parts
+from recurgent._levels import MAX_DEPTH, PLACED_AGAIN, SCALAR_TYPES, parts as _parts
 from recurgent._sandbox._decimal_operands import SandboxDecimal
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
@@ -229,6 +229,9 @@ class _Rebuilder:
         if self._resolve is not None:
             known = self._resolve(value)
             if known is not None:
+                if type(known) not in SCALAR_TYPES:
+                    # Memory's own container at a new place: memory may now hold it twice.
+                    self._known[PLACED_AGAIN] = 1
                 if depth > 0:
                     # Memory's own value placed below the top keeps its own levels: counted,
                     # or each call could wrap it in 60 more (red team R26).
@@ -236,6 +239,7 @@ class _Rebuilder:
                 return known
         done = self._memo.get(id(value))
         if done is not None:
+            self._known[PLACED_AGAIN] = 1  # one part at two places of the value
             if done[2] != _OPEN:
                 # Copied already: its levels count again from here (red team R26). One still
                 # being copied is a cycle back to it, which adds no level.

@@ -31,7 +31,7 @@ from typing import Any
 from recurgent._execution import Capabilities, ExecutionInputs
 from recurgent._guardrails import is_terminal
 from recurgent._journal import Patch, Writes
-from recurgent._levels import deep_patch, deep_place
+from recurgent._levels import MemoryShape, deep_patch, deep_place
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
@@ -128,6 +128,11 @@ class _Run:
         self._numbers: dict[int, int] = {}
         # The wire form of every answer a forwarded call gave the worker (ADR 0065, F15).
         self._answered: set[str] = set()
+
+    @property
+    def memory_shape(self) -> MemoryShape | None:
+        """Whether the agent's memory may hold a container twice (ADR 0161; ``None``: not known)."""
+        return self._bridge.memory_shape
 
     def _register(self, ops: HandleOps, key: int) -> int:
         number = self._numbers.get(key)
@@ -447,7 +452,10 @@ class ProcessExecutor:
                 # later call of an isolation="process" agent was a UsageError (red team R28).
                 refuse_nesting(written, f"context[{key!r}]", 0, MEMORY_SUFFIX)
             _patch_in_place(writes, answer.memory_patches, memory, run)
-            if writes.patches:
+            shape = run.memory_shape
+            if writes.patches and (shape is None or shape.shared):
+                # A worker's writes reach memory as copies, never placing memory's own
+                # container again: only a memory already marked (or not known) is walked.
                 _refuse_deep_patch(writes, memory)
             value = run.decode(run.settle(answer.value))
             refuse_nesting(value, "the result", 0)
