@@ -24,16 +24,20 @@ Broken, and fixed:
   boundary keeps shared, ran to the reading attempt's deadline). Fixed: sets and frozensets are
   memoized there by the tuples' rule.
 
-Left (strict xfail, proposed fix in the spec):
-
-- **An in-place patch counts only the path it was made through.** A container memory holds
+- **An in-place patch counted only the path it was made through.** A container memory holds
   at several places (memory's value placed in another key by an earlier call, which commits
-  memory's own object) is patched in place through its shallow place: the patch's items are
+  memory's own object) was patched in place through its shallow place: the patch's items were
   counted from there, not from the deepest place memory reaches the container. Twenty rounds
   of "append a 62-level chain ending in memory's next ``z`` to memory's ``z``" stored 1 321
   levels under a key that holds ``z0`` 60 levels down; reading it then raised
   ``RecursionError`` (ADR 0152's symptom through another door). The same within one commit:
-  memory's 41-level value placed 20 lists down in a new key and patched at its innermost list.
+  memory's 41-level value placed 20 lists down in a new key and patched at its innermost list;
+  and a worker's parent patched the host's shared container the same way (the worker's copy
+  of memory is a tree). Fixed (ADR 0161): ``_levels.deep_patch``, called by
+  ``Journal.prepare`` and by the worker's parent when a commit patches memory, walks memory as
+  the commit leaves it once and refuses a patch whose new items pass the cap at the deepest
+  place its container sits (a worker's parent at the encoder's 63 levels); a commit without
+  a patch that writes a non-scalar walks nothing (counted here).
 
 Held (pinned here): a DAG of tuples, frozensets, Outcomes and exceptions is rebuilt once a part
 (ended within a generous bound) and its shared part stays one object; a deep tuple, frozenset,
@@ -48,10 +52,12 @@ from typing import Any, cast
 
 import pytest
 
-from recurgent import Agent
+from recurgent import Agent, _levels as levels
 from recurgent._execution import ExecutionInputs
-from recurgent._journal import Journal
+from recurgent._journal import Journal, _core as core
 from recurgent._sandbox import SandboxLimits, rebuild
+from recurgent._sandbox._boundary import PLAIN_SUFFIX
+from recurgent._sandbox._forwarding import MEMORY_SUFFIX
 from recurgent._sandbox._inbound import inbound
 from recurgent._worker._executor import ProcessExecutor
 from recurgent._worker._protocol import dump_line, parse_line
@@ -94,40 +100,34 @@ def _agent(programs: dict[str, str]) -> Agent:
     )
 
 
-_PROPOSED = (
-    "a patch to memory's container counts from the deepest place memory reaches it: "
-    "Journal.prepare, when it has in-place patches, measures once a commit the deepest level "
-    "of each patched container below memory's top-level values (one walk, memoized by id, "
-    "cycles adding no level) and refuses a patch whose items' height plus that level passes "
-    "64; the placement of memory's value below the top measures it with the commit's patches"
-)
-
-
 class TestAPatchCountsEveryPlaceOfItsContainer:
-    """Left: a patched container is counted only at the path the attempt reached it by."""
+    """Fixed: a patched container is counted at the deepest place memory holds it after the
+    commit (``_levels.deep_patch``, ADR 0161)."""
 
-    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
     def test_a_shared_container_patched_through_its_shallow_place(self) -> None:
         """Memory: ``z`` an empty list, ``b`` 60 lists above ``z`` (the same object, as an
         earlier ``context['b'] = [[...[context['z']]...]]`` commits it). Payload:
-        ``context['z'].append(<62 lists>)``. Before and now: committed (counted 63 below
-        ``z``), ``b`` then holds 124 levels. Should be refused."""
+        ``context['z'].append(<62 lists>)``. Before: committed (counted from ``z``'s place at
+        the top), ``b`` then held 123 lists. Now: refused (``z`` sits 60 levels down in ``b``),
+        ``b`` unchanged at 61 lists."""
         shared: list[Any] = []
         memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
         journal = Journal(memory)
         journal.view["z"].append(nested_lists(61))
-        refused = False
-        try:
+        with pytest.raises(NonSerializableResultError) as refused:
             journal.prepare(rebuild).apply(memory)
-        except NonSerializableResultError:
-            refused = True
-        assert (refused, _longest(memory["b"])) == (True, 61)
+        assert (str(refused.value), _longest(memory["b"]), memory["z"]) == (
+            "context['z'] with its new items, held 60 levels below memory's top, is nested more "
+            f"than 64 levels deep; {PLAIN_SUFFIX}",
+            61,
+            [],
+        )
 
-    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
     def test_placed_and_patched_in_one_commit(self) -> None:
         """Memory: ``a`` 41 levels. Payload, one call: ``context['b'] = <20 lists around
-        context['a']>`` and an append of 20 levels at ``a``'s innermost list. Before and now:
-        both fit where they were made (61 and 62 levels), ``b`` holds 82. Should be refused."""
+        context['a']>`` and an append of 20 levels at ``a``'s innermost list. Before: both fit
+        where they were made (61 and 62 levels), ``b`` held 82. Now: refused, the placement
+        counted with the commit's patch; memory unchanged."""
         memory: dict[str, Any] = {"a": nested_lists(40)}
         journal = Journal(memory)
         view = journal.view
@@ -141,15 +141,39 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
             journal.prepare(rebuild).apply(memory)
         except NonSerializableResultError:
             refused = True
-        assert refused, f"stored {_longest(memory['b'])} levels"
+        assert (refused, sorted(memory), _longest(memory["a"])) == (True, ["a"], 41)
 
-    @pytest.mark.xfail(strict=True, raises=AssertionError, reason=_PROPOSED)
+    def test_placed_by_one_patch_and_patched_by_another(self) -> None:
+        """Memory: ``w`` an empty list, ``p`` 30 lists above an empty list ``q``. Payload, one
+        call: ``q.append(context['w'])`` and ``context['w'].append(<40 lists>)``. Each patch
+        fits where it was made (``w`` 31 levels down, then 41 below the top); together ``p``
+        would hold 72 lists. Refused: ``w`` counted where the other patch places it, memory
+        unchanged."""
+        w: list[Any] = []
+        memory: dict[str, Any] = {"w": w, "p": _wrapped([], 30)}
+        journal = Journal(memory)
+        view = journal.view
+        q = view["p"]
+        for _ in range(29):
+            q = q[0]
+        q[0].append(view["w"])
+        view["w"].append(nested_lists(39))
+        with pytest.raises(NonSerializableResultError) as refused:
+            journal.prepare(rebuild).apply(memory)
+        assert (str(refused.value), _longest(memory["p"]), w) == (
+            "context['w'] with its new items, held 31 levels below memory's top, is nested more "
+            f"than 64 levels deep; {PLAIN_SUFFIX}",
+            31,
+            [],
+        )
+
     def test_rounds_of_calls_grow_a_key_without_bound(self) -> None:
         """Payload: ``context['z0'] = []``; ``context['b'] = <60 lists around
         context['z0']>``; then ten rounds of ``context['z<k+1>'] = []`` and
-        ``context['z<k>'].append(<62 lists around context['z<k+1>']>)``. Before and now: every
-        call ``ok``, ``b`` grows 63 levels a round (1 321 after twenty; reading it raised
-        ``RecursionError``). Should stay within 64."""
+        ``context['z<k>'].append(<62 lists around context['z<k+1>']>)``. Before: every call
+        ``ok``, ``b`` grew 63 levels a round (1 321 after twenty; reading it raised
+        ``RecursionError``). Now: every ``grow`` refused, ``b`` stays at 61 lists and ``z0``
+        empty."""
         agent = _agent(
             {
                 "setup": "context['z0'] = []\ncontext['k'] = 0\nreturn 1",
@@ -163,10 +187,17 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
         )
         agent.setup()
         agent.share()
+        grown = []
         for _ in range(10):
             agent.fresh()
-            agent.grow()
-        assert _longest(agent.runtime_context["b"]) <= 64
+            grown.append(agent.grow().error_type)
+        memory = agent.runtime_context
+        assert (grown, _longest(memory["b"]), memory["k"], memory["z0"]) == (
+            ["non_serializable_result"] * 10,
+            61,
+            0,
+            [],
+        )
 
 
 def _through_the_parent(source: str) -> str:
@@ -315,3 +346,252 @@ class TestAnInboundCopyVisitsAFrozensetOnce:
         # A frozenset's hash is cached and made from its members': equal hashes in linear
         # time (== of two unshared copies would compare once a path).
         assert (ticks, type(received), hash(received) == hash(dag)) == ([], frozenset, True)
+
+
+def _through_a_workers_parent(memory: dict[str, Any], source: str) -> Any:
+    """The result of a worker's honest answer for ``source`` over ``memory``, committed by the
+    parent into ``memory`` (the child's steps in this process, ``worker_answer``). The child's
+    copy of memory is a tree: only the parent sees that two keys hold one container."""
+    answer = parse_line(dump_line(worker_answer(memory, source)))
+    executor = ProcessExecutor(cast(WorkerSupervisor, ReplyingSupervisor(answer)))
+    host = Host(memory=memory)
+    return executor.run(
+        Program(code=source),
+        ExecutionInputs(memory=host.memory),
+        SandboxLimits(timeout_seconds=5.0),
+        host.bridge(),
+    )
+
+
+_APPEND_62 = "y = []\nfor _ in range(61):\n    y = [y]\ncontext['z'].append(y)\nreturn 1"
+
+
+class TestAWorkersPatchCountsEveryPlaceOfItsContainer:
+    """Fixed: the worker's parent counts a patch of the host's container as the journal does
+    (``_levels.deep_patch``, ADR 0161)."""
+
+    def test_a_shared_container_patched_through_a_worker(self) -> None:
+        """Host memory: ``z`` an empty list, ``b`` 60 lists above the same ``z``. Payload
+        through a worker: ``context['z'].append(<62 lists>)``. The child's tree copy fits (62
+        levels below its own ``z``). Before: the parent patched the host's ``z``, ``b`` then
+        held 123 lists. Now: refused as memory's nesting refusal, the host's memory
+        unchanged."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
+        result = _through_a_workers_parent(memory, _APPEND_62)
+        assert (type(result.error), str(result.error), _longest(memory["b"]), shared) == (
+            NonSerializableResultError,
+            "context['z'] with its new items, held 60 levels below memory's top, is nested more "
+            f"than 64 levels deep; {MEMORY_SUFFIX}",
+            61,
+            [],
+        )
+
+    def test_the_same_patch_within_the_encoders_levels_commits(self) -> None:
+        """Held: with ``z`` held 1 level down in ``b`` instead, the same append (a list 63
+        levels below memory's top, the deepest a worker's encoder carries) commits in place:
+        ``z`` keeps its identity and ``b`` holds 64 lists."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 1)}
+        result = _through_a_workers_parent(memory, _APPEND_62)
+        assert (result.error, memory["z"] is shared, len(shared), _longest(memory["b"])) == (
+            None,
+            True,
+            1,
+            64,
+        )
+
+    def test_one_level_deeper_is_refused_as_the_encoder_would(self) -> None:
+        """``z`` held 2 levels down: the append would put a list 64 levels below memory's top,
+        which a worker's encoder refuses (ADR 0152), so memory could not be sent to a worker
+        again: refused by the parent (in process, where the cap is 64, it commits)."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 2)}
+        result = _through_a_workers_parent(memory, _APPEND_62)
+        assert (str(result.error), _longest(memory["b"]), shared) == (
+            "context['z'] with its new items, held 2 levels below memory's top, is nested more "
+            f"than 64 levels deep; {MEMORY_SUFFIX}",
+            3,
+            [],
+        )
+        here: dict[str, Any] = {"z": [], "b": []}
+        here["b"] = _wrapped(here["z"], 2)
+        journal = Journal(here)
+        journal.view["z"].append(nested_lists(61))
+        journal.prepare(rebuild).apply(here)
+        assert _longest(here["b"]) == 65
+
+
+class TestAPatchWalksMemoryOnlyWhenItCanAddALevel:
+    """The patch levels' walk (``_levels.deep_patch``) costs nothing on the common path and
+    one walk a commit otherwise (ADR 0161). Counted, not timed."""
+
+    @staticmethod
+    def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+        counts = {"deep_patch": 0, "walk": 0, "parts": 0}
+
+        def counted(name: str, function: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                counts[name] += 1
+                return function(*args, **kwargs)
+
+            return call
+
+        monkeypatch.setattr(core, "deep_patch", counted("deep_patch", levels.deep_patch))
+        monkeypatch.setattr(levels, "_walk", counted("walk", levels._walk))
+        monkeypatch.setattr(levels, "parts", counted("parts", levels.parts))
+        return counts
+
+    def test_a_persisted_counter_never_calls_it(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Payload: ``context['value'] = context.get('value', 0) + 1`` three times (the hot
+        benchmark's call): no patch, so ``deep_patch`` is not called."""
+        counts = self._counting(monkeypatch)
+        agent = _agent({"count": "context['value'] = context.get('value', 0) + 1\nreturn 1"})
+        for _ in range(3):
+            agent.count()
+        assert (agent.runtime_context["value"], counts) == (
+            3,
+            {"deep_patch": 0, "walk": 0, "parts": 0},
+        )
+
+    def test_appending_scalars_walks_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Payload: 1 000 ints and strings appended to a memory list and set in a memory dict
+        shared by another key: scalars add no level, so nothing is walked."""
+        counts = self._counting(monkeypatch)
+        shared: dict[str, Any] = {"log": []}
+        memory: dict[str, Any] = {"d": shared, "b": _wrapped(shared, 63)}
+        journal = Journal(memory)
+        for i in range(1000):
+            journal.view["d"]["log"].append(i)
+            journal.view["d"][str(i)] = "x"
+        journal.prepare(rebuild).apply(memory)
+        assert (len(shared), len(shared["log"]), counts) == (
+            1001,
+            1000,
+            {"deep_patch": 1, "walk": 0, "parts": 0},
+        )
+
+    def test_a_thousand_appends_are_one_walk(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Payload: ``context['items'].append([i])`` 1 000 times on a 100 000-int memory list.
+        One walk: the list once (as the commit leaves it) and each appended list once."""
+        counts = self._counting(monkeypatch)
+        memory: dict[str, Any] = {"items": list(range(100000)), "n": 0}
+        journal = Journal(memory)
+        for i in range(1000):
+            journal.view["items"].append([i])
+        journal.prepare(rebuild).apply(memory)
+        assert (len(memory["items"]), memory["items"][-1], counts) == (
+            101000,
+            [999],
+            {"deep_patch": 1, "walk": 1, "parts": 1001},
+        )
+
+
+class TestThePatchWalkHeld:
+    """Held: the walk of ``_levels.deep_patch`` keeps what ADR 0156 keeps."""
+
+    def test_a_patch_closing_a_cycle_commits(self) -> None:
+        """Memory: ``z`` an empty list, ``b`` 60 lists above it. Payload:
+        ``context['z'].append(context['b'])`` (61 levels below ``z``, then a cycle back to
+        it). The cycle adds no level: committed, ``z`` holds memory's own ``b``."""
+        shared: list[Any] = []
+        memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
+        journal = Journal(memory)
+        journal.view["z"].append(journal.view["b"])
+        journal.prepare(rebuild).apply(memory)
+        assert (len(shared), shared[0] is memory["b"]) == (1, True)
+
+    def test_memory_deeper_than_the_stack_is_walked(self) -> None:
+        """Memory the host built 100 000 lists deep beside a ``log``. Payload:
+        ``context['log'].append([1])``. The walk is iterative: no ``RecursionError``, the
+        append commits (the log is at the top)."""
+        deep: list[Any] = []
+        for _ in range(100000):
+            deep = [deep]
+        log: list[Any] = []
+        memory: dict[str, Any] = {"deep": deep, "log": log}
+        journal = Journal(memory)
+        journal.view["log"].append([1])
+        journal.prepare(rebuild).apply(memory)
+        assert log == [[1]]
+
+
+class TestATreeMemoryIsNotWalked:
+    """An agent's memory that never held a container at two places is a tree: a patch's path
+    is its container's only place, so its commit walks nothing (``MemoryShape``, ADR 0161).
+    The first commit that places a part again marks the memory for good; patches then walk.
+    Counted, not timed."""
+
+    RECORDS = "context['log'] = [{'id': i, 'tags': [i]} for i in range(1000)]\nreturn 1"
+    APPEND = "context['log'].append({'id': args[0], 'tags': [args[0]]})\nreturn 1"
+
+    @staticmethod
+    def _walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+        calls: list[int] = []
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            return levels.deep_patch(*args, **kwargs)
+
+        monkeypatch.setattr(core, "deep_patch", counted)
+        return calls
+
+    def test_appending_records_to_a_tree_walks_nothing(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A thousand records in memory, then three calls each appending a record (a dict
+        holding a list: it could add levels). Before (ADR 0161 without the shape): a walk of
+        memory a call, 2 000 parts each. Now: none, and the memory is still a tree."""
+        walks = self._walks(monkeypatch)
+        agent = _agent({"fill": self.RECORDS, "add": self.APPEND})
+        agent.fill()
+        for i in range(3):
+            assert agent.add(i).is_ok
+        assert (len(agent.runtime_context["log"]), walks, agent._runtime().memory_shape.shared) == (
+            1003,
+            [],
+            False,
+        )
+
+    @pytest.mark.parametrize(
+        "placing",
+        [
+            "context['b'] = [context['log']]",  # memory's own container below the top
+            "context['b'] = context['log'][0]",  # memory's inner container at a new key
+            "x = []\ncontext['b'] = [x, [x]]",  # a part the written value reaches twice
+            "context['log'][0]['again'] = context['log'][1]",  # a patch placing memory's own
+        ],
+    )
+    def test_a_part_placed_again_marks_the_memory(
+        self, monkeypatch: pytest.MonkeyPatch, placing: str
+    ) -> None:
+        """Each way a commit can put one container at two places marks the memory; the next
+        call's patch walks it once."""
+        walks = self._walks(monkeypatch)
+        agent = _agent({"fill": self.RECORDS, "place": placing + "\nreturn 1", "add": self.APPEND})
+        agent.fill()
+        assert agent._runtime().memory_shape.shared is False
+        assert agent.place().is_ok
+        marked = agent._runtime().memory_shape.shared
+        walked_before = len(walks)
+        assert agent.add(7).is_ok
+        assert (marked, len(walks) - walked_before) == (True, 1)
+
+    def test_a_shared_part_in_one_written_value_is_refused_when_patched_deep(self) -> None:
+        """Payload: ``x = []``, ``context['b'] = [x, <60 lists around x>]`` (one part at levels
+        1 and 61 of one value), then a later call appends 62 levels through the shallow place
+        ``context['b'][0]``. Refused: the memory was marked when ``b`` was written."""
+        agent = _agent(
+            {
+                "share": "x = []\ny = x\nfor _ in range(60):\n    y = [y]\n"
+                "context['b'] = [x, y]\nreturn 1",
+                "grow": "y = []\nfor _ in range(62):\n    y = [y]\n"
+                "context['b'][0].append(y)\nreturn 1",
+            }
+        )
+        assert agent.share().is_ok
+        grown = agent.grow()
+        assert (grown.error_type, _longest(agent.runtime_context["b"])) == (
+            "non_serializable_result",
+            62,
+        )

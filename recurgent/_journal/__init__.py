@@ -15,7 +15,9 @@ otherwise withheld: the attempt gets an inert stand-in.
 * **prepare** turns what the attempt changed into :class:`Writes`: top-level keys set or deleted,
   and a :class:`Patch` for each copied container whose contents changed. New values are rebuilt
   by the boundary (plain data only); copies map back to their originals, so commit keeps the
-  identity of every container a caller holds. Cost: O(what was touched).
+  identity of every container a caller holds. Cost: O(what was touched); a commit whose patches
+  write a container also walks memory once, to count them at the deepest place memory holds
+  their container (ADR 0161).
 * **commit** applies the writes in place, under the agent's memory lock.
 
 Usage::

@@ -30,7 +30,9 @@ from recurgent._journal._shared import (
 )
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Path, Rebuild, Writes
+from recurgent._levels import MAX_DEPTH, PLACED_AGAIN, MemoryShape, deep_patch, deep_place
 from recurgent._where import Location, where_in_memory
+from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
 __all__ = ["Journal"]
@@ -71,6 +73,7 @@ class Journal:
         "_keep",
         "_memory",
         "_originals",
+        "_shape",
         "_tick",
         "_untick",
         "view",
@@ -84,8 +87,12 @@ class Journal:
         guard: Callable[[], None] | None = None,
         tick: Callable[[], object] | None = None,
         checked: Mapping[type, Callable[[Any], Any]] | None = None,
+        shape: MemoryShape | None = None,
     ) -> None:
         self._memory = memory
+        # Whether memory may hold a container at two places (ADR 0161); None: not known, as
+        # if it might.
+        self._shape = shape
         # Immutable values of these exact types are read as the sandbox's checked kind
         # (a plain Decimal as the Decimal whose int operands are checked, ADR 0129).
         self._checked = checked or {}
@@ -390,7 +397,9 @@ class Journal:
         """The attempt's writes, every new value rebuilt as plain data.
 
         Raises:
-            NonSerializableResultError: (from ``rebuild``) a written value is not plain data.
+            NonSerializableResultError: (from ``rebuild``) a written value is not plain data,
+                or a patch's new items would pass the nesting cap at the deepest place memory
+                holds their container once the commit is applied (ADR 0161).
         """
         view, base = self.view, self._base
         resolve = self._resolver()
@@ -409,6 +418,7 @@ class Journal:
             )
         if may_delete:
             writes.delete.extend(key for key in base if not dict.__contains__(view, key))
+        refuse = rebuild
         copied = self._copied
         if copied:
             # The patch makers call rebuild themselves: each of their calls shares the table.
@@ -428,9 +438,35 @@ class Journal:
                     writes.patches.append(factory_patch(entry, resolve))
             if patch is not None:
                 writes.patches.append(patch)
+        placed_again = heights.pop(PLACED_AGAIN, 0) == 1
+        shape = self._shape
+        if writes.patches and (shape is None or shape.shared or placed_again):
+            # Only a commit that patches a memory that may hold a container twice walks it:
+            # in a tree, the path a patch came by is its container's only place (ADR 0161).
+            self._refuse_deep_patch(writes, refuse)
+        if placed_again and shape is not None:
+            shape.shared = True
         if self._after:
             writes.after.extend(self._after)
         return writes
+
+    def _refuse_deep_patch(self, writes: Writes, rebuild: Rebuild) -> None:
+        """Refuse the commit when a patch's new items would sit past the nesting cap at the
+        deepest place memory holds the patched container once the commit is applied (a patch
+        counted only from the place the program reached the container by grew another key
+        holding it 63 levels a round, red team R30)."""
+        found = deep_patch(self._base, writes.set, writes.delete, writes.patches)
+        if found is None:
+            return
+        where = deep_place(*found)
+        # The caller's rebuild refuses it, with the message and suffix of its own cap.
+        rebuild([], where, resolve=_new, depth=MAX_DEPTH + 1)
+        raise NonSerializableResultError(f"{where} is nested more than {MAX_DEPTH} levels deep")
+
+
+def _new(value: Any) -> None:
+    """A resolver for which nothing is memory's."""
+    return None
 
 
 def _measuring(rebuild: Rebuild, table: dict[int, int]) -> Rebuild:

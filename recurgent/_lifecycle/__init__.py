@@ -27,6 +27,7 @@ from recurgent._cancellation import CallCancelled, raise_if_cancelled
 from recurgent._content_store import ContentStore
 from recurgent._forksafe import fork_safe_rlock
 from recurgent._history import HistoryCursor, append_record, history_records
+from recurgent._levels import MemoryShape
 from recurgent._lifecycle import _persistence, _provenance, _recording
 from recurgent._lifecycle._attempt import execute_attempt
 from recurgent._lifecycle._commit import commit, note_shadowing
@@ -108,6 +109,8 @@ class AgentRuntime:
         patterns: Its pattern memory without a store, and its latest programs (ADR 0107).
         profiles: Its role profile and observations (ADR 0083).
         self_model: Its last captured call, for ``Agent.self_model`` (ADR 0085).
+        memory_shape: Whether its memory may hold a container at two places, learnt from its
+            commits: until it may, a patch needs no walk of memory (ADR 0161).
     """
 
     role: str
@@ -133,6 +136,7 @@ class AgentRuntime:
     patterns: AgentPatterns = field(default_factory=AgentPatterns)
     profiles: ProfileBinding | None = None
     self_model: SelfModelSlot | None = None
+    memory_shape: MemoryShape = field(default_factory=MemoryShape)
     #: The dynamic methods called on the agent so far: a key a program writes under one of
     #: these names is reported in the log (``memory_key_shadows_method``, ADR 0100).
     methods: set[str] = field(default_factory=set)

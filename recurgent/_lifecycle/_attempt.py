@@ -65,6 +65,7 @@ def execute_attempt(
         remember=forwarding.remember,
         handle_for_agent=runtime.handle_for_agent,
         content=content_reader(runtime, state),
+        memory_shape=runtime.memory_shape,
     )
     # A program that never set result but ended in an expression returns it (ADR 0043).
     state.result_inferred = generated.compiled is not None and generated.compiled.result_inferred

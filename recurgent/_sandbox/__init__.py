@@ -130,6 +130,7 @@ class ExecutionSandbox(AttemptNamespace):
             # Copying a huge memory value checks the deadline as the program's loops do (H8).
             tick=lambda: self._ticker.tick(),
             checked={decimal.Decimal: sandbox_decimal},  # int operands checked (ADR 0129)
+            shape=bridge.memory_shape,
         )
         self._passed = (
             {id(arg) for arg in (*bridge.args, *bridge.kwargs.values())}

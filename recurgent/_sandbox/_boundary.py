@@ -15,7 +15,9 @@ R5 and R6):
   refused with :class:`~recurgent.errors.NonSerializableResultError`;
 * a value nested more than :data:`MAX_DEPTH` levels is refused, counted along its longest path:
   each part is copied once, keeps its height, and counts it again wherever it is reached deeper
-  (a part memory holds is measured the same way); a cycle adds no level (ADR 0156).
+  (a part memory holds is measured the same way); a cycle adds no level (ADR 0156). What counts
+  as a level is :func:`recurgent._levels.parts`; an in-place patch's items are counted again
+  at the deepest place memory holds their container by the journal (ADR 0161).
 
 Nothing here calls a method defined by generated code (no ``repr``, ``==``, ``hash``, ``len``,
 ``iter``, ``bool``), so host code that reads a rebuilt value later (history, logs, contract
@@ -42,6 +44,7 @@ from recurgent._journal._shared import (
     is_plain_factory,
     plain_factory,
 )
+from recurgent._levels import MAX_DEPTH, PLACED_AGAIN, SCALAR_TYPES, parts as _parts
 from recurgent._sandbox._decimal_operands import SandboxDecimal
 from recurgent._sandbox._guards import SealedType, is_sandbox_made
 from recurgent._sandbox._handles import AgentHandle, HandleOps
@@ -63,13 +66,11 @@ __all__ = [
     "rebuild",
 ]
 
-MAX_DEPTH = 64
 #: How a refusal of a value leaving the sandbox ends (``rebuild``'s default suffix).
 PLAIN_SUFFIX = (
     "only plain data (dicts, lists, strings, numbers, booleans, None, Outcomes) can leave the "
     "sandbox"
 )
-SCALAR_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
 KEPT_TYPES = KEPT_ATOM_KINDS | {decimal.Decimal, fractions.Fraction}
 # Host subclasses of these (the sandbox's checked numbers) run no generated code either.
 _KEPT_BASES = (
@@ -125,22 +126,6 @@ class Attribution:
     tool_role: str
     method_name: str
     forwarded: Mapping[int, tuple[Outcome, Outcome]] = field(default_factory=dict)
-
-
-def _parts(node: Any) -> Any:
-    """The parts of plain data ``node`` the nesting cap counts below it, or ``None`` for a leaf
-    (the rebuild's containers: dicts' keys and values, sequences, sets, an Outcome's value and
-    metadata, an exception's arguments)."""
-    kind = type(node)
-    if isinstance(node, dict):
-        return [*dict.keys(node), *dict.values(node)]
-    if isinstance(node, list | tuple | set | frozenset | collections.deque):
-        return node
-    if kind is Outcome:
-        return (node.value, node.metadata)
-    if isinstance(node, BaseException):
-        return BaseException.__dict__["args"].__get__(node, kind)
-    return None
 
 
 _OPEN = -1  # a part whose height is still being measured: reaching it again closes a cycle
@@ -244,6 +229,9 @@ class _Rebuilder:
         if self._resolve is not None:
             known = self._resolve(value)
             if known is not None:
+                if type(known) not in SCALAR_TYPES:
+                    # Memory's own container at a new place: memory may now hold it twice.
+                    self._known[PLACED_AGAIN] = 1
                 if depth > 0:
                     # Memory's own value placed below the top keeps its own levels: counted,
                     # or each call could wrap it in 60 more (red team R26).
@@ -251,6 +239,7 @@ class _Rebuilder:
                 return known
         done = self._memo.get(id(value))
         if done is not None:
+            self._known[PLACED_AGAIN] = 1  # one part at two places of the value
             if done[2] != _OPEN:
                 # Copied already: its levels count again from here (red team R26). One still
                 # being copied is a cycle back to it, which adds no level.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recurgent._journal import MemoryView, Writes
+from recurgent._levels import MemoryShape
 from recurgent._sandbox._handles import HandleOps
 from recurgent.errors import GuardrailViolationError, RecurgentError
 
@@ -40,6 +41,9 @@ class HostBridge:
             ``None`` when the object is not an agent.
         content: ``content(ref)``: a fresh copy of the agent's kept answer named by ``ref``, or
             ``None``; the host records the read (ADR 0102). ``None``: every ref misses.
+        memory_shape: Whether the agent's memory may hold a container at two places, kept
+            by the agent across attempts (ADR 0161); ``None``: not known, as if it might (a
+            patch's commit then walks memory).
     """
 
     role: str
@@ -52,6 +56,7 @@ class HostBridge:
     remember: Callable[[Mapping[str, Any]], None]
     handle_for_agent: Callable[[object], HandleOps | None]
     content: Callable[[Any], Any] | None = None
+    memory_shape: MemoryShape | None = None
 
 
 @dataclass(slots=True)

@@ -31,6 +31,7 @@ from typing import Any
 from recurgent._execution import Capabilities, ExecutionInputs
 from recurgent._guardrails import is_terminal
 from recurgent._journal import Patch, Writes
+from recurgent._levels import MemoryShape, deep_patch, deep_place
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
@@ -127,6 +128,11 @@ class _Run:
         self._numbers: dict[int, int] = {}
         # The wire form of every answer a forwarded call gave the worker (ADR 0065, F15).
         self._answered: set[str] = set()
+
+    @property
+    def memory_shape(self) -> MemoryShape | None:
+        """Whether the agent's memory may hold a container twice (ADR 0161; ``None``: not known)."""
+        return self._bridge.memory_shape
 
     def _register(self, ops: HandleOps, key: int) -> int:
         number = self._numbers.get(key)
@@ -446,6 +452,11 @@ class ProcessExecutor:
                 # later call of an isolation="process" agent was a UsageError (red team R28).
                 refuse_nesting(written, f"context[{key!r}]", 0, MEMORY_SUFFIX)
             _patch_in_place(writes, answer.memory_patches, memory, run)
+            shape = run.memory_shape
+            if writes.patches and (shape is None or shape.shared):
+                # A worker's writes reach memory as copies, never placing memory's own
+                # container again: only a memory already marked (or not known) is walked.
+                _refuse_deep_patch(writes, memory)
             value = run.decode(run.settle(answer.value))
             refuse_nesting(value, "the result", 0)
             violations = [run.vouched(item) for item in answer.violations]
@@ -554,6 +565,22 @@ def _host_patch(memory: dict[str, Any], key: str, entry: MemoryPatch, run: _Run)
         delete=list(entry.delete),
         items=items,
     )
+
+
+def _refuse_deep_patch(writes: Writes, memory: dict[str, Any]) -> None:
+    """Refuse a patch of the host's container whose new items would sit past the levels a
+    worker's encoder carries at the deepest place host memory holds the container once the
+    commit is applied: the worker's copy of memory is a tree, so only here is a container two
+    keys share one object (red team R30, the journal's rule: ``_levels.deep_patch``).
+
+    Raises:
+        NonSerializableResultError: the memory refusal's text.
+    """
+    found = deep_patch(memory, writes.set, writes.delete, writes.patches, most=MAX_DEPTH - 1)
+    if found is not None:
+        raise NonSerializableResultError(
+            f"{deep_place(*found)} is nested more than {MAX_DEPTH} levels deep; {MEMORY_SUFFIX}"
+        )
 
 
 def refuse_nesting(value: Any, where: str, depth: int, suffix: str = PLAIN_SUFFIX) -> None:
