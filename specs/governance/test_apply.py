@@ -440,7 +440,10 @@ class TestThroughTheAgent:
             role_profile=PROFILE_V1,
         )
         profile_v2 = {**PROFILE_V1, "version": 2}
-        steps = [{"role_profile": profile_v2}, {"role_profile": PROFILE_V1, "action": "activate"}]
+        steps: list[dict[str, Any]] = [
+            {"role_profile": profile_v2},
+            {"role_profile": PROFILE_V1, "action": "activate"},
+        ]
         active = []
         for metadata in steps:
             proposal_id = agent.propose("role_profile_update", metadata=metadata).value["id"]
