@@ -7,7 +7,8 @@ the description kept as the record's ``applied_mutation``, or raises :class:`Pay
 
 * ``role_profile_update``: ``action`` (from ``metadata``, else ``target``; default
   ``publish_and_activate``) is ``publish_and_activate``, ``publish`` (``publish_only`` is the
-  same: the version is stored, the active one stays), ``activate`` or ``rollback``; it goes
+  same: the version is stored, the active one stays), ``activate`` or ``rollback`` (of the
+  ``version`` named, else of the carried ``role_profile``'s version, ADR 0163); it goes
   through :class:`~recurgent._governance._role_profiles.RoleProfileMutations` (the agent's
   role-profile binding, or the store's registry).
 * ``content_retention_policy_update``: the ``content_store_*`` settings, checked as
@@ -107,13 +108,22 @@ def _version(value: Any) -> int | None:
     return value
 
 
-def _profile(record: Mapping[str, Any]) -> Mapping[str, Any]:
+def _named_profile(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``metadata.role_profile``, else ``target.role_profile``; ``None`` when neither is set."""
     metadata, target = _mapping(record.get("metadata")), _mapping(record.get("target"))
     for candidate in (metadata.get("role_profile"), target.get("role_profile")):
         if candidate is not None:
             if not isinstance(candidate, Mapping):
                 raise PayloadError("role_profile must be a mapping")
             return candidate
+    return None
+
+
+def _profile(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    named = _named_profile(record)
+    if named is not None:
+        return named
+    target = _mapping(record.get("target"))
     if "constraints" in target:
         # The target is the profile; its action is the proposal's, not the profile's.
         return {key: value for key, value in target.items() if key != "action"}
@@ -155,8 +165,11 @@ def _role_profile_update(record: Mapping[str, Any], context: ApplyContext) -> di
     registry = context.role_profiles
     try:
         if action in ("activate", "rollback"):
-            version = _version(_first(record, "active_version", "version"))
-            role = _role(record, context)
+            named = _first(record, "active_version", "version")
+            # No version named: the version of the profile the proposal carries (ADR 0163).
+            profile = _named_profile(record) if named is None else None
+            version = _version(profile.get("version") if profile is not None else named)
+            role = _role(record, context, profile.get("role") if profile is not None else None)
             if action == "activate":
                 if version is None:
                     raise PayloadError("it names no role profile version to activate")

@@ -107,6 +107,45 @@ class TestRoleProfileUpdate:
         assert fake.calls == [("rollback", "calculator", expected, "alice", proposal_id, None)]
 
     @pytest.mark.parametrize(
+        ("fields", "call"),
+        [
+            (
+                {"metadata": {"action": "activate", "role_profile": {**PROFILE_V1, "version": 2}}},
+                ("activate", "calculator", 2),
+            ),
+            (
+                {
+                    "target": {"role_profile": {**PROFILE_V1, "role": "scribe", "version": 3}},
+                    "metadata": {"action": "activate"},
+                },
+                ("activate", "scribe", 3),
+            ),
+            (
+                {"metadata": {"action": "rollback", "role_profile": PROFILE_V1}},
+                ("rollback", "calculator", 1),
+            ),
+            (
+                {"metadata": {"action": "activate", "version": 5, "role_profile": PROFILE_V1}},
+                ("activate", "calculator", 5),
+            ),
+        ],
+    )
+    def test_activate_and_rollback_take_the_carried_profiles_version(
+        self, fields: dict[str, Any], call: tuple[str, str, int]
+    ) -> None:
+        """ADR 0163: with no ``version``/``active_version`` named, activate and rollback take
+        the version (and role) of the ``role_profile`` the proposal carries, as the issue's
+        "metadata ``role_profile`` + ``action``" reads; a named version still wins."""
+        desk, fake, _ = make_desk()
+        proposal_id = approved(desk, "role_profile_update", **fields)
+
+        outcome = desk.apply(proposal_id, actor="alice")
+
+        assert outcome.status == "ok", outcome
+        assert fake.calls == [(*call, "alice", proposal_id, None)]
+        assert outcome.value["applied_mutation"]["active_version"] == call[2]
+
+    @pytest.mark.parametrize(
         ("fields", "role"),
         [
             (
@@ -149,6 +188,21 @@ class TestRoleProfileUpdate:
             (
                 {"metadata": {"action": "activate", "version": "two"}},
                 "the role profile version must be an int >= 1, got 'two'",
+            ),
+            (
+                {"metadata": {"action": "activate", "role_profile": {"role": "calculator"}}},
+                "it names no role profile version to activate",
+            ),
+            (
+                {"metadata": {"action": "activate", "role_profile": [2]}},
+                "role_profile must be a mapping",
+            ),
+            (
+                {
+                    "target": {"role": "scribe"},
+                    "metadata": {"action": "activate", "role_profile": PROFILE_V1},
+                },
+                "it names role 'scribe' but its profile is for 'calculator'",
             ),
             (
                 {"metadata": {"action": "publish"}},
@@ -372,6 +426,37 @@ class TestThroughTheAgent:
         assert bystander._agent.options.settings.content_store_max_entries == 128
         assert later._agent.options.settings.content_store_max_entries == 16
         assert agent.total().value == 1
+
+    def test_activate_by_the_carried_profile_through_the_public_api(self, tmp_path: Path) -> None:
+        """ADR 0163, end to end: v1 from the option, v2 published and activated by a proposal,
+        then ``{"role_profile": v1, "action": "activate"}`` makes v1 active again, for the
+        applying agent and in ``role_profiles.json`` (an agent built afterwards)."""
+        root = tmp_path / "store"
+        agent = Agent.for_(
+            "calculator",
+            provider=ScriptedProvider(),
+            toolstore_root=root,
+            log=False,
+            role_profile=PROFILE_V1,
+        )
+        profile_v2 = {**PROFILE_V1, "version": 2}
+        steps: list[dict[str, Any]] = [
+            {"role_profile": profile_v2},
+            {"role_profile": PROFILE_V1, "action": "activate"},
+        ]
+        active = []
+        for metadata in steps:
+            proposal_id = agent.propose("role_profile_update", metadata=metadata).value["id"]
+            agent.approve_proposal(proposal_id)
+            applied = agent.apply_proposal(proposal_id)
+            assert applied.status == "ok", applied
+            active.append(applied.value["applied_mutation"]["active_version"])
+        later = Agent.for_(
+            "calculator", provider=ScriptedProvider(), toolstore_root=root, log=False
+        )
+
+        assert active == [2, 1]
+        assert agent.role_profile == later.role_profile == PROFILE_V1
 
     def test_other_types_only_change_status(self, tmp_path: Path) -> None:
         """tool_patch: applied, applied_mutation None, settings as they were."""
