@@ -210,6 +210,8 @@ def _check_values(values: tuple[Any, ...]) -> bool:
     """``check_text`` of each value; ``True`` when one's text is the program's code."""
     spoken = False
     for value in values:
+        if type(value) in PLAIN_TEXT:
+            continue  # its text is its own: nothing to check
         if is_text_container(value) and not isinstance(value, collections.UserString):
             size, said = estimate(value)
             check_items(size, "%-formatting")
@@ -234,14 +236,16 @@ def _mod_(a: Any, b: Any) -> Any:
         a, str | bytes | collections.UserString
     ):
         return _user_string_rmod(a, b)
-    if type(a) is collections.UserString and type(a.data) is str:
-        # UserString's own % formats its data (``self.__class__(self.data % args)``).
-        data = a.data
-        if _check_percent(data, b):
-            return collections.UserString(stepped_percent(data, b))
-        return collections.UserString(data % b)
-    if _check_percent(a, b) and _str_formats(a, b):
-        return stepped_percent(a, b)
+    if _check_percent(a, b):
+        if type(a) is collections.UserString:
+            # UserString's own % formats its data (``self.__class__(self.data % args)``),
+            # the data read once.
+            data = a.data
+            if type(data) is str:
+                return collections.UserString(stepped_percent(data, b))
+            return collections.UserString(data % b)
+        if _str_formats(a, b):
+            return stepped_percent(a, b)
     return a % b
 
 

@@ -164,6 +164,10 @@ def _escaped(text: str, budget: _Budget) -> str:
 
 def _item(item: Any, out: list[str], budget: _Budget) -> None:
     """One item's repr: in steps if the program's code is in it, else one C call, checked."""
+    if isinstance(type(item), SandboxType) and speaks(type(item)):
+        text = repr(item)  # the program's code: counted once it returns
+        budget.add(out, _escaped(text, budget) if budget.ascii_only else text)
+        return
     shape = _shape(item)
     if shape is not None:
         size, spoken = estimate(
@@ -173,10 +177,6 @@ def _item(item: Any, out: list[str], budget: _Budget) -> None:
             _SHAPES[shape](item, out, budget)
             return
         budget.check(size)
-    elif speaks(type(item)):
-        text = repr(item)  # the program's code: counted once it returns
-        budget.add(out, _escaped(text, budget) if budget.ascii_only else text)
-        return
     else:
         budget.check(repr_length(item, ascii_only=budget.ascii_only))
     budget.add(out, ascii(item) if budget.ascii_only else repr(item))
@@ -322,18 +322,19 @@ def percent_needs_steps(template: Any, args: Any, values: tuple[Any, ...], spoke
     mapping other than an exact dict with ``(key)`` fields (its ``__getitem__`` runs once a
     field), a value of the program's, or a value whose text the program's code writes
     (``spoken``, from the values' estimates)."""
-    if not isinstance(template, str):
-        return False
     if spoken:
-        return True
-    if (
-        type(args) is not dict
+        return isinstance(template, str)
+    for value in values:
+        if isinstance(type(value), SandboxType):  # runs_code
+            return isinstance(template, str)
+    return (
+        type(args) is not tuple
+        and type(args) is not dict
+        and isinstance(template, str)
         and "%(" in template
         and not isinstance(args, tuple | str)
         and hasattr(type(args), "__getitem__")
-    ):
-        return True
-    return any(map(runs_code, values))
+    )
 
 
 class _Arguments:
@@ -459,13 +460,19 @@ def _number(text: str, cursor: int, stars: int) -> tuple[int, int]:
 
 
 def _check_widths(spec: str, stars: list[Any]) -> None:
-    # Imported here: _sizes imports this module.
-    from recurgent._sandbox._sizes import check_format_spec
+    if not _FORMAT_SPEC_CHECK:
+        # Imported on first use: _sizes imports this module.
+        from recurgent._sandbox._sizes import check_format_spec as imported
 
+        _FORMAT_SPEC_CHECK["check"] = imported
+    check_format_spec = _FORMAT_SPEC_CHECK["check"]
     check_format_spec(spec)
     for value in stars:
         if isinstance(value, int):  # a negative * width pads to the left
             check_format_spec(str(abs(int(value))))
+
+
+_FORMAT_SPEC_CHECK: dict[str, Callable[[str], None]] = {}
 
 
 def _placed(error: ValueError, offset: int) -> ValueError:
