@@ -560,13 +560,23 @@ class TestProgramCodeBetweenFields:
             "('%s' * 100) % ((E(),) * 100)",
             "('%(k)s' * 100) % collections.defaultdict(lambda: S)",
             "('%s' * 100) % tuple([[E()]] * 100)",
+            "P() % V('x')",
         ],
-        ids=["userstring", "userstring-subclass", "super-mod", "tuple-of-str", "factory", "list"],
+        ids=[
+            "userstring",
+            "userstring-subclass",
+            "super-mod",
+            "tuple-of-str",
+            "factory",
+            "list",
+            "userstring-rmod",
+        ],
     )
     def test_percent_in_steps(self, expression: str) -> None:
         """Each wrote 100 million characters before (the UserString's ``%`` is its data's, a
         program ``str`` subclass's ``super().__mod__`` is ``str``'s, ``E.__str__`` runs a
-        field at a time, as does a ``defaultdict``'s factory); now each is refused at the
+        field at a time, as do a ``defaultdict``'s factory and, through ``UserString``'s
+        ``__rmod__``, a program ``UserString``'s ``__getitem__``); now each is refused at the
         eleventh field (a list's ``%s``, in steps itself, at the tenth)."""
         source = (
             "import collections\n"
@@ -575,6 +585,8 @@ class TestProgramCodeBetweenFields:
             "        return S\n"
             "class U(collections.UserString):\n    pass\n"
             "class T(str):\n    def fill(self, m):\n        return super().__mod__(m)\n"
+            "class P:\n    def __str__(self):\n        return '%(a)s' * 100\n"
+            "class V(collections.UserString):\n    def __getitem__(self, k):\n        return S\n"
             f"result = len({expression})"
         )
         items = 11000000 if "[[E()]]" not in expression else 10000020

@@ -269,7 +269,8 @@ def _user_string_rmod(a: Any, b: collections.UserString) -> Any:
         return result
     check_text(a, "%-formatting")  # str(a) is one C call over a shared structure (ADR 0155)
     template = str(a)
-    _check_percent(template, b)
+    if _check_percent(template, b):
+        return collections.UserString(stepped_percent(template, b))
     return collections.UserString(template % b)
 
 
