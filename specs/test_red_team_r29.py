@@ -640,13 +640,21 @@ class TestProgramCodeBetweenFields:
 
     @pytest.mark.parametrize(
         "expression",
-        ["repr([E()] * 100)", "str({1: [E()] * 100})", "'%s' % ((E(),) * 100,)"],
-        ids=["list", "dict", "percent-tuple"],
+        [
+            "repr([E()] * 100)",
+            "str({1: [E()] * 100})",
+            "'%s' % ((E(),) * 100,)",
+            "repr(ValueError(*[E()] * 100))",
+            "str(ValueError([E()] * 100))",
+        ],
+        ids=["list", "dict", "percent-tuple", "exception-repr", "exception-str"],
     )
     def test_a_program_repr_repeated(self, expression: str) -> None:
         """A program object whose ``__repr__`` returns a shared million-character string, held
-        a hundred times: estimated as sixteen characters an object, 100 000 200 characters
-        written before; refused once the running total passes the cap now."""
+        a hundred times (in a list, a dict's value, a ``%s`` tuple, an exception's ``args``):
+        estimated as sixteen characters an object, 100 000 200 characters written before
+        (the exception's repr 100 000 210); refused once the running total passes the cap
+        now."""
         source = _SPEAKS.format(more=f"result = len({expression})")
         assert error_of(source)[0] == "resource_limit"
 
@@ -729,7 +737,8 @@ class TestStepsAnswerAsPython:
         """Containers holding program objects whose ``__repr__`` grows nothing: lists, tuples
         (one item), dicts, sets, frozensets, deques (with ``maxlen``), a program's ``list`` and
         ``set`` subclasses, ``UserList``/``UserDict``, nesting, a list and a dict holding
-        themselves, an item appended once during the repr (written, as CPython re-reads the
+        themselves, exceptions (none, one or two args; a program's class; ``KeyError``'s own
+        ``str``), an item appended once during the repr (written, as CPython re-reads the
         length), through ``repr``, ``ascii``, ``str``, f-strings, ``format``, ``%r`` and
         ``str.format``: equal to plain Python's text."""
         source = r"""
@@ -750,6 +759,8 @@ class S(list):
     pass
 class Z(set):
     pass
+class Oops(Exception):
+    pass
 e = E()
 L = [1, e]
 L.append(L)
@@ -762,6 +773,7 @@ values = [
     collections.deque([e]), collections.deque([e, 1], maxlen=5),
     collections.UserList([e, 'x']), collections.UserDict({'a': e}),
     [[e], {}, set(), frozenset(), ()], [1.5, 'a\nb', b'x', None, e], {'a': [e, {'b': (e,)}]},
+    ValueError(e), ValueError(e, [e]), ValueError(), ValueError([e]), Oops(e, 1), KeyError(e),
 ]
 result = []
 for v in values:

@@ -112,6 +112,8 @@ def text_of(value: Any, mode: str, what: str) -> str:
     one C call when the text's estimate holds (no code of the program's in it), else written
     in steps (see the module docstring)."""
     ascii_only = mode == "ascii"
+    if isinstance(value, BaseException):
+        return _exception_text(value, mode, what)
     shape = _shape(value)
     if shape is None or (mode == "str" and not objects_own(value, "__str__")):
         if mode == "str":
@@ -127,6 +129,39 @@ def text_of(value: Any, mode: str, what: str) -> str:
     out: list[str] = []
     _SHAPES[shape](value, out, budget)
     return "".join(out)
+
+
+def _exception_text(value: BaseException, mode: str, what: str) -> str:
+    """An exception's text, its ``args`` written in steps when the program's code is in them
+    (``BaseException``'s own ``__repr__``/``__str__``; a class's own is one call, checked)."""
+    kind: Any = type(value)
+    own = kind.__str__ if mode == "str" else kind.__repr__
+    args = _EXCEPTION_ARGS.__get__(value)
+    if own is (BaseException.__str__ if mode == "str" else BaseException.__repr__):
+        size, spoken = estimate(args, ascii_only=mode == "ascii", active=_WRITING.active)
+        check_items(size, what)
+        if spoken:
+            if mode == "str":  # '' for no args, str(args[0]) for one, else the args' repr
+                if len(args) == 1:
+                    return text_of(args[0], "str", what)
+                return "" if not args else text_of(args, "repr", what)
+            # "Name(arg)" for one, else "Name" and the args' repr (BaseException_repr)
+            name = str.__str__(type.__getattribute__(kind, "__name__"))
+            if mode == "ascii":
+                name = str.encode(name, "ascii", "backslashreplace").decode("ascii")
+            inner = text_of(args[0] if len(args) == 1 else args, mode, what)
+            text = f"{name}({inner})" if len(args) == 1 else name + inner
+            check_items(str.__len__(text), what)
+            return text
+        return _WRITERS[mode](value)
+    if mode == "str":
+        check_text(value, what)
+    else:
+        check_repr(value, what, ascii_only=mode == "ascii")
+    return _WRITERS[mode](value)
+
+
+_EXCEPTION_ARGS = BaseException.__dict__["args"]
 
 
 def formatted(value: Any, spec: str, what: str) -> str:
