@@ -51,11 +51,12 @@ processing instructions, the ``html`` and ``text`` methods, ``short_empty_elemen
   checks estimate a conversion before its one C call, and the program's code ran inside that
   call. ``('%(a)s' * 100) % M()``, ``M.__getitem__`` returning a shared million-character
   string, wrote 100 000 000 characters (as did a ``UserString``'s ``%``, a program ``str``
-  subclass's ``super().__mod__``, ``('%s' * 100)`` of a hundred program objects and a
-  ``defaultdict``'s factory); a list whose item's ``__repr__`` extended it with a hundred such
+  subclass's ``super().__mod__``, ``UserString.__rmod__``, ``('%s' * 100)`` of a hundred
+  program objects, a ``defaultdict``'s factory and ``bytes``' ``%``); a list whose item's ``__repr__`` extended it with a hundred such
   strings wrote 100 000 403 through ``repr``, ``str``, ``ascii``, f-strings, ``format``,
   ``%r``, ``str.format`` and a program ``UserList``'s ``repr`` (``print``: built, then
-  refused); ``repr([E()] * 100)``, ``E.__repr__`` returning the shared string, 100 000 200.
+  refused); ``repr([E()] * 100)``, ``E.__repr__`` returning the shared string, 100 000 200
+  (an exception's ``args`` likewise).
   Fixed in ``_stepped_text``: when the estimate's walk meets a program class's ``__repr__``,
   ``__str__`` or ``data``, the container is written in Python an item at a time as CPython
   writes it, the running total checked; ``%`` with a mapping that is not an exact dict, or a
@@ -592,6 +593,23 @@ class TestProgramCodeBetweenFields:
         items = 11000000 if "[[E()]]" not in expression else 10000020
         assert error_of(source) == _refusal("%-formatting", items)
 
+    @pytest.mark.parametrize(
+        "expression",
+        ["(b'%(a)s' * 100) % M()", "(b'%a' * 100) % ((E(),) * 100)"],
+        ids=["mapping", "ascii-of-program-objects"],
+    )
+    def test_bytes_percent_in_steps(self, expression: str) -> None:
+        """``bytes % args`` likewise: a program mapping's ``__getitem__`` returning a shared
+        million-byte string, ``%a`` of a program object whose ``__repr__`` returns a shared
+        million-character string: 100 000 000 bytes each before; a field at a time now."""
+        source = (
+            "SB = b'a' * 10**6\nS = 'a' * 10**6\n"
+            "class M:\n    def __getitem__(self, k):\n        return SB\n"
+            "class E:\n    def __repr__(self):\n        return S\n"
+            f"result = len({expression})"
+        )
+        assert error_of(source) == _refusal("%-formatting", 11000000)
+
     def test_a_container_grown_during_its_repr(self) -> None:
         """Payload: ``repr(L)``, ``L = [Evil()]``, whose ``__repr__`` runs
         ``L.extend([S] * 100)`` with ``S`` a million characters. Before: 100 000 403 characters
@@ -732,6 +750,40 @@ class TestStepsAnswerAsPython:
         assert expected[0] == "1"
         assert expected[7] == ("TypeError", "not enough arguments for format string")
         assert expected[13] == ("ValueError", "unsupported format character 'z' (0x7a) at index 8")
+
+    def test_bytes_percent_with_a_program_mapping(self) -> None:
+        """The same for ``bytes % args`` with a program mapping (bytes keys, a latin-1 key,
+        ``%s``/``%b`` of bytes, ``%r``/``%a`` of a list holding a program object, numbers,
+        ``%%``, ``*``) and its errors (``bytes formatting`` in the arguments' message, a
+        missing key, an incomplete key, an unsupported character's index): plain Python's."""
+        source = r"""
+class M:
+    def __init__(self, d):
+        self.d = d
+    def __getitem__(self, k):
+        return self.d[k]
+class E:
+    def __repr__(self):
+        return 'E\u00e9'
+D = {b'a': 1, b'b': b'xyz', b'c': 3.14159, b'd': [1, E()], b'f': -42, b'\xe9': b'latin', b'w': 7}
+CASES = [b'%(a)s', b'%(b)s|%(b)10b|%(b)-5.2s', b'%(c).3f %(f)05d %(f)#x %(a)c', b'%(d)r %(d)a',
+         b'%%(a)s %(a)d%%', b'%(\xe9)s', b'%(zz)s', b'%(a', b'ab%(a)z', b'%(w)*s', b'%(d)s']
+result = []
+for template in CASES:
+    try:
+        result.append(template % M(D))
+    except Exception as e:
+        result.append((type(e).__name__, str(e)))
+for template, args in [(b'%s %a', (b'x', E())), (b'%a', (E(), 1))]:
+    try:
+        result.append(template % args)
+    except Exception as e:
+        result.append((type(e).__name__, str(e)))
+"""
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert expected[3] == b"[1, E\\xe9] [1, E\\xe9]"
+        assert expected[-1] == ("TypeError", "not all arguments converted during bytes formatting")
 
     def test_reprs_of_containers_with_program_reprs(self) -> None:
         """Containers holding program objects whose ``__repr__`` grows nothing: lists, tuples

@@ -250,9 +250,11 @@ def _mod_(a: Any, b: Any) -> Any:
 
 
 def _str_formats(a: Any, b: Any) -> bool:
-    """True when ``a % b`` is ``str.__mod__(a, b)``: no ``__mod__`` of a subclass, no
-    ``__rmod__`` of a right operand's subclass first."""
+    """True when ``a % b`` is ``str.__mod__(a, b)`` (or an exact bytes' ``bytes.__mod__``): no
+    ``__mod__`` of a subclass, no ``__rmod__`` of a right operand's subclass first."""
     kind = type(a)
+    if kind is bytes:
+        return type(b) is bytes or not issubclass(type(b), bytes)
     return (
         isinstance(a, str)
         and kind.__mod__ is str.__mod__

@@ -87,8 +87,8 @@ class _Budget:
         if self.total + more > MAX_ITEMS:
             check_items(self.total + more, self.what)
 
-    def add(self, out: list[str], text: str) -> None:
-        self.total += str.__len__(text)
+    def add(self, out: list[Any], text: Any) -> None:
+        self.total += str.__len__(text) if isinstance(text, str) else bytes.__len__(text)
         if self.total > MAX_ITEMS:
             check_items(self.total, self.what)
         out.append(text)
@@ -353,23 +353,24 @@ _MISSING = object()
 
 
 def percent_needs_steps(template: Any, args: Any, values: tuple[Any, ...], spoken: bool) -> bool:
-    """True when ``template % args`` (``template`` a str) must be written in steps: a
+    """True when ``template % args`` (``template`` a str or bytes) must be written in steps: a
     mapping other than an exact dict with ``(key)`` fields (its ``__getitem__`` runs once a
     field), a value of the program's, or a value whose text the program's code writes
     (``spoken``, from the values' estimates)."""
     if spoken:
-        return isinstance(template, str)
+        return isinstance(template, str | bytes)
     for value in values:
         if isinstance(type(value), SandboxType):  # runs_code
-            return isinstance(template, str)
-    return (
-        type(args) is not tuple
-        and type(args) is not dict
-        and isinstance(template, str)
-        and "%(" in template
-        and not isinstance(args, tuple | str)
-        and hasattr(type(args), "__getitem__")
-    )
+            return isinstance(template, str | bytes)
+    if type(args) is tuple or type(args) is dict:
+        return False
+    if isinstance(template, str):
+        keyed = "%(" in template
+    elif isinstance(template, bytes):
+        keyed = b"%(" in template
+    else:
+        return False
+    return keyed and not isinstance(args, tuple | str) and hasattr(type(args), "__getitem__")
 
 
 class _Arguments:
@@ -398,27 +399,39 @@ class _Arguments:
         return self.index < self.count
 
 
-def stepped_percent(template: str, args: Any, what: str = "%-formatting") -> str:
-    """``template % args`` written a field at a time, the running total checked (module
-    docstring)."""
-    text = str.__str__(template)
-    is_mapping = not isinstance(args, tuple | str) and hasattr(type(args), "__getitem__")
+def stepped_percent(template: str | bytes, args: Any, what: str = "%-formatting") -> Any:
+    """``template % args`` (a str, or bytes) written a field at a time, the running total
+    checked (module docstring)."""
+    is_bytes = isinstance(template, bytes)
+    if isinstance(template, bytes):
+        # Read as latin-1 text, one character a byte, and written back as bytes.
+        text = bytes.decode(template, "latin-1")
+    else:
+        text = str.__str__(template)
+    # CPython's PyMapping_Check, less the kinds each formatting takes as one value.
+    single = (tuple, str, bytes, bytearray) if is_bytes else (tuple, str)
+    is_mapping = not isinstance(args, single) and hasattr(type(args), "__getitem__")
     arguments = _Arguments(args)
     budget = _Budget(what, False)
-    out: list[str] = []
+    out: list[Any] = []
     end = len(text)
     position = 0
     while position < end:
         start = text.find("%", position)
         if start < 0:
-            budget.add(out, text[position:])
+            budget.add(out, _written(text[position:], is_bytes))
             break
         if start > position:
-            budget.add(out, text[position:start])
-        position = _field(text, start, arguments, is_mapping, args, out, budget)
+            budget.add(out, _written(text[position:start], is_bytes))
+        position = _field(text, start, arguments, is_mapping, args, out, budget, is_bytes)
     if arguments.left_over() and not is_mapping:
-        raise TypeError("not all arguments converted during string formatting")
-    return "".join(out)
+        kind = "bytes" if is_bytes else "string"
+        raise TypeError(f"not all arguments converted during {kind} formatting")
+    return b"".join(out) if is_bytes else "".join(out)
+
+
+def _written(text: str, is_bytes: bool) -> Any:
+    return str.encode(text, "latin-1") if is_bytes else text
 
 
 def _field(
@@ -427,15 +440,16 @@ def _field(
     arguments: _Arguments,
     is_mapping: bool,
     mapping: Any,
-    out: list[str],
+    out: list[Any],
     budget: _Budget,
+    is_bytes: bool,
 ) -> int:
     """Write the field at ``start`` (its ``%``); the position after it."""
     end = len(text)
     cursor = start + 1
     if text.startswith("%", cursor):
         # "%%" is a literal "%" (read before a field is parsed); "%5%" is a field, refused.
-        budget.add(out, "%")
+        budget.add(out, _written("%", is_bytes))
         return cursor + 1
     if cursor < end and text[cursor] == "(":
         if not is_mapping:
@@ -447,7 +461,7 @@ def _field(
             cursor += 1
         if depth:
             raise ValueError("incomplete format key")
-        arguments.take_one(mapping[text[key_start : cursor - 1]])
+        arguments.take_one(mapping[_written(text[key_start : cursor - 1], is_bytes)])
     spec_start = cursor
     stars = 0
     while cursor < end and text[cursor] in _FLAGS:
@@ -469,18 +483,21 @@ def _field(
     _check_widths(spec, taken[:stars])
     if conversion in _TEXT_CONVERSIONS and len(taken) > stars:
         value = taken[stars]
-        if is_text_container(value):
+        # bytes' %r is its %a: ascii() of the value, written as ASCII bytes
+        mode = "ascii" if is_bytes and conversion != "s" else _TEXT_CONVERSIONS[conversion]
+        if is_text_container(value) and not (is_bytes and conversion == "s"):
             # A container's text in steps; the field then pads or cuts that text.
-            taken[stars] = text_of(value, _TEXT_CONVERSIONS[conversion], what=budget.what)
+            written_text = text_of(value, mode, what=budget.what)
+            taken[stars] = str.encode(written_text, "ascii") if is_bytes else written_text
             spec = spec[:-1] + "s"
         elif conversion == "s":
             check_text(value, budget.what)
         elif not runs_code(value):
-            check_repr(value, budget.what, ascii_only=conversion == "a")
+            check_repr(value, budget.what, ascii_only=mode == "ascii")
     try:
-        written = spec % tuple(taken)
+        written = _written(spec, is_bytes) % tuple(taken)
     except ValueError as error:
-        raise _placed(error, start + (spec_start - start - 1)) from None
+        raise _placed(error, spec_start - 1) from None
     budget.add(out, written)
     return cursor
 
