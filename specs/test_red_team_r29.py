@@ -676,6 +676,32 @@ class TestProgramCodeBetweenFields:
         source = _SPEAKS.format(more=f"result = len({expression})")
         assert error_of(source)[0] == "resource_limit"
 
+    def test_a_plain_part_changed_by_the_programs_code(self) -> None:
+        """``L = [Evil(P), [P]]``, ``P = [1]`` a plain list when the walk first sees it, until
+        ``Evil.__repr__`` appends a hundred program objects (each ``__repr__`` the shared
+        million-character string) to it: what the walk found is forgotten once the program's
+        code runs, so ``P`` is written in steps too, refused."""
+        source = _SPEAKS.format(
+            more="class Evil:\n    def __init__(self, p):\n        self.p = p\n"
+            "    def __repr__(self):\n        self.p.extend([E()] * 100)\n        return 'x'\n"
+            "P = [1]\nresult = len(repr([Evil(P), [P]]))"
+        )
+        assert error_of(source) == _refusal("repr()", 10000027)
+
+    def test_a_deep_chain_is_walked_once(self) -> None:
+        """Twenty thousand nested lists, a program object at the bottom: each level walked
+        again below it ran past the five-second deadline; the walk's findings are kept
+        until the program's code runs, and Python's recursion limit stops it at once, as it
+        stops the plain repr."""
+        source = (
+            "class E:\n    def __repr__(self):\n        return 'e'\n"
+            "x = [E()]\nfor _ in range(20000):\n    x = [x]\nresult = len(repr(x))"
+        )
+        assert error_of(source) == (
+            "execution",
+            "Execution error in tester.run: RecursionError: maximum recursion depth exceeded",
+        )
+
 
 # Honest uses: the steps answer exactly what plain Python answers.
 
@@ -838,3 +864,12 @@ result.append(repr(grown))
         assert expected[4][0] == "[1, E\u00e9<1>, [...]]"
         assert expected[4][1] == "[1, E\\xe9<1>, [...]]"
         assert expected[-1] == "[g, 'late']"
+
+    def test_a_nested_structure_with_a_program_repr(self) -> None:
+        """Four hundred nested lists with a program object at the bottom: the same text as
+        plain Python's."""
+        source = (
+            "class E:\n    def __repr__(self):\n        return 'e'\n"
+            "x = [E()]\nfor _ in range(400):\n    x = [x]\nresult = repr(x)"
+        )
+        assert value_of(source) == result_in_python(source) == "[" * 401 + "e" + "]" * 401

@@ -71,14 +71,17 @@ _WRITING = _Writing()
 
 
 class _Budget:
-    """The running total of one stepped conversion."""
+    """The running total of one stepped conversion, and what its last walk found: for each
+    container, whether the program's code is in it (valid until the program's code runs
+    again, which can change any container)."""
 
-    __slots__ = ("ascii_only", "total", "what")
+    __slots__ = ("ascii_only", "flags", "total", "what")
 
     def __init__(self, what: str, ascii_only: bool) -> None:
         self.what = what
         self.ascii_only = ascii_only
         self.total = 0
+        self.flags: dict[int, bool] = {}
 
     def room(self) -> int:
         return MAX_ITEMS - self.total
@@ -121,11 +124,13 @@ def text_of(value: Any, mode: str, what: str) -> str:
         else:
             check_repr(value, what, ascii_only=ascii_only)
         return _WRITERS[mode](value)
-    size, spoken = estimate(value, ascii_only=ascii_only, active=_WRITING.active)
+    budget = _Budget(what, ascii_only)
+    size, spoken = estimate(
+        value, ascii_only=ascii_only, active=_WRITING.active, flags=budget.flags
+    )
     check_items(size, what)
     if not spoken:
         return _WRITERS[mode](value)
-    budget = _Budget(what, ascii_only)
     out: list[str] = []
     _SHAPES[shape](value, out, budget)
     return "".join(out)
@@ -200,15 +205,27 @@ def _escaped(text: str, budget: _Budget) -> str:
 def _item(item: Any, out: list[str], budget: _Budget) -> None:
     """One item's repr: in steps if the program's code is in it, else one C call, checked."""
     if isinstance(type(item), SandboxType) and speaks(type(item)):
+        budget.flags.clear()  # the program's code may change any container
         text = repr(item)  # the program's code: counted once it returns
         budget.add(out, _escaped(text, budget) if budget.ascii_only else text)
         return
     shape = _shape(item)
     if shape is not None:
-        size, spoken = estimate(
-            item, budget.room() + 1, ascii_only=budget.ascii_only, active=_WRITING.active
-        )
-        if spoken:
+        room = budget.room() + 1
+        flag = budget.flags.get(id(item))
+        if flag is None:
+            # Not walked since the program's code last ran: walked now, its parts noted.
+            size = estimate(
+                item,
+                room,
+                ascii_only=budget.ascii_only,
+                active=_WRITING.active,
+                flags=budget.flags,
+            )[0]
+            flag = budget.flags.get(id(item), True)
+        elif not flag:
+            size = estimate(item, room, ascii_only=budget.ascii_only)[0]
+        if flag:
             _SHAPES[shape](item, out, budget)
             return
         budget.check(size)

@@ -237,19 +237,23 @@ def estimate(
     *,
     ascii_only: bool = False,
     active: set[int] | frozenset[int] = frozenset(),
+    flags: dict[int, bool] | None = None,
 ) -> tuple[int, bool]:
     """:func:`estimated_text` of ``root``, and whether the walk met an object whose text is the
     program's code (:func:`speaks`): then the one C call could write more than the estimate
     (the code returns any text, and can grow a container being written), and the text is
     written in steps instead (``_stepped_text``, ADR 0162); so does a container in ``active``
     (one being written in steps, which a C call would write again). Once past ``limit`` the
-    walk stops, the flag then partial."""
+    walk stops, the flag then partial. ``flags``, when given, gets the same answer for each
+    container walked (by ``id``), a container reaching one still being walked (a cycle)
+    counted as speaking."""
     if not _is_container(root):
         return _scalar_text(root, ascii_only), speaks(type(root))
     spoken = False
     sizes: dict[int, int] = {}
     held: list[Any] = []  # keeps every walked container alive, so ids stay unique
     pending: list[tuple[Any, list[Any] | None]] = [(root, None)]
+    own: dict[int, bool] = {}  # with flags: what a container's own kind and flat items say
     while pending:
         node, items = pending.pop()
         if items is None:
@@ -257,13 +261,17 @@ def estimate(
             if key in sizes:
                 continue
             held.append(node)
-            spoken = spoken or key in active or speaks(type(node))
+            itself = key in active or speaks(type(node))
             items = _items(node)
             flat, said = _flat_text(items, ascii_only)
-            spoken = spoken or said
+            spoken = spoken or itself or said
             if flat is not None:
                 sizes[key] = flat + _wrapper(node)
+                if flags is not None:
+                    flags[key] = itself or said
                 continue
+            if flags is not None:
+                own[key] = itself or said
             sizes[key] = _WRAPPER  # while in progress: a cycle prints as [...]
             pending.append((node, items))
             pending.extend((item, None) for item in items if _is_container(item))
@@ -277,6 +285,10 @@ def estimate(
             if total > limit:
                 break
         sizes[id(node)] = total
+        if flags is not None:
+            flags[id(node)] = own[id(node)] or any(
+                flags.get(id(item), True) for item in items if _is_container(item)
+            )
         if id(node) == id(root) or total > limit:
             return total, spoken
     return sizes[id(root)], spoken
