@@ -56,7 +56,8 @@ processing instructions, the ``html`` and ``text`` methods, ``short_empty_elemen
   strings wrote 100 000 403 through ``repr``, ``str``, ``ascii``, f-strings, ``format``,
   ``%r``, ``str.format`` and a program ``UserList``'s ``repr`` (``print``: built, then
   refused); ``repr([E()] * 100)``, ``E.__repr__`` returning the shared string, 100 000 200
-  (an exception's ``args`` likewise).
+  (an exception's ``args`` likewise); a program ``set`` whose ``__iter__`` grew a list beside
+  it, 200 000 810.
   Fixed in ``_stepped_text``: when the estimate's walk meets a program class's ``__repr__``,
   ``__str__`` or ``data``, the container is written in Python an item at a time as CPython
   writes it, the running total checked; ``%`` with a mapping that is not an exact dict, or a
@@ -688,6 +689,20 @@ class TestProgramCodeBetweenFields:
         )
         assert error_of(source) == _refusal("repr()", 10000027)
 
+    def test_a_set_subclass_iterating_the_programs_code(self) -> None:
+        """``[Z({1}), P]``, ``Z`` a program ``set`` whose ``__iter__`` extends the plain list
+        ``P`` with a hundred shared million-character strings: the walk read ``Z``'s items
+        (one extension), the C call's ``set_repr`` read them again and wrote ``P`` twice as
+        grown, 200 000 810 characters. A program class defining ``__iter__`` counts as the
+        program's code now: the set is written in steps and ``P`` walked again, refused."""
+        source = (
+            "S = 'a' * 10**6\nP = []\n"
+            "class Z(set):\n    def __iter__(self):\n        P.extend([S] * 100)\n"
+            "        return iter([1])\n"
+            "result = len(repr([Z({1}), P]))"
+        )
+        assert error_of(source) == _refusal("repr()", 300001211)
+
     def test_a_deep_chain_is_walked_once(self) -> None:
         """Twenty thousand nested lists, a program object at the bottom: each level walked
         again below it ran past the five-second deadline; the walk's findings are kept
@@ -816,7 +831,7 @@ for template, args in [(b'%s %a', (b'x', E())), (b'%a', (E(), 1))]:
         (one item), dicts, sets, frozensets, deques (with ``maxlen``), a program's ``list`` and
         ``set`` subclasses, ``UserList``/``UserDict``, nesting, a list and a dict holding
         themselves, exceptions (none, one or two args; a program's class; ``KeyError``'s own
-        ``str``), an item appended once during the repr (written, as CPython re-reads the
+        ``str``), a program ``set`` listing its own items, an item appended once during the repr (written, as CPython re-reads the
         length), through ``repr``, ``ascii``, ``str``, f-strings, ``format``, ``%r`` and
         ``str.format``: equal to plain Python's text."""
         source = r"""
@@ -839,6 +854,9 @@ class Z(set):
     pass
 class Oops(Exception):
     pass
+class Listed(set):
+    def __iter__(self):
+        return iter([3, e, 2])
 e = E()
 L = [1, e]
 L.append(L)
@@ -852,6 +870,7 @@ values = [
     collections.UserList([e, 'x']), collections.UserDict({'a': e}),
     [[e], {}, set(), frozenset(), ()], [1.5, 'a\nb', b'x', None, e], {'a': [e, {'b': (e,)}]},
     ValueError(e), ValueError(e, [e]), ValueError(), ValueError([e]), Oops(e, 1), KeyError(e),
+    [Listed({1}), e],
 ]
 result = []
 for v in values:

@@ -39,6 +39,7 @@ from recurgent._sandbox._text_size import (
     check_text,
     estimate,
     is_text_container,
+    iterates,
     repr_length,
     speaks,
 )
@@ -308,6 +309,8 @@ def _set(node: Any, out: list[str], budget: _Budget) -> None:
         return
     try:
         items = list(node)
+        if iterates(kind):
+            budget.flags.clear()  # the program's __iter__ ran: it may change any container
         if not items:
             budget.add(out, f"{name}()")
             return

@@ -36,6 +36,7 @@ __all__ = [
     "estimate",
     "estimated_text",
     "is_text_container",
+    "iterates",
     "measured_length",
     "repr_length",
     "speaks",
@@ -141,13 +142,27 @@ def speaks(kind: type) -> bool:
     the program's that defines ``__repr__``, ``__str__`` or ``data`` (which a checked
     wrapper's ``repr`` reads), itself or through another class of the program's (ADR 0162).
     A class of the program's that defines none of them converts as its library base does."""
+    return _defines(kind, _SPEAKING)
+
+
+def iterates(kind: type) -> bool:
+    """True for a class of the program's defining ``__iter__``: a set subclass's repr (and the
+    walk's reading of its items) lists it through the program's code (ADR 0162)."""
+    return _defines(kind, _ITERATING)
+
+
+_SPEAKING = ("__repr__", "__str__", "data")
+_ITERATING = ("__iter__",)
+
+
+def _defines(kind: type, wanted: tuple[str, ...]) -> bool:
     if not isinstance(kind, SandboxType):
         return False
     for klass in type.__getattribute__(kind, "__mro__"):
         if not isinstance(klass, SandboxType):
             continue
         names = type.__getattribute__(klass, "__dict__")
-        if "__repr__" in names or "__str__" in names or "data" in names:
+        if any(name in names for name in wanted):
             return True
     return False
 
@@ -254,6 +269,7 @@ def estimate(
     held: list[Any] = []  # keeps every walked container alive, so ids stay unique
     pending: list[tuple[Any, list[Any] | None]] = [(root, None)]
     own: dict[int, bool] = {}  # with flags: what a container's own kind and flat items say
+    ran_code = False
     while pending:
         node, items = pending.pop()
         if items is None:
@@ -262,6 +278,10 @@ def estimate(
                 continue
             held.append(node)
             itself = key in active or speaks(type(node))
+            if iterates(type(node)):
+                # Its items are the program's code's answer, which may change any container
+                # already walked: no container's finding is kept.
+                itself = ran_code = True
             items = _items(node)
             flat, said = _flat_text(items, ascii_only)
             spoken = spoken or itself or said
@@ -290,8 +310,12 @@ def estimate(
                 flags.get(id(item), True) for item in items if _is_container(item)
             )
         if id(node) == id(root) or total > limit:
-            return total, spoken
-    return sizes[id(root)], spoken
+            break
+    else:
+        total = sizes[id(root)]  # the root's items are flat: no container below it
+    if ran_code and flags is not None:
+        flags.clear()
+    return total, spoken
 
 
 def check_text(value: Any, what: str) -> None:
