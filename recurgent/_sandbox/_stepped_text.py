@@ -125,13 +125,11 @@ def text_of(value: Any, mode: str, what: str) -> str:
         else:
             check_repr(value, what, ascii_only=ascii_only)
         return _WRITERS[mode](value)
-    budget = _Budget(what, ascii_only)
-    size, spoken = estimate(
-        value, ascii_only=ascii_only, active=_WRITING.active, flags=budget.flags
-    )
+    size, spoken = estimate(value, ascii_only=ascii_only, active=_WRITING.active)
     check_items(size, what)
     if not spoken:
         return _WRITERS[mode](value)
+    budget = _Budget(what, ascii_only)  # its items walked again as they are reached
     out: list[str] = []
     _SHAPES[shape](value, out, budget)
     return "".join(out)
