@@ -142,27 +142,25 @@ def speaks(kind: type) -> bool:
     the program's that defines ``__repr__``, ``__str__`` or ``data`` (which a checked
     wrapper's ``repr`` reads), itself or through another class of the program's (ADR 0162).
     A class of the program's that defines none of them converts as its library base does."""
-    return _defines(kind, _SPEAKING)
+    if not isinstance(kind, SandboxType):
+        return False
+    for klass in type.__getattribute__(kind, "__mro__"):
+        if isinstance(klass, SandboxType):
+            names = type.__getattribute__(klass, "__dict__")
+            if "__repr__" in names or "__str__" in names or "data" in names:
+                return True
+    return False
 
 
 def iterates(kind: type) -> bool:
     """True for a class of the program's defining ``__iter__``: a set subclass's repr (and the
     walk's reading of its items) lists it through the program's code (ADR 0162)."""
-    return _defines(kind, _ITERATING)
-
-
-_SPEAKING = ("__repr__", "__str__", "data")
-_ITERATING = ("__iter__",)
-
-
-def _defines(kind: type, wanted: tuple[str, ...]) -> bool:
     if not isinstance(kind, SandboxType):
         return False
     for klass in type.__getattribute__(kind, "__mro__"):
-        if not isinstance(klass, SandboxType):
-            continue
-        names = type.__getattribute__(klass, "__dict__")
-        if any(name in names for name in wanted):
+        if isinstance(klass, SandboxType) and "__iter__" in type.__getattribute__(
+            klass, "__dict__"
+        ):
             return True
     return False
 
