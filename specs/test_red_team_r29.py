@@ -653,6 +653,25 @@ class TestProgramCodeBetweenFields:
         )
         assert error_of(source) == _refusal(what, 10000042)
 
+    @pytest.mark.parametrize(
+        ("expression", "what"),
+        [
+            ("f'{X}'", "converting a container to text"),
+            ("f'{X!r}'", "an f-string"),
+            ("format(X)", "format()"),
+            ("'{}'.format(X)", "str.format"),
+            ("'%s' % X", "%-formatting"),
+            ("str(X)", "str()"),
+        ],
+        ids=["f-string", "f-string-repr", "format", "format-method", "percent", "str"],
+    )
+    def test_every_conversion_of_an_exception(self, expression: str, what: str) -> None:
+        """``X = ValueError(*[E()] * 100)``, ``E.__repr__`` the shared million-character
+        string: its args' text was one C call after an estimate of sixteen characters an
+        object (100 000 200 characters and more); written from its args in steps now."""
+        source = _SPEAKS.format(more=f"X = ValueError(*[E()] * 100)\nresult = len({expression})")
+        assert error_of(source) == _refusal(what, 10000019)
+
     def test_print_of_a_grown_container(self) -> None:
         """``print(L)``: 100 000 404 characters before, refused only at the line's count."""
         assert error_of(_GROWN + "print(L)\nresult = 1") == _refusal("print()", 10000042)
@@ -874,7 +893,7 @@ values = [
 ]
 result = []
 for v in values:
-    result.append([repr(v), ascii(v), str(v), f'{v}', f'{v!a}', format(v), '%r' % (v,),
+    result.append([repr(v), ascii(v), str(v), f'{v}', f'{v!a}', format(v), '%r' % (v,), '%s' % (v,),
                    '{!r}'.format(v)])
 result.append(repr(grown))
 """

@@ -33,6 +33,7 @@ from recurgent._sandbox._measure import (
     true_length,
 )
 from recurgent._sandbox._stepped_text import (
+    converted,
     formatted,
     objects_own,
     percent_needs_steps,
@@ -42,6 +43,7 @@ from recurgent._sandbox._stepped_text import (
 from recurgent._sandbox._text_size import (
     check_text,
     estimate,
+    exception_args,
     is_text_container,
     repr_length,
 )
@@ -212,7 +214,11 @@ def _check_values(values: tuple[Any, ...]) -> bool:
     for value in values:
         if type(value) in PLAIN_TEXT:
             continue  # its text is its own: nothing to check
-        if is_text_container(value) and not isinstance(value, collections.UserString):
+        if isinstance(value, BaseException):
+            size, said = estimate(exception_args(value))  # its text is its args' (H10)
+            check_items(size, "%-formatting")
+            spoken = spoken or said
+        elif is_text_container(value) and not isinstance(value, collections.UserString):
             size, said = estimate(value)
             check_items(size, "%-formatting")
             spoken = spoken or said
@@ -383,7 +389,7 @@ def _str_(maker: Any, value: Any) -> Any:
 def _text_(value: Any) -> Any:
     """``value`` as an f-string's ``{value}`` converts it, once its text is known to fit: a
     container's text itself when the program's code is in it (written in steps, ADR 0162)."""
-    if is_text_container(value) and objects_own(value, "__format__"):
+    if converted(value) and objects_own(value, "__format__"):
         return text_of(value, "str", "converting a container to text")
     check_text(value, "converting a container to text")
     return value

@@ -46,6 +46,7 @@ from recurgent._sandbox._text_size import (
 
 __all__ = [
     "WRAPPER_REPRS",
+    "converted",
     "formatted",
     "objects_own",
     "percent_needs_steps",
@@ -171,10 +172,15 @@ _EXCEPTION_ARGS = BaseException.__dict__["args"]
 def formatted(value: Any, spec: str, what: str) -> str:
     """``format(value, spec)`` checked: a container's ``format(x, '')`` is its ``str``, written
     by :func:`text_of`."""
-    if spec == "" and objects_own(value, "__format__") and is_text_container(value):
+    if spec == "" and objects_own(value, "__format__") and converted(value):
         return text_of(value, "str", what)
     check_text(value, what)
     return format(value, spec)
+
+
+def converted(value: Any) -> bool:
+    """True for a value :func:`text_of` may write in steps: a container or an exception."""
+    return is_text_container(value) or isinstance(value, BaseException)
 
 
 # --- repr in steps ------------------------------------------------------------------------------
@@ -503,7 +509,7 @@ def _field(
         value = taken[stars]
         # bytes' %r is its %a: ascii() of the value, written as ASCII bytes
         mode = "ascii" if is_bytes and conversion != "s" else _TEXT_CONVERSIONS[conversion]
-        if is_text_container(value) and not (is_bytes and conversion == "s"):
+        if converted(value) and not (is_bytes and conversion == "s"):
             # A container's text in steps; the field then pads or cuts that text.
             written_text = text_of(value, mode, what=budget.what)
             taken[stars] = str.encode(written_text, "ascii") if is_bytes else written_text

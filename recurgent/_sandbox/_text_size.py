@@ -35,6 +35,7 @@ __all__ = [
     "check_texts",
     "estimate",
     "estimated_text",
+    "exception_args",
     "is_text_container",
     "iterates",
     "measured_length",
@@ -205,6 +206,11 @@ def _texted(value: Any) -> Any:
 
 
 _EXCEPTION_ARGS = BaseException.__dict__["args"]
+
+
+def exception_args(value: BaseException) -> Any:
+    """An exception's ``args`` as ``BaseException`` holds them (a property cannot answer)."""
+    return _EXCEPTION_ARGS.__get__(value)
 
 
 def _wrapper(container: Any) -> int:
