@@ -47,8 +47,24 @@ text codec in ``encodings.aliases``, for tags, text, tails, attributes, namespac
 processing instructions, the ``html`` and ``text`` methods, ``short_empty_elements`` and
 ``xml_declaration``: no under-count but the surrogates above.
 
-Left, as strict xfails (``TestLeft``): ``str``'s case mappings, ``%`` with a program's mapping, a container its
-item's ``__repr__`` grows during the one C call.
+- **The program's code between the fields (ADR 0162).** Found here, fixed after: the text
+  checks estimate a conversion before its one C call, and the program's code ran inside that
+  call. ``('%(a)s' * 100) % M()``, ``M.__getitem__`` returning a shared million-character
+  string, wrote 100 000 000 characters (as did a ``UserString``'s ``%``, a program ``str``
+  subclass's ``super().__mod__``, ``UserString.__rmod__``, ``('%s' * 100)`` of a hundred
+  program objects, a ``defaultdict``'s factory and ``bytes``' ``%``); a list whose item's ``__repr__`` extended it with a hundred such
+  strings wrote 100 000 403 through ``repr``, ``str``, ``ascii``, f-strings, ``format``,
+  ``%r``, ``str.format`` and a program ``UserList``'s ``repr`` (``print``: built, then
+  refused); ``repr([E()] * 100)``, ``E.__repr__`` returning the shared string, 100 000 200
+  (an exception's ``args`` likewise); a program ``set`` whose ``__iter__`` grew a list beside
+  it, 200 000 810.
+  Fixed in ``_stepped_text``: when the estimate's walk meets a program class's ``__repr__``,
+  ``__str__`` or ``data``, the container is written in Python an item at a time as CPython
+  writes it, the running total checked; ``%`` with a mapping that is not an exact dict, or a
+  program's value, is written a field at a time, each field formatted by CPython itself.
+  ``TestStepsAnswerAsPython`` pins that honest programs get plain Python's text and errors.
+
+Left, as a strict xfail (``TestLeft``): ``str``'s case mappings.
 """
 
 from __future__ import annotations
@@ -508,45 +524,390 @@ class TestLeft:
         """Payload: ``('ΐ' * 9 * 10**6).upper()``."""
         assert error_of("result = len(('\\u0390' * 9 * 10**6).upper())")[0] == "resource_limit"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "('%(a)s' * 100) % M(), M a program mapping whose __getitem__ returns a "
-            "million-character string, writes 100 000 000 characters in one C call (a "
-            "UserString subclass's checked % likewise): the mapping's values are the program's "
-            "code, unknown before the call (str.format_map is checked as it formats). Fix: "
-            "for a mapping that is not an exact dict, format %-fields in Python a field at a "
-            "time with the running total checked, as format_map is."
-        ),
-    )
+
+# --- ADR 0162: the program's code between the fields, written in steps -------------------------
+
+_MAPPING = (
+    "S = 'a' * 10**6\nclass M:\n    def __getitem__(self, k):\n        return S\n"
+    "    def keys(self):\n        return ['a']\n"
+)
+_SPEAKS = "S = 'a' * 10**6\nclass E:\n    def __repr__(self):\n        return S\n{more}"
+_GROWN = (
+    "import collections\nS = 'a' * 10**6\nL = []\n"
+    "class Evil:\n    def __repr__(self):\n        L.extend([S] * 100)\n"
+    "        return 'e'\n"
+    "L.append(Evil())\n"
+)
+
+
+class TestProgramCodeBetweenFields:
+    """Fixed (ADR 0162): the program's code ran inside the one C call a text check had
+    estimated, and wrote past the estimate; such text is written in steps now, each piece
+    counted."""
+
     def test_percent_with_a_programs_mapping(self) -> None:
-        """Payload: ``('%(a)s' * 100) % M()``."""
+        """Payload: ``('%(a)s' * 100) % M()``, ``M.__getitem__`` returning a shared
+        million-character string. Before: 100 000 000 characters in one C call (the mapping
+        was estimated as one small object). Now: ``%`` with a mapping that is not an exact
+        dict is written a field at a time, refused at the eleventh field."""
+        source = _MAPPING + "result = len(('%(a)s' * 100) % M())"
+        assert error_of(source) == _refusal("%-formatting", 11000000)
+
+    @pytest.mark.parametrize(
+        "expression",
+        [
+            "collections.UserString('%(a)s' * 100) % M()",
+            "U('%(a)s' * 100) % M()",
+            "T('%(a)s' * 100).fill(M())",
+            "('%s' * 100) % ((E(),) * 100)",
+            "('%(k)s' * 100) % collections.defaultdict(lambda: S)",
+            "('%s' * 100) % tuple([[E()]] * 100)",
+            "P() % V('x')",
+        ],
+        ids=[
+            "userstring",
+            "userstring-subclass",
+            "super-mod",
+            "tuple-of-str",
+            "factory",
+            "list",
+            "userstring-rmod",
+        ],
+    )
+    def test_percent_in_steps(self, expression: str) -> None:
+        """Each wrote 100 million characters before (the UserString's ``%`` is its data's, a
+        program ``str`` subclass's ``super().__mod__`` is ``str``'s, ``E.__str__`` runs a
+        field at a time, as do a ``defaultdict``'s factory and, through ``UserString``'s
+        ``__rmod__``, a program ``UserString``'s ``__getitem__``); now each is refused at the
+        eleventh field (a list's ``%s``, in steps itself, at the tenth)."""
         source = (
-            "S = 'a' * 10**6\nclass M:\n    def __getitem__(self, k):\n        return S\n"
-            "    def keys(self):\n        return ['a']\n"
-            "result = len(('%(a)s' * 100) % M())"
+            "import collections\n"
+            + _MAPPING
+            + "class E:\n    def __str__(self):\n        return S\n    def __repr__(self):\n"
+            "        return S\n"
+            "class U(collections.UserString):\n    pass\n"
+            "class T(str):\n    def fill(self, m):\n        return super().__mod__(m)\n"
+            "class P:\n    def __str__(self):\n        return '%(a)s' * 100\n"
+            "class V(collections.UserString):\n    def __getitem__(self, k):\n        return S\n"
+            f"result = len({expression})"
         )
+        items = 11000000 if "[[E()]]" not in expression else 10000020
+        assert error_of(source) == _refusal("%-formatting", items)
+
+    @pytest.mark.parametrize(
+        "expression",
+        ["(b'%(a)s' * 100) % M()", "(b'%a' * 100) % ((E(),) * 100)"],
+        ids=["mapping", "ascii-of-program-objects"],
+    )
+    def test_bytes_percent_in_steps(self, expression: str) -> None:
+        """``bytes % args`` likewise: a program mapping's ``__getitem__`` returning a shared
+        million-byte string, ``%a`` of a program object whose ``__repr__`` returns a shared
+        million-character string: 100 000 000 bytes each before; a field at a time now."""
+        source = (
+            "SB = b'a' * 10**6\nS = 'a' * 10**6\n"
+            "class M:\n    def __getitem__(self, k):\n        return SB\n"
+            "class E:\n    def __repr__(self):\n        return S\n"
+            f"result = len({expression})"
+        )
+        assert error_of(source) == _refusal("%-formatting", 11000000)
+
+    def test_a_container_grown_during_its_repr(self) -> None:
+        """Payload: ``repr(L)``, ``L = [Evil()]``, whose ``__repr__`` runs
+        ``L.extend([S] * 100)`` with ``S`` a million characters. Before: 100 000 403 characters
+        (the estimate was taken before the one C call). Now: the list is written an item at a
+        time, its length read again each item as CPython reads it, refused at the eleventh
+        string."""
+        assert error_of(_GROWN + "result = len(repr(L))") == _refusal("repr()", 10000042)
+
+    @pytest.mark.parametrize(
+        ("expression", "what"),
+        [
+            ("str(L)", "str()"),
+            ("ascii(L)", "ascii()"),
+            ("f'{L}'", "converting a container to text"),
+            ("f'{L!r:>5}'", "an f-string"),
+            ("format(L)", "format()"),
+            ("'%r' % (L,)", "%-formatting"),
+            ("'{!s}'.format(L)", "str.format"),
+            ("repr(W(L))", "repr()"),
+        ],
+        ids=[
+            "str",
+            "ascii",
+            "f-string",
+            "f-string-repr",
+            "format",
+            "percent",
+            "format-method",
+            "wrapper",
+        ],
+    )
+    def test_every_conversion_of_a_grown_container(self, expression: str, what: str) -> None:
+        """The same list through each conversion the sandbox checks (``W`` a program's
+        ``UserList`` holding ``L`` as its data): 100 000 403 characters each before (``str()``,
+        ``ascii()``, f-strings, ``format()``, ``%r``, the wrapper's ``repr``); refused now."""
+        source = (
+            _GROWN + "class W(collections.UserList):\n    def __init__(self, data):\n"
+            "        self.data = data\n"
+            f"result = len({expression})"
+        )
+        assert error_of(source) == _refusal(what, 10000042)
+
+    @pytest.mark.parametrize(
+        ("expression", "what"),
+        [
+            ("f'{X}'", "converting a container to text"),
+            ("f'{X!r}'", "an f-string"),
+            ("format(X)", "format()"),
+            ("'{}'.format(X)", "str.format"),
+            ("'%s' % X", "%-formatting"),
+            ("str(X)", "str()"),
+        ],
+        ids=["f-string", "f-string-repr", "format", "format-method", "percent", "str"],
+    )
+    def test_every_conversion_of_an_exception(self, expression: str, what: str) -> None:
+        """``X = ValueError(*[E()] * 100)``, ``E.__repr__`` the shared million-character
+        string: its args' text was one C call after an estimate of sixteen characters an
+        object (100 000 200 characters and more); written from its args in steps now."""
+        source = _SPEAKS.format(more=f"X = ValueError(*[E()] * 100)\nresult = len({expression})")
+        assert error_of(source) == _refusal(what, 10000019)
+
+    def test_print_of_a_grown_container(self) -> None:
+        """``print(L)``: 100 000 404 characters before, refused only at the line's count."""
+        assert error_of(_GROWN + "print(L)\nresult = 1") == _refusal("print()", 10000042)
+
+    @pytest.mark.parametrize(
+        "expression",
+        [
+            "repr([E()] * 100)",
+            "str({1: [E()] * 100})",
+            "'%s' % ((E(),) * 100,)",
+            "repr(ValueError(*[E()] * 100))",
+            "str(ValueError([E()] * 100))",
+        ],
+        ids=["list", "dict", "percent-tuple", "exception-repr", "exception-str"],
+    )
+    def test_a_program_repr_repeated(self, expression: str) -> None:
+        """A program object whose ``__repr__`` returns a shared million-character string, held
+        a hundred times (in a list, a dict's value, a ``%s`` tuple, an exception's ``args``):
+        estimated as sixteen characters an object, 100 000 200 characters written before
+        (the exception's repr 100 000 210); refused once the running total passes the cap
+        now."""
+        source = _SPEAKS.format(more=f"result = len({expression})")
         assert error_of(source)[0] == "resource_limit"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "A list whose item's __repr__ (the program's) extends the list with a shared "
-            "million-character string a hundred times: repr() of it, or of a UserList holding "
-            "it (checked on its one read of data), writes 100 000 403 characters: the estimate "
-            "is taken before the one C call, and the program's code grows the container inside "
-            "it. Fix: when the walk meets a program object with its own __repr__/__str__, "
-            "build the text in Python an item at a time, checking the running total, instead "
-            "of one C call."
-        ),
-    )
-    def test_a_container_grown_during_its_repr(self) -> None:
-        """Payload: ``repr(collections.UserList(L))``, ``L = [Evil()]``, whose ``__repr__``
-        runs ``L.extend([S] * 100)``."""
-        source = (
-            "import collections\nS = 'a' * 10**6\nL = []\n"
-            "class Evil:\n    def __repr__(self):\n        L.extend([S] * 100)\n"
-            "        return 'e'\n"
-            "L.append(Evil())\nresult = len(repr(collections.UserList(L)))"
+    def test_a_plain_part_changed_by_the_programs_code(self) -> None:
+        """``L = [Evil(P), [P]]``, ``P = [1]`` a plain list when the walk first sees it, until
+        ``Evil.__repr__`` appends a hundred program objects (each ``__repr__`` the shared
+        million-character string) to it: what the walk found is forgotten once the program's
+        code runs, so ``P`` is written in steps too, refused."""
+        source = _SPEAKS.format(
+            more="class Evil:\n    def __init__(self, p):\n        self.p = p\n"
+            "    def __repr__(self):\n        self.p.extend([E()] * 100)\n        return 'x'\n"
+            "P = [1]\nresult = len(repr([Evil(P), [P]]))"
         )
-        assert error_of(source)[0] == "resource_limit"
+        assert error_of(source) == _refusal("repr()", 10000027)
+
+    def test_a_set_subclass_iterating_the_programs_code(self) -> None:
+        """``[Z({1}), P]``, ``Z`` a program ``set`` whose ``__iter__`` extends the plain list
+        ``P`` with a hundred shared million-character strings: the walk read ``Z``'s items
+        (one extension), the C call's ``set_repr`` read them again and wrote ``P`` twice as
+        grown, 200 000 810 characters. A program class defining ``__iter__`` counts as the
+        program's code now: the set is written in steps and ``P`` walked again, refused."""
+        source = (
+            "S = 'a' * 10**6\nP = []\n"
+            "class Z(set):\n    def __iter__(self):\n        P.extend([S] * 100)\n"
+            "        return iter([1])\n"
+            "result = len(repr([Z({1}), P]))"
+        )
+        assert error_of(source) == _refusal("repr()", 300001211)
+
+    def test_a_deep_chain_is_walked_once(self) -> None:
+        """Twenty thousand nested lists, a program object at the bottom: each level walked
+        again below it ran past the five-second deadline; the walk's findings are kept
+        until the program's code runs, and Python's recursion limit stops it at once, as it
+        stops the plain repr."""
+        source = (
+            "class E:\n    def __repr__(self):\n        return 'e'\n"
+            "x = [E()]\nfor _ in range(20000):\n    x = [x]\nresult = len(repr(x))"
+        )
+        assert error_of(source) == (
+            "execution",
+            "Execution error in tester.run: RecursionError: maximum recursion depth exceeded",
+        )
+
+
+# Honest uses: the steps answer exactly what plain Python answers.
+
+_PERCENT_CASES = [
+    ("%(a)s", None),
+    ("%(b)10s|%(b)-10s|%(b).2s", None),
+    ("%(c).3f %(c)e %(c)g %(c)10.2F", None),
+    ("%(f)d %(f)+d %(f)05d %(f)x %(f)#o %(f)X %(a)c", None),
+    ("%(d)s %(d)r %(e)s %(e)r %(e)a", None),
+    ("%%(a)s %(a)s%% %%", None),
+    ("%()s|%(a(b))s|%(a)ld %(a)hi %(c)Lf", None),
+    ("%(a)*d", None),
+    ("%(w)*s", None),
+    ("%(a)s %s", None),
+    ("%(zz)s", None),
+    ("%(a", None),
+    ("%(a)", None),
+    ("abc %(a)z", None),
+    ("x %", None),
+    ("%(b)5%", None),
+    ("no fields", None),
+    ("%s %s", (1, 2)),
+    ("%s", (1, 2)),
+    ("%s %s %s", (1, 2)),
+    ("%(a)s", (1,)),
+    ("%*d|%-*d|%.*f|%*.*f", (5, 1, -5, 2, 2, 3.14159, 8, 2, 2.5)),
+    ("%*d", ("x", 1)),
+    ("%d|%c|%s", ("E", "A", "E")),
+    ("ab%qc", ("E",)),
+    ("%5.1r|%-8s|%a", ("E", "E", "E")),
+]
+_PERCENT_PROGRAM = r"""
+class M:
+    def __init__(self, d):
+        self.d = d
+    def __getitem__(self, k):
+        return self.d[k]
+class E:
+    def __repr__(self):
+        return 'E\u00e9'
+    def __str__(self):
+        return 'str-E'
+D = {'a': 1, 'b': 'xyz', 'c': 3.14159, 'd': (1, 2), 'e': [1, E()], 'f': -42, '': 'empty',
+     'a(b)': 'nested', 'w': 7}
+result = []
+for template, args in CASES:
+    if args is None:
+        args = M(D)
+    else:
+        args = tuple(E() if a == 'E' else a for a in args)
+    try:
+        result.append(template % args)
+    except Exception as e:
+        result.append((type(e).__name__, str(e)))
+"""
+
+
+class TestStepsAnswerAsPython:
+    """Pinned (ADR 0162): what the steps write is what CPython writes in one call."""
+
+    def test_percent_with_program_mappings_and_values(self) -> None:
+        """A table of ``%`` templates with a program's mapping (its values ints, floats,
+        text, a tuple, a list holding a program object) or a tuple of program objects (their
+        ``__str__`` and ``__repr__``; ``%d`` of one refused as Python refuses it): flags, widths, ``*``, precisions, length
+        modifiers, ``%%``, keys with parentheses, and the errors (a missing key, a key with
+        ``*``, an incomplete key or format, an unsupported character and its index in the
+        whole template, too many or too few arguments) equal plain Python's, type and
+        message."""
+        source = f"CASES = {_PERCENT_CASES!r}\n" + _PERCENT_PROGRAM
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert expected[0] == "1"
+        assert expected[7] == ("TypeError", "not enough arguments for format string")
+        assert expected[13] == ("ValueError", "unsupported format character 'z' (0x7a) at index 8")
+
+    def test_bytes_percent_with_a_program_mapping(self) -> None:
+        """The same for ``bytes % args`` with a program mapping (bytes keys, a latin-1 key,
+        ``%s``/``%b`` of bytes, ``%r``/``%a`` of a list holding a program object, numbers,
+        ``%%``, ``*``) and its errors (``bytes formatting`` in the arguments' message, a
+        missing key, an incomplete key, an unsupported character's index): plain Python's."""
+        source = r"""
+class M:
+    def __init__(self, d):
+        self.d = d
+    def __getitem__(self, k):
+        return self.d[k]
+class E:
+    def __repr__(self):
+        return 'E\u00e9'
+D = {b'a': 1, b'b': b'xyz', b'c': 3.14159, b'd': [1, E()], b'f': -42, b'\xe9': b'latin', b'w': 7}
+CASES = [b'%(a)s', b'%(b)s|%(b)10b|%(b)-5.2s', b'%(c).3f %(f)05d %(f)#x %(a)c', b'%(d)r %(d)a',
+         b'%%(a)s %(a)d%%', b'%(\xe9)s', b'%(zz)s', b'%(a', b'ab%(a)z', b'%(w)*s', b'%(d)s']
+result = []
+for template in CASES:
+    try:
+        result.append(template % M(D))
+    except Exception as e:
+        result.append((type(e).__name__, str(e)))
+for template, args in [(b'%s %a', (b'x', E())), (b'%a', (E(), 1))]:
+    try:
+        result.append(template % args)
+    except Exception as e:
+        result.append((type(e).__name__, str(e)))
+"""
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert expected[3] == b"[1, E\\xe9] [1, E\\xe9]"
+        assert expected[-1] == ("TypeError", "not all arguments converted during bytes formatting")
+
+    def test_reprs_of_containers_with_program_reprs(self) -> None:
+        """Containers holding program objects whose ``__repr__`` grows nothing: lists, tuples
+        (one item), dicts, sets, frozensets, deques (with ``maxlen``), a program's ``list`` and
+        ``set`` subclasses, ``UserList``/``UserDict``, nesting, a list and a dict holding
+        themselves, exceptions (none, one or two args; a program's class; ``KeyError``'s own
+        ``str``), a program ``set`` listing its own items, an item appended once during the repr (written, as CPython re-reads the
+        length), through ``repr``, ``ascii``, ``str``, f-strings, ``format``, ``%r`` and
+        ``str.format``: equal to plain Python's text."""
+        source = r"""
+import collections
+class E:
+    def __repr__(self):
+        return 'E\u00e9<' + str(len(self.__class__.__name__)) + '>'
+class G:
+    def __init__(self, into):
+        self.into = into
+        self.done = False
+    def __repr__(self):
+        if not self.done:
+            self.done = True
+            self.into.append('late')
+        return 'g'
+class S(list):
+    pass
+class Z(set):
+    pass
+class Oops(Exception):
+    pass
+class Listed(set):
+    def __iter__(self):
+        return iter([3, e, 2])
+e = E()
+L = [1, e]
+L.append(L)
+D = {'k': e, 'n': [e, (e,)]}
+D['self'] = D
+grown = []
+grown.append(G(grown))
+values = [
+    [e], (e,), (e, 1), [], L, D, {e}, frozenset({e}), Z([e]), Z(), S([e, 2]),
+    collections.deque([e]), collections.deque([e, 1], maxlen=5),
+    collections.UserList([e, 'x']), collections.UserDict({'a': e}),
+    [[e], {}, set(), frozenset(), ()], [1.5, 'a\nb', b'x', None, e], {'a': [e, {'b': (e,)}]},
+    ValueError(e), ValueError(e, [e]), ValueError(), ValueError([e]), Oops(e, 1), KeyError(e),
+    [Listed({1}), e],
+]
+result = []
+for v in values:
+    result.append([repr(v), ascii(v), str(v), f'{v}', f'{v!a}', format(v), '%r' % (v,), '%s' % (v,),
+                   '{!r}'.format(v)])
+result.append(repr(grown))
+"""
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert expected[4][0] == "[1, E\u00e9<1>, [...]]"
+        assert expected[4][1] == "[1, E\\xe9<1>, [...]]"
+        assert expected[-1] == "[g, 'late']"
+
+    def test_a_nested_structure_with_a_program_repr(self) -> None:
+        """Four hundred nested lists with a program object at the bottom: the same text as
+        plain Python's."""
+        source = (
+            "class E:\n    def __repr__(self):\n        return 'e'\n"
+            "x = [E()]\nfor _ in range(400):\n    x = [x]\nresult = repr(x)"
+        )
+        assert value_of(source) == result_in_python(source) == "[" * 401 + "e" + "]" * 401

@@ -35,7 +35,7 @@ from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._reflection import named
 from recurgent._sandbox._sizes import check_format_spec
-from recurgent._sandbox._text_size import check_repr, check_text
+from recurgent._sandbox._stepped_text import formatted, text_of
 
 __all__ = [
     "ITEM_WRITTEN_TYPES",
@@ -55,6 +55,9 @@ _GROUP_REFERENCE = re.compile(r"\\(?:[1-9]|g<)")
 _GROUP_REFERENCE_BYTES = re.compile(rb"\\(?:[1-9]|g<)")
 
 Binder = Callable[[Any], Callable[..., Any]]
+
+
+_CONVERSIONS = {"s": "str", "r": "repr", "a": "ascii"}
 
 
 class SafeFormatter(string.Formatter):
@@ -80,15 +83,16 @@ class SafeFormatter(string.Formatter):
         return obj, first
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if conversion == "r" or conversion == "a":
-            # Counted before it is written: a string's escapes too (ADR 0151).
-            check_repr(value, "str.format", ascii_only=conversion == "a")
+        mode = _CONVERSIONS.get(conversion or "")
+        if mode is not None:
+            # Counted before it is written: a string's escapes too (ADR 0151); a container
+            # with the program's code in it written in steps (ADR 0162).
+            return text_of(value, mode, "str.format")
         return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> Any:
         check_format_spec(format_spec)
-        check_text(value, "str.format")  # a shared structure's text (H10)
-        text = format(value, format_spec)
+        text = formatted(value, format_spec, "str.format")  # a shared structure's text (H10)
         self._produced += len(text)
         check_items(self._produced, "str.format")
         return text

@@ -391,15 +391,16 @@ class OutputCollector:
             raise TypeError("print(file=...) is not available in the sandbox; print to stdout")
         # Imported here: the text estimate's module imports this one (through _measure).
         from recurgent._sandbox._measure import check_items
-        from recurgent._sandbox._text_size import check_texts
+        from recurgent._sandbox._stepped_text import text_of
 
-        check_texts(objects, "print()")  # a shared structure's text (H10)
         # As Python's print: a separator or end that is not text is refused, not converted
         # (red team R24: `str(sep)` of a shared list built 300 MB before the line was counted).
         for option, given in (("sep", sep), ("end", end)):
             if given is not None and not isinstance(given, str):
                 raise TypeError(f"{option} must be None or a string, not {type(given).__name__}")
-        texts = [str(o) for o in objects]
+        # A shared structure's text is checked first (H10), written in steps when the
+        # program's code is in it (ADR 0162).
+        texts = [o if type(o) is str else text_of(o, "str", "print()") for o in objects]
         separator = " " if sep is None else str(sep)
         terminator = "\n" if end is None else str(end)
         # Each text fits, but their join repeats the separator and may repeat one text: the

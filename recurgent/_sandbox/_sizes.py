@@ -32,12 +32,20 @@ from recurgent._sandbox._measure import (
     int_bits,
     true_length,
 )
+from recurgent._sandbox._stepped_text import (
+    converted,
+    formatted,
+    objects_own,
+    percent_needs_steps,
+    stepped_percent,
+    text_of,
+)
 from recurgent._sandbox._text_size import (
-    check_repr,
     check_text,
-    check_texts,
+    estimate,
+    exception_args,
+    is_text_container,
     repr_length,
-    text_hook,
 )
 
 __all__ = [
@@ -158,11 +166,13 @@ def _sized(value: Any) -> int:
     return true_length(value) if isinstance(value, str | bytes | bytearray) else 0
 
 
-def _check_percent(a: Any, b: Any) -> None:
+def _check_percent(a: Any, b: Any) -> bool:
+    """Refuse ``a % b`` past the item cap by its estimate; ``True`` when it must be written in
+    steps instead of one C call (``_stepped_text.percent_needs_steps``, ADR 0162)."""
     if isinstance(a, collections.UserString):
         a = a.data
     if not isinstance(a, str | bytes):
-        return
+        return False
     template = str.__str__(a) if isinstance(a, str) else bytes.decode(a, "latin-1")
     stars = 0
     fields_found = _PERCENT_FIELD.findall(template)
@@ -178,7 +188,7 @@ def _check_percent(a: Any, b: Any) -> None:
         for value in values[: stars * 2]:
             if isinstance(value, int):  # a negative * width pads to the left
                 check_format_spec(str(abs(int(value))))
-    check_texts(values, "%-formatting")  # a shared structure's text (H10)
+    spoken = _check_values(values)  # a shared structure's text (H10)
     fields = template.count("%")
     if isinstance(b, dict):
         # Named fields may repeat one large value any number of times.
@@ -195,6 +205,26 @@ def _check_percent(a: Any, b: Any) -> None:
     elif "r" in conversions:
         sized = _repr_sized
     check_items(len(template) + repeats * max(map(sized, values), default=0), "%-formatting")
+    return percent_needs_steps(a, b, values, spoken)
+
+
+def _check_values(values: tuple[Any, ...]) -> bool:
+    """``check_text`` of each value; ``True`` when one's text is the program's code."""
+    spoken = False
+    for value in values:
+        if type(value) in PLAIN_TEXT:
+            continue  # its text is its own: nothing to check
+        if isinstance(value, BaseException):
+            size, said = estimate(exception_args(value))  # its text is its args' (H10)
+            check_items(size, "%-formatting")
+            spoken = spoken or said
+        elif is_text_container(value) and not isinstance(value, collections.UserString):
+            size, said = estimate(value)
+            check_items(size, "%-formatting")
+            spoken = spoken or said
+        else:
+            check_text(value, "%-formatting")
+    return spoken
 
 
 def _repr_sized(value: Any) -> int:
@@ -212,8 +242,30 @@ def _mod_(a: Any, b: Any) -> Any:
         a, str | bytes | collections.UserString
     ):
         return _user_string_rmod(a, b)
-    _check_percent(a, b)
+    if _check_percent(a, b):
+        if type(a) is collections.UserString:
+            # UserString's own % formats its data (``self.__class__(self.data % args)``),
+            # the data read once.
+            data = a.data
+            if type(data) is str:
+                return collections.UserString(stepped_percent(data, b))
+            return collections.UserString(data % b)
+        if _str_formats(a, b):
+            return stepped_percent(a, b)
     return a % b
+
+
+def _str_formats(a: Any, b: Any) -> bool:
+    """True when ``a % b`` is ``str.__mod__(a, b)`` (or an exact bytes' ``bytes.__mod__``): no
+    ``__mod__`` of a subclass, no ``__rmod__`` of a right operand's subclass first."""
+    kind = type(a)
+    if kind is bytes:
+        return type(b) is bytes or not issubclass(type(b), bytes)
+    return (
+        isinstance(a, str)
+        and kind.__mod__ is str.__mod__
+        and (type(b) is kind or not issubclass(type(b), kind))
+    )
 
 
 def _user_string_rmod(a: Any, b: collections.UserString) -> Any:
@@ -225,11 +277,16 @@ def _user_string_rmod(a: Any, b: collections.UserString) -> Any:
         return result
     check_text(a, "%-formatting")  # str(a) is one C call over a shared structure (ADR 0155)
     template = str(a)
-    _check_percent(template, b)
+    if _check_percent(template, b):
+        return collections.UserString(stepped_percent(template, b))
     return collections.UserString(template % b)
 
 
-_DUNDER_CHECKS: dict[str, Callable[[Any, Any], None]] = {
+def _is_str_method(method: Any, receiver: Any) -> bool:
+    return getattr(method, "__objclass__", None) is str and isinstance(receiver, str)
+
+
+_DUNDER_CHECKS: dict[str, Callable[[Any, Any], bool | None]] = {
     "__mul__": _check_product,
     "__rmul__": lambda receiver, other: _check_product(other, receiver),
     "__mod__": _check_percent,
@@ -250,8 +307,8 @@ def sized_dunder(method: Any, name: str) -> Callable[..., Any]:
 
     def checked(*args: Any) -> Any:
         operands = (receiver, *args) if bound else args
-        if len(operands) == 2:
-            check(*operands)
+        if len(operands) == 2 and check(*operands) and _is_str_method(method, operands[0]):
+            return stepped_percent(*operands)  # str.__mod__'s text, in steps (ADR 0162)
         return method(*args)
 
     return checked
@@ -290,49 +347,52 @@ def _inplace_(op: str, a: Any, b: Any) -> Any:
     return check(a, b)
 
 
+_CONVERSIONS = {ord("s"): "str", ord("r"): "repr", ord("a"): "ascii"}
+
+
 def _format_(value: Any, conversion: int, spec: str) -> str:
-    if conversion == ord("r") or conversion == ord("a"):
-        # A string's escapes too (ADR 0151).
-        check_repr(value, "an f-string", ascii_only=conversion == ord("a"))
-    else:
-        check_text(value, "an f-string")  # a shared structure's text (H10)
-    if conversion == ord("s"):
-        value = str(value)
-    elif conversion == ord("r"):
-        value = repr(value)
-    elif conversion == ord("a"):
-        value = ascii(value)
+    # A string's escapes too (ADR 0151); a container with the program's code in steps (ADR 0162).
+    mode = _CONVERSIONS.get(conversion)
+    if mode is not None:
+        value = text_of(value, mode, "an f-string")
     check_format_spec(spec)
-    return format(value, spec)
+    return formatted(value, spec, "an f-string")  # a shared structure's text (H10)
 
 
 def checked_format(value: Any, spec: str = "") -> str:
     """The sandbox's ``format()`` builtin: widths and the text of a structure are capped."""
     check_format_spec(spec)
-    check_text(value, "format()")
-    return format(value, spec)
+    return formatted(value, spec, "format()")
 
 
 def checked_repr(value: Any, /) -> str:
     """The sandbox's ``repr()``: the text of a structure (H10) and a string's escapes (ADR
-    0151) are capped."""
-    check_repr(value, "repr()")
-    return repr(value)
+    0151) are capped, written in steps when the program's code is in it (ADR 0162)."""
+    return text_of(value, "repr", "repr()")
 
 
 def checked_ascii(value: Any, /) -> str:
     """The sandbox's ``ascii()``: the text of a structure (H10) and a string's escapes (ADR
-    0151) are capped."""
-    check_repr(value, "ascii()", ascii_only=True)
-    return ascii(value)
+    0151) are capped, written in steps when the program's code is in it (ADR 0162)."""
+    return text_of(value, "ascii", "ascii()")
 
 
 def _str_(maker: Any, value: Any) -> Any:
     """``str(value)`` as compiled code calls it (``maker`` is whatever ``str`` names there):
-    the builtin ``str`` of a structure is capped by its text (H10)."""
+    the builtin ``str`` of a structure is capped by its text (H10), written in steps when the
+    program's code is in it (ADR 0162)."""
     if maker is str:
-        check_text(value, "str()")
+        return text_of(value, "str", "str()")
     return maker(value)
+
+
+def _text_(value: Any) -> Any:
+    """``value`` as an f-string's ``{value}`` converts it, once its text is known to fit: a
+    container's text itself when the program's code is in it (written in steps, ADR 0162)."""
+    if converted(value) and objects_own(value, "__format__"):
+        return text_of(value, "str", "converting a container to text")
+    check_text(value, "converting a container to text")
+    return value
 
 
 def _str_spread_(maker: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -341,8 +401,8 @@ def _str_spread_(maker: Any, /, *args: Any, **kwargs: Any) -> Any:
     decoding bytes (``str(data, "utf-8", "backslashreplace")``) is ``data.decode``'s, checked
     (ADR 0151). Any other form is Python's own (its errors worded by Python)."""
     if maker is str and len(args) + len(kwargs) == 1:
-        value = args[0] if args else kwargs.get("object", "")
-        check_text(value, "str()")
+        if args or "object" in kwargs:
+            return text_of(args[0] if args else kwargs["object"], "str", "str()")
     elif maker is str and len(args) <= 3 and set(kwargs) <= _STR_OPTIONS:
         named = dict(zip(("object", "encoding", "errors"), args, strict=False))
         if named.keys().isdisjoint(kwargs):
@@ -379,7 +439,7 @@ def size_hooks() -> dict[str, Any]:
         "_format_": _format_,
         "_str_": _str_,
         "_str_spread_": _str_spread_,
-        "_text_": text_hook,
+        "_text_": _text_,
         "_STR_": str,
         "_PLAIN_TEXT_": PLAIN_TEXT,
     }

@@ -10,7 +10,10 @@ cap, as any other value past it is refused.
 
 The estimate is an upper bound for the kinds it knows (numbers by their digits, strings by
 their length with quotes and escapes, containers by their items and separators) and a small
-constant for other objects: a program object's ``__repr__`` is the program's code, which ticks.
+constant for other objects. A program object's ``__repr__`` is the program's code, which can
+return any text and grow the container being written: the walk says when it met one
+(:func:`estimate`), and such text is written in steps instead of one C call
+(``_stepped_text``, ADR 0162).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items
 
 __all__ = [
@@ -29,9 +33,14 @@ __all__ = [
     "check_repr",
     "check_text",
     "check_texts",
+    "estimate",
     "estimated_text",
+    "exception_args",
+    "is_text_container",
+    "iterates",
     "measured_length",
     "repr_length",
+    "speaks",
     "text_hook",
 ]
 
@@ -129,25 +138,60 @@ def _wrapped_data(wrapper: Any) -> Any:
     return object.__getattribute__(wrapper, "__dict__").get("data")
 
 
-def _flat_text(items: list[Any], ascii_only: bool) -> int | None:
-    """Text of a container's items when none is a container (C-speed sums), else ``None``."""
+def speaks(kind: type) -> bool:
+    """True when converting an object of ``kind`` to text runs the program's code: a class of
+    the program's that defines ``__repr__``, ``__str__`` or ``data`` (which a checked
+    wrapper's ``repr`` reads), itself or through another class of the program's (ADR 0162).
+    A class of the program's that defines none of them converts as its library base does."""
+    if not isinstance(kind, SandboxType):
+        return False
+    for klass in type.__getattribute__(kind, "__mro__"):
+        if isinstance(klass, SandboxType):
+            names = type.__getattribute__(klass, "__dict__")
+            if "__repr__" in names or "__str__" in names or "data" in names:
+                return True
+    return False
+
+
+def iterates(kind: type) -> bool:
+    """True for a class of the program's defining ``__iter__``: a set subclass's repr (and the
+    walk's reading of its items) lists it through the program's code (ADR 0162)."""
+    if not isinstance(kind, SandboxType):
+        return False
+    for klass in type.__getattribute__(kind, "__mro__"):
+        if isinstance(klass, SandboxType) and "__iter__" in type.__getattribute__(
+            klass, "__dict__"
+        ):
+            return True
+    return False
+
+
+def _flat_text(items: list[Any], ascii_only: bool) -> tuple[int | None, bool]:
+    """Text of a container's items when none is a container (C-speed sums), else ``None``; and
+    whether an item's text is the program's code (:func:`speaks`)."""
     kinds = set(map(type, items))
     if kinds <= {int, bool}:
         bits = sum(map(int.bit_length, items))
-        return int(bits * _DIGITS_PER_BIT) + len(items) * (2 + _SEPARATOR)
+        return int(bits * _DIGITS_PER_BIT) + len(items) * (2 + _SEPARATOR), False
     if kinds <= {str}:
         if ascii_only:
-            return sum(_str_text(item, True) for item in items) + len(items) * _SEPARATOR
-        return sum(map(_str_text, items)) + len(items) * _SEPARATOR
+            return sum(_str_text(item, True) for item in items) + len(items) * _SEPARATOR, False
+        return sum(map(_str_text, items)) + len(items) * _SEPARATOR, False
     if kinds <= {float}:
-        return len(items) * (50 + _SEPARATOR)
+        return len(items) * (50 + _SEPARATOR), False
+    spoken = any(map(speaks, kinds))
     if any(issubclass(kind, _WALKED) for kind in kinds):
-        return None
-    return sum(_scalar_text(item, ascii_only) + _SEPARATOR for item in items)
+        return None, spoken
+    return sum(_scalar_text(item, ascii_only) + _SEPARATOR for item in items), spoken
 
 
 def _is_container(value: Any) -> bool:
     return type(value) in TEXT_CONTAINERS or isinstance(value, _WALKED)
+
+
+def is_text_container(value: Any) -> bool:
+    """True for a value whose text is its items' text (the kinds the estimate walks)."""
+    return _is_container(value)
 
 
 def _texted(value: Any) -> Any:
@@ -162,6 +206,11 @@ def _texted(value: Any) -> Any:
 
 
 _EXCEPTION_ARGS = BaseException.__dict__["args"]
+
+
+def exception_args(value: BaseException) -> Any:
+    """An exception's ``args`` as ``BaseException`` holds them (a property cannot answer)."""
+    return _EXCEPTION_ARGS.__get__(value)
 
 
 def _wrapper(container: Any) -> int:
@@ -198,11 +247,33 @@ def estimated_text(root: Any, limit: int = MAX_ITEMS, *, ascii_only: bool = Fals
     """About ``len(str(root))`` for a container (``len(ascii(root))`` with ``ascii_only``; an
     upper bound for the kinds it knows), counting a shared part once per reference; stops
     counting once past ``limit``."""
+    return estimate(root, limit, ascii_only=ascii_only)[0]
+
+
+def estimate(
+    root: Any,
+    limit: int = MAX_ITEMS,
+    *,
+    ascii_only: bool = False,
+    active: set[int] | frozenset[int] = frozenset(),
+    flags: dict[int, bool] | None = None,
+) -> tuple[int, bool]:
+    """:func:`estimated_text` of ``root``, and whether the walk met an object whose text is the
+    program's code (:func:`speaks`): then the one C call could write more than the estimate
+    (the code returns any text, and can grow a container being written), and the text is
+    written in steps instead (``_stepped_text``, ADR 0162); so does a container in ``active``
+    (one being written in steps, which a C call would write again). Once past ``limit`` the
+    walk stops, the flag then partial. ``flags``, when given, gets the same answer for each
+    container walked (by ``id``), a container reaching one still being walked (a cycle)
+    counted as speaking."""
     if not _is_container(root):
-        return _scalar_text(root, ascii_only)
+        return _scalar_text(root, ascii_only), speaks(type(root))
+    spoken = False
     sizes: dict[int, int] = {}
     held: list[Any] = []  # keeps every walked container alive, so ids stay unique
     pending: list[tuple[Any, list[Any] | None]] = [(root, None)]
+    own: dict[int, bool] = {}  # with flags: what a container's own kind and flat items say
+    ran_code = False
     while pending:
         node, items = pending.pop()
         if items is None:
@@ -210,11 +281,21 @@ def estimated_text(root: Any, limit: int = MAX_ITEMS, *, ascii_only: bool = Fals
             if key in sizes:
                 continue
             held.append(node)
+            itself = key in active or speaks(type(node))
+            if iterates(type(node)):
+                # Its items are the program's code's answer, which may change any container
+                # already walked: no container's finding is kept.
+                itself = ran_code = True
             items = _items(node)
-            flat = _flat_text(items, ascii_only)
+            flat, said = _flat_text(items, ascii_only)
+            spoken = spoken or itself or said
             if flat is not None:
                 sizes[key] = flat + _wrapper(node)
+                if flags is not None:
+                    flags[key] = itself or said
                 continue
+            if flags is not None:
+                own[key] = itself or said
             sizes[key] = _WRAPPER  # while in progress: a cycle prints as [...]
             pending.append((node, items))
             pending.extend((item, None) for item in items if _is_container(item))
@@ -228,9 +309,17 @@ def estimated_text(root: Any, limit: int = MAX_ITEMS, *, ascii_only: bool = Fals
             if total > limit:
                 break
         sizes[id(node)] = total
+        if flags is not None:
+            flags[id(node)] = own[id(node)] or any(
+                flags.get(id(item), True) for item in items if _is_container(item)
+            )
         if id(node) == id(root) or total > limit:
-            return total
-    return sizes[id(root)]
+            break
+    else:
+        total = sizes[id(root)]  # the root's items are flat: no container below it
+    if ran_code and flags is not None:
+        flags.clear()
+    return total, spoken
 
 
 def check_text(value: Any, what: str) -> None:

@@ -27,7 +27,8 @@ from typing import Any
 
 from recurgent._sandbox._made import allow_subclassing, substitute_base
 from recurgent._sandbox._sizes import size_hooks
-from recurgent._sandbox._text_size import check_repr, check_text
+from recurgent._sandbox._stepped_text import WRAPPER_REPRS, text_of
+from recurgent._sandbox._text_size import check_text
 
 __all__ = [
     "CHECKED_WRAPPERS",
@@ -60,8 +61,10 @@ def _check_operand(other: Any) -> None:
 
 def _repr(self: Any) -> str:
     data = self.data  # read once: a program's property may answer differently when read again
-    check_repr(data, "repr()")
-    return repr(data)
+    return text_of(data, "repr", "repr()")  # in steps when the program's code is in it
+
+
+WRAPPER_REPRS.add(_repr)
 
 
 class CheckedUserString(collections.UserString):
@@ -76,9 +79,7 @@ class CheckedUserString(collections.UserString):
     __repr__ = _repr
 
     def __str__(self) -> str:
-        data = self.data
-        check_text(data, "str()")
-        return str(data)
+        return text_of(self.data, "str", "str()")
 
     def __mul__(self, n: Any) -> Any:
         return self.__class__(_MUL(self.data, n))
