@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import collections.abc
 import types
 from typing import Any
 
@@ -141,6 +142,11 @@ class _ServedUserStringType(abc.ABCMeta):
 
 class USER_STRING(metaclass=_ServedUserStringType):
     """``collections.UserString`` as generated code gets it (see the module docstring)."""
+
+
+# UserString is a Sequence by its base; the stand-in, by registration (a base would put
+# Sequence's count and index before the real class's in the stand-in's attribute lookup).
+collections.abc.Sequence.register(USER_STRING)
 
 
 _CHECKED: dict[type, type] = {
