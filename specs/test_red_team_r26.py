@@ -90,9 +90,9 @@ from typing import Any
 
 import pytest
 
-from recurgent import Agent
+from recurgent import Agent, _levels
 from recurgent._journal import Journal
-from recurgent._sandbox import SandboxLimits, _boundary, _encodings, _measure, rebuild
+from recurgent._sandbox import SandboxLimits, _encodings, _measure, rebuild
 from recurgent._sandbox._encodings import checked_decode, checked_encode
 from recurgent._sandbox._inbound import inbound
 from recurgent._worker._protocol import parse_line
@@ -862,13 +862,13 @@ class TestSharedPartsKeepTheirLevels:
         (each call walked it again: a thousand appends of a 100 000-item list took 6 s past a
         one-second deadline); every item is memory's own object."""
         walked: list[int] = []
-        parts = _boundary._parts
+        parts = _levels.parts  # what _boundary names _parts
 
         def counted(node: Any) -> Any:
             walked.append(id(node))
             return parts(node)
 
-        monkeypatch.setattr(_boundary, "_parts", counted)
+        monkeypatch.setattr("recurgent._sandbox._boundary._parts", counted)
         held = [[i] for i in range(100)]
         memory: dict[str, Any] = {"big": held, "items": []}
         journal = Journal(memory)
