@@ -249,6 +249,14 @@ def _entered(node: Any, out: list[str], budget: _Budget, busy: str) -> bool:
     return True
 
 
+def _items(items: Any, out: list[str], budget: _Budget) -> None:
+    """A tuple's or set's items, comma-separated (a list reads its length again each item)."""
+    for index, item in enumerate(items):
+        if index:
+            budget.add(out, ", ")
+        _item(item, out, budget)
+
+
 def _list(node: Any, out: list[str], budget: _Budget) -> None:
     if not list.__len__(node):
         budget.add(out, "[]")
@@ -277,10 +285,7 @@ def _tuple(node: Any, out: list[str], budget: _Budget) -> None:
         return
     try:
         budget.add(out, "(")
-        for index, item in enumerate(items):
-            if index:
-                budget.add(out, ", ")
-            _item(item, out, budget)
+        _items(items, out, budget)
         budget.add(out, ",)" if len(items) == 1 else ")")
     finally:
         _WRITING.active.discard(id(node))
@@ -320,10 +325,7 @@ def _set(node: Any, out: list[str], budget: _Budget) -> None:
             return
         named = kind is not set
         budget.add(out, f"{name}({{" if named else "{")
-        for index, item in enumerate(items):
-            if index:
-                budget.add(out, ", ")
-            _item(item, out, budget)
+        _items(items, out, budget)
         budget.add(out, "})" if named else "}")
     finally:
         _WRITING.active.discard(id(node))
