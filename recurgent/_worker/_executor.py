@@ -19,7 +19,6 @@ output than the attempt's ``max_output_bytes``, and a count of forwarded calls t
 
 from __future__ import annotations
 
-import collections
 import json
 import re
 import secrets
@@ -31,7 +30,7 @@ from typing import Any
 from recurgent._execution import Capabilities, ExecutionInputs
 from recurgent._guardrails import is_terminal
 from recurgent._journal import Patch, Writes
-from recurgent._levels import MemoryShape, deep_patch, deep_place
+from recurgent._levels import MemoryShape, deep_patch, deep_place, parts as levels_below
 from recurgent._redact import redact
 from recurgent._registry import TOOLS_KEY
 from recurgent._sandbox import ExecutionResult, HandleOps, HostBridge, SandboxLimits
@@ -68,7 +67,6 @@ from recurgent.errors import (
     UsageError,
     WorkerCrashError,
 )
-from recurgent.outcome import Outcome
 from recurgent.program import Program
 
 __all__ = ["ProcessExecutor", "WorkerExecutionResult", "uncrossable_message"]
@@ -613,20 +611,12 @@ def refuse_nesting(value: Any, where: str, depth: int, suffix: str = PLAIN_SUFFI
 
 
 def _parts(node: Any) -> list[Any]:
-    """The values one level below a decoded value that may hold more than scalars."""
-    if isinstance(node, dict):
-        parts: list[Any] = [*node, *node.values()]
-    elif isinstance(node, list | tuple | set | frozenset | collections.deque):
-        if set(map(type, node)) <= _SCALARS:
-            return []
-        parts = list(node)
-    elif isinstance(node, Outcome):
-        parts = [node.value, node.metadata]
-    elif isinstance(node, BaseException):
-        parts = list(node.args)
-    else:
-        return []  # a date, a Decimal, bytes, an agent: nothing below it crosses as a level
-    return [part for part in parts if type(part) not in _SCALARS]
+    """The values one level below a decoded value that may hold more than scalars (a level as
+    memory counts one, ``_levels.parts``: a date, a Decimal, bytes or an agent has none)."""
+    below = levels_below(node)
+    if below is None:
+        return []
+    return [part for part in below if type(part) not in _SCALARS]
 
 
 def _refuse_handle_name(role: str, name: str, *, written: bool) -> None:
