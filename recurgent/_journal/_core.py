@@ -454,8 +454,12 @@ class Journal:
         """Refuse the commit when a patch's new items would sit past the nesting cap at the
         deepest place memory holds the patched container once the commit is applied (a patch
         counted only from the place the program reached the container by grew another key
-        holding it 63 levels a round, red team R30)."""
-        found = deep_patch(self._base, writes.set, writes.delete, writes.patches)
+        holding it 63 levels a round, red team R30).
+
+        Memory is walked as it is now, not as the attempt found it: a call the program made on
+        its own agent meanwhile (a child handed its own handle) has committed already, and a
+        key it placed the container under was missed (red team R31)."""
+        found = deep_patch(self._memory, writes.set, writes.delete, writes.patches)
         if found is None:
             return
         where = deep_place(*found)
