@@ -293,9 +293,9 @@ class TestRoundsThroughCyclesLeft:
         around ``s``), and ``s`` holding ``c`` (a cycle). Round 1 appends 31 lists around
         ``t1`` to ``s``; round ``k`` appends to ``t<k-1>`` the back edge (``s`` or
         ``t<k-2>``) and 31 lists around ``t<k>``. Each patch fits where the walk first
-        reaches its container. Now: every round commits and ``c`` starts a simple path of 107
-        lists (33 rounds: 1 067, and reading ``context['c']`` raised ``RecursionError``).
-        Fixed: round 2 (75 lists) refused, the simple path stays at 43."""
+        reaches its container. Now: both rounds commit and ``c`` starts a simple path of 107
+        lists, 32 more a round (33 rounds: 1 067, and reading ``context['c']`` raised
+        ``RecursionError``). Fixed: round 2 (75 lists) refused, the simple path stays at 43."""
         agent = _agent(
             {
                 "setup": "for k in (3, 2, 1):\n    context['t' + str(k)] = []\n"
@@ -314,7 +314,8 @@ class TestRoundsThroughCyclesLeft:
         for step in ("setup", "place", "close", "first"):
             assert getattr(agent, step)().is_ok
         committed = [agent.round(k).is_ok for k in (2, 3)]
-        assert (committed, _longest_simple(agent.runtime_context["c"])) == ([False, False], 43)
+        # Round 3 may commit once round 2 is refused (its container then lies on no cycle).
+        assert (committed[0], _longest_simple(agent.runtime_context["c"])) == (False, 43)
 
 
 class TestPlacingMemorysOwnContainerHeld:
