@@ -321,9 +321,12 @@ class Journal:
     # ----------------------------------------------------------------- prepare (commit, part 1)
 
     def original_of(self, value: Any) -> Any | None:
-        """What memory holds for ``value``: the original of a copy, memory for the view."""
-        if value is self.view:
-            return self._memory
+        """What memory holds for ``value``: the original of a copy (``None`` for anything else).
+
+        Not memory itself for the view: stored in memory, the view is rebuilt as a plain dict
+        of memory's values. Memory holding itself sat below its own values, and a top-level
+        write (counted from the top) then sat that much deeper: memory held 60 lists down in
+        ``w`` and a 63-level ``b`` made a 123-level path (red team R31)."""
         original = self._originals.get(id(value))
         if original is not None and self._copies.get(id(original)) is value:
             return original
