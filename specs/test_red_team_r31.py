@@ -18,6 +18,13 @@ Broken, and fixed:
   path) committed, ``b`` held 124 lists. Fixed: ``_levels.shares_a_part`` tells a value that
   reaches a container twice; a handle's ``set_value`` and ``_remember_from_code`` mark the
   target's memory with it before writing. Cost: one walk of the written value.
+- **Memory held inside itself put top-level writes deeper.** ``context['w'] = <60 lists
+  around context>`` stored memory itself (the view resolved to memory), measured by memory's
+  height then; a later ``context['b'] = <62 lists>``, counted from the top, also sat 61 levels
+  down through ``w``: a 123-level path (top-level writes are never walked). Fixed in
+  ``Journal.original_of``: the view is not memory's object; stored, it is rebuilt as a plain
+  dict of memory's values (each memory's own, so the commit marks the memory). Cost: storing
+  ``context`` rebuilds memory's top level (it was one reference).
 - **An honest pop, sort, insert or removal marked the memory shared for good.** A list patch
   that is not appends only (``queue.pop()``, ``queue.pop(0)``, ``sort``, ``insert``,
   ``remove``, ``del q[i]``) rebuilt every item, and each item the list already held resolved to
@@ -206,6 +213,36 @@ class TestAWriteThroughAHandleMarksTheAgent:
         assert (child.runtime_context["b"], child._runtime().memory_shape.shared) == (
             [[1], [[2]]],
             False,
+        )
+
+
+class TestMemoryIsNotPlacedInsideItself:
+    """Fixed: the view stored in memory is rebuilt as a plain dict of memory's values, not
+    resolved to memory itself (``Journal.original_of``)."""
+
+    def test_a_top_level_write_below_memory_held_deep(self) -> None:
+        """Payload: ``context['w'] = <60 lists around context>``, then ``context['b'] = <62
+        lists>`` (fits at the top). Before: ``w`` held memory itself 60 lists down, so ``b``
+        sat 61 levels below the top as well: a 123-level path, no walk (a top-level write
+        counts from the top). Now: ``w`` holds a dict of memory's values as they were, not
+        memory, and ``b`` is only at the top."""
+        agent = _agent(
+            {
+                "w": "y = context\nfor _ in range(60):\n    y = [y]\ncontext['w'] = y\nreturn 1",
+                "b": "y = []\nfor _ in range(61):\n    y = [y]\ncontext['b'] = y\nreturn 1",
+            }
+        )
+        assert (agent.w().is_ok, agent.b().is_ok) == (True, True)
+        memory = agent.runtime_context
+        inner, lists = memory["w"], 0
+        while isinstance(inner, list):
+            inner, lists = inner[0], lists + 1
+        assert (lists, type(inner), inner is memory, "b" in inner, _longest(memory["b"])) == (
+            60,
+            dict,
+            False,
+            False,
+            62,
         )
 
 
