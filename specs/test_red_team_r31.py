@@ -17,7 +17,8 @@ Broken, and fixed:
   marking it. The child's next ``context['b'][0].append(<62 lists>)`` (64 levels along its
   path) committed, ``b`` held 124 lists. Fixed: ``_levels.shares_a_part`` tells a value that
   reaches a container twice; a handle's ``set_value`` and ``_remember_from_code`` mark the
-  target's memory with it before writing. Cost: one walk of the written value.
+  target's memory with it before writing. Cost: one walk of the written value (130 ms for
+  100 000 records, whose rebuild takes about 1.2 s).
 - **Memory held inside itself put top-level writes deeper.** ``context['w'] = <60 lists
   around context>`` stored memory itself (the view resolved to memory), measured by memory's
   height then; a later ``context['b'] = <62 lists>``, counted from the top, also sat 61 levels
