@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from recurgent._agent_state import AgentState
 from recurgent._contracts import CONTRACT_FIELDS, infer_intent_signature
 from recurgent._journal import writable
+from recurgent._levels import shares_a_part
 from recurgent._lifecycle._patterns import tool_observation
 from recurgent._lifecycle._stored_tools import (
     hydrate_tools,
@@ -82,6 +83,10 @@ class ChildAgents:
             return outcome
 
         def set_value(name: str, value: Any) -> None:
+            # A program's value, written past the child's journal: one reaching a part twice
+            # marks the child's memory, as a commit placing it would (red team R31).
+            if shares_a_part(value):
+                child._runtime().memory_shape.shared = True
             setattr(child, name, value)
 
         def read(name: str) -> tuple[bool, Any]:

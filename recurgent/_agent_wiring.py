@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from recurgent._agent_children import ChildAgents
+from recurgent._levels import shares_a_part
 from recurgent._lifecycle import AgentRuntime
 from recurgent._lifecycle._generation import check_provider
 from recurgent._observability import CallLogger
@@ -118,6 +119,11 @@ class AgentWiring(ChildAgents):
     # ----------------------------------------------------------------- memory writes
 
     def _remember_from_code(self, entries: Mapping[str, Any]) -> None:
+        # Entries a program wrote through a handle (rebuilt once, so a part it reached twice
+        # stays one object) reach memory past the journal: memory may now hold a container at
+        # two places, and later patches must walk it (red team R31, ADR 0161).
+        if shares_a_part(entries):
+            self._runtime().memory_shape.shared = True
         cast("Agent", self).remember(**dict(entries))
 
     def _observe_setters(self, names: list[str]) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "deep_patch",
     "deep_place",
     "parts",
+    "shares_a_part",
 ]
 
 MAX_DEPTH = 64
@@ -69,6 +70,27 @@ def parts(node: Any) -> Any:
     if isinstance(node, BaseException):
         return BaseException.__dict__["args"].__get__(node, kind)
     return None
+
+
+def shares_a_part(value: Any) -> bool:
+    """Whether plain data ``value`` reaches one of its containers twice (a part at two places,
+    or a cycle): written into memory past the journal (a program's ``handle.x = v`` or
+    ``handle.remember(x=v)`` on another agent, which the host applies as a setter), it makes
+    that memory hold a container at two places (red team R31). Iterative, each part once."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) in SCALAR_TYPES:
+            continue
+        below = parts(node)
+        if below is None:
+            continue  # a leaf: no level below it to grow
+        if id(node) in seen:
+            return True
+        seen.add(id(node))
+        stack.extend(below)
+    return False
 
 
 def _added(patch: Patch) -> list[Any]:

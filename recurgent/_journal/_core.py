@@ -321,9 +321,12 @@ class Journal:
     # ----------------------------------------------------------------- prepare (commit, part 1)
 
     def original_of(self, value: Any) -> Any | None:
-        """What memory holds for ``value``: the original of a copy, memory for the view."""
-        if value is self.view:
-            return self._memory
+        """What memory holds for ``value``: the original of a copy (``None`` for anything else).
+
+        Not memory itself for the view: stored in memory, the view is rebuilt as a plain dict
+        of memory's values. Memory holding itself sat below its own values, and a top-level
+        write (counted from the top) then sat that much deeper: memory held 60 lists down in
+        ``w`` and a 63-level ``b`` made a 123-level path (red team R31)."""
         original = self._originals.get(id(value))
         if original is not None and self._copies.get(id(original)) is value:
             return original
@@ -454,8 +457,12 @@ class Journal:
         """Refuse the commit when a patch's new items would sit past the nesting cap at the
         deepest place memory holds the patched container once the commit is applied (a patch
         counted only from the place the program reached the container by grew another key
-        holding it 63 levels a round, red team R30)."""
-        found = deep_patch(self._base, writes.set, writes.delete, writes.patches)
+        holding it 63 levels a round, red team R30).
+
+        Memory is walked as it is now, not as the attempt found it: a call the program made on
+        its own agent meanwhile (a child handed its own handle) has committed already, and a
+        key it placed the container under was missed (red team R31)."""
+        found = deep_patch(self._memory, writes.set, writes.delete, writes.patches)
         if found is None:
             return
         where = deep_place(*found)

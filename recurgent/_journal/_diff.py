@@ -126,8 +126,16 @@ def container_patch(
             for i, item in enumerate(items[prefix:])
         ]
         return Patch(entry.original, entry.path, "extend", items=tail)
+    # An item the container held when copied, kept once, stays where memory held it (same
+    # container, same depth): memory's own object, not placed again, so neither rebuilt nor
+    # marking memory's shape. A pop, sort, insert or removal of records marked an honest
+    # memory shared for good, and every later patch walked it (red team R31, ADR 0161).
+    held = {id(item): item for item in before}
     rebuilt = [
-        rebuild(item, Where(where, i), resolve=resolve, depth=depth) for i, item in enumerate(items)
+        back(item)
+        if held.pop(id(item), MISSING) is item
+        else rebuild(item, Where(where, i), resolve=resolve, depth=depth)
+        for i, item in enumerate(items)
     ]
     return Patch(entry.original, entry.path, "replace", items=rebuilt)
 
