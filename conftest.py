@@ -11,6 +11,10 @@ from recurgent import providers
 from recurgent._runtime_config import SETTING_NAMES, reset_runtime_config
 from recurgent._store import _pending, flush as store_flush
 
+# Specs look at what waits in the tables; the background writer would write it a second later
+# (ADR 0166). Its own specs turn it on.
+_pending.WRITER.enabled = False
+
 
 @pytest.fixture(autouse=True)
 def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:

@@ -3,8 +3,9 @@
 Persisted runs that answered and tool uses wait here as deltas (:mod:`._batch`), one per file,
 and are written merge-on-write under the file's lock: with the next write-through of the same
 file (the store takes the file's delta into that write), when the oldest waiting change is
-older than :data:`FLUSH_AFTER_SECONDS` (checked when a call adds to the table), on
-:func:`flush`, at interpreter exit, and when a ``multiprocessing`` child ends. A forked child
+older than :data:`FLUSH_AFTER_SECONDS` (checked when a call adds to the table, and by a
+background thread while changes wait, so a process that stopped calling still writes them, ADR
+0166), on :func:`flush`, at interpreter exit, and when a ``multiprocessing`` child ends. A forked child
 starts with an empty table, so a count is never written by both parent and child. A failed
 deferred write never raises: the delta goes back into the table and the first failure per file
 is warned about once.
@@ -16,6 +17,7 @@ import atexit
 import itertools
 import os
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -34,6 +36,7 @@ __all__ = [
     "FLUSH_AFTER_SECONDS",
     "RUNS",
     "USES",
+    "WRITER",
     "PendingTable",
     "flush",
     "flush_due",
@@ -63,6 +66,8 @@ class PendingTable(Generic[D]):
             raise ``OSError`` or ``ValueError``, and the delta then goes back into the table.
         merge: Combines a delta put back with one added since (older first).
         clock: Monotonic seconds (tests advance it).
+        on_fold: Called after each change is added (the process's tables wake their writer
+            thread with it).
     """
 
     def __init__(
@@ -71,10 +76,12 @@ class PendingTable(Generic[D]):
         merge: Callable[[D, D], D],
         *,
         clock: Clock = time.monotonic,
+        on_fold: Callable[[], None] | None = None,
     ) -> None:
         self._write: Callable[[Path, Path, D], None] = write
         self._merge: Callable[[D, D], D] = merge
         self._clock = clock
+        self._on_fold = on_fold
         self._entries: dict[Path, _Entry[D]] = {}
         self._lock = fork_safe_lock()  # unheld in a forked child (ADR 0139)
         self._warned: set[Path] = set()
@@ -97,7 +104,16 @@ class PendingTable(Generic[D]):
             entry.delta = change(entry.delta)
             # Entries are added in time order and never move, so the first is the oldest.
             oldest = next(iter(self._entries.values())).since
+        if self._on_fold is not None:
+            self._on_fold()
         return now - oldest >= FLUSH_AFTER_SECONDS
+
+    def oldest(self) -> float | None:
+        """When the oldest waiting change was added (this table's clock), or ``None``."""
+        with self._lock:
+            for entry in self._entries.values():
+                return entry.since
+        return None
 
     def take(self, path: Path) -> D | None:
         """Remove and return the delta of ``path``, for a write that carries it."""
@@ -215,9 +231,80 @@ def merge_uses(older: dict[str, UsesDelta], newer: dict[str, UsesDelta]) -> dict
     return older
 
 
+class _Writer:
+    """The process's background writer of due changes (ADR 0166): one daemon thread, started
+    when a change is added and none runs, waiting until the oldest change is due, writing what
+    is due, and ending once nothing waits. Without it a process that stopped calling kept its
+    last counts until it exited (a notebook beside ``recurgent tools scorecards``)."""
+
+    def __init__(self) -> None:
+        #: Off in this package's own test suite (its root ``conftest``), whose specs look at
+        #: what waits; a spec of the writer turns it on.
+        self.enabled = True
+        #: Read without the lock on every fold: set before the thread starts, cleared by the
+        #: thread before its last look at the tables (so a change added meanwhile is seen).
+        self.running = False
+        self._lock = fork_safe_lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def wake(self) -> None:
+        if self.running or not self.enabled:
+            return
+        with self._lock:
+            if self.running or self._stop.is_set():
+                return
+            self.running = True
+            thread = threading.Thread(target=self._run, name="recurgent-store-writer", daemon=True)
+            self._thread = thread
+        thread.start()
+
+    def _run(self) -> None:
+        while True:
+            wait = _seconds_until_due()
+            if wait is None:
+                with self._lock:
+                    self.running = False
+                if _seconds_until_due() is None:
+                    return
+                with self._lock:
+                    if self.running or self._stop.is_set():
+                        return  # another writer started meanwhile, or the process is exiting
+                    self.running = True
+                continue
+            if self._stop.wait(wait):
+                return
+            flush_due()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the thread (at exit: the last flush is the exit's own)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def forget(self) -> None:
+        # A forked child has no thread of the parent's, and writes none of its changes.
+        self.running = False
+        self._stop = threading.Event()
+        self._thread = None
+
+
+WRITER = _Writer()
+
+
+def _seconds_until_due() -> float | None:
+    """How long until the oldest waiting change in either table is due, or ``None``."""
+    waiting = [since for since in (RUNS.oldest(), USES.oldest()) if since is not None]
+    if not waiting:
+        return None
+    # A hundredth of a second late: the change is surely due when the writer looks.
+    return max(0.0, min(waiting) + FLUSH_AFTER_SECONDS - time.monotonic()) + 0.01
+
+
 #: Persisted runs per artifact path, and tool uses per registry path (per tool name).
-RUNS: PendingTable[RunsDelta] = PendingTable(write_runs, RunsDelta.merge)
-USES: PendingTable[dict[str, UsesDelta]] = PendingTable(write_uses, merge_uses)
+RUNS: PendingTable[RunsDelta] = PendingTable(write_runs, RunsDelta.merge, on_fold=WRITER.wake)
+USES: PendingTable[dict[str, UsesDelta]] = PendingTable(write_uses, merge_uses, on_fold=WRITER.wake)
 
 
 def flush_due() -> None:
@@ -233,12 +320,14 @@ def flush() -> int:
 
 def _flush_at_exit() -> None:
     try:
+        WRITER.stop()
         flush()
     except BaseException:  # noqa: BLE001 - nothing may fail the interpreter's exit
         pass
 
 
 def _in_forked_child() -> None:
+    WRITER.forget()
     # A child forked by multiprocessing ends with os._exit (no atexit) after running
     # multiprocessing's finalizers. Its bootstrap clears the parent's finalizers, then runs its
     # after-fork hooks: the one added here registers a finalizer that writes the child's counts.

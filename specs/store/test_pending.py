@@ -8,7 +8,9 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -386,3 +388,73 @@ def test_a_failing_write_at_exit_never_fails_the_exit(tmp_path: Path) -> None:
     assert finished.returncode == 0
     assert finished.stderr.count("could not write usage counts") == 1
     assert _counts(root) == (1, 1)
+
+
+class TestTheBackgroundWriter:
+    """A process that stopped calling writes its waiting counts about a second later, from a
+    thread that ends once nothing waits (ADR 0166; off elsewhere in this suite)."""
+
+    @staticmethod
+    def _waited(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
+        # Polls, never asserts a speed: the writer's second is a minimum, not a promise.
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            time.sleep(0.05)
+        return condition()
+
+    def test_counts_are_written_with_no_further_call(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Three persisted runs wait; with no call and no flush after them, the file counts
+        all four calls, nothing waits, and the writer thread has ended."""
+        monkeypatch.setattr(_pending.WRITER, "enabled", True)
+        store = Store(tmp_path / "store")
+        store.record_call(call())
+        for _ in range(3):
+            store.record_call(call(source="persisted"))
+        waiting_at_once = _counts(store.root)
+
+        written = self._waited(lambda: _counts(store.root) == (4, 4))
+        ended = self._waited(lambda: not _pending.WRITER.running)
+
+        assert (waiting_at_once, written, _pending.RUNS.pending(), ended) == (
+            (1, 1),
+            True,
+            [],
+            True,
+        )
+
+    def test_a_change_after_the_writer_ended_starts_it_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Written, the writer ends; the next waiting run starts a new one, which writes it."""
+        monkeypatch.setattr(_pending.WRITER, "enabled", True)
+        store = Store(tmp_path / "store")
+        store.record_call(call())
+        store.record_call(call(source="persisted"))
+        first = self._waited(lambda: _counts(store.root) == (2, 2))
+        self._waited(lambda: not _pending.WRITER.running)
+
+        store.record_call(call(source="persisted"))
+        second = self._waited(lambda: _counts(store.root) == (3, 3))
+
+        assert (first, second) == (True, True)
+
+    def test_off_it_starts_no_thread(self, tmp_path: Path) -> None:
+        """Turned off (as in this suite), a waiting run starts nothing and stays waiting."""
+        store = Store(tmp_path / "store")
+        store.record_call(call())
+        store.record_call(call(source="persisted"))
+        names = [thread.name for thread in threading.enumerate()]
+
+        assert (
+            "recurgent-store-writer" in names,
+            _pending.WRITER.running,
+            _counts(store.root),
+        ) == (
+            False,
+            False,
+            (1, 1),
+        )
