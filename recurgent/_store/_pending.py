@@ -274,7 +274,10 @@ class _Writer:
                 continue
             if self._stop.wait(wait):
                 return
-            flush_due()
+            try:
+                flush_due()
+            except Exception:  # noqa: BLE001 - flush never raises; the writer must not die
+                pass
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the thread (at exit: the last flush is the exit's own)."""
