@@ -439,8 +439,10 @@ class TestTheBackgroundWriter:
 
         store.record_call(call(source="persisted"))
         second = self._waited(lambda: _counts(store.root) == (3, 3))
+        # Ended before the next spec, which must find its changes waiting.
+        ended = self._waited(lambda: not _pending.WRITER.running)
 
-        assert (first, second) == (True, True)
+        assert (first, second, ended) == (True, True, True)
 
     def test_off_it_starts_no_thread(self, tmp_path: Path) -> None:
         """Turned off (as in this suite), a waiting run starts nothing and stays waiting."""
