@@ -35,6 +35,7 @@ from typing import Any
 from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items
 from recurgent._sandbox._text_size import (
+    DICT_VIEWS,
     check_repr,
     check_text,
     estimate,
@@ -138,17 +139,21 @@ def text_of(value: Any, mode: str, what: str) -> str:
 
 def _exception_text(value: BaseException, mode: str, what: str) -> str:
     """An exception's text, its ``args`` written in steps when the program's code is in them
-    (``BaseException``'s own ``__repr__``/``__str__``; a class's own is one call, checked)."""
+    (``BaseException``'s own ``__repr__``/``__str__``, and ``KeyError``'s ``__str__``: its one
+    argument's repr; a class's own is one call, checked)."""
     kind: Any = type(value)
     own = kind.__str__ if mode == "str" else kind.__repr__
     args = _EXCEPTION_ARGS.__get__(value)
-    if own is (BaseException.__str__ if mode == "str" else BaseException.__repr__):
+    # KeyError_str writes repr(args[0]) for one argument, else as BaseException_str (red team
+    # R32: str(KeyError([E()] * 100)) was one C call, 100 000 200 characters).
+    keyed = mode == "str" and own is KeyError.__str__
+    if keyed or own is (BaseException.__str__ if mode == "str" else BaseException.__repr__):
         size, spoken = estimate(args, ascii_only=mode == "ascii", active=_WRITING.active)
         check_items(size, what)
         if spoken:
             if mode == "str":  # '' for no args, str(args[0]) for one, else the args' repr
                 if len(args) == 1:
-                    return text_of(args[0], "str", what)
+                    return text_of(args[0], "repr" if keyed else "str", what)
                 return "" if not args else text_of(args, "repr", what)
             # "Name(arg)" for one, else "Name" and the args' repr (BaseException_repr)
             name = str.__str__(type.__getattribute__(kind, "__name__"))
@@ -229,7 +234,11 @@ def _item(item: Any, out: list[str], budget: _Budget) -> None:
             )[0]
             flag = budget.flags.get(id(item), True)
         elif not flag:
-            size = estimate(item, room, ascii_only=budget.ascii_only)[0]
+            # Noted plain by a walk, but code of the program's the walk did not know of (a
+            # library object's repr: an OrderedDict's item, an exception's argument) may have
+            # run since and filled it: stepped when this walk finds the program's code (red
+            # team R32).
+            size, flag = estimate(item, room, ascii_only=budget.ascii_only, active=_WRITING.active)
         if flag:
             _SHAPES[shape](item, out, budget)
             return
@@ -343,6 +352,19 @@ def _deque(node: Any, out: list[str], budget: _Budget) -> None:
         _WRITING.active.discard(id(node))
 
 
+def _view(node: Any, out: list[str], budget: _Budget) -> None:
+    # dictview_repr: "dict_values(" and the repr of list(view), "..." for a view met again.
+    if not _entered(node, out, budget, "..."):
+        return
+    try:
+        items = list(node)
+        budget.add(out, str.__str__(type.__getattribute__(type(node), "__name__")) + "(")
+        _list(items, out, budget)
+        budget.add(out, ")")
+    finally:
+        _WRITING.active.discard(id(node))
+
+
 def _wrapped(node: Any, out: list[str], budget: _Budget) -> None:
     # UserList/UserDict: repr(self.data), its one read as the library's repr reads it.
     _item(node.data, out, budget)
@@ -354,6 +376,7 @@ _SHAPES: dict[str, Callable[[Any, list[str], _Budget], None]] = {
     "dict": _dict,
     "set": _set,
     "deque": _deque,
+    "view": _view,
     "wrapped": _wrapped,
 }
 _REPRS: tuple[tuple[str, Any], ...] = (
@@ -362,6 +385,7 @@ _REPRS: tuple[tuple[str, Any], ...] = (
     ("dict", {dict.__repr__}),
     ("set", {set.__repr__, frozenset.__repr__}),
     ("deque", {collections.deque.__repr__}),
+    ("view", {view.__repr__ for view in DICT_VIEWS}),
     ("wrapped", WRAPPER_REPRS),
 )
 

@@ -29,6 +29,7 @@ from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items
 
 __all__ = [
+    "DICT_VIEWS",
     "TEXT_CONTAINERS",
     "check_repr",
     "check_text",
@@ -58,8 +59,12 @@ TEXT_CONTAINERS = frozenset(
         collections.defaultdict,
     }
 )
-# Subclasses print their items the same way (a namedtuple adds its field names).
-_CONTAINER_BASES = (list, tuple, dict, set, frozenset, collections.deque)
+#: A dict's views: ``dict_values([...])``, their items' text (red team R32: ``str(d.values())``
+#: of a dict holding a shared list wrote 100 000 415 characters, a view counted as small).
+DICT_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
+# Subclasses print their items the same way (a namedtuple adds its field names; an
+# OrderedDict's views are the dict's).
+_CONTAINER_BASES = (list, tuple, dict, set, frozenset, collections.deque, *DICT_VIEWS)
 # Wrappers whose text is their data's repr, written by library code in one C call: walked as a
 # container of one item (red team R26).
 _WRAPPED = (collections.UserString, collections.UserList, collections.UserDict)
