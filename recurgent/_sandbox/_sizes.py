@@ -202,6 +202,22 @@ _FLOAT_TEXT = 32
 _FLOAT_DIGITS_FROM = 1e16
 
 
+def _sizes_of(
+    values: tuple[Any, ...],
+    sized: Callable[[Any, frozenset[str]], int],
+    conversions: frozenset[str],
+) -> list[int]:
+    """``sized`` of each value, a value held many times measured once."""
+    seen: dict[int, int] = {}
+    sizes = []
+    for value in values:
+        size = seen.get(id(value))
+        if size is None:
+            size = seen[id(value)] = sized(value, conversions)
+        sizes.append(size)
+    return sizes
+
+
 def _field_padding(
     fields: list[tuple[str, str, str, str]], values: tuple[Any, ...], sizes: list[int], largest: int
 ) -> int:
@@ -266,7 +282,7 @@ def _check_percent(a: Any, b: Any) -> bool:
         sized = _repr_sized
     elif "s" in conversions and isinstance(a, str):
         sized = _str_sized
-    sizes = [sized(value, conversions) for value in values] if fields_found else []
+    sizes = _sizes_of(values, sized, conversions) if fields_found else []
     if isinstance(b, dict):
         # Named fields may repeat one large value any number of times.
         largest = max((sized(value, conversions) for value in dict.values(b)), default=0)
@@ -284,9 +300,11 @@ def _check_percent(a: Any, b: Any) -> bool:
 def _check_values(values: tuple[Any, ...]) -> bool:
     """``check_text`` of each value; ``True`` when one's text is the program's code."""
     spoken = False
+    seen: set[int] = set()
     for value in values:
-        if type(value) in PLAIN_TEXT:
-            continue  # its text is its own: nothing to check
+        if type(value) in PLAIN_TEXT or id(value) in seen:
+            continue  # its text is its own, or checked already: nothing to check
+        seen.add(id(value))
         if isinstance(value, BaseException):
             size, said = estimate(exception_args(value))  # its text is its args' (H10)
             check_items(size, "%-formatting")
@@ -309,8 +327,12 @@ def _ascii_sized(value: Any, conversions: frozenset[str] = frozenset()) -> int:
 
 
 def _str_sized(value: Any, conversions: frozenset[str] = frozenset()) -> int:
-    """A str template's ``%s`` writes bytes as their repr."""
-    if type(value) is not str and isinstance(value, bytes | bytearray):
+    """A str template's ``%s`` writes bytes as their repr, a container (an exception) its
+    items' (its args') text (red team R32: ``('%s' * 100) % (([S],) * 100)``, ``S`` a million
+    characters, wrote 100 000 400 characters, each list's text checked alone)."""
+    if type(value) in PLAIN_TEXT or isinstance(value, collections.UserString):
+        return _sized(value, conversions)
+    if isinstance(value, bytes | bytearray | BaseException) or is_text_container(value):
         return repr_length(value)
     return _sized(value, conversions)
 
