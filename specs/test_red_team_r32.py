@@ -29,6 +29,8 @@ Broken, and fixed (ADR 0165):
 - **A dict's views** were counted as small objects: ``str(d.values())``, ``d = {1: [S] *
   100}``, wrote 100 000 415 characters (``f'{d.items()}'``, ``repr([d.keys()] * 100)`` and
   ``%s`` likewise). The estimate walks them, the steps write them (``dict_values([...])``).
+- **``re.Match``'s repr wrote its whole match** (CPython's cuts it to fifty characters):
+  ``repr([re.match('a*', S)] * 100)`` wrote 100 004 800 characters; 9 600 now, as Python.
 - **``print`` held every text before counting the line:** ``print(*[x] * 60)``, ``x`` a list
   of nine shared million-character strings, built 540 million characters (4.3 s) before the
   refusal. The texts built are counted as they are built.
@@ -37,8 +39,8 @@ Left, as strict xfails (``TestLeft``), each with its proposed fix: ``OSError``'s
 a program ``Counter`` or ``OrderedDict`` subclass overriding ``items`` (their library reprs call
 it); a ``Counter``'s sort running a program ``__lt__`` that grows a value; a library object
 inside a container (an exception, a bound method, a slice) whose repr runs code that grows a
-plain list beside it (ADR 0162's own Left); ``datetime``'s ``strftime`` through ``format``; a
-``regex`` match object; an f-string joining its fields; and the walk repeated after every
+plain list beside it (ADR 0162's own Left); ``datetime``'s ``strftime`` through ``format``; an
+f-string joining its fields; and the walk repeated after every
 program object (a chain of a hundred levels, each with a program object and its own list of
 two thousand empty lists: past the five-second deadline, 96 ms in plain Python).
 
@@ -271,6 +273,34 @@ class TestPrintCountsAsItBuilds:
         assert error_of(source) == _refusal("print()", 18000072)
 
 
+class TestMatchReprAsPythons:
+    """Fixed: the sandbox's ``re.Match`` (over a ``regex`` match) wrote its whole match in its
+    repr, where CPython's ``match_repr`` cuts the match's repr to fifty characters."""
+
+    def test_as_python(self) -> None:
+        """Payload: ``repr([re.match('a*', S)] * 100)``, ``S`` a million characters: 100 004 800
+        characters before (a match estimated as a small object), 9 600 now, as plain Python;
+        a million NULs matched (whose repr is four times longer) likewise; quotes chosen by the
+        whole match, escapes, bytes, ``ascii``: plain Python's text."""
+        source = r"""
+import re
+S = 'a' * 10**6
+cases = [('a*', S), ('(a)b*', 'abbb\u00e9'), ('\u00e9+', '\u00e9' * 60), (b'x+', b'x' * 80),
+         ("'+", "''\""), ('\n+', '\n' * 30), ('.+', "'" * 60 + '"'), ('.+', "'" * 10),
+         ('.+', '"' * 70 + "'"), (b'.+', b"'" * 49 + b'"'), ('.+', "a'" * 30), ('.*', '')]
+result = []
+for p, t in cases:
+    m = re.match(p, t, re.S)
+    result.append(repr(m))
+    result.append(ascii(m))
+result.append(len(repr([re.match('a*', S)] * 100)))
+result.append(len(repr([re.match('\x00*', '\x00' * 10**6)] * 100)))
+"""
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert expected[-2:] == [9600, 9600]
+
+
 # --- Left: library code between the fields, and the walk repeated -----------------------------
 
 
@@ -367,21 +397,6 @@ class TestLeft:
         source = (
             "import datetime\nresult = len(format(datetime.datetime(2020, 1, 1), '%c' * 4000000))"
         )
-        assert error_of(source)[0] == "resource_limit"
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "The sandbox's re is the regex module, whose match repr writes the whole matched "
-            "text (not CPython's first 50 characters): repr([m] * 100), m matching a million "
-            "characters, wrote 100 004 800 characters, a match estimated as a small object. "
-            "Fix: _text_size._scalar_text counts a match's span (times the escapes' ten at "
-            "most, measured past the cap)."
-        ),
-    )
-    def test_a_regex_match_in_a_list(self) -> None:
-        """Payload: ``repr([re.match('a*', S)] * 100)``."""
-        source = "import re\nS = 'a' * 10**6\nresult = len(repr([re.match('a*', S)] * 100))"
         assert error_of(source)[0] == "resource_limit"
 
     @pytest.mark.xfail(
