@@ -31,13 +31,18 @@ Broken, and fixed (ADR 0165):
   ``%s`` likewise). The estimate walks them, the steps write them (``dict_values([...])``).
 - **``re.Match``'s repr wrote its whole match** (CPython's cuts it to fifty characters):
   ``repr([re.match('a*', S)] * 100)`` wrote 100 004 800 characters; 9 600 now, as Python.
+- **A ``Counter``'s and an ``OrderedDict``'s library reprs** (ADR 0162's Left) ran the
+  program's code in one call: a program ``Counter`` subclass whose ``items`` returns a hundred
+  ``(i, S)`` wrote 100 000 793 characters, an ``OrderedDict`` subclass's 100 000 993 (neither
+  defines ``__repr__``, so nothing spoke), a Counter sorting values whose ``__lt__`` grows a
+  value 100 000 504, and a Counter or OrderedDict of program reprs 100 000 599 and
+  100 000 803. Written in steps now.
 - **``print`` held every text before counting the line:** ``print(*[x] * 60)``, ``x`` a list
   of nine shared million-character strings, built 540 million characters (4.3 s) before the
   refusal. The texts built are counted as they are built.
 
 Left, as strict xfails (``TestLeft``), each with its proposed fix: ``OSError``'s own ``str``;
-a program ``Counter`` or ``OrderedDict`` subclass overriding ``items`` (their library reprs call
-it); a ``Counter``'s sort running a program ``__lt__`` that grows a value; a library object
+a library object
 inside a container (an exception, a bound method, a slice) whose repr runs code that grows a
 plain list beside it (ADR 0162's own Left); ``datetime``'s ``strftime`` through ``format``; an
 f-string joining its fields; and the walk repeated after every
@@ -301,6 +306,111 @@ result.append(len(repr([re.match('\x00*', '\x00' * 10**6)] * 100)))
         assert expected[-2:] == [9600, 9600]
 
 
+class TestLibraryMappingsInSteps:
+    """Fixed: a ``Counter``'s and an ``OrderedDict``'s reprs are library code that calls the
+    instance's methods (``most_common``, which sorts the values and reads ``items()``; an
+    OrderedDict subclass's ``items()``) and its items' reprs in one call: ADR 0162 left them
+    one C call after their estimate. They are written in steps now, and a program subclass
+    defining a method, or a Counter holding a program object, counts as the program's code."""
+
+    @pytest.mark.parametrize(
+        ("source", "items"),
+        [
+            (
+                "class C(collections.Counter):\n    def items(self):\n"
+                "        return [(i, S) for i in range(100)]\nresult = len(repr(C(a=1)))",
+                100000932,
+            ),
+            (
+                "class C(collections.OrderedDict):\n    def items(self):\n"
+                "        return [(i, S) for i in range(100)]\nresult = len(repr(C(a=1)))",
+                10000096,
+            ),
+            ("result = len(repr(collections.Counter({i: E() for i in range(100)})))", 10000057),
+            ("result = len(repr(collections.OrderedDict({i: E() for i in range(100)})))", 10000080),
+            (
+                "P = []\nclass V:\n    def __lt__(self, other):\n        P.extend([S] * 50)\n"
+                "        return True\n    def __gt__(self, other):\n        P.extend([S] * 50)\n"
+                "        return True\n"
+                "result = len(repr(collections.Counter({'p': P, 'a': V(), 'b': V()})))",
+                100000465,
+            ),
+        ],
+        ids=["counter-items", "ordered-items", "counter-reprs", "ordered-reprs", "counter-sort"],
+    )
+    def test_refused(self, source: str, items: int) -> None:
+        """``S`` a million characters, ``E.__repr__`` returning it. Before: a program
+        ``Counter`` subclass whose ``items`` returns a hundred ``(i, S)`` 100 000 793
+        characters, an ``OrderedDict`` subclass's 100 000 993 (neither defines ``__repr__``,
+        so nothing spoke), a Counter and an OrderedDict of a hundred ``E`` 100 000 599 and
+        100 000 803 (ADR 0162's Left), a Counter whose values' ``__lt__``/``__gt__`` grow a
+        list held as a value 100 000 504. Now refused before the text is written (the sorted
+        pairs estimated) or at the eleventh program object."""
+        assert error_of(_SPEAKS + source) == _refusal("repr()", items)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Counters of program values sorted by their ``__lt__``, of program keys and reprs,
+        program subclasses (a helper method, ``items``, ``__len__`` saying empty), an
+        OrderedDict moved to its end, a subclass's ``items``, OrderedDicts holding themselves
+        (``...``), nesting, through ``repr``, ``str``, ``ascii``, f-strings, ``%`` and
+        ``str.format``: plain Python's text."""
+        source = r"""
+import collections
+class E:
+    def __init__(self, n=1):
+        self.n = n
+    def __repr__(self):
+        return 'E\u00e9' + str(self.n)
+class V:
+    def __init__(self, n):
+        self.n = n
+    def __lt__(self, other):
+        return self.n < other.n
+    def __repr__(self):
+        return 'V' + str(self.n)
+class C(collections.Counter):
+    def total2(self):
+        return 1
+class C2(collections.Counter):
+    def items(self):
+        return [('x', 1), ('y', E())]
+class C3(collections.Counter):
+    def __len__(self):
+        return 0
+class O(collections.OrderedDict):
+    def items(self):
+        return [('k', E())]
+class O2(collections.OrderedDict):
+    def helper(self):
+        return 1
+o = collections.OrderedDict(a=E(), b=[E()])
+o.move_to_end('a')
+o2 = O2(x=E())
+o2['me'] = o2
+oe = collections.OrderedDict()
+oe['me'] = oe
+oe['e'] = E()
+vals = [
+    collections.Counter({'a': V(2), 'b': V(1), 'c': V(3)}), collections.Counter({'a': E(), 'b': 2}),
+    collections.Counter({E(): 3, 'z': 1}), C(a=2, b=5), C(), C2(a=1), C3(a=1), collections.Counter(),
+    o, O(a=1), O(), o2, oe, collections.OrderedDict(), [collections.Counter({'v': V(1)}), o],
+    {'k': o}, collections.Counter({'a': V(1), 'b': 'str'}),
+]
+result = []
+for v in vals:
+    row = []
+    for f in (repr, str, ascii, lambda x: f'{x}', lambda x: '%r|%s' % (x, x), lambda x: '{!a}'.format(x)):
+        try:
+            row.append(f(v))
+        except Exception as ex:
+            row.append((type(ex).__name__, str(ex)))
+    result.append(row)
+"""
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert expected[0][0] == "Counter({'c': V3, 'a': V2, 'b': V1})"
+
+
 # --- Left: library code between the fields, and the walk repeated -----------------------------
 
 
@@ -322,50 +432,6 @@ class TestLeft:
         assert error_of(_SPEAKS + "result = len(f'{OSError(1, [E()] * 100)}')")[0] == (
             "resource_limit"
         )
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "A program Counter subclass overriding items() (which most_common() sorts), or an "
-            "OrderedDict subclass overriding items() (which odict_repr calls for a subclass), "
-            "defines no __repr__, so speaks() is False and the library repr is one C call: "
-            "100 000 793 and 100 000 903 characters. Fix: speaks() true for a program subclass "
-            "of Counter/OrderedDict/defaultdict defining any method; a 'counter' and an "
-            "'odict' shape in _stepped_text (Counter: dict(self.most_common()), TypeError -> "
-            "dict(self), then Name(dict repr); odict: Name() or Name(list of (key, value))), "
-            "the flags cleared after the program's items()."
-        ),
-    )
-    @pytest.mark.parametrize("base", ["Counter", "OrderedDict"])
-    def test_a_library_mapping_subclass_overriding_items(self, base: str) -> None:
-        """Payload: ``repr(C(a=1))``, ``C.items`` returning a hundred ``(i, S)`` pairs."""
-        source = (
-            f"import collections\nS = 'a' * 10**6\nclass C(collections.{base}):\n"
-            "    def items(self):\n        return [(i, S) for i in range(100)]\n"
-            "result = len(repr(C(a=1)))"
-        )
-        assert error_of(source)[0] == "resource_limit"
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "Counter.__repr__ sorts its values with most_common(): a program __lt__/__gt__ "
-            "runs inside the one call and grew a plain list held as a value, 100 000 504 "
-            "characters (the walk met no __repr__ of the program's). Fix: iterates()-like "
-            "detection of comparison methods for a Counter's values, or the 'counter' shape "
-            "above for every Counter whose values are the program's objects."
-        ),
-    )
-    def test_a_counters_sort_grows_a_value(self) -> None:
-        """Payload: ``repr(Counter({'p': P, 'a': V(), 'b': V()}))``."""
-        source = (
-            "import collections\nS = 'a' * 10**6\nP = []\n"
-            "class V:\n    def __lt__(self, other):\n        P.extend([S] * 50)\n"
-            "        return True\n    def __gt__(self, other):\n        P.extend([S] * 50)\n"
-            "        return True\n"
-            "result = len(repr(collections.Counter({'p': P, 'a': V(), 'b': V()})))"
-        )
-        assert error_of(source)[0] == "resource_limit"
 
     @pytest.mark.xfail(
         strict=True,

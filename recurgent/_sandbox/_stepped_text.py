@@ -352,6 +352,48 @@ def _deque(node: Any, out: list[str], budget: _Budget) -> None:
         _WRITING.active.discard(id(node))
 
 
+def _counter(node: Any, out: list[str], budget: _Budget) -> None:
+    # Counter.__repr__ (library Python): "Name()" when empty, else "Name(" and the repr of
+    # dict(self.most_common()) (dict(self) when the values do not sort) and ")". Its truth,
+    # most_common's sort and items() may be the program's code: no walk's note is kept.
+    name = str.__str__(type.__getattribute__(type(node), "__name__"))
+    empty = not node
+    budget.flags.clear()
+    if empty:
+        budget.add(out, f"{name}()")
+        return
+    try:
+        pairs = dict(node.most_common())
+    except TypeError:
+        pairs = dict(node)
+    budget.flags.clear()
+    budget.add(out, f"{name}(")
+    _item(pairs, out, budget)
+    budget.add(out, ")")
+
+
+def _ordered(node: Any, out: list[str], budget: _Budget) -> None:
+    # odict_repr: "Name()" when empty, "..." met again, else "Name(" and the repr of the list
+    # of its (key, value) pairs (a subclass's: list(self.items()), the program's code) and ")".
+    name = str.__str__(type.__getattribute__(type(node), "__name__"))
+    if not dict.__len__(node):
+        budget.add(out, f"{name}()")
+        return
+    if not _entered(node, out, budget, "..."):
+        return
+    try:
+        if type(node) is collections.OrderedDict:
+            pieces = list(collections.OrderedDict.items(node))
+        else:
+            pieces = list(node.items())
+            budget.flags.clear()
+        budget.add(out, f"{name}(")
+        _list(pieces, out, budget)
+        budget.add(out, ")")
+    finally:
+        _WRITING.active.discard(id(node))
+
+
 def _view(node: Any, out: list[str], budget: _Budget) -> None:
     # dictview_repr: "dict_values(" and the repr of list(view), "..." for a view met again.
     if not _entered(node, out, budget, "..."):
@@ -376,6 +418,8 @@ _SHAPES: dict[str, Callable[[Any, list[str], _Budget], None]] = {
     "dict": _dict,
     "set": _set,
     "deque": _deque,
+    "counter": _counter,
+    "ordered": _ordered,
     "view": _view,
     "wrapped": _wrapped,
 }
@@ -385,6 +429,8 @@ _REPRS: tuple[tuple[str, Any], ...] = (
     ("dict", {dict.__repr__}),
     ("set", {set.__repr__, frozenset.__repr__}),
     ("deque", {collections.deque.__repr__}),
+    ("counter", {collections.Counter.__repr__}),
+    ("ordered", {collections.OrderedDict.__repr__}),
     ("view", {view.__repr__ for view in DICT_VIEWS}),
     ("wrapped", WRAPPER_REPRS),
 )

@@ -31,6 +31,7 @@ from recurgent._sandbox._measure import MAX_ITEMS, check_items
 __all__ = [
     "DICT_VIEWS",
     "TEXT_CONTAINERS",
+    "calls_program",
     "check_repr",
     "check_text",
     "check_texts",
@@ -156,6 +157,45 @@ def speaks(kind: type) -> bool:
             if "__repr__" in names or "__str__" in names or "data" in names:
                 return True
     return False
+
+
+# Library mappings whose repr is library code calling the instance's own methods (a Counter's
+# __bool__ and most_common, which sorts its values and reads items(); an OrderedDict
+# subclass's items()): a program subclass defining a method runs its code there.
+_CALLING_REPRS = (collections.Counter, collections.OrderedDict)
+# What a class body holds besides its methods.
+_BOOKKEEPING = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__init__",
+        "__annotations__",
+        "__dict__",
+        "__weakref__",
+    }
+)
+
+
+def calls_program(kind: type) -> bool:
+    """True for a class of the program's deriving from ``Counter`` or ``OrderedDict`` that
+    defines anything but ``__init__``: their library repr calls the instance's methods (red
+    team R32: ``items`` returning a hundred million-character values wrote 100 000 793)."""
+    if not isinstance(kind, SandboxType) or not issubclass(kind, _CALLING_REPRS):
+        return False
+    for klass in type.__getattribute__(kind, "__mro__"):
+        names = type.__getattribute__(klass, "__dict__")
+        if isinstance(klass, SandboxType) and not _BOOKKEEPING.issuperset(names):
+            return True
+    return False
+
+
+def _sorts_program(node: Any) -> bool:
+    """True for a ``Counter`` holding a value of the program's: its repr sorts the values,
+    running the program's comparisons (red team R32)."""
+    return isinstance(node, collections.Counter) and any(
+        isinstance(type(value), SandboxType) for value in dict.values(node)
+    )
 
 
 def iterates(kind: type) -> bool:
@@ -287,6 +327,8 @@ def estimate(
                 continue
             held.append(node)
             itself = key in active or speaks(type(node))
+            if calls_program(type(node)) or _sorts_program(node):
+                itself = True  # its library repr runs the program's code (written in steps)
             if iterates(type(node)):
                 # Its items are the program's code's answer, which may change any container
                 # already walked: no container's finding is kept.
