@@ -31,12 +31,13 @@ Broken, and fixed (ADR 0165):
   ``%s`` likewise). The estimate walks them, the steps write them (``dict_values([...])``).
 - **``re.Match``'s repr wrote its whole match** (CPython's cuts it to fifty characters):
   ``repr([re.match('a*', S)] * 100)`` wrote 100 004 800 characters; 9 600 now, as Python.
-- **A ``Counter``'s and an ``OrderedDict``'s library reprs** (ADR 0162's Left) ran the
+- **A ``Counter``'s, an ``OrderedDict``'s and a ``defaultdict``'s reprs** (ADR 0162's Left) ran the
   program's code in one call: a program ``Counter`` subclass whose ``items`` returns a hundred
   ``(i, S)`` wrote 100 000 793 characters, an ``OrderedDict`` subclass's 100 000 993 (neither
   defines ``__repr__``, so nothing spoke), a Counter sorting values whose ``__lt__`` grows a
-  value 100 000 504, and a Counter or OrderedDict of program reprs 100 000 599 and
-  100 000 803. Written in steps now.
+  value 100 000 504, a Counter or OrderedDict of program reprs 100 000 599 and 100 000 803,
+  a hundred ``defaultdict`` whose factory's repr is the program's 100 001 900. Written in steps
+  now.
 - **``print`` held every text before counting the line:** ``print(*[x] * 60)``, ``x`` a list
   of nine shared million-character strings, built 540 million characters (4.3 s) before the
   refusal. The texts built are counted as they are built.
@@ -306,11 +307,17 @@ result.append(len(repr([re.match('\x00*', '\x00' * 10**6)] * 100)))
         assert expected[-2:] == [9600, 9600]
 
 
+_FACTORY = (
+    "class F:\n    def __call__(self):\n        return 1\n    def __repr__(self):\n"
+    "        return S\n    def m(self):\n        return 1\n"
+)
+
+
 class TestLibraryMappingsInSteps:
     """Fixed: a ``Counter``'s and an ``OrderedDict``'s reprs are library code that calls the
     instance's methods (``most_common``, which sorts the values and reads ``items()``; an
-    OrderedDict subclass's ``items()``) and its items' reprs in one call: ADR 0162 left them
-    one C call after their estimate. They are written in steps now, and a program subclass
+    OrderedDict subclass's ``items()``) and its items' reprs in one call, a ``defaultdict``'s
+    writes its factory's repr: ADR 0162 left them one C call after their estimate. They are written in steps now, and a program subclass
     defining a method, or a Counter holding a program object, counts as the program's code."""
 
     @pytest.mark.parametrize(
@@ -335,8 +342,18 @@ class TestLibraryMappingsInSteps:
                 "result = len(repr(collections.Counter({'p': P, 'a': V(), 'b': V()})))",
                 100000465,
             ),
+            (_FACTORY + "result = len(repr([collections.defaultdict(F())] * 100))", 10000174),
+            (_FACTORY + "result = len(repr([collections.defaultdict(F().m)] * 100))", 10000394),
         ],
-        ids=["counter-items", "ordered-items", "counter-reprs", "ordered-reprs", "counter-sort"],
+        ids=[
+            "counter-items",
+            "ordered-items",
+            "counter-reprs",
+            "ordered-reprs",
+            "counter-sort",
+            "default-factory",
+            "default-factory-method",
+        ],
     )
     def test_refused(self, source: str, items: int) -> None:
         """``S`` a million characters, ``E.__repr__`` returning it. Before: a program
@@ -344,8 +361,9 @@ class TestLibraryMappingsInSteps:
         characters, an ``OrderedDict`` subclass's 100 000 993 (neither defines ``__repr__``,
         so nothing spoke), a Counter and an OrderedDict of a hundred ``E`` 100 000 599 and
         100 000 803 (ADR 0162's Left), a Counter whose values' ``__lt__``/``__gt__`` grow a
-        list held as a value 100 000 504. Now refused before the text is written (the sorted
-        pairs estimated) or at the eleventh program object."""
+        list held as a value 100 000 504, a hundred ``defaultdict`` whose factory (or its bound
+        method's ``__self__``) has that repr 100 001 900 (100 004 100). Now refused before the
+        text is written (the sorted pairs estimated) or at the eleventh program object."""
         assert error_of(_SPEAKS + source) == _refusal("repr()", items)
 
     def test_what_fits_is_pythons(self) -> None:
@@ -409,6 +427,40 @@ for v in vals:
         expected = result_in_python(source)
         assert value_of(source) == expected
         assert expected[0][0] == "Counter({'c': V3, 'a': V2, 'b': V1})"
+
+    def test_defaultdicts_as_pythons(self) -> None:
+        """A ``defaultdict`` whose factory is a program object (or its bound method), none, a
+        class; holding itself (``{...}``); a program subclass; in a list and a dict: plain
+        Python's text."""
+        source = r"""
+import collections
+class E:
+    def __repr__(self):
+        return 'E\u00e9'
+class F:
+    def __call__(self):
+        return 1
+    def __repr__(self):
+        return 'F\u00e9'
+    def m(self):
+        return 2
+class DD(collections.defaultdict):
+    pass
+d3 = collections.defaultdict(F(), a=E())
+d3['me'] = d3
+vals = [collections.defaultdict(F(), a=1), collections.defaultdict(None), collections.defaultdict(F()),
+        d3, DD(F(), b=[E()]), collections.defaultdict(F().m, x=E()), collections.defaultdict(list, k=E()),
+        [collections.defaultdict(F())] * 2, {'z': collections.defaultdict(int, q=E())}]
+result = []
+for v in vals:
+    result.append([repr(v), str(v), ascii(v), f'{v!r:>3}', '%s' % (v,), '{!a}'.format(v)])
+"""
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert (
+            expected[3][0]
+            == "defaultdict(F\u00e9, {'a': E\u00e9, 'me': defaultdict(F\u00e9, {...})})"
+        )
 
 
 # --- Left: library code between the fields, and the walk repeated -----------------------------

@@ -394,6 +394,32 @@ def _ordered(node: Any, out: list[str], budget: _Budget) -> None:
         _WRITING.active.discard(id(node))
 
 
+def _default(node: Any, out: list[str], budget: _Budget) -> None:
+    # defdict_repr: the dict's repr first, then its factory's ("None"; "..." for a factory
+    # being written), written as "Name(factory, dict)".
+    written: list[str] = []
+    _dict(node, written, budget)
+    factory = _FACTORY.__get__(node)
+    named: list[str] = []
+    if factory is None:
+        budget.add(named, "None")
+    elif not _entered(factory, named, budget, "..."):
+        pass
+    else:
+        try:
+            _item(factory, named, budget)
+        finally:
+            _WRITING.active.discard(id(factory))
+    budget.add(out, str.__str__(type.__getattribute__(type(node), "__name__")) + "(")
+    out.extend(named)
+    budget.add(out, ", ")
+    out.extend(written)
+    budget.add(out, ")")
+
+
+_FACTORY = collections.defaultdict.__dict__["default_factory"]
+
+
 def _view(node: Any, out: list[str], budget: _Budget) -> None:
     # dictview_repr: "dict_values(" and the repr of list(view), "..." for a view met again.
     if not _entered(node, out, budget, "..."):
@@ -419,6 +445,7 @@ _SHAPES: dict[str, Callable[[Any, list[str], _Budget], None]] = {
     "set": _set,
     "deque": _deque,
     "counter": _counter,
+    "default": _default,
     "ordered": _ordered,
     "view": _view,
     "wrapped": _wrapped,
@@ -430,6 +457,7 @@ _REPRS: tuple[tuple[str, Any], ...] = (
     ("set", {set.__repr__, frozenset.__repr__}),
     ("deque", {collections.deque.__repr__}),
     ("counter", {collections.Counter.__repr__}),
+    ("default", {collections.defaultdict.__repr__}),
     ("ordered", {collections.OrderedDict.__repr__}),
     ("view", {view.__repr__ for view in DICT_VIEWS}),
     ("wrapped", WRAPPER_REPRS),

@@ -22,6 +22,7 @@ import collections
 import decimal
 import fractions
 import functools
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -198,6 +199,20 @@ def _sorts_program(node: Any) -> bool:
     )
 
 
+_FACTORY = collections.defaultdict.__dict__["default_factory"]
+
+
+def _factory_speaks(node: Any) -> bool:
+    """True for a ``defaultdict`` whose factory's repr is the program's code (its own, or a
+    bound method's ``__self__``'s): ``defdict_repr`` writes it in its one call."""
+    if not isinstance(node, collections.defaultdict):
+        return False
+    factory = _FACTORY.__get__(node)
+    if isinstance(factory, types.MethodType):
+        factory = factory.__self__
+    return speaks(type(factory))
+
+
 def iterates(kind: type) -> bool:
     """True for a class of the program's defining ``__iter__``: a set subclass's repr (and the
     walk's reading of its items) lists it through the program's code (ADR 0162)."""
@@ -327,7 +342,7 @@ def estimate(
                 continue
             held.append(node)
             itself = key in active or speaks(type(node))
-            if calls_program(type(node)) or _sorts_program(node):
+            if calls_program(type(node)) or _sorts_program(node) or _factory_speaks(node):
                 itself = True  # its library repr runs the program's code (written in steps)
             if iterates(type(node)):
                 # Its items are the program's code's answer, which may change any container
