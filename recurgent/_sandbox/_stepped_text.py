@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -420,6 +421,49 @@ def _default(node: Any, out: list[str], budget: _Budget) -> None:
 _FACTORY = collections.defaultdict.__dict__["default_factory"]
 
 
+def _named(name: Any, budget: _Budget) -> str:
+    """A class's or function's name as the repr writes it (``ascii`` escapes it)."""
+    text = str.__str__(name) if isinstance(name, str) else "?"
+    if budget.ascii_only:
+        return str.encode(text, "ascii", "backslashreplace").decode("ascii")
+    return text
+
+
+def _exception(node: Any, out: list[str], budget: _Budget) -> None:
+    # BaseException_repr: "Name(arg)" for one argument, else "Name" and the args' repr.
+    args = _EXCEPTION_ARGS.__get__(node)
+    name = _named(type.__getattribute__(type(node), "__name__"), budget)
+    if len(args) == 1:
+        budget.add(out, name + "(")
+        _item(args[0], out, budget)
+        budget.add(out, ")")
+        return
+    budget.add(out, name)
+    _item(args, out, budget)
+
+
+def _slice(node: Any, out: list[str], budget: _Budget) -> None:
+    # slice_repr: "slice(start, stop, step)".
+    budget.add(out, "slice(")
+    _item(node.start, out, budget)
+    budget.add(out, ", ")
+    _item(node.stop, out, budget)
+    budget.add(out, ", ")
+    _item(node.step, out, budget)
+    budget.add(out, ")")
+
+
+def _method(node: Any, out: list[str], budget: _Budget) -> None:
+    # method_repr: "<bound method {__func__'s __qualname__ (or __name__)} of {self's repr}>".
+    function = node.__func__
+    name = getattr(function, "__qualname__", None)
+    if not isinstance(name, str):
+        name = getattr(function, "__name__", None)
+    budget.add(out, "<bound method " + _named(name, budget) + " of ")
+    _item(node.__self__, out, budget)
+    budget.add(out, ">")
+
+
 def _view(node: Any, out: list[str], budget: _Budget) -> None:
     # dictview_repr: "dict_values(" and the repr of list(view), "..." for a view met again.
     if not _entered(node, out, budget, "..."):
@@ -445,6 +489,9 @@ _SHAPES: dict[str, Callable[[Any, list[str], _Budget], None]] = {
     "set": _set,
     "deque": _deque,
     "counter": _counter,
+    "exception": _exception,
+    "slice": _slice,
+    "method": _method,
     "default": _default,
     "ordered": _ordered,
     "view": _view,
@@ -457,6 +504,9 @@ _REPRS: tuple[tuple[str, Any], ...] = (
     ("set", {set.__repr__, frozenset.__repr__}),
     ("deque", {collections.deque.__repr__}),
     ("counter", {collections.Counter.__repr__}),
+    ("exception", {BaseException.__repr__}),
+    ("slice", {slice.__repr__}),
+    ("method", {types.MethodType.__repr__}),
     ("default", {collections.defaultdict.__repr__}),
     ("ordered", {collections.OrderedDict.__repr__}),
     ("view", {view.__repr__ for view in DICT_VIEWS}),

@@ -74,7 +74,11 @@ _WRAPPED = (collections.UserString, collections.UserList, collections.UserDict)
 # R29: 100 million characters each, counted as a small object): a ChainMap its maps, a
 # partial its function, arguments and keywords. A program cannot derive from either.
 _COMPOSED = (collections.ChainMap, functools.partial)
-_WALKED = _CONTAINER_BASES + _WRAPPED + _COMPOSED
+# Library objects whose repr writes their parts' reprs (red team R32: a hundred
+# ValueError([S]) wrote 100 001 800 characters, slices 100 002 500, each counted as small): an
+# exception its args, a slice its start, stop and step, a bound method its __self__.
+_PARTED = (BaseException, slice, types.MethodType)
+_WALKED = _CONTAINER_BASES + _WRAPPED + _COMPOSED + _PARTED
 # Digits per bit of an int, rounded up.
 _DIGITS_PER_BIT = 0.30103
 _OTHER = 16  # a value of another kind: a date, a function, a program object
@@ -132,7 +136,33 @@ def _scalar_text(value: Any, ascii_only: bool = False) -> int:
     if isinstance(value, int | str):
         exact = int.__int__(value) if isinstance(value, int) else str.__str__(value)
         return _scalar_text(exact, ascii_only)
-    return _OTHER
+    return _OTHER + _names_length(value)
+
+
+def _names_length(value: Any) -> int:
+    """The names an object's default repr writes: its class's (``<__main__.Name object at
+    0x...>``), a class's or a function's own (red team R32: a program class named by a
+    thousand characters, ``repr([C()] * 100000)``, wrote 103 800 000 characters)."""
+    kind: Any = type(value)
+    length = _name_length(kind)
+    if isinstance(value, type):
+        length += _name_length(value)
+    elif isinstance(value, types.FunctionType):
+        length += _text_length(_FUNCTION_NAME.__get__(value))
+    return length
+
+
+def _name_length(kind: Any) -> int:
+    qualname = type.__dict__["__qualname__"].__get__(kind)
+    module = type.__dict__["__module__"].__get__(kind)
+    return _text_length(qualname) + _text_length(module)
+
+
+def _text_length(value: Any) -> int:
+    return str.__len__(value) if isinstance(value, str) else _OTHER
+
+
+_FUNCTION_NAME = types.FunctionType.__dict__["__qualname__"]
 
 
 def _wrapped_data(wrapper: Any) -> Any:
@@ -278,6 +308,10 @@ def _wrapper(container: Any) -> int:
     known = _WRAPPERS.get(kind)
     if known is not None:
         return known
+    if isinstance(container, _PARTED):
+        # "Name(...)", "slice(...)", "<bound method Name.f of ...>": the names' lengths too.
+        function = container.__func__ if isinstance(container, types.MethodType) else None
+        return _WRAPPER + _names_length(container) + _names_length(function)
     fields = getattr(kind, "_fields", None)
     if isinstance(container, tuple) and isinstance(fields, tuple):
         # A namedtuple prints its class and field names: Point(x=1, y=2).
@@ -286,6 +320,12 @@ def _wrapper(container: Any) -> int:
 
 
 def _items(container: Any) -> list[Any]:
+    if isinstance(container, BaseException):
+        return list(_EXCEPTION_ARGS.__get__(container))
+    if isinstance(container, slice):
+        return [container.start, container.stop, container.step]
+    if isinstance(container, types.MethodType):
+        return [container.__self__]
     if isinstance(container, collections.ChainMap):
         return list(object.__getattribute__(container, "__dict__").get("maps", ()))
     if isinstance(container, functools.partial):
