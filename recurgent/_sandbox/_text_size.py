@@ -153,9 +153,12 @@ def _names_length(value: Any) -> int:
 
 
 def _name_length(kind: Any) -> int:
-    qualname = type.__dict__["__qualname__"].__get__(kind)
-    module = type.__dict__["__module__"].__get__(kind)
-    return _text_length(qualname) + _text_length(module)
+    return _text_length(_QUALNAME.__get__(kind)) + _text_length(_MODULE.__get__(kind))
+
+
+_QUALNAME = type.__dict__["__qualname__"]
+_MODULE = type.__dict__["__module__"]
+_NAME = type.__dict__["__name__"]
 
 
 def _text_length(value: Any) -> int:
@@ -270,9 +273,30 @@ def _flat_text(items: list[Any], ascii_only: bool) -> tuple[int | None, bool]:
     if kinds <= {float}:
         return len(items) * (50 + _SEPARATOR), False
     spoken = any(map(speaks, kinds))
-    if any(issubclass(kind, _WALKED) for kind in kinds):
-        return None, spoken
+    walked = [kind for kind in kinds if issubclass(kind, _WALKED)]
+    if walked:
+        if not all(issubclass(kind, _PARTED) for kind in walked):
+            return None, spoken
+        return _parted_text(items, ascii_only, spoken)
     return sum(_scalar_text(item, ascii_only) + _SEPARATOR for item in items), spoken
+
+
+def _parted_text(items: list[Any], ascii_only: bool, spoken: bool) -> tuple[int | None, bool]:
+    """:func:`_flat_text` of items among which exceptions, slices or bound methods whose own
+    parts are no containers (a list of ``ValueError(i)``): counted here, not walked one by
+    one; ``None`` when a part is a container."""
+    total = 0
+    for item in items:
+        if not isinstance(item, _PARTED):
+            total += _scalar_text(item, ascii_only) + _SEPARATOR
+            continue
+        for part in _items(item):
+            if _is_container(part):
+                return None, spoken
+            spoken = spoken or speaks(type(part))
+            total += _scalar_text(part, ascii_only) + _SEPARATOR
+        total += _wrapper(item) + _SEPARATOR
+    return total, spoken
 
 
 def _is_container(value: Any) -> bool:
@@ -308,10 +332,11 @@ def _wrapper(container: Any) -> int:
     known = _WRAPPERS.get(kind)
     if known is not None:
         return known
-    if isinstance(container, _PARTED):
-        # "Name(...)", "slice(...)", "<bound method Name.f of ...>": the names' lengths too.
-        function = container.__func__ if isinstance(container, types.MethodType) else None
-        return _WRAPPER + _names_length(container) + _names_length(function)
+    if isinstance(container, types.MethodType):
+        # "<bound method Name.f of ...>": the function's name too.
+        return _WRAPPER + _text_length(getattr(container.__func__, "__qualname__", None))
+    if isinstance(container, BaseException):
+        return _WRAPPER + _text_length(_NAME.__get__(kind))  # "Name(...)"
     fields = getattr(kind, "_fields", None)
     if isinstance(container, tuple) and isinstance(fields, tuple):
         # A namedtuple prints its class and field names: Point(x=1, y=2).
