@@ -46,12 +46,14 @@ Broken, and fixed (ADR 0165):
   the way: an object's default repr names its class (a class or a function itself), counted as
   sixteen characters: a hundred thousand instances of a class named by a thousand characters
   wrote 103 800 000.
+- **``strftime``**, a date's ``format()`` spec and ``time.strftime`` wrote each directive's
+  text in one call: ``format(datetime(2020, 1, 1), '%c' * 4000000)`` 96 000 000 characters.
+  Counted first now, 24 characters a directive (``%Z`` its zone's name too).
 - **``print`` held every text before counting the line:** ``print(*[x] * 60)``, ``x`` a list
   of nine shared million-character strings, built 540 million characters (4.3 s) before the
   refusal. The texts built are counted as they are built.
 
-Left, as strict xfails (``TestLeft``), each with its proposed fix: ``OSError``'s own ``str``;
-``datetime``'s ``strftime`` through ``format``; an
+Left, as strict xfails (``TestLeft``), each with its proposed fix: ``OSError``'s own ``str``; an
 f-string joining its fields; and the walk repeated after every
 program object (a chain of a hundred levels, each with a program object and its own list of
 two thousand empty lists: past the five-second deadline, 96 ms in plain Python).
@@ -561,6 +563,63 @@ result = names = [[t.split(' at 0x')[0] for t in row] for row in result]
         assert expected[10][0] == "[<bound method E.m of E\u00e9>]"
 
 
+class TestStrftimeCounted:
+    """Fixed: a date's ``strftime`` (its ``format()`` spec, an f-string's) and
+    ``time.strftime`` wrote each directive's text in one C call, unchecked."""
+
+    @pytest.mark.parametrize(
+        ("source", "what", "items"),
+        [
+            (
+                "result = len(format(datetime.datetime(2020, 1, 1), '%c' * 4000000))",
+                "format()",
+                96000000,
+            ),
+            (
+                "result = len(datetime.datetime(2020, 1, 1).strftime('%c' * 4000000))",
+                "strftime",
+                96000000,
+            ),
+            (
+                "result = len(datetime.date.strftime(datetime.date(2020, 1, 1), '%c' * 4000000))",
+                "strftime",
+                96000000,
+            ),
+            ("result = len(time.strftime('%c' * 4000000))", "time.strftime", 96000000),
+            (
+                "z = datetime.timezone(datetime.timedelta(hours=1), 'Z' * 10**6)\n"
+                "result = len(datetime.datetime(2020, 1, 1, tzinfo=z).strftime('%Z' * 20))",
+                "strftime",
+                20000480,
+            ),
+        ],
+        ids=["format", "method", "through-the-class", "time-module", "zone-name"],
+    )
+    def test_refused(self, source: str, what: str, items: int) -> None:
+        """``'%c' * 4000000`` (24 characters a directive): 96 000 000 characters written
+        (3 s) before; ``%Z`` twenty times with a zone named by a million characters
+        20 000 000. Each directive is counted at 24 characters now (``%Z`` its zone's name
+        too), refused before the call."""
+        source = "import datetime, time\n" + source
+        assert error_of(source) == _refusal(what, items)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Directives of a datetime with a zone, a date's and a time's format specs,
+        ``str.format``, a template without directives, and ``'%c' * 400000`` (9 600 000
+        characters, counted exactly): plain Python's text."""
+        source = (
+            "import datetime, time\n"
+            "z = datetime.timezone(datetime.timedelta(hours=1), 'Zone')\n"
+            "t = datetime.datetime(2020, 1, 2, 3, 4, 5, 6, tzinfo=z)\n"
+            "result = [t.strftime('%Y-%m-%d %H:%M:%S.%f %z %Z %A %B %c %x %X %j %U %%'),\n"
+            "          format(t, '%Y|%Z'), f'{t.date():%d/%m}', f'{t.time():%H}', '{:%Y}'.format(t),\n"
+            "          t.time().strftime('%H %Z'), format(t, ''), t.strftime('no directives'),\n"
+            "          time.strftime('%Y', time.gmtime(0)), time.strftime.__name__,\n"
+            "          len(t.strftime('%c' * 400000)), len(time.strftime('%c' * 400000))]"
+        )
+        assert value_of(source) == result_in_python(source)
+
+
 # --- Left: library code between the fields, and the walk repeated -----------------------------
 
 
@@ -582,22 +641,6 @@ class TestLeft:
         assert error_of(_SPEAKS + "result = len(f'{OSError(1, [E()] * 100)}')")[0] == (
             "resource_limit"
         )
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "datetime's __format__ (and strftime) writes each directive's text in one C call: "
-            "format(datetime(2020, 1, 1), '%c' * 4000000) wrote 96 000 000 characters (3 s). "
-            "Fix: check a date/time's format spec and strftime at 12 characters a directive "
-            "(%Z the tzinfo's name length) before the call."
-        ),
-    )
-    def test_strftime_through_format(self) -> None:
-        """Payload: ``format(datetime.datetime(2020, 1, 1), '%c' * 4000000)``."""
-        source = (
-            "import datetime\nresult = len(format(datetime.datetime(2020, 1, 1), '%c' * 4000000))"
-        )
-        assert error_of(source)[0] == "resource_limit"
 
     @pytest.mark.xfail(
         strict=True,

@@ -57,6 +57,7 @@ from recurgent._sandbox._stdlib_text import (
     textwrap_overrides,
     unicodedata_overrides,
 )
+from recurgent._sandbox._stepped_text import time_strftime
 from recurgent._sandbox._user_wrappers import USER_STRING
 
 __all__ = ["ALLOWED_MODULES", "CATALOG", "ModuleRows", "classify"]
@@ -129,7 +130,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     # Library code that matches program text, on the sandbox's regex engine (ADR 0090).
     "csv": {"Sniffer": SNIFFER},
     "html.parser": {"HTMLParser": HTML_PARSER},
-    "time": {"strptime": strptime_time},
+    "time": {"strptime": strptime_time, "strftime": time_strftime},
     **reflection_overrides(),
 }
 

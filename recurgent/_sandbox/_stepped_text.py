@@ -28,7 +28,9 @@ Data with no code of the program's keeps the single C call, checked as before.
 from __future__ import annotations
 
 import collections
+import datetime
 import threading
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +50,7 @@ from recurgent._sandbox._text_size import (
 
 __all__ = [
     "WRAPPER_REPRS",
+    "check_strftime",
     "converted",
     "formatted",
     "objects_own",
@@ -55,6 +58,7 @@ __all__ = [
     "runs_code",
     "stepped_percent",
     "text_of",
+    "time_strftime",
 ]
 
 #: The ``__repr__`` functions of the checked wrappers (``_user_wrappers`` adds its own): a
@@ -181,7 +185,42 @@ def formatted(value: Any, spec: str, what: str) -> str:
     if spec == "" and objects_own(value, "__format__") and converted(value):
         return text_of(value, "str", what)
     check_text(value, what)
+    if isinstance(value, _DATES) and isinstance(spec, str):
+        check_strftime(value, spec, what)  # a date's format spec is its strftime's
     return format(value, spec)
+
+
+_DATES = (datetime.date, datetime.time)
+# What one strftime directive writes past its own two characters, but %Z: %c writes 24 ("Wed
+# Jan  1 00:00:00 2020").
+_DIRECTIVE = 22
+
+
+def check_strftime(value: Any, template: Any, what: str) -> None:
+    """Refuse ``value.strftime(template)`` (a date, a time or a datetime) past the item cap:
+    each ``%`` directive writes up to 24 characters, ``%Z`` its zone's name too (red team R32:
+    ``format(datetime(2020, 1, 1), '%c' * 4000000)`` wrote 96 000 000 characters)."""
+    if not isinstance(template, str) or "%" not in template:
+        return
+    zone = value.tzname() if isinstance(value, datetime.datetime | datetime.time) else None
+    _check_directives(template, str.__len__(zone) if isinstance(zone, str) else 0, what)
+
+
+def _check_directives(template: str, zone: int, what: str) -> None:
+    directives = str.count(template, "%") * _DIRECTIVE + str.count(template, "Z") * zone
+    check_items(str.__len__(template) + directives, what)
+
+
+def time_strftime(format: Any, *moment: Any) -> Any:
+    """``time.strftime``, checked as a date's ``strftime`` is (the local zone's name at most
+    64 characters)."""
+    if isinstance(format, str):
+        _check_directives(format, _LOCAL_ZONE, "time.strftime")
+    return time.strftime(format, *moment)
+
+
+time_strftime.__name__ = time_strftime.__qualname__ = "strftime"
+_LOCAL_ZONE = 64
 
 
 def converted(value: Any) -> bool:
