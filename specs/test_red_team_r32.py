@@ -31,13 +31,13 @@ Broken, and fixed (ADR 0165):
   ``%s`` likewise). The estimate walks them, the steps write them (``dict_values([...])``).
 - **``re.Match``'s repr wrote its whole match** (CPython's cuts it to fifty characters):
   ``repr([re.match('a*', S)] * 100)`` wrote 100 004 800 characters; 9 600 now, as Python.
-- **A ``Counter``'s, an ``OrderedDict``'s and a ``defaultdict``'s reprs** (ADR 0162's Left) ran the
-  program's code in one call: a program ``Counter`` subclass whose ``items`` returns a hundred
-  ``(i, S)`` wrote 100 000 793 characters, an ``OrderedDict`` subclass's 100 000 993 (neither
-  defines ``__repr__``, so nothing spoke), a Counter sorting values whose ``__lt__`` grows a
-  value 100 000 504, a Counter or OrderedDict of program reprs 100 000 599 and 100 000 803,
-  a hundred ``defaultdict`` whose factory's repr is the program's 100 001 900. Written in steps
-  now.
+- **A ``Counter``'s, an ``OrderedDict``'s and a ``defaultdict``'s reprs** (ADR 0162's Left)
+  ran the program's code in one call: a program ``Counter`` subclass whose ``items`` returns a
+  hundred ``(i, S)`` wrote 100 000 793 characters, an ``OrderedDict`` subclass's 100 000 993
+  (neither defines ``__repr__``, so nothing spoke), a Counter sorting values whose ``__lt__``
+  grows a value 100 000 504, a Counter or OrderedDict of program reprs 100 000 599 and
+  100 000 803, a hundred ``defaultdict`` whose factory's repr is the program's 100 001 900.
+  Written in steps now.
 - **An exception, a slice or a bound method** writes its parts' reprs and the estimate counted
   each as a small object (ADR 0162's Left): ``repr([ValueError([S])] * 100)`` wrote
   100 001 800 characters, ``str([slice([S])] * 100)`` 100 002 500, and inside a container one
@@ -53,10 +53,10 @@ Broken, and fixed (ADR 0165):
   of nine shared million-character strings, built 540 million characters (4.3 s) before the
   refusal. The texts built are counted as they are built.
 
-Left, as strict xfails (``TestLeft``), each with its proposed fix: ``OSError``'s own ``str``; an
-f-string joining its fields; and the walk repeated after every
-program object (a chain of a hundred levels, each with a program object and its own list of
-two thousand empty lists: past the five-second deadline, 96 ms in plain Python).
+Left, as strict xfails (``TestLeft``), each with its proposed fix: ``OSError``'s own ``str``;
+an f-string joining its fields; and the walk repeated after every program object (a chain of
+a hundred levels, each with a program object and its own list of two thousand empty lists:
+past the five-second deadline, 96 ms in plain Python).
 
 Held (pinned here): a ``RecursionError`` inside the steps leaves no container marked as being
 written; containers holding program objects (recursive ``UserDict``/``UserList``/deque/dict
