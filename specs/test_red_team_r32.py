@@ -26,6 +26,11 @@ Broken, and fixed (ADR 0165):
   them. The fresh walk's answer is used now.
 - **``KeyError``'s own ``str``** (its one argument's repr) was one C call after the args'
   estimate: ``str(KeyError([E()] * 100))`` 100 000 200 characters. Written in steps now.
+- **``OSError``'s own ``str``** (errno, strerror and file names; a file name is not in its
+  args) was one C call after its args' estimate: ``str(OSError(1, 'x', [S] * 100))`` wrote
+  100 000 413 characters with no program code at all, ``f'{OSError(1, [E()] * 100)}'``
+  100 000 210. Its fields are estimated now, and written in steps when the program's code is
+  in them.
 - **A dict's views** were counted as small objects: ``str(d.values())``, ``d = {1: [S] *
   100}``, wrote 100 000 415 characters (``f'{d.items()}'``, ``repr([d.keys()] * 100)`` and
   ``%s`` likewise). The estimate walks them, the steps write them (``dict_values([...])``).
@@ -53,8 +58,8 @@ Broken, and fixed (ADR 0165):
   of nine shared million-character strings, built 540 million characters (4.3 s) before the
   refusal. The texts built are counted as they are built.
 
-Left, as strict xfails (``TestLeft``), each with its proposed fix: ``OSError``'s own ``str``;
-an f-string joining its fields; the walk repeated after every program object (a chain of a
+Left, as strict xfails (``TestLeft``), each with its proposed fix: an f-string joining its
+fields; the walk repeated after every program object (a chain of a
 hundred levels, each with a program object and its own list of two thousand empty lists: past
 the five-second deadline, 96 ms in plain Python); and, found on the way, library text
 functions counted nowhere (csv's ``writerow`` of program objects 100 000 101 characters,
@@ -225,6 +230,52 @@ class TestKeyErrorsStr:
         eleventh object now, before it is written."""
         source = _SPEAKS + f"class K(KeyError):\n    pass\nresult = len({expression})"
         assert error_of(source) == _refusal(what, 10000019)
+
+
+class TestOSErrorsStr:
+    """Fixed: ``OSError``'s own ``str`` (``OSError_str``: ``[Errno %S] %S: %R -> %R`` of its
+    errno, strerror and file names, a file name not in its args) was one C call after the
+    estimate of its args alone."""
+
+    @pytest.mark.parametrize(
+        ("expression", "what", "items"),
+        [
+            ("f'{OSError(1, [E()] * 100)}'", "converting a container to text", 10000019),
+            ("str(OSError(1, 'x', [E()] * 100))", "str()", 10000019),
+            ("str(OSError(1, 'x', [S] * 100))", "str()", 100000416),
+            ("'%s' % (OSError(1, 'x', [S] * 100),)", "%-formatting", 100000416),
+        ],
+        ids=["strerror", "filename", "plain-filename", "percent"],
+    )
+    def test_refused(self, expression: str, what: str, items: int) -> None:
+        """Before: 100 000 210 characters (a strerror of a hundred ``E``), 100 000 213 (a file
+        name), 100 000 413 with no program code at all (a file name holding ``S`` a hundred
+        times, ``str`` and ``%s``). Now the fields are estimated with the args, and written in
+        steps when the program's code is in them."""
+        assert error_of(_SPEAKS + f"result = len({expression})") == _refusal(what, items)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Each shape of ``OSError_str`` (errno and strerror; a file name; two; one argument or
+        none; three or six; a subclass; fields that are ``None``) with program objects in its
+        fields: plain Python's text."""
+        source = r"""
+class E:
+    def __repr__(self):
+        return 'E\u00e9'
+    def __str__(self):
+        return 'sE'
+class Mine(OSError):
+    pass
+vals = [OSError(1, E()), OSError(1, 'x', E()), OSError(1, 'x', E(), None, [E()]), OSError(E()), OSError(),
+        OSError(E(), E(), E()), FileNotFoundError(2, 'gone', [E()]), Mine(1, E()), OSError(None, None, E()),
+        OSError(1, 'x', 'f'), OSError('a', 'b', 'c', 'd', 'e'), OSError(E(), 2), OSError(1, 2, 3, 4, 5, 6)]
+result = []
+for v in vals:
+    result.append([str(v), repr(v), f'{v}', '%s' % (v,), '{}'.format(v), str([v]), str(v.errno), str(v.strerror), repr(v.filename), repr(v.args)])
+"""
+        expected = result_in_python(source)
+        assert value_of(source) == expected
+        assert expected[2][0] == "[Errno 1] x: E\u00e9 -> [E\u00e9]"
 
 
 class TestDictViews:
@@ -628,22 +679,6 @@ class TestStrftimeCounted:
 
 class TestLeft:
     """Found here, not fixed: strict xfails, each with its proposed fix."""
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "OSError's own __str__ writes '[Errno %S] %S: %R -> %R' from errno, strerror, "
-            "filename and filename2 in one C call: f'{OSError(1, [E()] * 100)}' wrote "
-            "100 000 210 characters, str(OSError(1, 'x', [E()] * 100)) 100 000 213. Fix: in "
-            "_stepped_text._exception_text, write OSError_str's shapes from those four "
-            "attributes in steps when their estimate meets the program's code."
-        ),
-    )
-    def test_oserror_str(self) -> None:
-        """Payload: ``f'{OSError(1, [E()] * 100)}'``."""
-        assert error_of(_SPEAKS + "result = len(f'{OSError(1, [E()] * 100)}')")[0] == (
-            "resource_limit"
-        )
 
     @pytest.mark.xfail(
         strict=True,

@@ -45,9 +45,9 @@ from recurgent._sandbox._stepped_text import (
 from recurgent._sandbox._text_size import (
     check_text,
     estimate,
-    exception_args,
     is_text_container,
     repr_length,
+    texted,
 )
 
 __all__ = [
@@ -306,7 +306,8 @@ def _check_values(values: tuple[Any, ...]) -> bool:
             continue  # its text is its own, or checked already: nothing to check
         seen.add(id(value))
         if isinstance(value, BaseException):
-            size, said = estimate(exception_args(value))  # its text is its args' (H10)
+            # its text is its args' (H10), an OSError's its fields' too (red team R32)
+            size, said = estimate(texted(value))
             check_items(size, "%-formatting")
             spoken = spoken or said
         elif is_text_container(value) and not isinstance(value, collections.UserString):

@@ -149,6 +149,8 @@ def _exception_text(value: BaseException, mode: str, what: str) -> str:
     kind: Any = type(value)
     own = kind.__str__ if mode == "str" else kind.__repr__
     args = _EXCEPTION_ARGS.__get__(value)
+    if own is OSError.__str__:
+        return _oserror_text(value, args, what)
     # KeyError_str writes repr(args[0]) for one argument, else as BaseException_str (red team
     # R32: str(KeyError([E()] * 100)) was one C call, 100 000 200 characters).
     keyed = mode == "str" and own is KeyError.__str__
@@ -177,6 +179,51 @@ def _exception_text(value: BaseException, mode: str, what: str) -> str:
 
 
 _EXCEPTION_ARGS = BaseException.__dict__["args"]
+_OSERROR_NAMES = ("errno", "strerror", "filename", "filename2")
+# OSError_str's fields: "[Errno %S] %S: %R -> %R" of errno, strerror, filename, filename2.
+_OSERROR_FIELDS = tuple(OSError.__dict__[name] for name in _OSERROR_NAMES)
+_OSERROR_MODES = ("str", "str", "repr", "repr")
+
+
+def _oserror_text(value: BaseException, args: Any, what: str) -> str:
+    """``OSError``'s own ``str``: its fields (a file name is not in its args) estimated with
+    its args, and written in steps when the program's code is in them (red team R32:
+    ``str(OSError(1, 'x', [S] * 100))`` wrote 100 000 413 characters, the args estimated)."""
+    fields = [field.__get__(value) for field in _OSERROR_FIELDS]
+    size, spoken = estimate((*fields, args), active=_WRITING.active)
+    check_items(size, what)
+    if not spoken:
+        return str(value)
+    # Which of OSError_str's shapes the fields make (NULL or not, unreadable from Python) is
+    # read from the C call itself, each field that is set and the args standing in as tokens
+    # (no code of the program's runs in it), then written with the fields' text in steps.
+    tokens = [f"R32T{index}K" for index in range(len(fields))]
+    try:
+        for field, token, held in zip(_OSERROR_FIELDS, tokens, fields, strict=True):
+            if held is not None:
+                field.__set__(value, token)
+        _EXCEPTION_ARGS.__set__(value, ("R32TargsK",))
+        template = OSError.__str__(value)
+    finally:
+        for field, held in zip(_OSERROR_FIELDS, fields, strict=True):
+            if held is not None:
+                field.__set__(value, held)
+        _EXCEPTION_ARGS.__set__(value, args)
+    if template == "R32TargsK":  # BaseException_str of the args
+        if len(args) == 1:
+            return text_of(args[0], "str", what)
+        return "" if not args else text_of(args, "repr", what)
+    pieces: list[str] = []
+    for token, held, mode in zip(tokens, fields, _OSERROR_MODES, strict=True):
+        shown = f"'{token}'" if mode == "repr" else token
+        head, found, rest = template.partition(shown)
+        if found:  # a field not set, or not in this shape, is no token in the text
+            pieces += [head, text_of(held, mode, what)]
+            template = rest
+    pieces.append(template)
+    text = "".join(pieces)
+    check_items(str.__len__(text), what)
+    return text
 
 
 def formatted(value: Any, spec: str, what: str) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "repr_length",
     "speaks",
     "text_hook",
+    "texted",
 ]
 
 #: Containers whose text is their items' text: the kinds a conversion expands.
@@ -311,6 +312,11 @@ def is_text_container(value: Any) -> bool:
 def _texted(value: Any) -> Any:
     """What converting ``value`` prints the items of: an exception prints its ``args``, a
     ``UserString`` its data (red team R26)."""
+    if isinstance(value, OSError):
+        # Its str writes its errno, strerror and file names, which its args may not hold (a
+        # file name is not in them): counted with them (red team R32).
+        fields = (field.__get__(value) for field in _OSERROR_FIELDS)
+        return (*fields, _EXCEPTION_ARGS.__get__(value))
     if isinstance(value, BaseException):
         return _EXCEPTION_ARGS.__get__(value)
     if isinstance(value, collections.UserString):
@@ -319,7 +325,15 @@ def _texted(value: Any) -> Any:
     return value
 
 
+def texted(value: Any) -> Any:
+    """What converting ``value`` to text writes the items of (:func:`_texted`)."""
+    return _texted(value)
+
+
 _EXCEPTION_ARGS = BaseException.__dict__["args"]
+_OSERROR_FIELDS = tuple(
+    OSError.__dict__[name] for name in ("errno", "strerror", "filename", "filename2")
+)
 
 
 def exception_args(value: BaseException) -> Any:
