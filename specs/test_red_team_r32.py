@@ -54,6 +54,9 @@ Broken, and fixed (ADR 0165):
 - **``strftime``**, a date's ``format()`` spec and ``time.strftime`` wrote each directive's
   text in one call: ``format(datetime(2020, 1, 1), '%c' * 4000000)`` 96 000 000 characters.
   Counted first now, 24 characters a directive (``%Z`` its zone's name too).
+- **``html.escape`` and ``urllib.parse.quote``** (found on the way) wrote their escapes
+  unchecked: ``html.escape('&' * 9000000)`` 45 000 000 characters, ``quote('\\xff' *
+  5000000)`` 30 000 000. Counted exactly first now.
 - **``print`` held every text before counting the line:** ``print(*[x] * 60)``, ``x`` a list
   of nine shared million-character strings, built 540 million characters (4.3 s) before the
   refusal. The texts built are counted as they are built.
@@ -63,8 +66,7 @@ fields; the walk repeated after every program object (a chain of a
 hundred levels, each with a program object and its own list of two thousand empty lists: past
 the five-second deadline, 96 ms in plain Python); and, found on the way, library text
 functions counted nowhere (csv's ``writerow`` of program objects 100 000 101 characters,
-``html.escape`` 45 000 000, ``urllib.parse.quote`` 30 000 000, ``base64.b16encode``
-18 000 000, ``pprint.pformat`` of program objects 100 000 299).
+``base64.b16encode`` 18 000 000, ``pprint.pformat`` of program objects 100 000 299).
 
 Held (pinned here): a ``RecursionError`` inside the steps leaves no container marked as being
 written; containers holding program objects (recursive ``UserDict``/``UserList``/deque/dict
@@ -276,6 +278,39 @@ for v in vals:
         expected = result_in_python(source)
         assert value_of(source) == expected
         assert expected[2][0] == "[Errno 1] x: E\u00e9 -> [E\u00e9]"
+
+
+class TestEscapesCounted:
+    """Fixed (found on the way): ``html.escape`` and ``urllib.parse.quote``/``quote_plus``
+    wrote their escapes in one call, unchecked."""
+
+    @pytest.mark.parametrize(
+        ("expression", "what", "items"),
+        [
+            ("html.escape('&' * 9000000)", "html.escape()", 45000000),
+            ("urllib.parse.quote('\\xff' * 5000000)", "urllib.parse.quote()", 30000000),
+            ("urllib.parse.quote_plus(b'\\x00' * 4000000)", "urllib.parse.quote_plus()", 12000000),
+        ],
+        ids=["html-escape", "url-quote", "url-quote-plus"],
+    )
+    def test_refused(self, expression: str, what: str, items: int) -> None:
+        """Before: 45 000 000 characters (``&amp;``, five a character), 30 000 000 (``%C3%BF``
+        a character), 12 000 000 (``%00`` a byte); counted exactly now, before the call."""
+        source = f"import html, urllib.parse\nresult = len({expression})"
+        assert error_of(source) == _refusal(what, items)
+
+    def test_what_fits_is_pythons(self) -> None:
+        """Escapes with and without quotes, safe characters as text or bytes, bytes to quote,
+        and texts whose escapes write just under the cap: plain Python's answers."""
+        source = r"""
+import html, urllib.parse
+result = [html.escape('<a href="x">&\'</a>'), html.escape('<"\'>', False), html.escape.__name__,
+          urllib.parse.quote('a b/\xff\u4e2d'), urllib.parse.quote('a b/', safe=''),
+          urllib.parse.quote(b'\x00a~'), urllib.parse.quote_plus('a b&c'),
+          urllib.parse.quote('abc', safe=b'/'), len(html.escape('&' * 1999999)),
+          len(urllib.parse.quote('\xff' * 1666666))]
+"""
+        assert value_of(source) == result_in_python(source)
 
 
 class TestDictViews:
@@ -700,24 +735,21 @@ class TestLeft:
             "Found on the way, library text functions outside ADR 0162's conversions, each one "
             "C call unchecked: csv's writerow calls str() of each field (a hundred program "
             "objects whose __str__ is a shared million-character string: 100 000 101 characters, "
-            "1.5 s), html.escape('&' * 9000000) 45 000 000, urllib.parse.quote('\\xff' * "
-            "5000000) 30 000 000, base64.b16encode(b'x' * 9000000) 18 000 000, pprint.pformat "
-            "of a hundred such program objects 100 000 299 (ADR 0162's Left). Fix: replaced "
-            "catalog entries counting their output first (escape: 5 a '&' or quote, 3 a '<' or "
-            "'>'; quote: 3 a UTF-8 byte; b16/b32/b64/a85/b85: their ratios), and csv's writer "
-            "fed fields already converted by text_of, counted as a row."
+            "1.5 s), base64.b16encode(b'x' * 9000000) 18 000 000, pprint.pformat of a hundred "
+            "such program objects 100 000 299 (ADR 0162's Left). Fix: replaced catalog entries "
+            "counting their output first (b16/b32/b64/a85/b85: their ratios), csv's writer fed "
+            "fields already converted by text_of, counted as a row, and pprint's repr written "
+            "by the steps."
         ),
     )
     @pytest.mark.parametrize(
         "expression",
         [
             "(csv.writer(F).writerow([E()] * 100), len(F.getvalue()))",
-            "len(html.escape('&' * 9000000))",
-            "len(urllib.parse.quote('\\xff' * 5000000))",
             "len(base64.b16encode(b'x' * 9000000))",
             "len(pprint.pformat([E()] * 100))",
         ],
-        ids=["csv-writerow", "html-escape", "url-quote", "b16encode", "pformat"],
+        ids=["csv-writerow", "b16encode", "pformat"],
     )
     def test_library_text_functions(self, expression: str) -> None:
         """Payloads: each expression, refused as past the item cap."""

@@ -40,6 +40,7 @@ from recurgent._sandbox._stdlib_idioms import (
     SandboxJSONDecoder,
     SandboxJSONEncoder,
     email_utils_overrides,
+    html_escape,
     shlex_overrides,
     suppress,
     urllib_parse_overrides,
@@ -129,6 +130,7 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     "zoneinfo": {"ZoneInfo": ZONE_INFO},
     # Library code that matches program text, on the sandbox's regex engine (ADR 0090).
     "csv": {"Sniffer": SNIFFER},
+    "html": {"escape": html_escape},
     "html.parser": {"HTMLParser": HTML_PARSER},
     "time": {"strptime": strptime_time, "strftime": time_strftime},
     **reflection_overrides(),
