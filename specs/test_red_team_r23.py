@@ -242,7 +242,8 @@ class TestPrintCountsTheWholeLine:
 
     def test_a_str_subclass_cannot_hide_its_length(self) -> None:
         """A ``__str__`` returning a ``str`` subclass whose ``__len__`` says 0 is still
-        counted by its real length."""
+        counted by its real length (as the texts are built: refused at the eleventh, red team
+        R32)."""
         source = (
             "class S(str):\n"
             "    def __len__(self):\n"
@@ -253,7 +254,7 @@ class TestPrintCountsTheWholeLine:
             "print(*[A()] * 100)\n"
             "result = 1\n"
         )
-        assert error_of(source) == _resource("print()", 100000100)
+        assert error_of(source) == _resource("print()", 11000000)
 
     def test_ordinary_printing_is_unchanged(self) -> None:
         """Separators, ``end``, ``None`` for either, and several calls print as Python does."""

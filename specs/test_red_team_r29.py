@@ -439,7 +439,7 @@ class TestDataclassReprCounted:
             ("str(DC(BIG))", 100000410),
             ("f'{DC(BIG)}'", 100000410),
             ("repr(DC(collections.UserList(BIG)))", 100000492),
-            ("repr(dataclasses.field(default=BIG))", 100000590),
+            ("repr(dataclasses.field(default=BIG))", 100000686),
         ],
         ids=["repr", "str", "f-string", "wrapper-field", "field"],
     )
@@ -478,8 +478,8 @@ class TestComposedReprsCounted:
         [
             ("repr(collections.ChainMap({1: BIG}))", "repr()", 100000410),
             ("str([collections.ChainMap({}, {1: BIG})])", "str()", 100000410),
-            ("repr(functools.partial(len, BIG))", "repr()", 100000502),
-            ("f'{functools.partial(len, k=BIG)}'", "converting a container to text", 100000507),
+            ("repr(functools.partial(len, BIG))", "repr()", 100000536),
+            ("f'{functools.partial(len, k=BIG)}'", "converting a container to text", 100000541),
         ],
         ids=["chain-map", "chain-map-in-a-list", "partial", "partial-keyword"],
     )

@@ -40,6 +40,7 @@ from recurgent._sandbox._stdlib_idioms import (
     SandboxJSONDecoder,
     SandboxJSONEncoder,
     email_utils_overrides,
+    html_escape,
     shlex_overrides,
     suppress,
     urllib_parse_overrides,
@@ -57,6 +58,7 @@ from recurgent._sandbox._stdlib_text import (
     textwrap_overrides,
     unicodedata_overrides,
 )
+from recurgent._sandbox._stepped_text import time_strftime
 from recurgent._sandbox._user_wrappers import USER_STRING
 
 __all__ = ["ALLOWED_MODULES", "CATALOG", "ModuleRows", "classify"]
@@ -128,8 +130,9 @@ _STAND_INS: dict[str, dict[str, Any]] = {
     "zoneinfo": {"ZoneInfo": ZONE_INFO},
     # Library code that matches program text, on the sandbox's regex engine (ADR 0090).
     "csv": {"Sniffer": SNIFFER},
+    "html": {"escape": html_escape},
     "html.parser": {"HTMLParser": HTML_PARSER},
-    "time": {"strptime": strptime_time},
+    "time": {"strptime": strptime_time, "strftime": time_strftime},
     **reflection_overrides(),
 }
 

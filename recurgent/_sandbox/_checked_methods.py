@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # the helper string.Formatter uses
 import collections
+import datetime
 import functools
 import io
 import random
@@ -35,7 +36,7 @@ from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items, true_length
 from recurgent._sandbox._reflection import named
 from recurgent._sandbox._sizes import check_format_spec
-from recurgent._sandbox._stepped_text import formatted, text_of
+from recurgent._sandbox._stepped_text import check_strftime, formatted, text_of
 
 __all__ = [
     "ITEM_WRITTEN_TYPES",
@@ -107,6 +108,14 @@ def _padding(method: str) -> Binder:
         return padded
 
     return bind
+
+
+def _bind_strftime(obj: Any) -> Callable[..., Any]:
+    def strftime(template: Any) -> Any:
+        check_strftime(obj, template, "strftime")
+        return obj.strftime(template)
+
+    return strftime
 
 
 def _bind_expandtabs(obj: Any) -> Callable[..., Any]:
@@ -524,6 +533,7 @@ def _stateless_methods() -> dict[str, tuple[tuple[type, ...], Binder]]:
             for name in PATH_SEARCHES
         },
         "expand": ((re.Match,), _bind_expand),
+        "strftime": ((datetime.date, datetime.time), _bind_strftime),
         "seek": ((io.StringIO, io.BytesIO), _bind_seek),
         "getrandbits": ((random.Random,), _bind_random(SandboxRandom.getrandbits)),
         "randbytes": ((random.Random,), _bind_random(SandboxRandom.randbytes)),

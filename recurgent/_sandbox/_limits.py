@@ -400,7 +400,19 @@ class OutputCollector:
                 raise TypeError(f"{option} must be None or a string, not {type(given).__name__}")
         # A shared structure's text is checked first (H10), written in steps when the
         # program's code is in it (ADR 0162).
-        texts = [o if type(o) is str else text_of(o, "str", "print()") for o in objects]
+        texts = []
+        built = 0
+        for o in objects:
+            if type(o) is str:
+                texts.append(o)
+                continue
+            text = text_of(o, "str", "print()")
+            # Each text fits, but all are held until the line is counted: the text built so
+            # far is counted as it grows (red team R32: print(*[x] * 60), x a list of nine
+            # shared million-character strings, built 540 million characters first).
+            built += str.__len__(text)
+            check_items(built, "print()")
+            texts.append(text)
         separator = " " if sep is None else str(sep)
         terminator = "\n" if end is None else str(end)
         # Each text fits, but their join repeats the separator and may repeat one text: the

@@ -15,7 +15,9 @@ nothing.
 from __future__ import annotations
 
 import collections
+import decimal
 import fractions
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -43,9 +45,9 @@ from recurgent._sandbox._stepped_text import (
 from recurgent._sandbox._text_size import (
     check_text,
     estimate,
-    exception_args,
     is_text_container,
     repr_length,
+    texted,
 )
 
 __all__ = [
@@ -76,7 +78,8 @@ MAX_INVERSE_MODULUS_BITS = 2**16
 # round(x, n) of an int, Fraction or Decimal builds 10 ** abs(n): about 3.3 bits per digit.
 MAX_ROUND_DIGITS = MAX_INT_BITS * 3 // 10
 _WIDTH = re.compile(r"(\d+)")
-_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?([a-zA-Z%])")
+# A field: its text, width, precision and conversion.
+_PERCENT_FIELD = re.compile(r"(%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?([a-zA-Z%]))")
 
 
 def _repeat_count(sequence: Any, count: Any) -> None:
@@ -160,10 +163,98 @@ def check_format_spec(spec: str) -> None:
             )
 
 
-def _sized(value: Any) -> int:
-    if isinstance(value, collections.UserString):
+def _sized(value: Any, conversions: frozenset[str] = frozenset()) -> int:
+    """What ``%`` writes of ``value`` at most, before widths and precisions: text and bytes
+    their length; an int its digits in the widest base of ``conversions`` (octal, hex, else
+    decimal), a sign and a prefix; a float or ``Decimal`` its shortest text, its integer digits
+    too under ``%f`` and ``%d``; a ``Fraction`` its terms' digits (red team R32: ``('%x' * 100) % ((1 << 999999,) * 100)`` wrote 25 000 000
+    characters, ints and floats counted as nothing)."""
+    kind = type(value)
+    if kind is str or kind is bytes:
+        return len(value)
+    if kind is not int and kind is not float and isinstance(value, collections.UserString):
         value = value.data  # its % and %s are its data's (red-team R3, H9)
-    return true_length(value) if isinstance(value, str | bytes | bytearray) else 0
+    if isinstance(value, str | bytes | bytearray):
+        return true_length(value)
+    if isinstance(value, int):
+        per_bit = 1 / 3 if "o" in conversions else 1 / 4 if conversions & _HEX else _DECIMAL
+        return int(int.bit_length(value) * per_bit) + 4  # a digit more, "-", "0x"
+    if isinstance(value, float):
+        magnitude = abs(float.__float__(value))
+        if conversions & _FIXED and magnitude >= _FLOAT_DIGITS_FROM and math.isfinite(magnitude):
+            return int(math.log10(magnitude)) + _FLOAT_TEXT
+        return _FLOAT_TEXT
+    if isinstance(value, fractions.Fraction):  # %d its integer part, %s its terms
+        bits = int.bit_length(value.numerator) + int.bit_length(value.denominator)
+        return int(bits * _DECIMAL) + _FLOAT_TEXT
+    if isinstance(value, decimal.Decimal):
+        _, digits, exponent = value.as_tuple()
+        zeros = exponent if isinstance(exponent, int) and conversions & _FIXED else 0
+        return len(digits) + max(zeros, 0) + _FLOAT_TEXT  # %d of 9E+4000: 4001 digits
+    return 0
+
+
+_HEX = frozenset("xX")
+_FIXED = frozenset("fFdiu")  # a float's (or Decimal's) integer digits written in full
+_DECIMAL = 0.30103  # digits per bit
+# A float's text but %f's integer digits: "-1.2345678901234567e-308", "%f" under 1e16.
+_FLOAT_TEXT = 32
+_FLOAT_DIGITS_FROM = 1e16
+
+
+def _sizes_of(
+    values: tuple[Any, ...],
+    sized: Callable[[Any, frozenset[str]], int],
+    conversions: frozenset[str],
+) -> list[int]:
+    """``sized`` of each value, a value held many times measured once."""
+    seen: dict[int, int] = {}
+    sizes = []
+    for value in values:
+        size = seen.get(id(value))
+        if size is None:
+            size = seen[id(value)] = sized(value, conversions)
+        sizes.append(size)
+    return sizes
+
+
+def _field_padding(
+    fields: list[tuple[str, str, str, str]], values: tuple[Any, ...], sizes: list[int], largest: int
+) -> int:
+    """What ``%``'s widths and precisions add to the values' text (``sizes``, a tuple's items
+    in order; else ``largest`` for each field), each checked: a field writes its value's text
+    padded to its width (the field's own characters, counted in the template, deducted), a
+    number its precision's digits too (red team R32: ``('%9000000.1f' * 5) % ...`` wrote
+    45 000 000 characters, each width checked alone). A ``*`` takes the next argument, as
+    CPython's cursor over a tuple does, so a value formatted after it is not read as a width
+    (``'%*d' % (5, 10**9)`` was refused)."""
+    total = 0
+    cursor = 0
+    for text, width, precision, conversion in fields:
+        if conversion == "%" and not width and not precision:
+            continue  # "%%": a literal, no argument taken
+        if width == "*":
+            star = values[cursor] if cursor < len(values) else None
+            cursor += 1
+            # A negative * width pads to the left; CPython refuses a * that is no int.
+            width = str(abs(int(star))) if isinstance(star, int) else ""
+        if precision == "*":
+            star = values[cursor] if cursor < len(values) else None
+            cursor += 1
+            precision = str(abs(int(star))) if isinstance(star, int) else ""
+        size = sizes[cursor] if cursor < len(sizes) else largest
+        cursor += 1
+        if width:
+            check_format_spec(width)
+            total += max(int(width) - size - len(text), 0)
+        if precision:
+            check_format_spec(precision)
+            if conversion not in _TEXT_FIELDS:
+                total += int(precision)
+    return total
+
+
+_TEXT_FIELDS = frozenset("sra")  # a precision cuts their text
 
 
 def _check_percent(a: Any, b: Any) -> bool:
@@ -174,48 +265,49 @@ def _check_percent(a: Any, b: Any) -> bool:
     if not isinstance(a, str | bytes):
         return False
     template = str.__str__(a) if isinstance(a, str) else bytes.decode(a, "latin-1")
-    stars = 0
     fields_found = _PERCENT_FIELD.findall(template)
-    for width, precision, _ in fields_found:
-        for part in (width, precision):
-            if part == "*":
-                stars += 1
-            elif part:
-                check_format_spec(part)
     # A tuple subclass may hide items from iteration; % reads its real items.
     values = tuple.__getitem__(b, slice(None)) if isinstance(b, tuple) else (b,)
-    if stars:
-        for value in values[: stars * 2]:
-            if isinstance(value, int):  # a negative * width pads to the left
-                check_format_spec(str(abs(int(value))))
     spoken = _check_values(values)  # a shared structure's text (H10)
     fields = template.count("%")
-    if isinstance(b, dict):
-        # Named fields may repeat one large value any number of times.
-        values, repeats = tuple(dict.values(b)), fields
-    else:
-        repeats = min(fields, len(values))
-    conversions = {conversion for _, _, conversion in fields_found}
+    conversions = frozenset(conversion for _, _, _, conversion in fields_found)
     # %r and %a write a value's repr, a string's escapes too (ADR 0151): ascii's length is at
     # least repr's, so it bounds either (a container's estimate only bounds the conversion it
-    # was made for: %r alone is counted as repr, red team R26).
+    # was made for: %r alone is counted as repr, red team R26). A str template's %s of bytes
+    # writes their repr too (red team R32: four times their length, \\xNN a byte).
     sized = _sized
     if "a" in conversions:
         sized = _ascii_sized
     elif "r" in conversions:
         sized = _repr_sized
-    check_items(len(template) + repeats * max(map(sized, values), default=0), "%-formatting")
+    elif "s" in conversions and isinstance(a, str):
+        sized = _str_sized
+    sizes = _sizes_of(values, sized, conversions) if fields_found else []
+    if isinstance(b, dict):
+        # Named fields may repeat one large value any number of times.
+        largest = max((sized(value, conversions) for value in dict.values(b)), default=0)
+        written, sizes = fields * largest, []
+    else:
+        # A tuple's item is written by one field at most: their sum bounds the fields' text.
+        largest = max(sizes, default=0)
+        written = sum(sizes) if isinstance(b, tuple) else min(fields, 1) * largest
+    padded = any(width or precision for _, width, precision, _ in fields_found)
+    padding = _field_padding(fields_found, values, sizes, largest) if padded else 0
+    check_items(len(template) + written + padding, "%-formatting")
     return percent_needs_steps(a, b, values, spoken)
 
 
 def _check_values(values: tuple[Any, ...]) -> bool:
     """``check_text`` of each value; ``True`` when one's text is the program's code."""
     spoken = False
+    seen: set[int] = set()
     for value in values:
-        if type(value) in PLAIN_TEXT:
-            continue  # its text is its own: nothing to check
+        if type(value) in PLAIN_TEXT or id(value) in seen:
+            continue  # its text is its own, or checked already: nothing to check
+        seen.add(id(value))
         if isinstance(value, BaseException):
-            size, said = estimate(exception_args(value))  # its text is its args' (H10)
+            # its text is its args' (H10), an OSError's its fields' too (red team R32)
+            size, said = estimate(texted(value))
             check_items(size, "%-formatting")
             spoken = spoken or said
         elif is_text_container(value) and not isinstance(value, collections.UserString):
@@ -227,12 +319,23 @@ def _check_values(values: tuple[Any, ...]) -> bool:
     return spoken
 
 
-def _repr_sized(value: Any) -> int:
-    return max(_sized(value), repr_length(value))
+def _repr_sized(value: Any, conversions: frozenset[str] = frozenset()) -> int:
+    return max(_sized(value, conversions), repr_length(value))
 
 
-def _ascii_sized(value: Any) -> int:
-    return max(_sized(value), repr_length(value, ascii_only=True))
+def _ascii_sized(value: Any, conversions: frozenset[str] = frozenset()) -> int:
+    return max(_sized(value, conversions), repr_length(value, ascii_only=True))
+
+
+def _str_sized(value: Any, conversions: frozenset[str] = frozenset()) -> int:
+    """A str template's ``%s`` writes bytes as their repr, a container (an exception) its
+    items' (its args') text (red team R32: ``('%s' * 100) % (([S],) * 100)``, ``S`` a million
+    characters, wrote 100 000 400 characters, each list's text checked alone)."""
+    if type(value) in PLAIN_TEXT or isinstance(value, collections.UserString):
+        return _sized(value, conversions)
+    if isinstance(value, bytes | bytearray | BaseException) or is_text_container(value):
+        return repr_length(value)
+    return _sized(value, conversions)
 
 
 def _mod_(a: Any, b: Any) -> Any:

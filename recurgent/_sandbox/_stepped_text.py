@@ -28,13 +28,17 @@ Data with no code of the program's keeps the single C call, checked as before.
 from __future__ import annotations
 
 import collections
+import datetime
 import threading
+import time
+import types
 from collections.abc import Callable
 from typing import Any
 
 from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items
 from recurgent._sandbox._text_size import (
+    DICT_VIEWS,
     check_repr,
     check_text,
     estimate,
@@ -46,6 +50,7 @@ from recurgent._sandbox._text_size import (
 
 __all__ = [
     "WRAPPER_REPRS",
+    "check_strftime",
     "converted",
     "formatted",
     "objects_own",
@@ -53,6 +58,7 @@ __all__ = [
     "runs_code",
     "stepped_percent",
     "text_of",
+    "time_strftime",
 ]
 
 #: The ``__repr__`` functions of the checked wrappers (``_user_wrappers`` adds its own): a
@@ -138,17 +144,23 @@ def text_of(value: Any, mode: str, what: str) -> str:
 
 def _exception_text(value: BaseException, mode: str, what: str) -> str:
     """An exception's text, its ``args`` written in steps when the program's code is in them
-    (``BaseException``'s own ``__repr__``/``__str__``; a class's own is one call, checked)."""
+    (``BaseException``'s own ``__repr__``/``__str__``, and ``KeyError``'s ``__str__``: its one
+    argument's repr; a class's own is one call, checked)."""
     kind: Any = type(value)
     own = kind.__str__ if mode == "str" else kind.__repr__
     args = _EXCEPTION_ARGS.__get__(value)
-    if own is (BaseException.__str__ if mode == "str" else BaseException.__repr__):
+    if own is OSError.__str__:
+        return _oserror_text(value, args, what)
+    # KeyError_str writes repr(args[0]) for one argument, else as BaseException_str (red team
+    # R32: str(KeyError([E()] * 100)) was one C call, 100 000 200 characters).
+    keyed = mode == "str" and own is KeyError.__str__
+    if keyed or own is (BaseException.__str__ if mode == "str" else BaseException.__repr__):
         size, spoken = estimate(args, ascii_only=mode == "ascii", active=_WRITING.active)
         check_items(size, what)
         if spoken:
             if mode == "str":  # '' for no args, str(args[0]) for one, else the args' repr
                 if len(args) == 1:
-                    return text_of(args[0], "str", what)
+                    return text_of(args[0], "repr" if keyed else "str", what)
                 return "" if not args else text_of(args, "repr", what)
             # "Name(arg)" for one, else "Name" and the args' repr (BaseException_repr)
             name = str.__str__(type.__getattribute__(kind, "__name__"))
@@ -167,6 +179,51 @@ def _exception_text(value: BaseException, mode: str, what: str) -> str:
 
 
 _EXCEPTION_ARGS = BaseException.__dict__["args"]
+_OSERROR_NAMES = ("errno", "strerror", "filename", "filename2")
+# OSError_str's fields: "[Errno %S] %S: %R -> %R" of errno, strerror, filename, filename2.
+_OSERROR_FIELDS = tuple(OSError.__dict__[name] for name in _OSERROR_NAMES)
+_OSERROR_MODES = ("str", "str", "repr", "repr")
+
+
+def _oserror_text(value: BaseException, args: Any, what: str) -> str:
+    """``OSError``'s own ``str``: its fields (a file name is not in its args) estimated with
+    its args, and written in steps when the program's code is in them (red team R32:
+    ``str(OSError(1, 'x', [S] * 100))`` wrote 100 000 413 characters, the args estimated)."""
+    fields = [field.__get__(value) for field in _OSERROR_FIELDS]
+    size, spoken = estimate((*fields, args), active=_WRITING.active)
+    check_items(size, what)
+    if not spoken:
+        return str(value)
+    # Which of OSError_str's shapes the fields make (NULL or not, unreadable from Python) is
+    # read from the C call itself, each field that is set and the args standing in as tokens
+    # (no code of the program's runs in it), then written with the fields' text in steps.
+    tokens = [f"R32T{index}K" for index in range(len(fields))]
+    try:
+        for field, token, held in zip(_OSERROR_FIELDS, tokens, fields, strict=True):
+            if held is not None:
+                field.__set__(value, token)
+        _EXCEPTION_ARGS.__set__(value, ("R32TargsK",))
+        template = OSError.__str__(value)
+    finally:
+        for field, held in zip(_OSERROR_FIELDS, fields, strict=True):
+            if held is not None:
+                field.__set__(value, held)
+        _EXCEPTION_ARGS.__set__(value, args)
+    if template == "R32TargsK":  # BaseException_str of the args
+        if len(args) == 1:
+            return text_of(args[0], "str", what)
+        return "" if not args else text_of(args, "repr", what)
+    pieces: list[str] = []
+    for token, held, mode in zip(tokens, fields, _OSERROR_MODES, strict=True):
+        shown = f"'{token}'" if mode == "repr" else token
+        head, found, rest = template.partition(shown)
+        if found:  # a field not set, or not in this shape, is no token in the text
+            pieces += [head, text_of(held, mode, what)]
+            template = rest
+    pieces.append(template)
+    text = "".join(pieces)
+    check_items(str.__len__(text), what)
+    return text
 
 
 def formatted(value: Any, spec: str, what: str) -> str:
@@ -175,7 +232,42 @@ def formatted(value: Any, spec: str, what: str) -> str:
     if spec == "" and objects_own(value, "__format__") and converted(value):
         return text_of(value, "str", what)
     check_text(value, what)
+    if isinstance(value, _DATES) and isinstance(spec, str):
+        check_strftime(value, spec, what)  # a date's format spec is its strftime's
     return format(value, spec)
+
+
+_DATES = (datetime.date, datetime.time)
+# What one strftime directive writes past its own two characters, but %Z: %c writes 24 ("Wed
+# Jan  1 00:00:00 2020").
+_DIRECTIVE = 22
+
+
+def check_strftime(value: Any, template: Any, what: str) -> None:
+    """Refuse ``value.strftime(template)`` (a date, a time or a datetime) past the item cap:
+    each ``%`` directive writes up to 24 characters, ``%Z`` its zone's name too (red team R32:
+    ``format(datetime(2020, 1, 1), '%c' * 4000000)`` wrote 96 000 000 characters)."""
+    if not isinstance(template, str) or "%" not in template:
+        return
+    zone = value.tzname() if isinstance(value, datetime.datetime | datetime.time) else None
+    _check_directives(template, str.__len__(zone) if isinstance(zone, str) else 0, what)
+
+
+def _check_directives(template: str, zone: int, what: str) -> None:
+    directives = str.count(template, "%") * _DIRECTIVE + str.count(template, "Z") * zone
+    check_items(str.__len__(template) + directives, what)
+
+
+def time_strftime(format: Any, *moment: Any) -> Any:
+    """``time.strftime``, checked as a date's ``strftime`` is (the local zone's name at most
+    64 characters)."""
+    if isinstance(format, str):
+        _check_directives(format, _LOCAL_ZONE, "time.strftime")
+    return time.strftime(format, *moment)
+
+
+time_strftime.__name__ = time_strftime.__qualname__ = "strftime"
+_LOCAL_ZONE = 64
 
 
 def converted(value: Any) -> bool:
@@ -229,7 +321,11 @@ def _item(item: Any, out: list[str], budget: _Budget) -> None:
             )[0]
             flag = budget.flags.get(id(item), True)
         elif not flag:
-            size = estimate(item, room, ascii_only=budget.ascii_only)[0]
+            # Noted plain by a walk, but code of the program's the walk did not know of (a
+            # library object's repr: an OrderedDict's item, an exception's argument) may have
+            # run since and filled it: stepped when this walk finds the program's code (red
+            # team R32).
+            size, flag = estimate(item, room, ascii_only=budget.ascii_only, active=_WRITING.active)
         if flag:
             _SHAPES[shape](item, out, budget)
             return
@@ -345,6 +441,130 @@ def _deque(node: Any, out: list[str], budget: _Budget) -> None:
         _WRITING.active.discard(id(node))
 
 
+def _counter(node: Any, out: list[str], budget: _Budget) -> None:
+    # Counter.__repr__ (library Python): "Name()" when empty, else "Name(" and the repr of
+    # dict(self.most_common()) (dict(self) when the values do not sort) and ")". Its truth,
+    # most_common's sort and items() may be the program's code: no walk's note is kept.
+    name = str.__str__(type.__getattribute__(type(node), "__name__"))
+    empty = not node
+    budget.flags.clear()
+    if empty:
+        budget.add(out, f"{name}()")
+        return
+    try:
+        pairs = dict(node.most_common())
+    except TypeError:
+        pairs = dict(node)
+    budget.flags.clear()
+    budget.add(out, f"{name}(")
+    _item(pairs, out, budget)
+    budget.add(out, ")")
+
+
+def _ordered(node: Any, out: list[str], budget: _Budget) -> None:
+    # odict_repr: "Name()" when empty, "..." met again, else "Name(" and the repr of the list
+    # of its (key, value) pairs (a subclass's: list(self.items()), the program's code) and ")".
+    name = str.__str__(type.__getattribute__(type(node), "__name__"))
+    if not dict.__len__(node):
+        budget.add(out, f"{name}()")
+        return
+    if not _entered(node, out, budget, "..."):
+        return
+    try:
+        if type(node) is collections.OrderedDict:
+            pieces = list(collections.OrderedDict.items(node))
+        else:
+            pieces = list(node.items())
+            budget.flags.clear()
+        budget.add(out, f"{name}(")
+        _list(pieces, out, budget)
+        budget.add(out, ")")
+    finally:
+        _WRITING.active.discard(id(node))
+
+
+def _default(node: Any, out: list[str], budget: _Budget) -> None:
+    # defdict_repr: the dict's repr first, then its factory's ("None"; "..." for a factory
+    # being written), written as "Name(factory, dict)".
+    written: list[str] = []
+    _dict(node, written, budget)
+    factory = _FACTORY.__get__(node)
+    named: list[str] = []
+    if factory is None:
+        budget.add(named, "None")
+    elif not _entered(factory, named, budget, "..."):
+        pass
+    else:
+        try:
+            _item(factory, named, budget)
+        finally:
+            _WRITING.active.discard(id(factory))
+    budget.add(out, str.__str__(type.__getattribute__(type(node), "__name__")) + "(")
+    out.extend(named)
+    budget.add(out, ", ")
+    out.extend(written)
+    budget.add(out, ")")
+
+
+_FACTORY = collections.defaultdict.__dict__["default_factory"]
+
+
+def _named(name: Any, budget: _Budget) -> str:
+    """A class's or function's name as the repr writes it (``ascii`` escapes it)."""
+    text = str.__str__(name) if isinstance(name, str) else "?"
+    if budget.ascii_only:
+        return str.encode(text, "ascii", "backslashreplace").decode("ascii")
+    return text
+
+
+def _exception(node: Any, out: list[str], budget: _Budget) -> None:
+    # BaseException_repr: "Name(arg)" for one argument, else "Name" and the args' repr.
+    args = _EXCEPTION_ARGS.__get__(node)
+    name = _named(type.__getattribute__(type(node), "__name__"), budget)
+    if len(args) == 1:
+        budget.add(out, name + "(")
+        _item(args[0], out, budget)
+        budget.add(out, ")")
+        return
+    budget.add(out, name)
+    _item(args, out, budget)
+
+
+def _slice(node: Any, out: list[str], budget: _Budget) -> None:
+    # slice_repr: "slice(start, stop, step)".
+    budget.add(out, "slice(")
+    _item(node.start, out, budget)
+    budget.add(out, ", ")
+    _item(node.stop, out, budget)
+    budget.add(out, ", ")
+    _item(node.step, out, budget)
+    budget.add(out, ")")
+
+
+def _method(node: Any, out: list[str], budget: _Budget) -> None:
+    # method_repr: "<bound method {__func__'s __qualname__ (or __name__)} of {self's repr}>".
+    function = node.__func__
+    name = getattr(function, "__qualname__", None)
+    if not isinstance(name, str):
+        name = getattr(function, "__name__", None)
+    budget.add(out, "<bound method " + _named(name, budget) + " of ")
+    _item(node.__self__, out, budget)
+    budget.add(out, ">")
+
+
+def _view(node: Any, out: list[str], budget: _Budget) -> None:
+    # dictview_repr: "dict_values(" and the repr of list(view), "..." for a view met again.
+    if not _entered(node, out, budget, "..."):
+        return
+    try:
+        items = list(node)
+        budget.add(out, str.__str__(type.__getattribute__(type(node), "__name__")) + "(")
+        _list(items, out, budget)
+        budget.add(out, ")")
+    finally:
+        _WRITING.active.discard(id(node))
+
+
 def _wrapped(node: Any, out: list[str], budget: _Budget) -> None:
     # UserList/UserDict: repr(self.data), its one read as the library's repr reads it.
     _item(node.data, out, budget)
@@ -356,6 +576,13 @@ _SHAPES: dict[str, Callable[[Any, list[str], _Budget], None]] = {
     "dict": _dict,
     "set": _set,
     "deque": _deque,
+    "counter": _counter,
+    "exception": _exception,
+    "slice": _slice,
+    "method": _method,
+    "default": _default,
+    "ordered": _ordered,
+    "view": _view,
     "wrapped": _wrapped,
 }
 _REPRS: tuple[tuple[str, Any], ...] = (
@@ -364,6 +591,13 @@ _REPRS: tuple[tuple[str, Any], ...] = (
     ("dict", {dict.__repr__}),
     ("set", {set.__repr__, frozenset.__repr__}),
     ("deque", {collections.deque.__repr__}),
+    ("counter", {collections.Counter.__repr__}),
+    ("exception", {BaseException.__repr__}),
+    ("slice", {slice.__repr__}),
+    ("method", {types.MethodType.__repr__}),
+    ("default", {collections.defaultdict.__repr__}),
+    ("ordered", {collections.OrderedDict.__repr__}),
+    ("view", {view.__repr__ for view in DICT_VIEWS}),
     ("wrapped", WRAPPER_REPRS),
 )
 

@@ -22,6 +22,7 @@ import collections
 import decimal
 import fractions
 import functools
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,7 +30,9 @@ from recurgent._sandbox._made import SandboxType
 from recurgent._sandbox._measure import MAX_ITEMS, check_items
 
 __all__ = [
+    "DICT_VIEWS",
     "TEXT_CONTAINERS",
+    "calls_program",
     "check_repr",
     "check_text",
     "check_texts",
@@ -42,6 +45,7 @@ __all__ = [
     "repr_length",
     "speaks",
     "text_hook",
+    "texted",
 ]
 
 #: Containers whose text is their items' text: the kinds a conversion expands.
@@ -58,8 +62,12 @@ TEXT_CONTAINERS = frozenset(
         collections.defaultdict,
     }
 )
-# Subclasses print their items the same way (a namedtuple adds its field names).
-_CONTAINER_BASES = (list, tuple, dict, set, frozenset, collections.deque)
+#: A dict's views: ``dict_values([...])``, their items' text (red team R32: ``str(d.values())``
+#: of a dict holding a shared list wrote 100 000 415 characters, a view counted as small).
+DICT_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
+# Subclasses print their items the same way (a namedtuple adds its field names; an
+# OrderedDict's views are the dict's).
+_CONTAINER_BASES = (list, tuple, dict, set, frozenset, collections.deque, *DICT_VIEWS)
 # Wrappers whose text is their data's repr, written by library code in one C call: walked as a
 # container of one item (red team R26).
 _WRAPPED = (collections.UserString, collections.UserList, collections.UserDict)
@@ -67,7 +75,11 @@ _WRAPPED = (collections.UserString, collections.UserList, collections.UserDict)
 # R29: 100 million characters each, counted as a small object): a ChainMap its maps, a
 # partial its function, arguments and keywords. A program cannot derive from either.
 _COMPOSED = (collections.ChainMap, functools.partial)
-_WALKED = _CONTAINER_BASES + _WRAPPED + _COMPOSED
+# Library objects whose repr writes their parts' reprs (red team R32: a hundred
+# ValueError([S]) wrote 100 001 800 characters, slices 100 002 500, each counted as small): an
+# exception its args, a slice its start, stop and step, a bound method its __self__.
+_PARTED = (BaseException, slice, types.MethodType)
+_WALKED = _CONTAINER_BASES + _WRAPPED + _COMPOSED + _PARTED
 # Digits per bit of an int, rounded up.
 _DIGITS_PER_BIT = 0.30103
 _OTHER = 16  # a value of another kind: a date, a function, a program object
@@ -125,7 +137,36 @@ def _scalar_text(value: Any, ascii_only: bool = False) -> int:
     if isinstance(value, int | str):
         exact = int.__int__(value) if isinstance(value, int) else str.__str__(value)
         return _scalar_text(exact, ascii_only)
-    return _OTHER
+    return _OTHER + _names_length(value)
+
+
+def _names_length(value: Any) -> int:
+    """The names an object's default repr writes: its class's (``<__main__.Name object at
+    0x...>``), a class's or a function's own (red team R32: a program class named by a
+    thousand characters, ``repr([C()] * 100000)``, wrote 103 800 000 characters)."""
+    kind: Any = type(value)
+    length = _name_length(kind)
+    if isinstance(value, type):
+        length += _name_length(value)
+    elif isinstance(value, types.FunctionType):
+        length += _text_length(_FUNCTION_NAME.__get__(value))
+    return length
+
+
+def _name_length(kind: Any) -> int:
+    return _text_length(_QUALNAME.__get__(kind)) + _text_length(_MODULE.__get__(kind))
+
+
+_QUALNAME = type.__dict__["__qualname__"]
+_MODULE = type.__dict__["__module__"]
+_NAME = type.__dict__["__name__"]
+
+
+def _text_length(value: Any) -> int:
+    return str.__len__(value) if isinstance(value, str) else _OTHER
+
+
+_FUNCTION_NAME = types.FunctionType.__dict__["__qualname__"]
 
 
 def _wrapped_data(wrapper: Any) -> Any:
@@ -151,6 +192,59 @@ def speaks(kind: type) -> bool:
             if "__repr__" in names or "__str__" in names or "data" in names:
                 return True
     return False
+
+
+# Library mappings whose repr is library code calling the instance's own methods (a Counter's
+# __bool__ and most_common, which sorts its values and reads items(); an OrderedDict
+# subclass's items()): a program subclass defining a method runs its code there.
+_CALLING_REPRS = (collections.Counter, collections.OrderedDict)
+# What a class body holds besides its methods.
+_BOOKKEEPING = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__init__",
+        "__annotations__",
+        "__dict__",
+        "__weakref__",
+    }
+)
+
+
+def calls_program(kind: type) -> bool:
+    """True for a class of the program's deriving from ``Counter`` or ``OrderedDict`` that
+    defines anything but ``__init__``: their library repr calls the instance's methods (red
+    team R32: ``items`` returning a hundred million-character values wrote 100 000 793)."""
+    if not isinstance(kind, SandboxType) or not issubclass(kind, _CALLING_REPRS):
+        return False
+    for klass in type.__getattribute__(kind, "__mro__"):
+        names = type.__getattribute__(klass, "__dict__")
+        if isinstance(klass, SandboxType) and not _BOOKKEEPING.issuperset(names):
+            return True
+    return False
+
+
+def _sorts_program(node: Any) -> bool:
+    """True for a ``Counter`` holding a value of the program's: its repr sorts the values,
+    running the program's comparisons (red team R32)."""
+    return isinstance(node, collections.Counter) and any(
+        isinstance(type(value), SandboxType) for value in dict.values(node)
+    )
+
+
+_FACTORY = collections.defaultdict.__dict__["default_factory"]
+
+
+def _factory_speaks(node: Any) -> bool:
+    """True for a ``defaultdict`` whose factory's repr is the program's code (its own, or a
+    bound method's ``__self__``'s): ``defdict_repr`` writes it in its one call."""
+    if not isinstance(node, collections.defaultdict):
+        return False
+    factory = _FACTORY.__get__(node)
+    if isinstance(factory, types.MethodType):
+        factory = factory.__self__
+    return speaks(type(factory))
 
 
 def iterates(kind: type) -> bool:
@@ -180,9 +274,30 @@ def _flat_text(items: list[Any], ascii_only: bool) -> tuple[int | None, bool]:
     if kinds <= {float}:
         return len(items) * (50 + _SEPARATOR), False
     spoken = any(map(speaks, kinds))
-    if any(issubclass(kind, _WALKED) for kind in kinds):
-        return None, spoken
+    walked = [kind for kind in kinds if issubclass(kind, _WALKED)]
+    if walked:
+        if not all(issubclass(kind, _PARTED) for kind in walked):
+            return None, spoken
+        return _parted_text(items, ascii_only, spoken)
     return sum(_scalar_text(item, ascii_only) + _SEPARATOR for item in items), spoken
+
+
+def _parted_text(items: list[Any], ascii_only: bool, spoken: bool) -> tuple[int | None, bool]:
+    """:func:`_flat_text` of items among which exceptions, slices or bound methods whose own
+    parts are no containers (a list of ``ValueError(i)``): counted here, not walked one by
+    one; ``None`` when a part is a container."""
+    total = 0
+    for item in items:
+        if not isinstance(item, _PARTED):
+            total += _scalar_text(item, ascii_only) + _SEPARATOR
+            continue
+        for part in _items(item):
+            if _is_container(part):
+                return None, spoken
+            spoken = spoken or speaks(type(part))
+            total += _scalar_text(part, ascii_only) + _SEPARATOR
+        total += _wrapper(item) + _SEPARATOR
+    return total, spoken
 
 
 def _is_container(value: Any) -> bool:
@@ -197,6 +312,11 @@ def is_text_container(value: Any) -> bool:
 def _texted(value: Any) -> Any:
     """What converting ``value`` prints the items of: an exception prints its ``args``, a
     ``UserString`` its data (red team R26)."""
+    if isinstance(value, OSError):
+        # Its str writes its errno, strerror and file names, which its args may not hold (a
+        # file name is not in them): counted with them (red team R32).
+        fields = (field.__get__(value) for field in _OSERROR_FIELDS)
+        return (*fields, _EXCEPTION_ARGS.__get__(value))
     if isinstance(value, BaseException):
         return _EXCEPTION_ARGS.__get__(value)
     if isinstance(value, collections.UserString):
@@ -205,7 +325,15 @@ def _texted(value: Any) -> Any:
     return value
 
 
+def texted(value: Any) -> Any:
+    """What converting ``value`` to text writes the items of (:func:`_texted`)."""
+    return _texted(value)
+
+
 _EXCEPTION_ARGS = BaseException.__dict__["args"]
+_OSERROR_FIELDS = tuple(
+    OSError.__dict__[name] for name in ("errno", "strerror", "filename", "filename2")
+)
 
 
 def exception_args(value: BaseException) -> Any:
@@ -218,6 +346,11 @@ def _wrapper(container: Any) -> int:
     known = _WRAPPERS.get(kind)
     if known is not None:
         return known
+    if isinstance(container, types.MethodType):
+        # "<bound method Name.f of ...>": the function's name too.
+        return _WRAPPER + _text_length(getattr(container.__func__, "__qualname__", None))
+    if isinstance(container, BaseException):
+        return _WRAPPER + _text_length(_NAME.__get__(kind))  # "Name(...)"
     fields = getattr(kind, "_fields", None)
     if isinstance(container, tuple) and isinstance(fields, tuple):
         # A namedtuple prints its class and field names: Point(x=1, y=2).
@@ -226,6 +359,12 @@ def _wrapper(container: Any) -> int:
 
 
 def _items(container: Any) -> list[Any]:
+    if isinstance(container, BaseException):
+        return list(_EXCEPTION_ARGS.__get__(container))
+    if isinstance(container, slice):
+        return [container.start, container.stop, container.step]
+    if isinstance(container, types.MethodType):
+        return [container.__self__]
     if isinstance(container, collections.ChainMap):
         return list(object.__getattribute__(container, "__dict__").get("maps", ()))
     if isinstance(container, functools.partial):
@@ -282,6 +421,8 @@ def estimate(
                 continue
             held.append(node)
             itself = key in active or speaks(type(node))
+            if calls_program(type(node)) or _sorts_program(node) or _factory_speaks(node):
+                itself = True  # its library repr runs the program's code (written in steps)
             if iterates(type(node)):
                 # Its items are the program's code's answer, which may change any container
                 # already walked: no container's finding is kept.

@@ -205,6 +205,11 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ("textwrap", "wrap"): ("wrap('a b c', width=3)", ["a b", "c"]),
     ("time", "sleep"): ("sleep(0)", None),
     ("time", "strptime"): ("list(strptime('2026-12-02', '%Y-%m-%d'))[:3]", [2026, 12, 2]),
+    ("time", "strftime"): ("strftime('%Y-%m-%d', (2026, 12, 5, 0, 0, 0, 5, 339, 0))", "2026-12-05"),
+    ("html", "escape"): (
+        "escape('<a href=\"x\">&</a>')",
+        "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;",
+    ),
     ("csv", "Sniffer"): ("Sniffer().sniff('a;b;c\\n1;2;3\\n').delimiter", ";"),
     ("html.parser", "HTMLParser"): (
         "p = HTMLParser(convert_charrefs=True)\np.feed('<b>x</b>')\nresult = p.rawdata",
