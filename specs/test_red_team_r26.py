@@ -90,15 +90,21 @@ from typing import Any
 
 import pytest
 
-from recurgent import Agent, _levels
+from recurgent import _levels
 from recurgent._journal import Journal
 from recurgent._sandbox import SandboxLimits, _encodings, _measure, rebuild
 from recurgent._sandbox._encodings import checked_decode, checked_encode
 from recurgent._sandbox._inbound import inbound
 from recurgent._worker._protocol import parse_line
 from recurgent.errors import NonSerializableResultError
-from recurgent.testing import ScriptedProvider
-from specs.sandbox.support import error_of, execute, nested_lists, result_in_python, value_of
+from specs.sandbox.support import (
+    error_of,
+    execute,
+    nested_lists,
+    probe_agent,
+    result_in_python,
+    value_of,
+)
 
 _LIMIT = "the sandbox limit is 10000000"
 
@@ -614,17 +620,6 @@ def _depth(value: Any) -> int:
     return depth
 
 
-def _agent(programs: dict[str, str]) -> Agent:
-    return Agent(
-        "probe",
-        provider=ScriptedProvider(programs),
-        log=False,
-        toolstore_root=None,
-        isolation="in_process",
-        execution_timeout_seconds=5.0,
-    )
-
-
 class TestMemorysOwnValueKeepsItsLevels:
     """Fixed: a value memory holds, placed below the top, counts its own levels."""
 
@@ -670,7 +665,7 @@ class TestMemorysOwnValueKeepsItsLevels:
     def test_wrapping_memorys_value_each_call(self) -> None:
         """``context['k'] = [[...[context['k']]...]]``: the first call stores 60 levels, the
         second is refused and memory keeps 60 (after six calls the key was unreadable before)."""
-        agent = _agent(
+        agent = probe_agent(
             {
                 "grow": "y = context.get('k', [])\nfor _ in range(60):\n    y = [y]\n"
                 "context['k'] = y\nreturn 1",
@@ -684,7 +679,7 @@ class TestMemorysOwnValueKeepsItsLevels:
     def test_a_part_shared_deeper_in_one_value(self) -> None:
         """Thirty rounds of ``x = [x, <33 levels ending in x>]``: refused (a path 1 020 levels
         long was stored when a shared part counted where it was first reached)."""
-        agent = _agent(
+        agent = probe_agent(
             {
                 "grow": "x = []\nfor k in range(30):\n    c = []\n    inner = c\n"
                 "    for _ in range(32):\n        n = []\n        inner.append(n)\n"
@@ -798,7 +793,7 @@ class TestSharedPartsKeepTheirLevels:
             "x = {'many': [p] * 1000, 'deep': [[[[[[[[[[[[[[[[[[[[[[p]]]]]]]]]]]]]]]]]]]]]],"
             " 'pairs': [pair, pair]}\n"
         )
-        agent = _agent({"grow": source + "context['k'] = x\nreturn 1"})
+        agent = probe_agent({"grow": source + "context['k'] = x\nreturn 1"})
         assert agent.grow().status == "ok"
         stored = agent.runtime_context["k"]
         part = stored["many"][0]

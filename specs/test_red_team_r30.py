@@ -52,7 +52,7 @@ from typing import Any, cast
 
 import pytest
 
-from recurgent import Agent, _levels as levels
+from recurgent import _levels as levels
 from recurgent._execution import ExecutionInputs
 from recurgent._journal import Journal, _core as core
 from recurgent._sandbox import SandboxLimits, rebuild
@@ -65,8 +65,7 @@ from recurgent._worker._supervisor import WorkerSupervisor
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 from recurgent.program import Program
-from recurgent.testing import ScriptedProvider
-from specs.sandbox.support import Host, execute, nested_lists
+from specs.sandbox.support import Host, execute, longest_list_path, nested_lists, probe_agent
 from specs.worker.support import ReplyingSupervisor, worker_answer
 
 
@@ -76,28 +75,6 @@ def _wrapped(part: Any, levels: int) -> list[Any]:
     for _ in range(levels - 1):
         top = [top]
     return top
-
-
-def _longest(value: Any) -> int:
-    """The longest path of lists in ``value`` (iterative: it may be deeper than the stack)."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, list):
-            deepest = max(deepest, level + 1)
-            stack.extend((part, level + 1) for part in node)
-    return deepest
-
-
-def _agent(programs: dict[str, str]) -> Agent:
-    return Agent(
-        "probe",
-        provider=ScriptedProvider(programs),
-        log=False,
-        toolstore_root=None,
-        isolation="in_process",
-        execution_timeout_seconds=5.0,
-    )
 
 
 class TestAPatchCountsEveryPlaceOfItsContainer:
@@ -116,7 +93,7 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
         journal.view["z"].append(nested_lists(61))
         with pytest.raises(NonSerializableResultError) as refused:
             journal.prepare(rebuild).apply(memory)
-        assert (str(refused.value), _longest(memory["b"]), memory["z"]) == (
+        assert (str(refused.value), longest_list_path(memory["b"]), memory["z"]) == (
             "context['z'] with its new items, held 60 levels below memory's top, is nested more "
             f"than 64 levels deep; {PLAIN_SUFFIX}",
             61,
@@ -141,7 +118,7 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
             journal.prepare(rebuild).apply(memory)
         except NonSerializableResultError:
             refused = True
-        assert (refused, sorted(memory), _longest(memory["a"])) == (True, ["a"], 41)
+        assert (refused, sorted(memory), longest_list_path(memory["a"])) == (True, ["a"], 41)
 
     def test_placed_by_one_patch_and_patched_by_another(self) -> None:
         """Memory: ``w`` an empty list, ``p`` 30 lists above an empty list ``q``. Payload, one
@@ -160,7 +137,7 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
         view["w"].append(nested_lists(39))
         with pytest.raises(NonSerializableResultError) as refused:
             journal.prepare(rebuild).apply(memory)
-        assert (str(refused.value), _longest(memory["p"]), w) == (
+        assert (str(refused.value), longest_list_path(memory["p"]), w) == (
             "context['w'] with its new items, held 31 levels below memory's top, is nested more "
             f"than 64 levels deep; {PLAIN_SUFFIX}",
             31,
@@ -174,7 +151,7 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
         ``ok``, ``b`` grew 63 levels a round (1 321 after twenty; reading it raised
         ``RecursionError``). Now: every ``grow`` refused, ``b`` stays at 61 lists and ``z0``
         empty."""
-        agent = _agent(
+        agent = probe_agent(
             {
                 "setup": "context['z0'] = []\ncontext['k'] = 0\nreturn 1",
                 "share": "y = context['z0']\nfor _ in range(60):\n    y = [y]\n"
@@ -192,7 +169,7 @@ class TestAPatchCountsEveryPlaceOfItsContainer:
             agent.fresh()
             grown.append(agent.grow().error_type)
         memory = agent.runtime_context
-        assert (grown, _longest(memory["b"]), memory["k"], memory["z0"]) == (
+        assert (grown, longest_list_path(memory["b"]), memory["k"], memory["z0"]) == (
             ["non_serializable_result"] * 10,
             61,
             0,
@@ -379,7 +356,7 @@ class TestAWorkersPatchCountsEveryPlaceOfItsContainer:
         shared: list[Any] = []
         memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 60)}
         result = _through_a_workers_parent(memory, _APPEND_62)
-        assert (type(result.error), str(result.error), _longest(memory["b"]), shared) == (
+        assert (type(result.error), str(result.error), longest_list_path(memory["b"]), shared) == (
             NonSerializableResultError,
             "context['z'] with its new items, held 60 levels below memory's top, is nested more "
             f"than 64 levels deep; {MEMORY_SUFFIX}",
@@ -394,7 +371,12 @@ class TestAWorkersPatchCountsEveryPlaceOfItsContainer:
         shared: list[Any] = []
         memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 1)}
         result = _through_a_workers_parent(memory, _APPEND_62)
-        assert (result.error, memory["z"] is shared, len(shared), _longest(memory["b"])) == (
+        assert (
+            result.error,
+            memory["z"] is shared,
+            len(shared),
+            longest_list_path(memory["b"]),
+        ) == (
             None,
             True,
             1,
@@ -408,7 +390,7 @@ class TestAWorkersPatchCountsEveryPlaceOfItsContainer:
         shared: list[Any] = []
         memory: dict[str, Any] = {"z": shared, "b": _wrapped(shared, 2)}
         result = _through_a_workers_parent(memory, _APPEND_62)
-        assert (str(result.error), _longest(memory["b"]), shared) == (
+        assert (str(result.error), longest_list_path(memory["b"]), shared) == (
             "context['z'] with its new items, held 2 levels below memory's top, is nested more "
             f"than 64 levels deep; {MEMORY_SUFFIX}",
             3,
@@ -419,7 +401,7 @@ class TestAWorkersPatchCountsEveryPlaceOfItsContainer:
         journal = Journal(here)
         journal.view["z"].append(nested_lists(61))
         journal.prepare(rebuild).apply(here)
-        assert _longest(here["b"]) == 65
+        assert longest_list_path(here["b"]) == 65
 
 
 class TestAPatchWalksMemoryOnlyWhenItCanAddALevel:
@@ -446,7 +428,7 @@ class TestAPatchWalksMemoryOnlyWhenItCanAddALevel:
         """Payload: ``context['value'] = context.get('value', 0) + 1`` three times (the hot
         benchmark's call): no patch, so ``deep_patch`` is not called."""
         counts = self._counting(monkeypatch)
-        agent = _agent({"count": "context['value'] = context.get('value', 0) + 1\nreturn 1"})
+        agent = probe_agent({"count": "context['value'] = context.get('value', 0) + 1\nreturn 1"})
         for _ in range(3):
             agent.count()
         assert (agent.runtime_context["value"], counts) == (
@@ -543,7 +525,7 @@ class TestATreeMemoryIsNotWalked:
         holding a list: it could add levels). Before (ADR 0161 without the shape): a walk of
         memory a call, 2 000 parts each. Now: none, and the memory is still a tree."""
         walks = self._walks(monkeypatch)
-        agent = _agent({"fill": self.RECORDS, "add": self.APPEND})
+        agent = probe_agent({"fill": self.RECORDS, "add": self.APPEND})
         agent.fill()
         for i in range(3):
             assert agent.add(i).is_ok
@@ -568,7 +550,9 @@ class TestATreeMemoryIsNotWalked:
         """Each way a commit can put one container at two places marks the memory; the next
         call's patch walks it once."""
         walks = self._walks(monkeypatch)
-        agent = _agent({"fill": self.RECORDS, "place": placing + "\nreturn 1", "add": self.APPEND})
+        agent = probe_agent(
+            {"fill": self.RECORDS, "place": placing + "\nreturn 1", "add": self.APPEND}
+        )
         agent.fill()
         assert agent._runtime().memory_shape.shared is False
         assert agent.place().is_ok
@@ -581,7 +565,7 @@ class TestATreeMemoryIsNotWalked:
         """Payload: ``x = []``, ``context['b'] = [x, <60 lists around x>]`` (one part at levels
         1 and 61 of one value), then a later call appends 62 levels through the shallow place
         ``context['b'][0]``. Refused: the memory was marked when ``b`` was written."""
-        agent = _agent(
+        agent = probe_agent(
             {
                 "share": "x = []\ny = x\nfor _ in range(60):\n    y = [y]\n"
                 "context['b'] = [x, y]\nreturn 1",
@@ -591,7 +575,7 @@ class TestATreeMemoryIsNotWalked:
         )
         assert agent.share().is_ok
         grown = agent.grow()
-        assert (grown.error_type, _longest(agent.runtime_context["b"])) == (
+        assert (grown.error_type, longest_list_path(agent.runtime_context["b"])) == (
             "non_serializable_result",
             62,
         )

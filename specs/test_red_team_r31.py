@@ -67,40 +67,21 @@ a key popped and set again is no write; a refused attempt leaves the shape unmar
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
 
-from recurgent import Agent
 from recurgent._journal import Journal
 from recurgent._levels import MemoryShape
 from recurgent._sandbox import rebuild
 from recurgent._sandbox._forwarding import MEMORY_SUFFIX
 from recurgent.errors import NonSerializableResultError
-from recurgent.testing import ScriptedProvider
+from specs.sandbox.support import longest_list_path, probe_agent
 from specs.test_red_team_r30 import _through_a_workers_parent
 
-
-def _agent(programs: dict[str, str]) -> Agent:
-    return Agent(
-        "probe",
-        provider=ScriptedProvider(programs),
-        log=False,
-        toolstore_root=None,
-        isolation="in_process",
-        execution_timeout_seconds=10.0,
-    )
-
-
-def _longest(value: Any) -> int:
-    """The longest path of lists in ``value``, a tree (iterative)."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, list):
-            deepest = max(deepest, level + 1)
-            stack.extend((part, level + 1) for part in node)
-    return deepest
+# Ten seconds: some rounds build a hundred thousand records.
+_agent = functools.partial(probe_agent, timeout_seconds=10.0)
 
 
 def _longest_simple(value: Any) -> int:
@@ -138,7 +119,7 @@ class TestANestedCallOnTheSameMemoryIsWalked:
         answer = _agent(self.PROGRAMS).top()
         status, message, child = answer.value
         memory = child.runtime_context
-        assert (status, message, _longest(memory["b"]), memory["z"]) == (
+        assert (status, message, longest_list_path(memory["b"]), memory["z"]) == (
             "error",
             "context['z'] with its new items, held 60 levels below memory's top, is nested "
             f"more than 64 levels deep; {MEMORY_SUFFIX}",
@@ -159,7 +140,7 @@ class TestANestedCallOnTheSameMemoryIsWalked:
         shape.shared = True
         with pytest.raises(NonSerializableResultError):
             journal.prepare(rebuild).apply(memory)
-        assert (_longest(memory["b"]), z) == (61, [])
+        assert (longest_list_path(memory["b"]), z) == (61, [])
 
 
 def _wrapped(part: Any, levels: int) -> list[Any]:
@@ -193,7 +174,7 @@ class TestAWriteThroughAHandleMarksTheAgent:
         )
         status, message, child = agent.top().value
         memory = child.runtime_context
-        assert (status, message, _longest(memory["b"]), memory["b"][0]) == (
+        assert (status, message, longest_list_path(memory["b"]), memory["b"][0]) == (
             "error",
             "context['b'][0] with its new items, held 61 levels below memory's top, is nested "
             f"more than 64 levels deep; {MEMORY_SUFFIX}",
@@ -238,7 +219,13 @@ class TestMemoryIsNotPlacedInsideItself:
         inner, lists = memory["w"], 0
         while isinstance(inner, list):
             inner, lists = inner[0], lists + 1
-        assert (lists, type(inner), inner is memory, "b" in inner, _longest(memory["b"])) == (
+        assert (
+            lists,
+            type(inner),
+            inner is memory,
+            "b" in inner,
+            longest_list_path(memory["b"]),
+        ) == (
             60,
             dict,
             False,
@@ -313,7 +300,7 @@ class TestKeptItemsAreNotPlacedAgain:
         view_q[1].append(_wrapped([], 61))
         with pytest.raises(NonSerializableResultError):
             journal.prepare(rebuild).apply(memory)
-        assert (q[0] is z, _longest(memory["b"]), z) == (True, 61, [])
+        assert (q[0] is z, longest_list_path(memory["b"]), z) == (True, 61, [])
 
 
 class TestRoundsThroughCyclesLeft:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from recurgent import Agent
 from recurgent._sandbox import (
     ExecutionResult,
     ExecutionSandbox,
@@ -23,6 +24,7 @@ from recurgent._sandbox import (
 )
 from recurgent._sandbox._memory import MemoryMeter
 from recurgent.outcome import Outcome
+from recurgent.testing import ScriptedProvider
 
 SECRET_KEY = "sk-live-secret-123456"
 """An API key the fake child agents carry; generated code must never see it."""
@@ -273,3 +275,28 @@ def recorded_wait_timeouts(
 
     monkeypatch.setattr(condition, "wait_for", recording)
     return timeouts
+
+
+def probe_agent(programs: dict[str, str], *, timeout_seconds: float = 5.0) -> Agent:
+    """An in-process agent ``probe`` answering each method with its scripted program, with no
+    log and no store (the red-team specs' agent)."""
+    return Agent(
+        "probe",
+        provider=ScriptedProvider(programs),
+        log=False,
+        toolstore_root=None,
+        isolation="in_process",
+        execution_timeout_seconds=timeout_seconds,
+    )
+
+
+def longest_list_path(value: Any) -> int:
+    """The longest path of lists in ``value``, a tree (iterative: it may be deeper than the
+    stack)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, list):
+            deepest = max(deepest, level + 1)
+            stack.extend((part, level + 1) for part in node)
+    return deepest
