@@ -300,8 +300,16 @@ def _parted_text(items: list[Any], ascii_only: bool, spoken: bool) -> tuple[int 
     return total, spoken
 
 
+# Exact kinds that are never walked: answered before isinstance, whose ABCs (UserList's,
+# UserDict's) cost a Python call each for every scalar an estimate meets.
+_FLAT_KINDS = frozenset({str, int, float, bool, complex, bytes, type(None)})
+
+
 def _is_container(value: Any) -> bool:
-    return type(value) in TEXT_CONTAINERS or isinstance(value, _WALKED)
+    kind = type(value)
+    if kind in TEXT_CONTAINERS:
+        return True
+    return kind not in _FLAT_KINDS and isinstance(value, _WALKED)
 
 
 def is_text_container(value: Any) -> bool:
