@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import contextvars
+import functools
 import operator
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -31,7 +32,7 @@ from recurgent._journal._shared import (
 from recurgent._journal._view import ACTIVE, MemoryView
 from recurgent._journal._writes import MISSING, Path, Rebuild, Writes
 from recurgent._levels import MAX_DEPTH, PLACED_AGAIN, MemoryShape, deep_patch, deep_place
-from recurgent._where import Location, where_in_memory
+from recurgent._where import where_in_memory
 from recurgent.errors import NonSerializableResultError
 from recurgent.outcome import Outcome
 
@@ -424,8 +425,11 @@ class Journal:
         refuse = rebuild
         copied = self._copied
         if copied:
-            # The patch makers call rebuild themselves: each of their calls shares the table.
-            rebuild = _measuring(rebuild, heights)
+            # The patch makers call rebuild once a patched item: each call shares the commit's
+            # one table of memory's heights, or a memory value placed in a thousand items was
+            # walked a thousand times (6 s past a one-second deadline for a 100 000-item list).
+            # Memory does not change before the writes are applied: a height measured holds.
+            rebuild = functools.partial(rebuild, heights=heights)
         for entry in copied:
             if entry.kind is not None:
                 patch = entry.kind.diff(
@@ -474,26 +478,6 @@ class Journal:
 def _new(value: Any) -> None:
     """A resolver for which nothing is memory's."""
     return None
-
-
-def _measuring(rebuild: Rebuild, table: dict[int, int]) -> Rebuild:
-    """``rebuild`` sharing ``table``, the commit's one table of memory's measured heights: each
-    patched item is rebuilt by a call of its own, and a memory value placed in a thousand of
-    them was walked a thousand times (6 s past a one-second deadline for a 100 000-item list).
-    Memory does not change before the writes are applied, so a height measured once holds."""
-
-    def measured(
-        value: Any,
-        where: Location,
-        *,
-        resolve: Callable[[Any], Any | None],
-        depth: int = 0,
-        heights: dict[int, int] | None = None,
-    ) -> Any:
-        shared = table if heights is None else heights
-        return rebuild(value, where, resolve=resolve, depth=depth, heights=shared)
-
-    return measured
 
 
 def _fresh(rebuild: Rebuild, resolve: Callable[[Any], Any | None], depth: int) -> Fresh:
