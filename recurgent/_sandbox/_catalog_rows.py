@@ -282,12 +282,15 @@ TABLE: dict[str, ModuleRows] = {
     ),
     "operator": rows(
         pure="""
-            abs add and_ call concat contains countOf delitem eq ge getitem gt iadd
-            iand iconcat imatmul index indexOf inv invert ior irshift is_ is_not
+            abs and_ call contains countOf delitem eq ge getitem gt
+            iand imatmul index indexOf inv invert ior irshift is_ is_not
             isub itemgetter itruediv ixor le length_hint lt matmul ne neg not_ or_ pos
             rshift setitem sub truediv truth xor
             """,
-        replaced="floordiv ifloordiv ilshift imod imul ipow lshift mod mul pow",
+        replaced="""
+            add concat floordiv iadd iconcat ifloordiv ilshift imod imul ipow lshift mod mul
+            pow
+            """,
         attempt="attrgetter methodcaller",
     ),
     "pprint": rows(
