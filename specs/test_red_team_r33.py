@@ -14,6 +14,9 @@ Broken, and fixed (ADR 0167):
   100), maxlen=1)`` 100 000 000 characters; ``operator.concat(x, x)`` seven times
   128 000 000. Now each is a Python frame that counts two exact sequences' items as ``sum()``
   does (``operator.add would create N items``).
+- **``re.escape``** (the standard module's, served as is) writes a backslash before each
+  special character: ``re.escape('.' * 9000000)`` wrote 18 000 000 characters (bytes
+  likewise). Counted exactly first now.
 
 Left: a program's own ``s + s`` stays unchecked (as ADR 0165 records); only the library's C
 loops over ``+`` are counted.
@@ -117,7 +120,35 @@ class TestAddInACLoop:
         )
 
 
-# --- 2. Held ---------------------------------------------------------------------------------
+# --- 2. re.escape ----------------------------------------------------------------------------
+
+
+class TestReEscapeCounted:
+    """Fixed: ``re.escape`` (the standard module's, served as is) writes two characters for
+    each special one, uncounted."""
+
+    @pytest.mark.parametrize(
+        ("source", "items"),
+        [
+            ("re.escape('.' * 9000000)", 18000000),
+            ("re.escape(b'\\n' * 6000000)", 12000000),
+            ("re.escape('a' * 5000000 + ' ' * 5000001)", 15000002),
+        ],
+        ids=["dots", "bytes", "spaces"],
+    )
+    def test_escapes_are_counted(self, source: str, items: int) -> None:
+        """Payload: ``re.escape('.' * 9000000)`` (before: 18 000 000 characters)."""
+        assert error_of(f"import re\nresult = len({source})") == _refusal("re.escape()", items)
+
+    def test_honest_escapes_answer_as_python(self) -> None:
+        source = (
+            "import re\nresult = [re.escape('a.b*c'), re.escape(b'x+y\\n'),\n"
+            "  re.escape('()[]{}?*+-|^$\\\\.&~# \\t\\n\\r\\v\\f'), len(re.escape('.' * 4999999))]"
+        )
+        assert value_of(source) == result_in_python(source)
+
+
+# --- 3. Held ---------------------------------------------------------------------------------
 
 
 def _wrapped(part: Any, levels: int) -> list[Any]:

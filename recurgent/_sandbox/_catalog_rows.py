@@ -311,10 +311,10 @@ TABLE: dict[str, ModuleRows] = {
     "re": rows(
         pure="""
             A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG S T TEMPLATE U
-            UNICODE VERBOSE X escape
+            UNICODE VERBOSE X
             """,
         replaced="""
-            Match Pattern compile error findall finditer fullmatch match search split sub
+            Match Pattern compile error escape findall finditer fullmatch match search split sub
             subn
             """,
         # RegexFlag: an enum class formats a value it refuses with %r in one C call, a shared

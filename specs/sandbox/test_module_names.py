@@ -73,6 +73,7 @@ _USES: dict[tuple[str, str], tuple[str, object]] = {
     ("re", "Match"): ("type(re_match('a', 'a')).__name__", "Match"),
     ("re", "Pattern"): ("type(re_compile('a')).__name__", "Pattern"),
     ("re", "compile"): ("compile(r'\\d+').findall('a1b22')", ["1", "22"]),
+    ("re", "escape"): ("escape('a.b')", "a\\.b"),
     ("re", "error"): ("issubclass(error, Exception)", True),
     ("re", "findall"): ("findall(r'\\d', 'a1b2')", ["1", "2"]),
     ("re", "finditer"): ("[m.group() for m in finditer(r'\\d', 'a1b2')]", ["1", "2"]),
