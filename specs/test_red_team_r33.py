@@ -18,7 +18,15 @@ Broken, and fixed (ADR 0167):
   special character: ``re.escape('.' * 9000000)`` wrote 18 000 000 characters (bytes
   likewise). Counted exactly first now.
 
-Left: a program's own ``s + s`` stays unchecked (as ADR 0165 records); only the library's C
+- **``UserString(seq)``** wrote ``str(seq)`` in one C call of library code after an estimate
+  counting a program object as small: ``str(collections.UserString([E()] * 100))``, ``E``'s
+  ``__repr__`` a shared million-character string, 100 000 200 characters (a keyword ``seq``
+  and a program subclass likewise). ``seq`` is written by ``text_of`` now, in steps.
+
+Left: ADR 0162's ``ChainMap`` and ``functools.partial`` of program reprs (strict xfails,
+``TestLeft``): ``repr(collections.ChainMap({'a': [E()] * 100}))`` 100 000 217 characters,
+``repr(functools.partial(print, *[E()] * 100))`` 100 000 235. A program's own ``s + s`` stays
+unchecked (as ADR 0165 records); only the library's C
 loops over ``+`` are counted.
 
 Held (pinned here): an in-place patch through ``setdefault`` or ``|=`` on a nested dict of a
@@ -148,7 +156,67 @@ class TestReEscapeCounted:
         assert value_of(source) == result_in_python(source)
 
 
-# --- 3. Held ---------------------------------------------------------------------------------
+# --- 3. UserString(seq) ----------------------------------------------------------------------
+
+
+class TestUserStringOfProgramCode:
+    """Fixed: ``UserString(seq)`` writes ``str(seq)`` in one C call of library code, checked by
+    an estimate that counts a program object as small."""
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            "collections.UserString([E()] * 100)",
+            "collections.UserString(seq=[E()] * 100)",
+            "U([E()] * 100)",
+        ],
+        ids=["served", "keyword", "subclass"],
+    )
+    def test_program_text_is_written_in_steps(self, call: str) -> None:
+        """Payload: ``str(collections.UserString([E()] * 100))``, ``E.__repr__`` returning a
+        shared million-character string (before: 100 000 200 characters)."""
+        source = _E + "import collections\nclass U(collections.UserString):\n    pass\n"
+        assert error_of(source + f"result = len({call})") == _refusal("UserString()", 10000019)
+
+    def test_honest_user_strings_answer_as_python(self) -> None:
+        source = (
+            "import collections\nclass U(collections.UserString):\n    pass\n"
+            "class A:\n    def __str__(self):\n        return 'A!'\n"
+            "result = [str(collections.UserString([1, 'x'])), str(collections.UserString(seq=3)),\n"
+            "  str(U(A())), str(collections.UserString(A())), str(U(b'x')),\n"
+            "  type(collections.UserString(collections.UserString('q')).data).__name__]\n"
+        )
+        assert value_of(source) == result_in_python(source)
+
+
+# --- 4. Left ---------------------------------------------------------------------------------
+
+
+class TestLeft:
+    @pytest.mark.xfail(
+        strict=True,
+        reason="ADR 0162's Left, still open: a ChainMap's and a functools.partial's repr "
+        "(library code) write a program object's repr in one C call after an estimate that "
+        "counts it as small. Proposed fix: shapes in _stepped_text (ChainMap: "
+        "'Name(' + ', '.join of its maps' text_of + ')'; partial: its qualname, func, args "
+        "and k=v reprs) and _COMPOSED containers answering speaks/iterates in the walk.",
+    )
+    @pytest.mark.parametrize(
+        "call",
+        [
+            "collections.ChainMap({'a': [E()] * 100})",
+            "functools.partial(print, *[E()] * 100)",
+        ],
+        ids=["chainmap", "partial"],
+    )
+    def test_composed_reprs_of_program_code(self, call: str) -> None:
+        """Payload: ``repr(collections.ChainMap({'a': [E()] * 100}))`` wrote 100 000 217
+        characters; ``repr(functools.partial(print, *[E()] * 100))`` 100 000 235 (3.1 s)."""
+        source = _E + f"import collections, functools\nresult = len(repr({call}))"
+        assert error_of(source)[0] == "resource_limit"
+
+
+# --- 5. Held ---------------------------------------------------------------------------------
 
 
 def _wrapped(part: Any, levels: int) -> list[Any]:
