@@ -23,6 +23,11 @@ Broken, and fixed (ADR 0167):
   ``__repr__`` a shared million-character string, 100 000 200 characters (a keyword ``seq``
   and a program subclass likewise). ``seq`` is written by ``text_of`` now, in steps.
 
+- **``math.prod`` of a sequence** repeated it in one C call; only ints' bits were checked:
+  ``math.prod([100] * 4, start='a')`` wrote 100 000 000 characters (a list ``start``, a str
+  factor, bytes likewise). A product holding a sequence is multiplied a factor at a time by the
+  checked ``*`` now.
+
 Left: ADR 0162's ``ChainMap`` and ``functools.partial`` of program reprs (strict xfails,
 ``TestLeft``): ``repr(collections.ChainMap({'a': [E()] * 100}))`` 100 000 217 characters,
 ``repr(functools.partial(print, *[E()] * 100))`` 100 000 235. A program's own ``s + s`` stays
@@ -189,7 +194,40 @@ class TestUserStringOfProgramCode:
         assert value_of(source) == result_in_python(source)
 
 
-# --- 4. Left ---------------------------------------------------------------------------------
+# --- 4. math.prod of sequences ----------------------------------------------------------------
+
+
+class TestProdOfSequences:
+    """Fixed: ``math.prod`` checked its ints' bits, and a sequence among its factors (or its
+    ``start``) was repeated in one C call, unchecked."""
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            "math.prod([100] * 4, start='a')",
+            "math.prod([10] * 8, start=[0])",
+            "math.prod(['a', 10**8])",
+            "math.prod([10**8], start=b'a')",
+        ],
+        ids=["str-start", "list-start", "str-factor", "bytes-start"],
+    )
+    def test_repetition_is_counted(self, call: str) -> None:
+        """Payload: ``math.prod([100] * 4, start='a')`` (before: 100 000 000 characters)."""
+        assert error_of(f"import math\nresult = len({call})") == _refusal(
+            "sequence repetition", 100000000
+        )
+
+    def test_honest_products_answer_as_python(self) -> None:
+        source = (
+            "import fractions, math\n"
+            "result = [math.prod([2, 3], start='ab'), math.prod(['x', 3]), math.prod([3, (1,)]),\n"
+            "  math.prod([]), math.prod([2, 3.5]), math.prod([fractions.Fraction(1, 3), 3]),\n"
+            "  math.prod([2], start=[0]), math.prod(range(1, 20))]\n"
+        )
+        assert value_of(source) == result_in_python(source)
+
+
+# --- 5. Left ---------------------------------------------------------------------------------
 
 
 class TestLeft:
@@ -216,7 +254,7 @@ class TestLeft:
         assert error_of(source)[0] == "resource_limit"
 
 
-# --- 5. Held ---------------------------------------------------------------------------------
+# --- 6. Held ---------------------------------------------------------------------------------
 
 
 def _wrapped(part: Any, levels: int) -> list[Any]:
