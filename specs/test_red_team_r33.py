@@ -17,12 +17,10 @@ Broken, and fixed (ADR 0167):
 - **``re.escape``** (the standard module's, served as is) writes a backslash before each
   special character: ``re.escape('.' * 9000000)`` wrote 18 000 000 characters (bytes
   likewise). Counted exactly first now.
-
 - **``UserString(seq)``** wrote ``str(seq)`` in one C call of library code after an estimate
   counting a program object as small: ``str(collections.UserString([E()] * 100))``, ``E``'s
   ``__repr__`` a shared million-character string, 100 000 200 characters (a keyword ``seq``
   and a program subclass likewise). ``seq`` is written by ``text_of`` now, in steps.
-
 - **``math.prod`` of a sequence** repeated it in one C call; only ints' bits were checked:
   ``math.prod([100] * 4, start='a')`` wrote 100 000 000 characters (a list ``start``, a str
   factor, bytes likewise). A product holding a sequence is multiplied a factor at a time by the
@@ -31,8 +29,9 @@ Broken, and fixed (ADR 0167):
 Left: ADR 0162's ``ChainMap`` and ``functools.partial`` of program reprs (strict xfails,
 ``TestLeft``): ``repr(collections.ChainMap({'a': [E()] * 100}))`` 100 000 217 characters,
 ``repr(functools.partial(print, *[E()] * 100))`` 100 000 235. A program's own ``s + s`` stays
-unchecked (as ADR 0165 records); only the library's C
-loops over ``+`` are counted.
+unchecked (as ADR 0165 records); only the library's C loops over ``+`` are counted. An
+``io.StringIO`` written ``S`` a hundred times answers a 100 000 000-character ``getvalue()``
+(linear in the program's steps, as ``s + s``; the memory cap bounds it).
 
 Held (pinned here): an in-place patch through ``setdefault`` or ``|=`` on a nested dict of a
 shared memory is counted at the deepest place memory holds it; a program ``dict`` subclass
