@@ -282,12 +282,15 @@ TABLE: dict[str, ModuleRows] = {
     ),
     "operator": rows(
         pure="""
-            abs add and_ call concat contains countOf delitem eq ge getitem gt iadd
-            iand iconcat imatmul index indexOf inv invert ior irshift is_ is_not
+            abs and_ call contains countOf delitem eq ge getitem gt
+            iand imatmul index indexOf inv invert ior irshift is_ is_not
             isub itemgetter itruediv ixor le length_hint lt matmul ne neg not_ or_ pos
             rshift setitem sub truediv truth xor
             """,
-        replaced="floordiv ifloordiv ilshift imod imul ipow lshift mod mul pow",
+        replaced="""
+            add concat floordiv iadd iconcat ifloordiv ilshift imod imul ipow lshift mod mul
+            pow
+            """,
         attempt="attrgetter methodcaller",
     ),
     "pprint": rows(
@@ -308,10 +311,10 @@ TABLE: dict[str, ModuleRows] = {
     "re": rows(
         pure="""
             A ASCII DEBUG DOTALL I IGNORECASE L LOCALE M MULTILINE NOFLAG S T TEMPLATE U
-            UNICODE VERBOSE X escape
+            UNICODE VERBOSE X
             """,
         replaced="""
-            Match Pattern compile error findall finditer fullmatch match search split sub
+            Match Pattern compile error escape findall finditer fullmatch match search split sub
             subn
             """,
         # RegexFlag: an enum class formats a value it refuses with %r in one C call, a shared

@@ -11,9 +11,11 @@ lists the caps of both.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
+import operator
 import random
 import secrets
 import statistics
@@ -95,7 +97,19 @@ def _checked_prod(iterable: Iterable[Any], /, *, start: Any = 1) -> Any:
     items = list(iterable)
     # The product of integers has at most the sum of their bit lengths.
     check_bits(int_bits(start) + sum(int_bits(item) for item in items), "math.prod()")
+    if any(isinstance(item, _REPEATED) for item in (start, *items)):
+        # A sequence times ints repeats it in C (red team R33: ``prod([100] * 4, start='a')``
+        # wrote 100 000 000 characters): multiplied a factor at a time by the checked ``*``.
+        multiply = size_hooks()["_mul_"]
+        total = start
+        for item in items:
+            total = multiply(total, item)
+        return total
     return math.prod(items, start=start)
+
+
+#: What ``*`` by an int repeats.
+_REPEATED = (str, bytes, bytearray, list, tuple)
 
 
 def _checked_lcm(*integers: Any) -> Any:
@@ -354,7 +368,24 @@ def operator_overrides() -> dict[str, Any]:
         "ipow": lambda a, b: inplace("**=", a, b),
         "ilshift": lambda a, b: inplace("<<=", a, b),
         "imod": lambda a, b: inplace("%=", a, b),
+        # ``+`` in a Python frame, the items counted as ``sum()`` counts them: a C loop
+        # (``functools.reduce``, ``itertools.accumulate``) over the C ``operator.add`` copied
+        # its growing total unchecked and past the deadline (red team R33, ADR 0167).
+        "add": lambda a, b: _checked_add(a, b, operator.add),
+        "concat": lambda a, b: _checked_add(a, b, operator.concat),
+        "iadd": lambda a, b: _checked_add(a, b, operator.iadd),
+        "iconcat": lambda a, b: _checked_add(a, b, operator.iconcat),
     }
+
+
+_SEQUENCES = (str, bytes, bytearray, list, tuple)
+
+
+def _checked_add(a: Any, b: Any, join: Callable[[Any, Any], Any]) -> Any:
+    """``join(a, b)``, two exact sequences' items checked first."""
+    if type(a) in _SEQUENCES and type(b) in _SEQUENCES:
+        check_items(len(a) + len(b), "operator.add")
+    return join(a, b)
 
 
 def itertools_tee(iterable: Any, n: int = 2) -> tuple[Any, ...]:
@@ -403,7 +434,13 @@ def itertools_overrides(tick: Callable[[], bool]) -> dict[str, Any]:
         _check_width(r, "itertools.permutations()")
         return TickingIterator(itertools.permutations(iterable, r), tick)
 
+    def accumulate(iterable: Any, func: Any = None, *, initial: Any = None) -> TickingIterator:
+        # Its default ``+`` copies a growing total in C, as ``operator.add`` did (ADR 0167).
+        step = functools.partial(_checked_add, join=operator.add) if func is None else func
+        return TickingIterator(itertools.accumulate(iterable, step, initial=initial), tick)
+
     served: dict[str, Any] = {
+        "accumulate": accumulate,
         "tee": itertools_tee,
         "product": product,
         "combinations": combinations,

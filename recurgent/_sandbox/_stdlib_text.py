@@ -432,7 +432,25 @@ def unicodedata_overrides() -> dict[str, Any]:
 
 def re_overrides() -> dict[str, Any]:
     """``re`` served through the deadline-bounded ``regex`` engine (see ``_regex``)."""
-    return regex_module_names()
+    return {**regex_module_names(), "escape": _re_escape}
+
+
+#: The characters ``re.escape`` writes with a backslash before them.
+_RE_SPECIAL = "()[]{}?*+-|^$\\.&~# \t\n\r\v\f"
+
+
+def _re_escape(pattern: Any) -> Any:
+    """``re.escape``, its text counted first: each special character writes two (red team
+    R33: ``escape('.' * 9000000)`` wrote 18 000 000, ADR 0167)."""
+    if type(pattern) in (str, bytes):
+        text = pattern if type(pattern) is str else str(pattern, "latin-1")
+        special = sum(str.count(text, character) for character in _RE_SPECIAL)
+        check_items(len(text) + special, "re.escape()")
+    return re.escape(pattern)
+
+
+_re_escape.__module__ = "re"
+_re_escape.__qualname__ = _re_escape.__name__ = "escape"
 
 
 # ----------------------------------------------------------------------------- difflib

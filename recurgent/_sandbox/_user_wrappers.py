@@ -48,11 +48,16 @@ _MOD = _HOOKS["_mod_"]  # data % args, the formatting checked first
 _INPLACE = _HOOKS["_inplace_"]  # data *= n, checked as data * n
 
 
-def _check_seq(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Refuse ``UserString(seq)`` when ``str(seq)`` (one C call) would pass the item cap."""
-    seq = args[0] if args else kwargs.get("seq")
-    if not isinstance(seq, str | collections.UserString):
-        check_text(seq, "UserString()")
+def _check_seq(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``UserString(seq)``'s arguments with ``seq`` other than a text written as ``str(seq)``
+    by :func:`text_of` (in steps when the program's code is in it), refused past the item cap:
+    ``UserString``'s own ``str(seq)`` is one C call (red team R33, ADR 0167)."""
+    if args and not isinstance(args[0], str | collections.UserString):
+        return (text_of(args[0], "str", "UserString()"), *args[1:])
+    seq = kwargs.get("seq")
+    if not args and seq is not None and not isinstance(seq, str | collections.UserString):
+        kwargs["seq"] = text_of(seq, "str", "UserString()")
+    return args
 
 
 def _check_operand(other: Any) -> None:
@@ -74,7 +79,7 @@ class CheckedUserString(collections.UserString):
     text of an operand that is not text."""
 
     def __init__(self, seq: Any) -> None:
-        _check_seq((seq,), {})
+        (seq,) = _check_seq((seq,), {})
         super().__init__(seq)
 
     __repr__ = _repr
@@ -127,7 +132,7 @@ class _ServedUserStringType(abc.ABCMeta):
     """The stand-in's metaclass: a checked call, and the real class for everything else."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        _check_seq(args, kwargs)
+        args = _check_seq(args, kwargs)
         return collections.UserString(*args, **kwargs)
 
     def __instancecheck__(cls, instance: Any) -> bool:
